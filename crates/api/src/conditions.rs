@@ -1,0 +1,423 @@
+//! The closed vocabulary of KarpenterHealth: condition types, the reasons each may carry, and the
+//! remediation and docs anchor of every reason. Pure data, no IO.
+//!
+//! Every reason is declared once, in the table below, together with the condition it belongs to
+//! and the status it implies; docs/checks.md is generated from the same table (`karpenter-health
+//! docs`), so the documentation cannot drift from the code.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A condition's status: only these three values exist (conditions.md rule 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+
+    /// Parses the wire form; anything else is treated as `Unknown`, as the API conventions say a
+    /// missing or unrecognised status must be.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "True" => Self::True,
+            "False" => Self::False,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+impl fmt::Display for ConditionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How bad a finding is. `Error` findings make their condition False; `Warning` and `Info` are
+/// reported in `status.findings` only and never change a condition.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+macro_rules! condition_types {
+    ($($(#[doc = $doc:literal])* $name:ident, $column:literal;)+) => {
+        /// The condition types of a KarpenterHealth, all of positive polarity: `True` is healthy.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+        pub enum ConditionType { $($(#[doc = $doc])* $name,)+ }
+
+        impl ConditionType {
+            /// Every type, sub-conditions first and the summary `Ready` last.
+            pub const ALL: &'static [ConditionType] = &[$(ConditionType::$name,)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(ConditionType::$name => stringify!($name),)+ }
+            }
+
+            /// One sentence on what `True` means, for docs and `kubectl explain`-style help.
+            pub fn meaning(self) -> &'static str {
+                match self { $(ConditionType::$name => concat!($($doc),+).trim_ascii(),)+ }
+            }
+
+            /// The short header used in printer columns.
+            pub fn column(self) -> &'static str {
+                match self { $(ConditionType::$name => $column,)+ }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $(stringify!($name) => Some(ConditionType::$name),)+ _ => None }
+            }
+        }
+    };
+}
+
+condition_types! {
+    /// The instance profile nodes launch with exists, is named correctly and holds the node role.
+    InstanceProfileReady, "Profile";
+    /// The node IAM role exists, trusts EC2 and has the policies a node needs.
+    NodeRoleReady, "Role";
+    /// Nodes using the node role are allowed to join the cluster (aws-auth or access entry).
+    NodeRoleMapped, "Mapped";
+    /// The security-group selectors resolve to groups that belong to this cluster.
+    SecurityGroupsReady, "SGs";
+    /// No other cluster shares this cluster's name, and Karpenter is configured with the real name.
+    ClusterIdentityUnique, "Identity";
+    /// The instance metadata options Karpenter sends are accepted by EC2 in this region.
+    MetadataOptionsSupported, "Metadata";
+    /// No NodePool or pending workload uses a label the installed Karpenter rejects.
+    LabelsAllowed, "Labels";
+    /// Karpenter's own EC2NodeClass status is current and does not contradict itself.
+    KarpenterStatusConsistent, "KarpStatus";
+    /// Launched NodeClaims of this EC2NodeClass register as nodes in time.
+    NodeClaimsRegistered, "Registered";
+    /// Summary: every other condition is True.
+    Ready, "Ready";
+}
+
+impl ConditionType {
+    /// The sub-conditions that feed the summary `Ready`: every type but `Ready` itself.
+    pub fn sub_conditions() -> &'static [ConditionType] {
+        &Self::ALL[..Self::ALL.len() - 1]
+    }
+}
+
+impl fmt::Display for ConditionType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which conditions a reason may be used on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReasonScope {
+    /// Only on this condition.
+    Only(ConditionType),
+    /// On any sub-condition (causes of `Unknown` shared by all checks).
+    AnySubCondition,
+}
+
+/// Everything the docs and the renderer need to know about one reason.
+#[derive(Clone, Copy, Debug)]
+pub struct ReasonMeta {
+    pub scope: ReasonScope,
+    pub status: ConditionStatus,
+    /// What the reason means, one sentence.
+    pub meaning: &'static str,
+    /// What to do about it, one sentence.
+    pub remediation: &'static str,
+}
+
+macro_rules! reasons {
+    ($($name:ident => $scope:expr, $status:ident, $meaning:literal, $remediation:literal;)+) => {
+        /// The closed list of condition reasons. The wire form is the variant name, which matches
+        /// the `metav1.Condition` reason pattern and is stable: alerts route on it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+        pub enum Reason { $($name,)+ }
+
+        impl Reason {
+            pub const ALL: &'static [Reason] = &[$(Reason::$name,)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Reason::$name => stringify!($name),)+ }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $(stringify!($name) => Some(Reason::$name),)+ _ => None }
+            }
+
+            pub fn meta(self) -> ReasonMeta {
+                match self {
+                    $(Reason::$name => ReasonMeta {
+                        scope: $scope,
+                        status: ConditionStatus::$status,
+                        meaning: $meaning,
+                        remediation: $remediation,
+                    },)+
+                }
+            }
+        }
+    };
+}
+
+use ConditionType as C;
+use ReasonScope::{AnySubCondition as Any, Only};
+
+reasons! {
+    // Causes of Unknown shared by every sub-condition.
+    Pending => Any, Unknown,
+        "The check has not been evaluated yet.",
+        "Wait for the first evaluation; if it stays Pending, read the operator's logs.";
+    NotObserved => Any, Unknown,
+        "A fact the check needs has not been observed yet (watch not synced or object not readable).",
+        "Check the operator's RBAC and logs; the condition resolves once the fact is observed.";
+    AwsAccessDenied => Any, Unknown,
+        "An AWS call the check needs was denied, so the check could not run.",
+        "Grant the operator's IAM role the read permissions listed in deploy/iam-policy.json.";
+    AwsThrottled => Any, Unknown,
+        "AWS throttled a call the check needs; the last good observation is kept.",
+        "Nothing to fix if brief; if persistent, raise the refresh interval or find the account's noisy client.";
+    AwsUnavailable => Any, Unknown,
+        "AWS could not be reached or failed (timeout, connection error, 5xx).",
+        "Check the operator's network path to the AWS endpoints (VPC endpoints, proxies, DNS).";
+    AwsUnsupported => Any, Unknown,
+        "The AWS endpoint does not support a call the check needs.",
+        "Use an endpoint that implements the API, or accept that this check cannot run here.";
+    KarpenterVersionUnknown => Any, Unknown,
+        "The Karpenter version could not be determined, and the check depends on it.",
+        "Run the operator where it can read the Karpenter Deployment, or set --karpenter-version.";
+    ClusterNameUnknown => Any, Unknown,
+        "The cluster name could not be determined, and the check depends on it.",
+        "Let the operator read Karpenter's settings, or set --cluster-name.";
+    RegionUnknown => Any, Unknown,
+        "The AWS region could not be determined, and the check depends on it.",
+        "Set AWS_REGION (or --region) for the operator.";
+
+    // InstanceProfileReady
+    InstanceProfileValid => Only(C::InstanceProfileReady), True,
+        "The instance profile exists and holds the node role.",
+        "Nothing to do.";
+    InstanceProfileNotResolved => Only(C::InstanceProfileReady), Unknown,
+        "spec.role is set but Karpenter has not yet written status.instanceProfile.",
+        "Wait for Karpenter to reconcile the EC2NodeClass; if it never does, read Karpenter's logs.";
+    InstanceProfileIsArn => Only(C::InstanceProfileReady), False,
+        "spec.instanceProfile is an ARN; Karpenter passes it as a name, so every launch fails while Karpenter shows InstanceProfileReady=True.",
+        "Set spec.instanceProfile to the profile name (the last segment of the ARN).";
+    InstanceProfileNameInvalid => Only(C::InstanceProfileReady), False,
+        "spec.instanceProfile is not a valid IAM instance profile name.",
+        "Use a name of 1 to 128 characters from letters, digits and +=,.@_-.";
+    InstanceProfileNotFound => Only(C::InstanceProfileReady), False,
+        "IAM has no instance profile of that name.",
+        "Create the instance profile, or point spec.instanceProfile at an existing one.";
+    InstanceProfileHasNoRole => Only(C::InstanceProfileReady), False,
+        "The instance profile holds no role, so nodes get no credentials.",
+        "Add the node role to the profile (aws iam add-role-to-instance-profile).";
+    InstanceProfileRoleMismatch => Only(C::InstanceProfileReady), False,
+        "The instance profile holds a different role than the EC2NodeClass asks for.",
+        "Put spec.role's role into the profile, or fix spec.role.";
+
+    // NodeRoleReady
+    NodeRoleValid => Only(C::NodeRoleReady), True,
+        "The node role exists, trusts ec2.amazonaws.com and has the required policies.",
+        "Nothing to do.";
+    NodeRoleNotResolved => Only(C::NodeRoleReady), Unknown,
+        "The node role is not known yet (it comes from spec.role or from the instance profile).",
+        "Resolve InstanceProfileReady first.";
+    NodeRoleNotFound => Only(C::NodeRoleReady), False,
+        "IAM has no role of that name.",
+        "Create the node role, or fix spec.role.";
+    NodeRoleNameTooLong => Only(C::NodeRoleReady), False,
+        "The role name is longer than IAM's 64-character limit.",
+        "Use a shorter role name (the default KarpenterNodeRole-<cluster> overflows with long cluster names).";
+    NodeRoleTrustPolicyInvalid => Only(C::NodeRoleReady), False,
+        "The role's trust policy does not let ec2.amazonaws.com assume it, so instances get no credentials.",
+        "Allow sts:AssumeRole for the service principal ec2.amazonaws.com in the trust policy.";
+    NodeRoleMissingPolicies => Only(C::NodeRoleReady), False,
+        "The role lacks managed policies every node needs.",
+        "Attach AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy (unless aws-node has its own role) and AmazonEC2ContainerRegistryPullOnly.";
+
+    // NodeRoleMapped
+    NodeRoleMappedInAwsAuth => Only(C::NodeRoleMapped), True,
+        "aws-auth maps the node role with the node username and groups.",
+        "Nothing to do.";
+    NodeRoleHasAccessEntry => Only(C::NodeRoleMapped), True,
+        "An EC2_LINUX or EC2_WINDOWS access entry exists for the node role.",
+        "Nothing to do.";
+    AwsAuthMissing => Only(C::NodeRoleMapped), False,
+        "The cluster authenticates through aws-auth, but kube-system/aws-auth does not exist.",
+        "Create kube-system/aws-auth with a mapRoles entry for the node role, or create an access entry.";
+    AwsAuthMalformed => Only(C::NodeRoleMapped), False,
+        "kube-system/aws-auth cannot be parsed, so the authenticator ignores it.",
+        "Fix the YAML at the position named in the message.";
+    NodeRoleNotMapped => Only(C::NodeRoleMapped), False,
+        "Neither aws-auth nor an access entry maps the node role, so nodes launch but never join.",
+        "Map the node role: an EC2_LINUX access entry, or a mapRoles entry with the node username and groups.";
+    ControllerRoleMappedInstead => Only(C::NodeRoleMapped), False,
+        "aws-auth maps the Karpenter controller's role as a node role instead of the node role itself.",
+        "Change the entry's rolearn to the node role's ARN.";
+    NodeRoleMappedWithPath => Only(C::NodeRoleMapped), False,
+        "aws-auth maps the node role by an ARN with an IAM path, which the authenticator never matches.",
+        "Write the role ARN without its path, as the message shows.";
+    NodeRoleMappingMissingGroups => Only(C::NodeRoleMapped), False,
+        "The node role's mapping lacks system:bootstrappers or system:nodes.",
+        "Add both groups to the mapRoles entry.";
+    NodeRoleMappingWrongUsername => Only(C::NodeRoleMapped), False,
+        "The node role's mapping does not use the username system:node:{{EC2PrivateDNSName}}.",
+        "Set the entry's username to system:node:{{EC2PrivateDNSName}}.";
+    AccessEntryWrongType => Only(C::NodeRoleMapped), False,
+        "The node role's access entry is not of type EC2_LINUX or EC2_WINDOWS, so nodes lack node permissions.",
+        "Recreate the access entry with type EC2_LINUX (or EC2_WINDOWS).";
+
+    // SecurityGroupsReady
+    SecurityGroupsValid => Only(C::SecurityGroupsReady), True,
+        "The selectors resolve to security groups of this cluster.",
+        "Nothing to do.";
+    SecurityGroupsNotFound => Only(C::SecurityGroupsReady), False,
+        "The security-group selector terms match no security group.",
+        "Fix spec.securityGroupSelectorTerms or tag the intended groups.";
+    SecurityGroupTaggedForOtherCluster => Only(C::SecurityGroupsReady), False,
+        "A selected security group is tagged for another cluster and not for this one.",
+        "Narrow the selector so it only matches this cluster's groups.";
+
+    // ClusterIdentityUnique
+    ClusterIdentityVerified => Only(C::ClusterIdentityUnique), True,
+        "Karpenter uses the real cluster name and no foreign instance carries it.",
+        "Nothing to do.";
+    KarpenterClusterNameMismatch => Only(C::ClusterIdentityUnique), False,
+        "Karpenter is configured with a cluster name that differs from the EKS cluster's name.",
+        "Set Karpenter's settings.clusterName to the EKS cluster's name.";
+    ClusterNameSharedWithOtherCluster => Only(C::ClusterIdentityUnique), False,
+        "Instances of another cluster carry this cluster's name; the two Karpenters will drift and terminate each other's nodes.",
+        "Give one of the clusters a different name (Karpenter's settings.clusterName and the EKS cluster).";
+
+    // MetadataOptionsSupported
+    MetadataOptionsAccepted => Only(C::MetadataOptionsSupported), True,
+        "EC2 in this region accepts the metadata options Karpenter sends.",
+        "Nothing to do.";
+    HttpProtocolIPv6UnsupportedInRegion => Only(C::MetadataOptionsSupported), False,
+        "This isolated region rejects httpProtocolIPv6, which this Karpenter version always sends; no node launches.",
+        "Upgrade Karpenter to 1.7.0 or later, or remove the httpProtocolIPv6 default from the EC2NodeClass CRD.";
+
+    // LabelsAllowed
+    NoRestrictedLabels => Only(C::LabelsAllowed), True,
+        "No NodePool or pending workload uses a label domain Karpenter rejects.",
+        "Nothing to do.";
+    RestrictedLabelDomain => Only(C::LabelsAllowed), False,
+        "A NodePool or pending workload uses a label key in a domain this Karpenter version rejects, so NodeClaims cannot be created.",
+        "Use a label outside the restricted domain, or upgrade Karpenter to 1.9.0 or later for kubernetes.io labels.";
+
+    // KarpenterStatusConsistent
+    KarpenterStatusCurrent => Only(C::KarpenterStatusConsistent), True,
+        "Karpenter's EC2NodeClass status is current and self-consistent.",
+        "Nothing to do.";
+    ValidationStuck => Only(C::KarpenterStatusConsistent), False,
+        "Karpenter shows InstanceProfileReady=True while ValidationSucceeded has stayed Unknown too long.",
+        "Look for an ARN or missing instance profile; after an IAM fix, add an annotation to refresh Karpenter's cache.";
+    ReadyContradictsDependents => Only(C::KarpenterStatusConsistent), False,
+        "Karpenter shows Ready=True while one of its own dependent conditions is False.",
+        "Restart or upgrade Karpenter; its status is not being recomputed.";
+    StatusStale => Only(C::KarpenterStatusConsistent), False,
+        "Karpenter has not reconciled the latest generation of the EC2NodeClass for too long.",
+        "Check that the Karpenter controller is running and its logs.";
+
+    // NodeClaimsRegistered
+    NodeClaimsRegistering => Only(C::NodeClaimsRegistered), True,
+        "Every launched NodeClaim registered within the threshold (or none is waiting).",
+        "Nothing to do.";
+    NodeClaimsNotRegistering => Only(C::NodeClaimsRegistered), False,
+        "NodeClaims launched instances that did not register as nodes within the threshold.",
+        "Fix the cause named in the message (often NodeRoleMapped or the security groups), then delete the stuck NodeClaims.";
+
+    // Ready (summary)
+    AllChecksPassed => Only(C::Ready), True,
+        "Every sub-condition is True.",
+        "Nothing to do.";
+    ChecksFailed => Only(C::Ready), False,
+        "At least one sub-condition is False.",
+        "Fix the False conditions listed in the message.";
+    ChecksUnknown => Only(C::Ready), Unknown,
+        "No sub-condition is False, but at least one is Unknown.",
+        "See the Unknown conditions listed in the message.";
+}
+
+impl Reason {
+    /// Whether this reason may be used on `condition` (the closed list per condition).
+    pub fn applies_to(self, condition: ConditionType) -> bool {
+        match self.meta().scope {
+            ReasonScope::Only(c) => c == condition,
+            ReasonScope::AnySubCondition => condition != ConditionType::Ready,
+        }
+    }
+
+    /// The anchor of this reason in docs/checks.md.
+    pub fn docs_anchor(self) -> String {
+        format!("docs/checks.md#{}", self.as_str().to_ascii_lowercase())
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_matches_the_metav1_condition_reason_pattern() {
+        for reason in Reason::ALL {
+            let s = reason.as_str();
+            assert!(s.len() <= 1024);
+            assert!(s.starts_with(|c: char| c.is_ascii_alphabetic()), "{s}");
+            assert!(s.chars().all(|c| c.is_ascii_alphanumeric() || "_,:".contains(c)), "{s}");
+        }
+    }
+
+    #[test]
+    fn every_condition_has_a_true_reason_and_a_false_reason() {
+        for &condition in ConditionType::ALL {
+            let own: Vec<_> = Reason::ALL
+                .iter()
+                .filter(|r| r.meta().scope == ReasonScope::Only(condition))
+                .collect();
+            let trues = own.iter().filter(|r| r.meta().status == ConditionStatus::True).count();
+            let falses = own.iter().filter(|r| r.meta().status == ConditionStatus::False).count();
+            assert!(trues >= 1, "{condition} must have a True reason");
+            assert!(falses >= 1, "{condition} must have a False reason");
+        }
+    }
+
+    #[test]
+    fn names_round_trip_through_parse() {
+        for &r in Reason::ALL {
+            assert_eq!(Reason::parse(r.as_str()), Some(r));
+        }
+        for &c in ConditionType::ALL {
+            assert_eq!(ConditionType::parse(c.as_str()), Some(c));
+            assert!(!c.meaning().is_empty());
+        }
+        assert_eq!(ConditionType::sub_conditions().len(), ConditionType::ALL.len() - 1);
+        assert!(!ConditionType::sub_conditions().contains(&ConditionType::Ready));
+    }
+
+    #[test]
+    fn shared_unknown_causes_never_apply_to_the_summary() {
+        assert!(Reason::AwsThrottled.applies_to(ConditionType::NodeRoleReady));
+        assert!(!Reason::AwsThrottled.applies_to(ConditionType::Ready));
+        assert!(!Reason::InstanceProfileIsArn.applies_to(ConditionType::NodeRoleReady));
+    }
+}

@@ -1,0 +1,214 @@
+//! The KarpenterHealth custom resource: one per EC2NodeClass, cluster-scoped, status written by
+//! the operator only. Pure data, no IO.
+
+use crate::conditions::{ConditionStatus, ConditionType, Reason, Severity};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// API group of KarpenterHealth.
+pub const GROUP: &str = "karpenter-health.io";
+/// At most this many findings are kept in status; the rest are counted in `findingsOmitted`.
+pub const MAX_FINDINGS: usize = 50;
+/// The field manager used for every write, so server-side apply sees one owner.
+pub const FIELD_MANAGER: &str = "karpenter-health";
+
+/// Desired state of a KarpenterHealth. The operator creates the object; the spec only records
+/// which EC2NodeClass it reports on (the object also carries an owner reference to it).
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "karpenter-health.io",
+    version = "v1alpha1",
+    kind = "KarpenterHealth",
+    plural = "karpenterhealths",
+    singular = "karpenterhealth",
+    shortname = "kh",
+    category = "karpenter",
+    status = "KarpenterHealthStatus",
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Profile","type":"string","jsonPath":".status.conditions[?(@.type==\"InstanceProfileReady\")].status"}"#,
+    printcolumn = r#"{"name":"Role","type":"string","jsonPath":".status.conditions[?(@.type==\"NodeRoleReady\")].status"}"#,
+    printcolumn = r#"{"name":"Mapped","type":"string","jsonPath":".status.conditions[?(@.type==\"NodeRoleMapped\")].status"}"#,
+    printcolumn = r#"{"name":"SGs","type":"string","jsonPath":".status.conditions[?(@.type==\"SecurityGroupsReady\")].status"}"#,
+    printcolumn = r#"{"name":"Registered","type":"string","jsonPath":".status.conditions[?(@.type==\"NodeClaimsRegistered\")].status"}"#,
+    printcolumn = r#"{"name":"Identity","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"ClusterIdentityUnique\")].status"}"#,
+    printcolumn = r#"{"name":"Metadata","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"MetadataOptionsSupported\")].status"}"#,
+    printcolumn = r#"{"name":"Labels","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"LabelsAllowed\")].status"}"#,
+    printcolumn = r#"{"name":"KarpStatus","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"KarpenterStatusConsistent\")].status"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct KarpenterHealthSpec {
+    /// Name of the EC2NodeClass this object reports on (always equal to this object's name).
+    pub node_class_name: String,
+}
+
+/// Observed health of one EC2NodeClass.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KarpenterHealthStatus {
+    /// The EC2NodeClass `metadata.generation` this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// When the checks last ran, whether or not anything changed. Conditions carry their own
+    /// `lastTransitionTime`, which moves only when their status changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_evaluated: Option<Time>,
+    /// One condition per type, all of positive polarity; `Ready` summarises the others.
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(length(max = 32))]
+    pub conditions: Vec<Condition>,
+    /// What the checks found, most severe first, at most 50 entries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub findings: Vec<Finding>,
+    /// How many findings did not fit into `findings`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_omitted: u32,
+    /// What the operator detected about the cluster and Karpenter while evaluating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected: Option<DetectedEnvironment>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One diagnosis, with the objects it is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// Stable identifier of the check that produced this finding (kebab-case).
+    pub check: String,
+    pub severity: Severity,
+    /// The condition this finding informs.
+    pub condition_type: ConditionType,
+    /// A PascalCase code: for `Error` findings, the condition's reason.
+    pub reason: String,
+    /// What is wrong, naming the objects and ARNs involved.
+    pub message: String,
+    /// One sentence on how to fix it.
+    pub remediation: String,
+    /// The Kubernetes objects or AWS resources the finding is about.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 10))]
+    pub subjects: Vec<SubjectRef>,
+}
+
+/// A reference to a Kubernetes object (`kind`, `name`, optional `namespace`) or an AWS resource
+/// (`kind` such as `IAMRole`, `name` holding its ARN or id).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubjectRef {
+    pub kind: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+impl SubjectRef {
+    pub fn new(kind: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { kind: kind.into(), name: name.into(), namespace: None }
+    }
+
+    pub fn namespaced(
+        kind: impl Into<String>,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Self {
+        Self { kind: kind.into(), name: name.into(), namespace: Some(namespace.into()) }
+    }
+}
+
+/// Facts about the environment that the checks depend on, as the operator saw them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DetectedEnvironment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub karpenter_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// EKS authentication mode: CONFIG_MAP, API_AND_CONFIG_MAP or API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication_mode: Option<String>,
+}
+
+impl KarpenterHealthStatus {
+    /// The status written before the first evaluation: every condition present, `Unknown` with
+    /// reason `Pending`, so consumers see the operator is alive and which checks exist.
+    pub fn pending(now: Time, generation: Option<i64>) -> Self {
+        let conditions = ConditionType::ALL
+            .iter()
+            .map(|&ty| {
+                let reason = if ty == ConditionType::Ready {
+                    Reason::ChecksUnknown
+                } else {
+                    Reason::Pending
+                };
+                Condition {
+                    type_: ty.as_str().to_owned(),
+                    status: ConditionStatus::Unknown.as_str().to_owned(),
+                    reason: reason.as_str().to_owned(),
+                    message: if ty == ConditionType::Ready {
+                        "Checks have not been evaluated yet.".to_owned()
+                    } else {
+                        String::new()
+                    },
+                    last_transition_time: now.clone(),
+                    observed_generation: generation,
+                }
+            })
+            .collect();
+        Self { observed_generation: generation, conditions, ..Self::default() }
+    }
+
+    /// The condition of the given type, if present.
+    pub fn condition(&self, ty: ConditionType) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == ty.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResourceExt;
+
+    #[test]
+    fn crd_is_cluster_scoped_with_status_shortname_and_category() {
+        let crd = KarpenterHealth::crd();
+        assert_eq!(crd.metadata.name.as_deref(), Some("karpenterhealths.karpenter-health.io"));
+        assert_eq!(crd.spec.scope, "Cluster");
+        assert_eq!(crd.spec.names.short_names, Some(vec!["kh".to_owned()]));
+        assert_eq!(crd.spec.names.categories, Some(vec!["karpenter".to_owned()]));
+        let version = &crd.spec.versions[0];
+        assert!(version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some());
+    }
+
+    #[test]
+    fn conditions_are_a_map_list_keyed_by_type() {
+        let crd = serde_json::to_value(KarpenterHealth::crd()).unwrap();
+        let conditions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+            ["status"]["properties"]["conditions"];
+        assert_eq!(conditions["x-kubernetes-list-type"], "map");
+        assert_eq!(conditions["x-kubernetes-list-map-keys"][0], "type");
+        assert_eq!(conditions["maxItems"], 32);
+    }
+
+    #[test]
+    fn pending_status_has_every_condition_unknown() {
+        let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let status = KarpenterHealthStatus::pending(now, Some(3));
+        assert_eq!(status.conditions.len(), ConditionType::ALL.len());
+        for c in &status.conditions {
+            assert_eq!(c.status, "Unknown");
+            assert_eq!(c.observed_generation, Some(3));
+        }
+        assert_eq!(status.condition(ConditionType::NodeRoleMapped).unwrap().reason, "Pending");
+    }
+}

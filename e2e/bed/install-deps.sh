@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what the local test bed needs from Debian's packages and PyPI. Idempotent: a second run
+# only checks. Used by `make demo`, `make test` and CI, so a fresh machine needs nothing by hand.
+set -euo pipefail
+
+need_apt=()
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
+command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+[ -d /usr/share/gocode/src/github.com/modern-go/reflect2 ] || need_apt+=(golang-github-modern-go-reflect2-dev)
+[ -d /usr/share/gocode/src/github.com/json-iterator/go ] || need_apt+=(golang-github-json-iterator-go-dev)
+python3 -c 'import venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  echo "bed: installing Debian packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# moto server (AWS API emulator) in a virtualenv of its own, outside the work tree.
+cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+venv="$cache_root/moto-venv"
+moto_version="${MOTO_VERSION:-5.2.5}"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import moto.server, flask_cors" >/dev/null 2>&1; then
+  echo "bed: installing moto[server]==$moto_version into a virtualenv"
+  mkdir -p "$cache_root"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$moto_version"
+fi
