@@ -1,0 +1,74 @@
+# karpenter-health: every CI step is one target. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+CARGO ?= cargo
+BED := e2e/bed/bed.sh
+BED_DIR ?= $(CURDIR)/e2e/.bed
+export KH_BED_DIR := $(BED_DIR)
+CRD_FILE := crds/karpenter-health.io_karpenterhealths.yaml
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: deps
+deps: ## install the Debian and PyPI packages the bed needs, build kube-apiserver (cached)
+	@bash e2e/bed/install-deps.sh
+	@bash e2e/bed/build-kube.sh >/dev/null
+
+.PHONY: fmt
+fmt: ## format the code
+	$(CARGO) fmt --all
+
+.PHONY: fmt-check
+fmt-check: ## fail when the code is not formatted
+	$(CARGO) fmt --all -- --check
+
+.PHONY: lint
+lint: ## clippy over every target, warnings denied
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+.PHONY: test-unit
+test-unit: ## unit, property and adapter tests (no bed)
+	$(CARGO) test --workspace --exclude karpenter-health-e2e --locked
+
+.PHONY: crds
+crds: ## regenerate the KarpenterHealth CRD from the Rust types
+	$(CARGO) run --quiet --locked -p karpenter-health -- crd > $(CRD_FILE)
+	cp $(CRD_FILE) deploy/crds/
+
+.PHONY: crds-check
+crds-check: ## fail when the committed CRD drifts from the Rust types
+	@$(CARGO) run --quiet --locked -p karpenter-health -- crd | diff -u $(CRD_FILE) - \
+	  || { echo "CRD drift: run 'make crds' and commit $(CRD_FILE)"; exit 1; }
+	@diff -u $(CRD_FILE) deploy/crds/$(notdir $(CRD_FILE)) \
+	  || { echo "deploy/crds is stale: run 'make crds'"; exit 1; }
+
+.PHONY: purity-check
+purity-check: ## the check engine and the API crate pull in no runtime, client or AWS SDK
+	@for crate in karpenter-health-checks karpenter-health-api; do \
+	  bad=$$($(CARGO) tree --locked -p $$crate -e normal --prefix none | grep -E '^(tokio|kube-client|kube-runtime|aws-sdk-|aws-config|hyper) ' | sort -u); \
+	  if [ -n "$$bad" ]; then echo "$$crate must stay pure but depends on: $$bad"; exit 1; fi; \
+	done; echo "purity-check: api and checks depend on no runtime, client or AWS SDK"
+
+.PHONY: e2e-up
+e2e-up: ## start the local bed (etcd, kube-apiserver, controller-manager, moto)
+	@bash $(BED) up $(BED_DIR)
+
+.PHONY: e2e-down
+e2e-down: ## stop the local bed
+	@bash $(BED) down $(BED_DIR)
+
+.PHONY: e2e
+e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
+	@bash $(BED) up $(BED_DIR)
+	@set -o pipefail; status=0; \
+	  $(CARGO) test --locked -p karpenter-health-e2e -- --test-threads=4 || status=$$?; \
+	  bash $(BED) down $(BED_DIR); exit $$status
+
+.PHONY: test
+test: deps fmt-check lint test-unit crds-check purity-check e2e ## everything CI runs
+
+.PHONY: demo
+demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth
+	@bash e2e/demo.sh

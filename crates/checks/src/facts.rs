@@ -1,0 +1,308 @@
+//! The facts the checks read, gathered by the adapters (kube-facts, aws) and handed in as plain
+//! data. No IO: every type here is built by value, so tests make them in a line.
+//!
+//! Every fact that comes from a call is tri-state ([`Observed`]): found, proven absent by a
+//! successful call, or unknown with a cause. A check may only conclude `False` from `Found` or
+//! `Absent`; `Unknown` always yields an `Unknown` condition naming the cause.
+
+use jiff::Timestamp;
+use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool, Requirement};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A fact as observed through an API call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observed<T> {
+    /// The call succeeded and returned this.
+    Found(T),
+    /// A successful call proved it does not exist (`NoSuchEntity`, `InvalidGroup.NotFound`, 404 of
+    /// a named object, an empty filtered result where absence is meaningful).
+    Absent,
+    /// The fact could not be observed.
+    Unknown(Unobserved),
+}
+
+impl<T> Observed<T> {
+    pub fn unknown(cause: UnknownCause, detail: impl Into<String>) -> Self {
+        Observed::Unknown(Unobserved { cause, detail: detail.into() })
+    }
+
+    pub fn not_observed(detail: impl Into<String>) -> Self {
+        Self::unknown(UnknownCause::NotObserved, detail)
+    }
+
+    pub fn as_ref(&self) -> Observed<&T> {
+        match self {
+            Observed::Found(t) => Observed::Found(t),
+            Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        }
+    }
+
+    pub fn found(&self) -> Option<&T> {
+        match self {
+            Observed::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Observed<U> {
+        match self {
+            Observed::Found(t) => Observed::Found(f(t)),
+            Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u),
+        }
+    }
+}
+
+/// Why a fact could not be observed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unobserved {
+    pub cause: UnknownCause,
+    /// Human detail: the failing call and its error, for the condition message.
+    pub detail: String,
+}
+
+/// The cause of an unknown fact; each maps onto one shared `Unknown` reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnknownCause {
+    /// `AccessDenied`, `UnauthorizedOperation`, Kubernetes 403.
+    AccessDenied,
+    /// `Throttling`, `RequestLimitExceeded`, HTTP 429.
+    Throttled,
+    /// Timeout, connection error, 5xx.
+    Unavailable,
+    /// The endpoint does not implement the call (e.g. an emulator without access entries).
+    Unsupported,
+    /// Not observed yet (watch not synced, call not made yet).
+    NotObserved,
+}
+
+impl fmt::Display for Unobserved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+/// Everything known about one EC2NodeClass and its surroundings at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub cluster: ClusterFacts,
+    pub aws: AwsFacts,
+}
+
+/// Facts read from the Kubernetes API.
+#[derive(Clone, Debug)]
+pub struct ClusterFacts {
+    /// The EC2NodeClass under evaluation, with Karpenter's status.
+    pub node_class: EC2NodeClass,
+    /// NodePools whose nodeClassRef names this EC2NodeClass.
+    pub node_pools: Vec<NodePool>,
+    /// NodeClaims whose nodeClassRef names this EC2NodeClass.
+    pub node_claims: Vec<NodeClaim>,
+    /// EC2 instance ids of every NodeClaim in the cluster (any EC2NodeClass), from `providerID`.
+    pub claimed_instance_ids: BTreeSet<String>,
+    /// Pending Pods whose scheduling constraints Karpenter would copy into NodeClaims of the
+    /// NodePools above.
+    pub pending_pods: Vec<PodScheduling>,
+    /// The raw `kube-system/aws-auth` ConfigMap data; parsed by the checks.
+    pub aws_auth: Observed<AwsAuthData>,
+    /// The Karpenter controller as deployed (or overridden by flags).
+    pub karpenter: Observed<KarpenterFacts>,
+    /// `eks.amazonaws.com/role-arn` of `kube-system/aws-node`: `Found(None)` when the
+    /// ServiceAccount has no annotation (the CNI then uses the node role).
+    pub aws_node_role_arn: Observed<Option<String>>,
+    /// The cluster name the operator was told (flag), which wins over Karpenter's settings.
+    pub configured_cluster_name: Option<String>,
+}
+
+impl Default for ClusterFacts {
+    fn default() -> Self {
+        Self {
+            node_class: EC2NodeClass::new("", Default::default()),
+            node_pools: Vec::new(),
+            node_claims: Vec::new(),
+            claimed_instance_ids: BTreeSet::new(),
+            pending_pods: Vec::new(),
+            aws_auth: Observed::default(),
+            karpenter: Observed::default(),
+            aws_node_role_arn: Observed::default(),
+            configured_cluster_name: None,
+        }
+    }
+}
+
+/// `data` of `kube-system/aws-auth`, unparsed (parsing is a check: malformed input is a finding).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AwsAuthData {
+    pub map_roles: Option<String>,
+    pub map_users: Option<String>,
+}
+
+/// The Karpenter controller's identity and settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KarpenterFacts {
+    /// Version from the image tag or a flag, e.g. `1.8.6` (a leading `v` is tolerated).
+    pub version: Option<String>,
+    /// `CLUSTER_NAME` / `settings.clusterName`.
+    pub cluster_name: Option<String>,
+    /// IAM role of the controller (`eks.amazonaws.com/role-arn` of its ServiceAccount).
+    pub controller_role_arn: Option<String>,
+    /// `ISOLATED_VPC` setting.
+    pub isolated_vpc: bool,
+}
+
+/// What of one pending Pod's spec Karpenter turns into NodeClaim requirements.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodScheduling {
+    pub namespace: String,
+    pub name: String,
+    pub node_selector: BTreeMap<String, String>,
+    /// `requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchExpressions`,
+    /// one inner list per term.
+    pub required_affinity: Vec<Vec<Requirement>>,
+    /// Preferred terms' expressions (Karpenter also tries them, relaxing later).
+    pub preferred_affinity: Vec<Vec<Requirement>>,
+}
+
+/// Facts read from AWS for one EC2NodeClass. Shared reads are de-duplicated by the adapter.
+#[derive(Clone, Debug)]
+pub struct AwsFacts {
+    /// The operator's AWS region.
+    pub region: Option<String>,
+    /// Account id and partition of the operator's credentials (STS GetCallerIdentity).
+    pub account: Observed<AccountFacts>,
+    /// The instance profile the EC2NodeClass launches with (`spec.instanceProfile` or
+    /// `status.instanceProfile`). `None` when no profile name is known yet.
+    pub instance_profile: Option<Observed<InstanceProfileFacts>>,
+    /// The node role (`spec.role`, else the profile's role). `None` when no role name is known.
+    pub node_role: Option<Observed<RoleFacts>>,
+    /// The EKS cluster named by Karpenter's cluster name.
+    pub eks_cluster: Observed<EksClusterFacts>,
+    /// Access entries whose principal is the node role (EKS ListAccessEntries/DescribeAccessEntry).
+    pub node_role_access_entries: Observed<Vec<AccessEntryFacts>>,
+    /// What the security-group selector terms resolve to now (an empty list: proven no match).
+    pub security_groups: Observed<Vec<SecurityGroupFacts>>,
+    /// Instances tagged with this cluster's name (`eks:eks-cluster-name` or
+    /// `kubernetes.io/cluster/<name>`) and `karpenter.sh/nodepool`.
+    pub cluster_instances: Observed<Vec<InstanceFacts>>,
+}
+
+impl Default for AwsFacts {
+    fn default() -> Self {
+        let pending = || UnknownCause::NotObserved;
+        Self {
+            region: None,
+            account: Observed::unknown(pending(), "not observed yet"),
+            instance_profile: None,
+            node_role: None,
+            eks_cluster: Observed::unknown(pending(), "not observed yet"),
+            node_role_access_entries: Observed::unknown(pending(), "not observed yet"),
+            security_groups: Observed::unknown(pending(), "not observed yet"),
+            cluster_instances: Observed::unknown(pending(), "not observed yet"),
+        }
+    }
+}
+
+impl<T> Default for Observed<T> {
+    fn default() -> Self {
+        Observed::not_observed("not observed yet")
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccountFacts {
+    pub account_id: String,
+    /// `aws`, `aws-cn`, `aws-us-gov`, `aws-iso`, ...
+    pub partition: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstanceProfileFacts {
+    pub name: String,
+    pub arn: String,
+    pub path: String,
+    /// Roles inside the profile (IAM allows at most one).
+    pub roles: Vec<RoleRef>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RoleRef {
+    pub name: String,
+    pub arn: String,
+    pub path: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoleFacts {
+    pub name: String,
+    pub arn: String,
+    /// IAM path, `/` when none.
+    pub path: String,
+    /// The trust policy document as IAM returned it: percent-encoded JSON (real IAM) or plain
+    /// JSON (emulators). Decoding and parsing are checks.
+    pub assume_role_policy_document: Option<String>,
+    /// ARNs of the managed policies attached to the role.
+    pub attached_policy_arns: Observed<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EksClusterFacts {
+    pub name: String,
+    pub vpc_id: Option<String>,
+    /// `CONFIG_MAP`, `API_AND_CONFIG_MAP` or `API`; `None` when DescribeCluster returned no
+    /// `accessConfig` (clusters predating access entries behave as `CONFIG_MAP`).
+    pub authentication_mode: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessEntryFacts {
+    pub principal_arn: String,
+    /// `STANDARD`, `EC2_LINUX`, `EC2_WINDOWS`, `FARGATE_LINUX`, ...
+    pub type_: String,
+    pub username: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SecurityGroupFacts {
+    pub id: String,
+    pub name: String,
+    pub vpc_id: Option<String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceFacts {
+    pub id: String,
+    pub vpc_id: Option<String>,
+    /// EC2 state name: `pending`, `running`, `stopping`, `stopped`, `shutting-down`, `terminated`.
+    pub state: String,
+    pub launch_time: Option<Timestamp>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// Thresholds and knobs of the checks; the operator fills them from flags.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// How long Karpenter's `ValidationSucceeded` may stay Unknown while `InstanceProfileReady`
+    /// is True before `ValidationStuck`.
+    pub validation_stuck_after: jiff::SignedDuration,
+    /// How long a launched NodeClaim may stay unregistered before `NodeClaimsNotRegistering`.
+    pub registration_timeout: jiff::SignedDuration,
+    /// How long Karpenter's status may lag `metadata.generation` before `StatusStale`.
+    pub status_stale_after: jiff::SignedDuration,
+    /// An unclaimed instance older than this outlives Karpenter's garbage collection and so
+    /// belongs to another cluster of the same name.
+    pub orphan_instance_after: jiff::SignedDuration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            validation_stuck_after: jiff::SignedDuration::from_mins(10),
+            registration_timeout: jiff::SignedDuration::from_mins(15),
+            status_stale_after: jiff::SignedDuration::from_mins(10),
+            orphan_instance_after: jiff::SignedDuration::from_mins(10),
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! The karpenter-health command line.
+#![forbid(unsafe_code)]
+fn main() {}

@@ -1,0 +1,2 @@
+//! The operator shell. Does IO.
+#![forbid(unsafe_code)]

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# The local test bed: etcd + kube-apiserver + kube-controller-manager + moto server on loopback.
+#
+#   bed.sh up   [DIR]   start everything, write DIR/env (source it) and DIR/kubeconfig
+#   bed.sh down [DIR]   stop exactly the processes `up` started (by pid) and remove DIR
+#   bed.sh status [DIR]
+#
+# DIR defaults to $KH_BED_DIR, else e2e/.bed. All state lives under DIR; ports are chosen free at
+# start. KARPENTER_CRDS_DIR may point at a folder of real Karpenter CRDs to install instead of the
+# project's minimal ones.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+e2e_dir="$(dirname "$here")"
+cmd="${1:-}"; shift || true
+dir="${1:-${KH_BED_DIR:-$e2e_dir/.bed}}"
+cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+
+log() { echo "bed: $*" >&2; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+stop_all() {
+  [ -d "$dir/pids" ] || return 0
+  local pidfile pid
+  # Reverse start order: moto, controller-manager, apiserver, etcd.
+  for name in moto kube-controller-manager kube-apiserver etcd; do
+    pidfile="$dir/pids/$name.pid"
+    [ -f "$pidfile" ] || continue
+    pid="$(cat "$pidfile")"
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidfile"
+  done
+}
+
+wait_http() { # url, what, seconds, [curl args...]
+  local url="$1" what="$2" secs="$3"; shift 3
+  for _ in $(seq 1 $((secs * 5))); do
+    if curl -fsS -o /dev/null "$@" "$url" 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  log "$what did not become ready within ${secs}s; last log lines:"
+  tail -n 20 "$dir/logs/$what.log" >&2 || true
+  return 1
+}
+
+resolve_binaries() {
+  if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
+    apiserver="${TEST_ASSET_KUBE_APISERVER:-$KUBEBUILDER_ASSETS/kube-apiserver}"
+    etcd_bin="${TEST_ASSET_ETCD:-$KUBEBUILDER_ASSETS/etcd}"
+    kcm="${TEST_ASSET_KUBE_CONTROLLER_MANAGER:-$KUBEBUILDER_ASSETS/kube-controller-manager}"
+  else
+    apiserver="${TEST_ASSET_KUBE_APISERVER:-}"
+    etcd_bin="${TEST_ASSET_ETCD:-$(command -v etcd || true)}"
+    kcm="${TEST_ASSET_KUBE_CONTROLLER_MANAGER:-}"
+  fi
+  if [ -z "$apiserver" ] || [ -z "$kcm" ] || [ ! -x "$kcm" ]; then
+    local built; built="$("$here/build-kube.sh")"
+    [ -n "$apiserver" ] || apiserver="$built/kube-apiserver"
+    { [ -n "$kcm" ] && [ -x "$kcm" ]; } || kcm="$built/kube-controller-manager"
+  fi
+  for b in "$apiserver" "$etcd_bin" "$kcm"; do
+    [ -x "$b" ] || { log "missing binary: $b"; exit 1; }
+  done
+}
+
+make_pki() {
+  local pki="$dir/pki"; mkdir -p "$pki"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=karpenter-health-bed-ca" \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  # rustls refuses a CA used as a server certificate: sign a separate serving certificate.
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+    -keyout "$pki/server.key" -out "$pki/server.csr" 2>/dev/null
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$pki/server.ext"
+  openssl x509 -req -in "$pki/server.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 2 -extfile "$pki/server.ext" -out "$pki/server.crt" 2>/dev/null
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+}
+
+write_kubeconfig() { # file, user, token
+  cat > "$1" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: bed
+  cluster: {server: "https://127.0.0.1:$api_port", certificate-authority: "$dir/pki/ca.crt"}
+users:
+- name: $2
+  user: {token: "$3"}
+contexts:
+- name: bed
+  context: {cluster: bed, user: $2}
+current-context: bed
+KUBECONFIG
+}
+
+install_karpenter_crds() {
+  local kc=(kubectl --kubeconfig "$dir/kubeconfig")
+  if [ -n "${KARPENTER_CRDS_DIR:-}" ]; then
+    log "installing Karpenter CRDs from $KARPENTER_CRDS_DIR"
+    local f name
+    for f in "$KARPENTER_CRDS_DIR"/*.yaml; do
+      "${kc[@]}" create --validate=false -f "$f" >/dev/null
+      name="$(basename "$f" .yaml)"; name="${name#*_}.${name%%_*}"
+      # Conversion webhooks point at the Karpenter Service, which the bed does not run.
+      "${kc[@]}" patch crd "$name" --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}' >/dev/null
+    done
+  else
+    "${kc[@]}" create -f "$e2e_dir/crds/karpenter-minimal.yaml" >/dev/null
+  fi
+  "${kc[@]}" wait --for condition=established --timeout=60s crd/ec2nodeclasses.karpenter.k8s.aws crd/nodepools.karpenter.sh crd/nodeclaims.karpenter.sh >/dev/null
+}
+
+up() {
+  if [ -f "$dir/env" ] && [ -f "$dir/pids/kube-apiserver.pid" ] && kill -0 "$(cat "$dir/pids/kube-apiserver.pid")" 2>/dev/null; then
+    log "already up in $dir"; return 0
+  fi
+  "$here/install-deps.sh"
+  resolve_binaries
+  stop_all; rm -rf "$dir"; mkdir -p "$dir"/{pids,logs,etcd,certs}
+  # Stop what was started if anything below fails, so a failed start leaves nothing behind.
+  trap 'stop_all' ERR
+  etcd_port="$(free_port)"; etcd_peer="$(free_port)"; api_port="$(free_port)"; moto_port="$(free_port)"
+  make_pki
+  admin_token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  operator_token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  printf '%s,admin,admin,"system:masters"\n%s,karpenter-health-operator,karpenter-health-operator\n' \
+    "$admin_token" "$operator_token" > "$dir/pki/tokens.csv"
+
+  "$etcd_bin" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-cluster "default=http://127.0.0.1:$etcd_peer" \
+    > "$dir/logs/etcd.log" 2>&1 &
+  echo $! > "$dir/pids/etcd.pid"
+  wait_http "http://127.0.0.1:$etcd_port/health" etcd 30
+
+  "$apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 \
+    --secure-port "$api_port" --advertise-address 127.0.0.1 \
+    --tls-cert-file "$dir/pki/server.crt" --tls-private-key-file "$dir/pki/server.key" \
+    --client-ca-file "$dir/pki/ca.crt" --token-auth-file "$dir/pki/tokens.csv" \
+    --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 --cert-dir "$dir/certs" \
+    > "$dir/logs/kube-apiserver.log" 2>&1 &
+  echo $! > "$dir/pids/kube-apiserver.pid"
+  wait_http "https://127.0.0.1:$api_port/readyz" kube-apiserver 90 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $admin_token"
+
+  write_kubeconfig "$dir/kubeconfig" admin "$admin_token"
+  write_kubeconfig "$dir/operator.kubeconfig" karpenter-health-operator "$operator_token"
+
+  "$kcm" --kubeconfig "$dir/kubeconfig" \
+    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token \
+    --leader-elect=false --service-account-private-key-file "$dir/pki/sa.key" \
+    --root-ca-file "$dir/pki/ca.crt" --bind-address 127.0.0.1 --secure-port 0 --port 0 \
+    > "$dir/logs/kube-controller-manager.log" 2>&1 &
+  echo $! > "$dir/pids/kube-controller-manager.pid"
+
+  MOTO_IAM_LOAD_MANAGED_POLICIES=true "$cache_root/moto-venv/bin/python" -m moto.server \
+    -H 127.0.0.1 -p "$moto_port" > "$dir/logs/moto.log" 2>&1 &
+  echo $! > "$dir/pids/moto.pid"
+  wait_http "http://127.0.0.1:$moto_port/moto-api/" moto 60
+
+  install_karpenter_crds
+  # Every namespace needs its default ServiceAccount before Pods can be created.
+  for _ in $(seq 1 100); do
+    kubectl --kubeconfig "$dir/kubeconfig" -n default get serviceaccount default >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+
+  cat > "$dir/env" <<ENV
+export KH_BED_DIR="$dir"
+export KUBECONFIG="$dir/kubeconfig"
+export KH_OPERATOR_KUBECONFIG="$dir/operator.kubeconfig"
+export KH_MOTO_URL="http://127.0.0.1:$moto_port"
+export KH_APISERVER_PORT="$api_port"
+export KH_ETCD_PORT="$etcd_port"
+export KH_APISERVER_BIN="$apiserver"
+ENV
+  trap - ERR
+  log "up in $dir (apiserver :$api_port, etcd :$etcd_port, moto :$moto_port)"
+  log "versions: $("$apiserver" --version 2>&1 | head -1), etcd $("$etcd_bin" --version 2>&1 | head -1 | awk '{print $3}')"
+}
+
+case "$cmd" in
+  up) up ;;
+  down) stop_all; [ "${KH_BED_KEEP:-}" = 1 ] || rm -rf "$dir"; log "down" ;;
+  status)
+    for f in "$dir"/pids/*.pid; do
+      [ -f "$f" ] || continue
+      n="$(basename "$f" .pid)"; p="$(cat "$f")"
+      if kill -0 "$p" 2>/dev/null; then echo "$n running (pid $p)"; else echo "$n stopped"; fi
+    done ;;
+  *) echo "usage: $0 up|down|status [DIR]" >&2; exit 2 ;;
+esac

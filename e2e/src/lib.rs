@@ -1,0 +1,117 @@
+//! Rust side of the local test bed started by `e2e/bed/bed.sh up`: clients for the real
+//! kube-apiserver and moto server, and waiting with a deadline. Does IO (reads the bed's env file,
+//! talks to the bed).
+#![forbid(unsafe_code)]
+
+use anyhow::{Context, Result, bail};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A running bed, as described by the `env` file `bed.sh up` wrote.
+#[derive(Clone, Debug)]
+pub struct Bed {
+    pub dir: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+impl Bed {
+    /// The bed named by `KH_BED_DIR`, else `e2e/.bed`. Fails with a hint when none is up.
+    pub fn from_env() -> Result<Self> {
+        let dir = std::env::var_os("KH_BED_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".bed"));
+        let env_file = dir.join("env");
+        let text = std::fs::read_to_string(&env_file).with_context(|| {
+            format!("no test bed at {} (start one with `make e2e-up`)", dir.display())
+        })?;
+        let env = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+            .collect();
+        Ok(Self { dir, env })
+    }
+
+    /// A value the bed exported (`KH_MOTO_URL`, `KH_APISERVER_PORT`, ...).
+    pub fn var(&self, key: &str) -> Result<&str> {
+        self.env.get(key).map(String::as_str).with_context(|| format!("bed env has no {key}"))
+    }
+
+    pub fn moto_url(&self) -> Result<&str> {
+        self.var("KH_MOTO_URL")
+    }
+
+    /// Path of the admin (system:masters) kubeconfig.
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// Path of the kubeconfig of the non-admin `karpenter-health-operator` user, which has only
+    /// what the project's ClusterRole grants once it is bound.
+    pub fn operator_kubeconfig(&self) -> PathBuf {
+        self.dir.join("operator.kubeconfig")
+    }
+
+    pub async fn admin_client(&self) -> Result<kube::Client> {
+        client_from(&self.admin_kubeconfig()).await
+    }
+
+    pub async fn operator_client(&self) -> Result<kube::Client> {
+        client_from(&self.operator_kubeconfig()).await
+    }
+
+    /// SDK config pointed at the bed's moto server, with dummy credentials and `region`.
+    /// moto keeps EC2 state per region, so a test can take a region of its own for isolation;
+    /// IAM is global, so IAM names must be unique per test.
+    pub async fn aws_config(&self, region: &str) -> Result<aws_config::SdkConfig> {
+        self.aws_config_at(self.moto_url()?, region).await
+    }
+
+    /// SDK config for any endpoint (e.g. a fault proxy in front of moto).
+    pub async fn aws_config_at(&self, endpoint: &str, region: &str) -> Result<aws_config::SdkConfig> {
+        // moto accepts any credentials; static ones keep the host's own out of the tests.
+        let credentials = aws_credential_types::Credentials::new("testing", "testing", None, None, "bed");
+        Ok(aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new(region.to_owned()))
+            .endpoint_url(endpoint)
+            .credentials_provider(credentials)
+            .load()
+            .await)
+    }
+}
+
+async fn client_from(path: &Path) -> Result<kube::Client> {
+    let kubeconfig = Kubeconfig::read_from(path)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Polls `probe` until it returns `Some`, or fails after `deadline` naming `what` and the last
+/// observation, so a failing e2e test says what it was waiting for.
+pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut probe: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let start = Instant::now();
+    let mut last_error = None;
+    loop {
+        match probe().await {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => last_error = Some(e),
+        }
+        if start.elapsed() > deadline {
+            match last_error {
+                Some(e) => bail!("timed out after {deadline:?} waiting for {what}; last error: {e:#}"),
+                None => bail!("timed out after {deadline:?} waiting for {what}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
