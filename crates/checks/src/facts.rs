@@ -114,6 +114,11 @@ pub struct ClusterFacts {
     pub aws_node_role_arn: Observed<Option<String>>,
     /// The cluster name the operator was told (flag), which wins over Karpenter's settings.
     pub configured_cluster_name: Option<String>,
+    /// When the adapter first saw the EC2NodeClass at its current `metadata.generation` (the
+    /// watch event's arrival). `StatusStale` measures how long Karpenter's status has lagged
+    /// from the earlier of this and the newest non-status `metadata.managedFields[].time`;
+    /// `None` when the adapter does not track it.
+    pub node_class_generation_seen_at: Option<Timestamp>,
 }
 
 impl Default for ClusterFacts {
@@ -128,6 +133,7 @@ impl Default for ClusterFacts {
             karpenter: Observed::default(),
             aws_node_role_arn: Observed::default(),
             configured_cluster_name: None,
+            node_class_generation_seen_at: None,
         }
     }
 }

@@ -1,4 +1,120 @@
-//! The functional core: pure checks from observed facts to a KarpenterHealth status. No IO.
+//! The functional core: pure checks from observed facts to a KarpenterHealth status. No IO, no
+//! async, no clock: time is an argument, so the operator, the one-shot CLI and offline lint all
+//! get the same answer from the same facts.
+//!
+//! The pipeline is [`evaluate`]: the [`rules`] each turn the [`facts`] into one condition's
+//! outcome, and [`render`] folds the outcomes, the previous status and `now` into the status.
 #![forbid(unsafe_code)]
 
+pub mod arn;
+pub mod aws_auth;
+pub mod docs;
 pub mod facts;
+pub mod labels;
+pub mod render;
+pub mod rules;
+pub mod trust_policy;
+pub mod version;
+pub mod warnings;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+#[cfg(test)]
+mod tests;
+
+use facts::{Facts, Settings};
+use karpenter_health_api::KarpenterHealthStatus;
+use std::borrow::Cow;
+
+pub use docs::docs_markdown;
+pub use rules::Outcome;
+
+/// Evaluates every check for one EC2NodeClass and renders the full status: every condition type
+/// once, in `ConditionType::ALL` order; `lastTransitionTime` kept from `previous` unless the
+/// status changed; findings sorted and bounded. Deterministic: equal inputs, equal output.
+pub fn evaluate(
+    facts: &Facts,
+    settings: &Settings,
+    previous: Option<&KarpenterHealthStatus>,
+    now: jiff::Timestamp,
+) -> KarpenterHealthStatus {
+    let outcomes = rules::evaluate_all(facts, settings, now);
+    render::render(facts, &outcomes, previous, now)
+}
+
+/// Shortens user-controlled text for messages, on a character boundary.
+pub(crate) fn clip(s: &str, max_chars: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(s),
+        Some((at, _)) => Cow::Owned(format!("{}…", &s[..at])),
+    }
+}
+
+/// Shortens text to at most `max_bytes` bytes (API limits count bytes), on a character boundary.
+pub(crate) fn clip_bytes(s: &str, max_bytes: usize) -> Cow<'_, str> {
+    if s.len() <= max_bytes {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max_bytes.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &s[..end]))
+}
+
+/// Glob match with `*` (any run) and `?` (one character), as EC2 filters and IAM actions use.
+/// Iterative, so hostile patterns cost O(pattern × text), never a deep recursion.
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some('*') => {
+                backtrack = Some((pi, ti));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match backtrack {
+                Some((star, matched)) => {
+                    pi = star + 1;
+                    ti = matched + 1;
+                    backtrack = Some((star, matched + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod helper_tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_like_ec2_filters() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("demo-*", "demo-nodes"));
+        assert!(glob_match("d?mo", "demo"));
+        assert!(glob_match("*-nodes-*", "a-nodes-b"));
+        assert!(!glob_match("demo", "demo2"));
+        assert!(!glob_match("demo-*", "prod-nodes"));
+        assert!(!glob_match("a*b*c", &"ab".repeat(2000)));
+    }
+
+    #[test]
+    fn clip_cuts_on_a_character_boundary() {
+        assert_eq!(clip("ñññ", 2), "ññ…");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip_bytes("ñññ", 5), "ñ…");
+        assert_eq!(clip_bytes("abc", 3), "abc");
+        assert!(clip_bytes(&"ü".repeat(40_000), 32_768).len() <= 32_768);
+    }
+}

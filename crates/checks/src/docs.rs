@@ -1,0 +1,168 @@
+//! Generates docs/checks.md from the condition, reason and warning tables, so the reference
+//! cannot drift from the code. Pure: builds a string, no IO (a test compares it with the
+//! committed file).
+
+use crate::facts::UnknownCause;
+use crate::rules::unknown_reason;
+use crate::warnings::Warning;
+use karpenter_health_api::conditions::ReasonScope;
+use karpenter_health_api::{ConditionType, Reason};
+use std::fmt::Write;
+
+/// The command that regenerates docs/checks.md.
+pub const REGENERATE: &str =
+    "cargo run -q -p karpenter-health-checks --example gen-docs > docs/checks.md";
+
+/// The fragment of a `docs_anchor` (`docs/checks.md#fragment`).
+fn fragment(anchor: &str) -> &str {
+    anchor.rsplit_once('#').map_or(anchor, |(_, f)| f)
+}
+
+/// docs/checks.md, generated.
+pub fn docs_markdown() -> String {
+    let mut out = String::new();
+    // `write!` into a String cannot fail; the results are ignored on purpose.
+    let w = &mut out;
+    let _ = writeln!(w, "# KarpenterHealth checks\n");
+    let _ = writeln!(
+        w,
+        "<!-- Generated from crates/api/src/conditions.rs and crates/checks/src/warnings.rs; do \
+         not edit.\n     Regenerate: {REGENERATE} -->\n"
+    );
+    let _ = writeln!(
+        w,
+        "Every `KarpenterHealth` reports on one EC2NodeClass with the conditions below. All \
+         conditions have **positive polarity**: `True` is healthy. `False` means a check ran and \
+         proved a problem; `Unknown` means a check could not run (a fact could not be observed) \
+         and is never reported as `False`. Warning findings appear in `status.findings` only and \
+         never change a condition.\n"
+    );
+
+    let _ = writeln!(w, "## Conditions\n");
+    let _ = writeln!(w, "| Condition | Polarity | `True` means | Feeds `Ready` |");
+    let _ = writeln!(w, "|---|---|---|---|");
+    for &ty in ConditionType::ALL {
+        let feeds = if ty == ConditionType::Ready { "(summary)" } else { "yes" };
+        let _ = writeln!(w, "| [`{ty}`](#{}) | positive | {} | {feeds} |", section(ty), ty.meaning());
+    }
+
+    let _ = writeln!(w, "\n## The summary: `Ready`\n");
+    let subs: Vec<String> =
+        ConditionType::sub_conditions().iter().map(|t| format!("`{t}`")).collect();
+    let _ = writeln!(
+        w,
+        "`Ready` folds **every** sub-condition: {}. No sub-condition is informational.\n",
+        subs.join(", ")
+    );
+    let _ = writeln!(w, "- `True` (`AllChecksPassed`) only if every sub-condition is `True`;");
+    let _ = writeln!(w, "- `False` (`ChecksFailed`) if any sub-condition is `False`;");
+    let _ = writeln!(w, "- otherwise `Unknown` (`ChecksUnknown`).\n");
+    let _ = writeln!(
+        w,
+        "The message lists the `False` and `Unknown` sub-conditions with their reasons.\n\n\
+         **kstatus.** KarpenterHealth relies on kstatus' `Ready` fallback: `Ready` is always \
+         present and is set to `False` or `Unknown` as well as `True`; there is no \
+         `Reconciling`/`Stalled` pair. `status.observedGeneration` and every condition's \
+         `observedGeneration` carry the EC2NodeClass `metadata.generation` the checks used, and \
+         `status.lastEvaluated` the time of the last evaluation. A condition's \
+         `lastTransitionTime` moves only when its status changes.\n"
+    );
+
+    let _ = writeln!(w, "## Why a condition is `Unknown`\n");
+    let _ = writeln!(w, "Any sub-condition may be `Unknown` with one of these shared reasons:\n");
+    let _ = writeln!(w, "| Cause of the unobserved fact | Reason |");
+    let _ = writeln!(w, "|---|---|");
+    for (cause, text) in [
+        (UnknownCause::AccessDenied, "access denied (AWS `AccessDenied`, Kubernetes 403)"),
+        (UnknownCause::Throttled, "throttled (`Throttling`, `RequestLimitExceeded`, 429)"),
+        (UnknownCause::Unavailable, "unreachable or failing (timeout, connection error, 5xx)"),
+        (UnknownCause::Unsupported, "the endpoint does not implement the call"),
+        (UnknownCause::NotObserved, "not observed yet"),
+    ] {
+        let reason = unknown_reason(cause);
+        let _ = writeln!(w, "| {text} | [`{reason}`](#{}) |", fragment(&reason.docs_anchor()));
+    }
+    let _ = writeln!(w);
+    reason_list(w, |r| r.meta().scope == ReasonScope::AnySubCondition);
+
+    for &ty in ConditionType::ALL {
+        let _ = writeln!(w, "## {ty}\n");
+        let _ = writeln!(w, "<a id=\"{}\"></a>\n", section(ty));
+        let _ = writeln!(w, "{} Polarity: positive (`True` is healthy).\n", ty.meaning());
+        if ty == ConditionType::Ready {
+            let _ = writeln!(w, "See [The summary: `Ready`](#the-summary-ready).\n");
+        }
+        reason_list(w, |r| r.meta().scope == ReasonScope::Only(ty));
+        let warnings: Vec<Warning> =
+            Warning::ALL.iter().copied().filter(|w| w.condition() == ty).collect();
+        if !warnings.is_empty() {
+            let _ = writeln!(w, "Warning findings (never change the condition):\n");
+            for warning in warnings {
+                let _ = writeln!(w, "<a id=\"{}\"></a>\n", fragment(&warning.docs_anchor()));
+                let _ = writeln!(w, "#### `{}` (warning)\n", warning.as_str());
+                let _ = writeln!(w, "- Severity: Warning");
+                let _ = writeln!(w, "- Meaning: {}", warning.meaning());
+                let _ = writeln!(w, "- Remediation: {}\n", warning.remediation());
+            }
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+fn section(ty: ConditionType) -> String {
+    format!("condition-{}", ty.as_str().to_ascii_lowercase())
+}
+
+fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
+    for &reason in Reason::ALL.iter().filter(|r| keep(**r)) {
+        let meta = reason.meta();
+        let _ = writeln!(w, "<a id=\"{}\"></a>\n", fragment(&reason.docs_anchor()));
+        let _ = writeln!(w, "#### `{reason}`\n");
+        let _ = writeln!(w, "- Status: `{}`", meta.status);
+        let _ = writeln!(w, "- Meaning: {}", meta.meaning);
+        let _ = writeln!(w, "- Remediation: {}\n", meta.remediation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_docs_match_the_generated_docs() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/checks.md");
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == docs_markdown(),
+            "docs/checks.md is stale or missing; regenerate it from the repository root with:\n  \
+             {REGENERATE}"
+        );
+    }
+
+    #[test]
+    fn every_reason_and_warning_has_its_anchor_and_remediation_in_the_docs() {
+        let docs = docs_markdown();
+        for reason in Reason::ALL {
+            let anchor = format!("<a id=\"{}\"></a>", fragment(&reason.docs_anchor()));
+            assert_eq!(docs.matches(&anchor).count(), 1, "{reason}");
+            assert!(docs.contains(reason.meta().remediation), "{reason}");
+        }
+        for warning in Warning::ALL {
+            let anchor = format!("<a id=\"{}\"></a>", fragment(&warning.docs_anchor()));
+            assert_eq!(docs.matches(&anchor).count(), 1, "{warning:?}");
+        }
+        for ty in ConditionType::ALL {
+            assert!(docs.contains(&format!("## {ty}\n")), "{ty}");
+        }
+    }
+
+    #[test]
+    fn warning_codes_never_collide_with_reasons() {
+        for warning in Warning::ALL {
+            assert!(Reason::parse(warning.as_str()).is_none(), "{warning:?}");
+            assert!(!warning.meaning().is_empty() && !warning.remediation().is_empty());
+        }
+    }
+}

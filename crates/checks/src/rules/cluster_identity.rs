@@ -1,0 +1,212 @@
+//! `ClusterIdentityUnique`: Karpenter is configured with the real EKS cluster name, and no other
+//! cluster's instances carry that name. Pure: no IO.
+//!
+//! Karpenter lists "its" instances by the cluster-name tag alone (karpenter-facts.md §4), so two
+//! clusters sharing a name garbage-collect and drift each other's nodes (§5e). An instance with
+//! this name and `karpenter.sh/nodepool` that no NodeClaim here claims is foreign when it sits in
+//! another VPC than the EKS cluster, or has outlived Karpenter's garbage collection (which would
+//! have removed a genuine orphan of this cluster).
+
+use super::{Check, Context, Outcome, Why, human, list_bounded};
+use crate::clip;
+use crate::facts::{InstanceFacts, Observed};
+use karpenter_health_api::karpenter::NODEPOOL_LABEL;
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use std::collections::BTreeSet;
+
+const EKS_CLUSTER_NAME_TAG: &str = "eks:eks-cluster-name";
+
+/// Whether an instance carries `cluster`'s name tags (either form Karpenter has used).
+pub fn carries_cluster_name(instance: &InstanceFacts, cluster: &str) -> bool {
+    instance.tags.get(EKS_CLUSTER_NAME_TAG).is_some_and(|v| v == cluster)
+        || instance.tags.contains_key(&format!("kubernetes.io/cluster/{cluster}"))
+}
+
+/// The instance id in a NodeClaim `providerID` (`aws:///<az>/<i-…>`).
+pub fn instance_id_of(provider_id: &str) -> Option<&str> {
+    provider_id.rsplit('/').next().filter(|id| id.starts_with("i-"))
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::ClusterIdentityUnique, "cluster-identity");
+    let node_class = ctx.node_class_subject();
+    let karpenter_name = match &ctx.karpenter_cluster_name {
+        Ok(name) => Some(*name),
+        Err(why) => {
+            c.unknown(why.clone());
+            None
+        }
+    };
+    let region = ctx.facts.aws.region.as_deref().unwrap_or("this region");
+
+    if let (Some(karpenter), Some(configured)) =
+        (karpenter_name, ctx.facts.cluster.configured_cluster_name.as_deref())
+        && !configured.is_empty()
+        && karpenter != configured
+    {
+        c.fail(
+            Reason::KarpenterClusterNameMismatch,
+            format!(
+                "Karpenter is configured with cluster name {}, but this cluster is {} (the \
+                 operator's cluster name).",
+                clip(karpenter, 128),
+                clip(configured, 128)
+            ),
+            vec![node_class.clone()],
+        );
+    }
+    let eks_vpc: Result<Option<&str>, Why> = match &ctx.facts.aws.eks_cluster {
+        Observed::Found(eks) => {
+            if let Some(karpenter) = karpenter_name
+                && eks.name != karpenter
+            {
+                c.fail(
+                    Reason::KarpenterClusterNameMismatch,
+                    format!(
+                        "Karpenter is configured with cluster name {}, but the EKS cluster is \
+                         named {}.",
+                        clip(karpenter, 128),
+                        clip(&eks.name, 128)
+                    ),
+                    vec![node_class.clone(), SubjectRef::new("EKSCluster", eks.name.as_str())],
+                );
+            }
+            Ok(eks.vpc_id.as_deref())
+        }
+        Observed::Absent => {
+            if let Some(karpenter) = karpenter_name {
+                c.fail(
+                    Reason::KarpenterClusterNameMismatch,
+                    format!(
+                        "No EKS cluster in {} is named {}, the cluster name Karpenter is \
+                         configured with.",
+                        clip(region, 64),
+                        clip(karpenter, 128)
+                    ),
+                    vec![node_class.clone()],
+                );
+            }
+            Ok(None)
+        }
+        Observed::Unknown(u) => {
+            let why = Why::unobserved("The EKS cluster", u);
+            c.unknown(why.clone());
+            Err(why)
+        }
+    };
+
+    match (&ctx.facts.aws.cluster_instances, karpenter_name) {
+        (Observed::Unknown(u), _) => {
+            c.unknown(Why::unobserved("The instances tagged with this cluster's name", u))
+        }
+        (Observed::Found(instances), Some(name)) => {
+            check_instances(ctx, &mut c, instances, name, &eks_vpc);
+        }
+        _ => {}
+    }
+    c.finish(
+        Reason::ClusterIdentityVerified,
+        format!(
+            "Karpenter's cluster name {} is the EKS cluster's, and every instance carrying it \
+             belongs to a NodeClaim here.",
+            clip(karpenter_name.unwrap_or_default(), 128)
+        ),
+    )
+}
+
+fn check_instances(
+    ctx: &Context,
+    c: &mut Check,
+    instances: &[InstanceFacts],
+    name: &str,
+    eks_vpc: &Result<Option<&str>, Why>,
+) {
+    let claims = &ctx.facts.cluster;
+    let mut claimed: BTreeSet<&str> = claims.claimed_instance_ids.iter().map(String::as_str).collect();
+    claimed.extend(
+        claims
+            .node_claims
+            .iter()
+            .filter_map(|nc| nc.status.as_ref()?.provider_id.as_deref())
+            .filter_map(instance_id_of),
+    );
+    let gc_window = ctx.settings.orphan_instance_after;
+    let mut sorted: Vec<&InstanceFacts> = instances.iter().collect();
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    sorted.dedup_by(|a, b| a.id == b.id);
+    let (mut foreign, mut undecided) = (Vec::new(), Vec::new());
+    for instance in sorted {
+        if !carries_cluster_name(instance, name)
+            || !instance.tags.contains_key(NODEPOOL_LABEL)
+            || claimed.contains(instance.id.as_str())
+            || matches!(instance.state.as_str(), "terminated" | "shutting-down")
+        {
+            continue;
+        }
+        let age = instance.launch_time.map(|t| ctx.age(t));
+        let other_vpc = match (eks_vpc, instance.vpc_id.as_deref()) {
+            (Ok(Some(cluster_vpc)), Some(vpc)) => Some(vpc != *cluster_vpc),
+            (Err(_), Some(_)) => None,
+            _ => Some(false),
+        };
+        let id = clip(&instance.id, 64);
+        if other_vpc == Some(true) {
+            let vpc = clip(instance.vpc_id.as_deref().unwrap_or_default(), 64);
+            foreign.push((instance, format!("{id} (in {vpc}, not the cluster's VPC)")));
+        } else if let Some(age) = age.filter(|a| *a > gc_window) {
+            foreign.push((
+                instance,
+                format!(
+                    "{id} (launched {} ago, beyond the {} garbage-collection window)",
+                    human(age),
+                    human(gc_window)
+                ),
+            ));
+        } else if other_vpc.is_none() {
+            undecided.push(id.into_owned());
+        }
+    }
+    if !foreign.is_empty() {
+        let described: Vec<&str> = foreign.iter().map(|(_, d)| d.as_str()).collect();
+        let mut subjects = vec![ctx.node_class_subject()];
+        subjects.extend(
+            foreign.iter().take(super::MAX_SUBJECTS - 1).map(|(i, _)| SubjectRef::new("EC2Instance", i.id.as_str())),
+        );
+        c.fail(
+            Reason::ClusterNameSharedWithOtherCluster,
+            format!(
+                "{} instance(s) carry cluster name {} and {NODEPOOL_LABEL} but belong to no \
+                 NodeClaim here: {}. Another cluster uses the same name; the two Karpenters will \
+                 drift and terminate each other's nodes.",
+                foreign.len(),
+                clip(name, 128),
+                list_bounded(&described, 5)
+            ),
+            subjects,
+        );
+    } else if !undecided.is_empty()
+        && let Err(why) = eks_vpc
+    {
+        c.unknown(Why::new(
+            why.reason,
+            format!(
+                "Unclaimed instances {} carry the cluster name; whether they sit in another VPC is \
+                 unknown. {}",
+                list_bounded(&undecided, 5),
+                why.message
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_ids_yield_instance_ids() {
+        assert_eq!(instance_id_of("aws:///us-west-2a/i-0123456789abcdef0"), Some("i-0123456789abcdef0"));
+        assert_eq!(instance_id_of("aws:///us-west-2a/"), None);
+        assert_eq!(instance_id_of("kind://docker/kind/node"), None);
+    }
+}

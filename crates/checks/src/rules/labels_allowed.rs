@@ -1,0 +1,134 @@
+//! `LabelsAllowed`: no NodePool label or requirement, and no pending Pod's node selector or
+//! affinity key, is in a label domain the installed Karpenter rejects. Pure: no IO.
+//!
+//! Pod keys matter because Karpenter copies them, whatever the operator (`NotIn` and
+//! `DoesNotExist` included), into NodeClaim requirements (karpenter-facts.md §5d). With the
+//! version unknown, a key rejected by every version still fails; a key only some versions reject
+//! makes the condition Unknown.
+
+use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, list_bounded};
+use crate::clip;
+use crate::labels::{KeyContext, LabelRules};
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use std::collections::BTreeMap;
+
+/// One key used by one object.
+struct KeyUse {
+    subject: SubjectRef,
+    key: String,
+    context: KeyContext,
+}
+
+fn key_uses(ctx: &Context) -> Vec<KeyUse> {
+    let cluster = &ctx.facts.cluster;
+    let mut uses = Vec::new();
+    for pool in &cluster.node_pools {
+        let subject = SubjectRef::new("NodePool", pool.metadata.name.as_deref().unwrap_or_default());
+        let template = &pool.spec.template;
+        for key in template.metadata.labels.keys() {
+            uses.push(KeyUse { subject: subject.clone(), key: key.clone(), context: KeyContext::NodePoolLabel });
+        }
+        for req in &template.spec.requirements {
+            uses.push(KeyUse { subject: subject.clone(), key: req.key.clone(), context: KeyContext::Requirement });
+        }
+    }
+    for pod in &cluster.pending_pods {
+        let subject = SubjectRef::namespaced("Pod", pod.namespace.as_str(), pod.name.as_str());
+        let affinity = pod.required_affinity.iter().chain(&pod.preferred_affinity).flatten();
+        let keys = pod.node_selector.keys().chain(affinity.map(|r| &r.key));
+        for key in keys {
+            uses.push(KeyUse { subject: subject.clone(), key: key.clone(), context: KeyContext::Requirement });
+        }
+    }
+    uses
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::LabelsAllowed, "labels");
+    let candidates: Vec<LabelRules> = match &ctx.version {
+        Ok(v) => vec![LabelRules::for_version(v)],
+        Err(_) => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
+    };
+    // subject -> key -> Karpenter's words, for keys every candidate rule set rejects.
+    let mut rejected: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> = BTreeMap::new();
+    let mut undecided: BTreeMap<String, Vec<SubjectRef>> = BTreeMap::new();
+    for u in key_uses(ctx) {
+        let verdicts: Vec<Option<&'static str>> =
+            candidates.iter().map(|rules| rules.restriction(&u.key, u.context)).collect();
+        if let Some(Some(why)) = verdicts.first()
+            && verdicts.iter().all(Option::is_some)
+        {
+            rejected.entry(u.subject).or_default().insert(u.key, why);
+        } else if verdicts.iter().any(Option::is_some) {
+            undecided.entry(u.key).or_default().push(u.subject);
+        }
+    }
+
+    let (rules_name, ok_rules) = match &ctx.version {
+        Ok(v) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
+        Err(_) => ("every Karpenter version".to_owned(), "any Karpenter version".to_owned()),
+    };
+    // NodePools are few and each is reported alone; Pods come in replicas, so Pods with the
+    // same rejected keys make one finding.
+    let mut pod_groups: BTreeMap<Vec<(String, &'static str)>, Vec<SubjectRef>> = BTreeMap::new();
+    for (subject, keys) in rejected {
+        let keys: Vec<(String, &'static str)> = keys.into_iter().collect();
+        if subject.kind == "NodePool" {
+            c.fail(
+                Reason::RestrictedLabelDomain,
+                format!(
+                    "NodePool {} uses {}, which {rules_name} rejects, so it cannot create \
+                     NodeClaims.",
+                    clip(&subject.name, 128),
+                    describe(&keys)
+                ),
+                vec![ctx.node_class_subject(), subject],
+            );
+        } else {
+            pod_groups.entry(keys).or_default().push(subject);
+        }
+    }
+    for (keys, pods) in pod_groups {
+        let names: Vec<String> = pods
+            .iter()
+            .map(|p| format!("{}/{}", p.namespace.as_deref().unwrap_or_default(), p.name))
+            .map(|n| clip(&n, 128).into_owned())
+            .collect();
+        let mut subjects = vec![ctx.node_class_subject()];
+        subjects.extend(pods.into_iter().take(MAX_SUBJECTS - 1));
+        c.fail(
+            Reason::RestrictedLabelDomain,
+            format!(
+                "Pending Pod(s) {} select on {}, which {rules_name} rejects in NodeClaim \
+                 requirements, so Karpenter cannot provision for them.",
+                list_bounded(&names, 3),
+                describe(&keys)
+            ),
+            subjects,
+        );
+    }
+    if !c.has_failed()
+        && !undecided.is_empty()
+        && let Err(why) = &ctx.version
+    {
+        let keys: Vec<String> = undecided.keys().map(|k| clip(k, 128).into_owned()).collect();
+        c.unknown(Why::new(
+            why.reason,
+            format!(
+                "Karpenter up to v1.8 rejects {}, v1.9 and later accept it; {}",
+                list_bounded(&keys, 5),
+                why.message
+            ),
+        ));
+    }
+    c.finish(
+        Reason::NoRestrictedLabels,
+        format!("No NodePool or pending Pod uses a label key {ok_rules} rejects."),
+    )
+}
+
+fn describe(keys: &[(String, &'static str)]) -> String {
+    let parts: Vec<String> =
+        keys.iter().map(|(key, why)| format!("{} ({why})", clip(key, 128))).collect();
+    list_bounded(&parts, 5)
+}

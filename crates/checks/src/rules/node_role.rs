@@ -1,0 +1,153 @@
+//! `NodeRoleReady`: the node IAM role exists, has a name IAM accepts, trusts EC2 and carries the
+//! managed policies a node needs (karpenter-facts.md §8). Pure: no IO.
+
+use super::{Check, Context, Outcome, RoleName, Why};
+use crate::facts::{Observed, RoleFacts};
+use crate::warnings::Warning;
+use crate::{arn, clip, trust_policy};
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use std::collections::BTreeSet;
+
+/// IAM's limit on role names, in characters.
+pub const MAX_ROLE_NAME: usize = 64;
+/// `ec2.${AWS::URLSuffix}`: the China partitions use `amazonaws.com.cn`.
+const EC2_SERVICES: &[&str] = &["ec2.amazonaws.com", "ec2.amazonaws.com.cn"];
+
+const WORKER_NODE: &str = "AmazonEKSWorkerNodePolicy";
+const CNI: &str = "AmazonEKS_CNI_Policy";
+/// Either is enough: PR #7963 (v1.4.0) moved the docs from ReadOnly to PullOnly.
+const ECR: [&str; 2] = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEC2ContainerRegistryReadOnly"];
+const SSM: &str = "AmazonSSMManagedInstanceCore";
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::NodeRoleReady, "node-role");
+    let name = match &ctx.node_role {
+        RoleName::Known(name) => name,
+        RoleName::Unobserved(why) => {
+            c.unknown(why.clone());
+            return c.finish(Reason::NodeRoleValid, "");
+        }
+        RoleName::Unresolvable(message) => {
+            c.unknown(Why::new(Reason::NodeRoleNotResolved, message.clone()));
+            return c.finish(Reason::NodeRoleValid, "");
+        }
+    };
+    let shown = clip(name, 128);
+    let subjects = || vec![ctx.node_class_subject(), SubjectRef::new("IAMRole", name.as_str())];
+
+    if name.chars().count() > MAX_ROLE_NAME {
+        c.fail(
+            Reason::NodeRoleNameTooLong,
+            format!(
+                "Role name {shown} is {} characters long; IAM allows at most {MAX_ROLE_NAME}.",
+                name.chars().count()
+            ),
+            subjects(),
+        );
+        return c.finish(Reason::NodeRoleValid, "");
+    }
+    match &ctx.facts.aws.node_role {
+        None => c.unknown(Why::new(
+            Reason::NotObserved,
+            format!("Role {shown} has not been looked up yet."),
+        )),
+        Some(Observed::Unknown(u)) => c.unknown(Why::unobserved(&format!("Role {shown}"), u)),
+        Some(Observed::Absent) => c.fail(
+            Reason::NodeRoleNotFound,
+            format!("IAM has no role named {shown}."),
+            subjects(),
+        ),
+        Some(Observed::Found(role)) => {
+            check_trust(&mut c, role, &shown, subjects());
+            check_policies(ctx, &mut c, role, &shown, subjects());
+        }
+    }
+    c.finish(
+        Reason::NodeRoleValid,
+        format!("Role {shown} trusts ec2.amazonaws.com and has the policies nodes need."),
+    )
+}
+
+fn check_trust(c: &mut Check, role: &RoleFacts, shown: &str, subjects: Vec<SubjectRef>) {
+    match role.assume_role_policy_document.as_deref().map(trust_policy::parse) {
+        None => c.unknown(Why::new(
+            Reason::NotObserved,
+            format!("The trust policy of role {shown} was not returned."),
+        )),
+        Some(Err(e)) => c.fail(
+            Reason::NodeRoleTrustPolicyInvalid,
+            format!(
+                "The trust policy of role {shown} cannot be read ({}), so it cannot be shown to \
+                 let ec2.amazonaws.com assume the role.",
+                clip(&e.0, 256)
+            ),
+            subjects,
+        ),
+        Some(Ok(policy)) if !policy.allows_assume_role(EC2_SERVICES) => c.fail(
+            Reason::NodeRoleTrustPolicyInvalid,
+            format!(
+                "The trust policy of role {shown} does not let ec2.amazonaws.com call \
+                 sts:AssumeRole, so instances get no credentials."
+            ),
+            subjects,
+        ),
+        Some(Ok(_)) => {}
+    }
+}
+
+fn check_policies(
+    ctx: &Context,
+    c: &mut Check,
+    role: &RoleFacts,
+    shown: &str,
+    subjects: Vec<SubjectRef>,
+) {
+    let attached: BTreeSet<&str> = match &role.attached_policy_arns {
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved(&format!("The policies attached to role {shown}"), u));
+            return;
+        }
+        Observed::Absent => BTreeSet::new(),
+        Observed::Found(arns) => arns.iter().map(|a| arn::name_of(a)).collect(),
+    };
+    let has = |policy: &str| attached.contains(policy);
+    let mut missing = Vec::new();
+    if !has(WORKER_NODE) {
+        missing.push(WORKER_NODE.to_owned());
+    }
+    if !ECR.iter().any(|p| has(p)) {
+        missing.push(format!("{} (or {})", ECR[0], ECR[1]));
+    }
+    let mut cni_unknown = None;
+    if !has(CNI) {
+        // CNI permissions may come through IRSA on aws-node instead (troubleshooting page).
+        match &ctx.facts.cluster.aws_node_role_arn {
+            Observed::Found(None) => missing.push(CNI.to_owned()),
+            Observed::Found(Some(_)) | Observed::Absent => {}
+            Observed::Unknown(u) => cni_unknown = Some(u),
+        }
+    }
+    if !missing.is_empty() {
+        c.fail(
+            Reason::NodeRoleMissingPolicies,
+            format!("Role {shown} lacks the managed policies {}.", missing.join(", ")),
+            subjects.clone(),
+        );
+    } else if let Some(u) = cni_unknown {
+        let why = Why::unobserved("The aws-node ServiceAccount", u);
+        c.unknown(Why::new(
+            why.reason,
+            format!(
+                "Role {shown} lacks {CNI}, which nodes need unless aws-node has its own IAM role. {}",
+                why.message
+            ),
+        ));
+    }
+    if !has(SSM) {
+        c.warn(
+            Warning::NodeRoleMissingSsmPolicy,
+            format!("Role {shown} lacks {SSM}, so nodes cannot be reached through SSM."),
+            subjects,
+        );
+    }
+}

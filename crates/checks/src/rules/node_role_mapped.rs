@@ -1,0 +1,368 @@
+//! `NodeRoleMapped`: nodes with the node role may join the cluster, through aws-auth or an EKS
+//! access entry as the cluster's authentication mode allows (karpenter-facts.md §7). Pure: no IO.
+//!
+//! Each path (aws-auth, access entries) gets its own verdict; the mode decides which count.
+//! With the mode unknown, the verdict is kept only if every mode agrees.
+
+use super::{Check, Context, Outcome, RoleName, Why};
+use crate::arn::{self, IamArn};
+use crate::aws_auth::{self, RoleMapping};
+use crate::facts::Observed;
+use crate::warnings::Warning;
+use crate::{clip, rules::list_bounded};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
+
+/// The username the authenticator must give a node; kubelet registers as this user.
+pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
+pub const NODE_GROUPS: [&str; 2] = ["system:bootstrappers", "system:nodes"];
+const NODE_ACCESS_ENTRY_TYPES: [&str; 2] = ["EC2_LINUX", "EC2_WINDOWS"];
+
+/// `DescribeCluster cluster.accessConfig.authenticationMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMode {
+    ConfigMap,
+    ApiAndConfigMap,
+    Api,
+}
+
+impl AuthMode {
+    pub const ALL: [AuthMode; 3] = [AuthMode::ConfigMap, AuthMode::ApiAndConfigMap, AuthMode::Api];
+
+    /// A missing mode is `CONFIG_MAP`: clusters predating access entries behave that way.
+    pub fn parse(mode: Option<&str>) -> Option<Self> {
+        match mode {
+            None | Some("CONFIG_MAP") => Some(Self::ConfigMap),
+            Some("API_AND_CONFIG_MAP") => Some(Self::ApiAndConfigMap),
+            Some("API") => Some(Self::Api),
+            Some(_) => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ConfigMap => "CONFIG_MAP",
+            Self::ApiAndConfigMap => "API_AND_CONFIG_MAP",
+            Self::Api => "API",
+        }
+    }
+}
+
+/// One path's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Verdict {
+    Mapped(Reason, String),
+    Problem(Reason, String),
+    Unknown(Why),
+}
+
+impl Verdict {
+    fn status(&self) -> ConditionStatus {
+        match self {
+            Verdict::Mapped(..) => ConditionStatus::True,
+            Verdict::Problem(..) => ConditionStatus::False,
+            Verdict::Unknown(_) => ConditionStatus::Unknown,
+        }
+    }
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::NodeRoleMapped, "node-role-mapping");
+    let node = node_role_identity(ctx);
+    let node_shown = match &node {
+        Ok(arn) => arn.to_string(),
+        Err(_) => "the node role".to_owned(),
+    };
+    let parsed = match &ctx.facts.cluster.aws_auth {
+        Observed::Found(data) => Some(aws_auth::parse(data)),
+        _ => None,
+    };
+    let config_map = aws_auth_verdict(ctx, &node, &node_shown, parsed.as_ref());
+    let access = access_entry_verdict(ctx, &node_shown);
+
+    let mode = auth_mode(ctx);
+    let verdict = match &mode {
+        Ok(mode) => combine(*mode, &config_map, &access, &node_shown),
+        Err(why) => {
+            let all: Vec<Verdict> =
+                AuthMode::ALL.iter().map(|m| combine(*m, &config_map, &access, &node_shown)).collect();
+            if all.iter().all(|v| v.status() == all[0].status()) && all[0].status() != ConditionStatus::Unknown {
+                // Every mode agrees; API_AND_CONFIG_MAP (the eksctl default) words the message.
+                all[1].clone()
+            } else {
+                Verdict::Unknown(why.clone())
+            }
+        }
+    };
+
+    let mut subjects = vec![ctx.node_class_subject()];
+    if let Ok(arn) = &node {
+        subjects.push(SubjectRef::new("IAMRole", arn.to_string()));
+    }
+    let (mut ok_reason, mut ok_message) = (Reason::NodeRoleMappedInAwsAuth, String::new());
+    match &verdict {
+        Verdict::Mapped(reason, how) => (ok_reason, ok_message) = (*reason, how.clone()),
+        Verdict::Problem(reason, message) => {
+            let about_aws_auth = matches!(
+                reason,
+                Reason::AwsAuthMalformed
+                    | Reason::ControllerRoleMappedInstead
+                    | Reason::NodeRoleMappedWithPath
+                    | Reason::NodeRoleMappingMissingGroups
+                    | Reason::NodeRoleMappingWrongUsername
+            );
+            if about_aws_auth {
+                subjects.push(SubjectRef::namespaced("ConfigMap", "kube-system", "aws-auth"));
+            }
+            c.fail(*reason, message.clone(), subjects);
+        }
+        Verdict::Unknown(why) => c.unknown(why.clone()),
+    }
+    // A broken aws-auth still hurts every other identity mapped in it, unless EKS ignores it.
+    if let Some(Err(e)) = &parsed {
+        let reported = matches!(verdict, Verdict::Problem(Reason::AwsAuthMalformed, _));
+        if !reported && mode != Ok(AuthMode::Api) {
+            c.warn(
+                Warning::AwsAuthUnparsable,
+                format!("kube-system/aws-auth cannot be parsed: {e}."),
+                vec![SubjectRef::namespaced("ConfigMap", "kube-system", "aws-auth")],
+            );
+        }
+    }
+    c.finish(ok_reason, ok_message)
+}
+
+fn combine(mode: AuthMode, config_map: &Verdict, access: &Verdict, node: &str) -> Verdict {
+    match mode {
+        AuthMode::ConfigMap => config_map.clone(),
+        AuthMode::Api => match (access, config_map) {
+            (Verdict::Problem(Reason::NodeRoleNotMapped, m), Verdict::Mapped(..)) => Verdict::Problem(
+                Reason::NodeRoleNotMapped,
+                format!("{m} aws-auth maps it, but authentication mode API ignores aws-auth."),
+            ),
+            _ => access.clone(),
+        },
+        // Either path admits the node; an access entry, when one exists, takes priority.
+        AuthMode::ApiAndConfigMap => match (access, config_map) {
+            (Verdict::Mapped(..), _) => access.clone(),
+            (Verdict::Problem(Reason::AccessEntryWrongType, _), _) => access.clone(),
+            (Verdict::Unknown(_), Verdict::Mapped(..)) => config_map.clone(),
+            (Verdict::Unknown(_), _) => access.clone(),
+            (Verdict::Problem(..), Verdict::Problem(Reason::AwsAuthMissing, _)) => Verdict::Problem(
+                Reason::NodeRoleNotMapped,
+                format!(
+                    "Neither an access entry nor kube-system/aws-auth (which does not exist) maps \
+                     {node}, so nodes launch but never join."
+                ),
+            ),
+            (Verdict::Problem(..), Verdict::Problem(reason, m)) => {
+                Verdict::Problem(*reason, format!("{m} No access entry exists for it either."))
+            }
+            (Verdict::Problem(..), _) => config_map.clone(),
+        },
+    }
+}
+
+fn auth_mode(ctx: &Context) -> Result<AuthMode, Why> {
+    match &ctx.facts.aws.eks_cluster {
+        Observed::Found(cluster) => {
+            AuthMode::parse(cluster.authentication_mode.as_deref()).ok_or_else(|| {
+                Why::new(
+                    Reason::AwsUnsupported,
+                    format!(
+                        "EKS reports the unrecognised authentication mode {:?}.",
+                        clip(cluster.authentication_mode.as_deref().unwrap_or_default(), 64)
+                    ),
+                )
+            })
+        }
+        Observed::Unknown(u) => Err(Why::unobserved("The EKS cluster's authentication mode", u)),
+        Observed::Absent => Err(Why::new(
+            Reason::ClusterNameUnknown,
+            "No EKS cluster has Karpenter's cluster name, so the authentication mode is unknown.",
+        )),
+    }
+}
+
+/// The node role as aws-auth must name it: path-less, in the role's partition and account.
+fn node_role_identity(ctx: &Context) -> Result<IamArn, Why> {
+    let name = match &ctx.node_role {
+        RoleName::Known(name) => name.clone(),
+        RoleName::Unobserved(why) => return Err(why.clone()),
+        RoleName::Unresolvable(message) => {
+            return Err(Why::new(
+                Reason::NotObserved,
+                format!("{message} Which role must be mapped is therefore unknown."),
+            ));
+        }
+    };
+    if let Some(Observed::Found(role)) = &ctx.facts.aws.node_role
+        && let Ok(found) = arn::parse_iam(&role.arn)
+    {
+        return Ok(IamArn { path: "/".into(), name, ..found });
+    }
+    match &ctx.facts.aws.account {
+        Observed::Found(account) => Ok(IamArn {
+            partition: account.partition.clone(),
+            account: account.account_id.clone(),
+            resource_type: "role".into(),
+            path: "/".into(),
+            name,
+        }),
+        Observed::Unknown(u) => Err(Why::unobserved("The AWS account of the node role", u)),
+        Observed::Absent => Err(Why::new(
+            Reason::NotObserved,
+            "The AWS account of the node role is not known.",
+        )),
+    }
+}
+
+fn controller_role(ctx: &Context) -> Option<IamArn> {
+    let karpenter = ctx.facts.cluster.karpenter.found()?;
+    arn::parse_iam(karpenter.controller_role_arn.as_deref()?).ok()
+}
+
+/// Whether an entry is meant to admit nodes (so mapping the wrong role there is the mistake).
+fn is_node_mapping(entry: &RoleMapping) -> bool {
+    entry.username.as_deref().is_some_and(|u| u.starts_with("system:node:"))
+        || entry.groups.iter().any(|g| NODE_GROUPS.contains(&g.as_str()))
+}
+
+fn aws_auth_verdict(
+    ctx: &Context,
+    node: &Result<IamArn, Why>,
+    node_shown: &str,
+    parsed: Option<&Result<aws_auth::AwsAuth, aws_auth::AwsAuthError>>,
+) -> Verdict {
+    let parsed = match (&ctx.facts.cluster.aws_auth, parsed) {
+        (Observed::Unknown(u), _) => {
+            return Verdict::Unknown(Why::unobserved("ConfigMap kube-system/aws-auth", u));
+        }
+        (Observed::Absent, _) | (_, None) => {
+            return Verdict::Problem(
+                Reason::AwsAuthMissing,
+                format!(
+                    "ConfigMap kube-system/aws-auth does not exist, so nothing maps {node_shown}."
+                ),
+            );
+        }
+        (Observed::Found(_), Some(Err(e))) => {
+            return Verdict::Problem(
+                Reason::AwsAuthMalformed,
+                format!(
+                    "kube-system/aws-auth cannot be parsed ({e}), so the authenticator ignores it."
+                ),
+            );
+        }
+        (Observed::Found(_), Some(Ok(parsed))) => parsed,
+    };
+    let node = match node {
+        Ok(node) => node,
+        Err(why) => return Verdict::Unknown(why.clone()),
+    };
+    let controller = controller_role(ctx);
+    let (mut exact, mut with_path, mut controller_instead) = (Vec::new(), Vec::new(), Vec::new());
+    for entry in &parsed.map_roles {
+        // Entries that are not IAM ARNs map nothing; they are the authenticator's problem.
+        let Ok(mapped) = arn::parse_iam(&entry.rolearn) else { continue };
+        if mapped.same_principal(node) {
+            if mapped.has_path() {
+                with_path.push((entry, mapped));
+            } else {
+                exact.push(entry);
+            }
+        } else if controller.as_ref().is_some_and(|c| c.same_principal(&mapped)) && is_node_mapping(entry)
+        {
+            controller_instead.push(entry);
+        }
+    }
+    let correct = |e: &&RoleMapping| {
+        e.username.as_deref() == Some(NODE_USERNAME)
+            && NODE_GROUPS.iter().all(|g| e.groups.iter().any(|h| h == g))
+    };
+    if exact.iter().any(correct) {
+        return Verdict::Mapped(
+            Reason::NodeRoleMappedInAwsAuth,
+            format!(
+            "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
+            NODE_GROUPS.join(", ")
+        ),
+        );
+    }
+    if let Some(entry) = exact.first() {
+        if entry.username.as_deref() != Some(NODE_USERNAME) {
+            return Verdict::Problem(
+                Reason::NodeRoleMappingWrongUsername,
+                format!(
+                    "aws-auth maps {node_shown} with username {:?}; nodes need {NODE_USERNAME}.",
+                    clip(entry.username.as_deref().unwrap_or_default(), 128)
+                ),
+            );
+        }
+        let missing: Vec<&str> =
+            NODE_GROUPS.iter().copied().filter(|g| !entry.groups.iter().any(|h| h == g)).collect();
+        return Verdict::Problem(
+            Reason::NodeRoleMappingMissingGroups,
+            format!("aws-auth maps {node_shown} without the groups {}.", missing.join(", ")),
+        );
+    }
+    if let Some((entry, mapped)) = with_path.first() {
+        return Verdict::Problem(
+            Reason::NodeRoleMappedWithPath,
+            format!(
+                "aws-auth maps the node role as {} with the IAM path {}, which the authenticator \
+                 never matches; write {} instead.",
+                clip(&entry.rolearn, 256),
+                clip(&mapped.path, 128),
+                mapped.without_path()
+            ),
+        );
+    }
+    if !controller_instead.is_empty() {
+        let arns: Vec<String> =
+            controller_instead.iter().map(|e| clip(&e.rolearn, 256).into_owned()).collect();
+        return Verdict::Problem(
+            Reason::ControllerRoleMappedInstead,
+            format!(
+                "aws-auth maps the Karpenter controller's role {} as a node, but not the node role \
+                 {node_shown}; change that entry's rolearn to {node_shown}.",
+                list_bounded(&arns, 3)
+            ),
+        );
+    }
+    Verdict::Problem(
+        Reason::NodeRoleNotMapped,
+        format!(
+            "aws-auth has no mapRoles entry for {node_shown}, so nodes launch but never join."
+        ),
+    )
+}
+
+fn access_entry_verdict(ctx: &Context, node_shown: &str) -> Verdict {
+    let entries = match &ctx.facts.aws.node_role_access_entries {
+        Observed::Unknown(u) => {
+            return Verdict::Unknown(Why::unobserved("The node role's EKS access entries", u));
+        }
+        Observed::Absent => &[][..],
+        Observed::Found(entries) => &entries[..],
+    };
+    if let Some(entry) = entries.iter().find(|e| NODE_ACCESS_ENTRY_TYPES.contains(&e.type_.as_str())) {
+        return Verdict::Mapped(
+            Reason::NodeRoleHasAccessEntry,
+            format!("{node_shown} has an access entry of type {}.", clip(&entry.type_, 32)),
+        );
+    }
+    match entries.first() {
+        None => Verdict::Problem(
+            Reason::NodeRoleNotMapped,
+            format!("No EKS access entry exists for {node_shown}, so nodes launch but never join."),
+        ),
+        Some(entry) => Verdict::Problem(
+            Reason::AccessEntryWrongType,
+            format!(
+                "The access entry for {node_shown} is of type {}; nodes need EC2_LINUX or \
+                 EC2_WINDOWS.",
+                clip(&entry.type_, 32)
+            ),
+        ),
+    }
+}

@@ -1,0 +1,118 @@
+//! `NodeClaimsRegistered`: launched NodeClaims of this EC2NodeClass register as nodes in time;
+//! when they do not, the message names the likely cause from the other outcomes. Pure: no IO.
+//!
+//! A node that never joins shows `Launched=True`, `Registered=Unknown` (reason `NodeNotFound`)
+//! on its NodeClaim (karpenter-facts.md §2, issue #7469).
+
+use super::{Check, Context, MAX_SUBJECTS, Outcome, human, list_bounded};
+use crate::clip;
+use karpenter_health_api::karpenter::{NodeClaim, find_condition};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
+
+/// Sub-conditions whose failure keeps a launched instance from joining, most likely first.
+const LIKELY_CAUSES: &[ConditionType] = &[
+    ConditionType::NodeRoleMapped,
+    ConditionType::InstanceProfileReady,
+    ConditionType::NodeRoleReady,
+    ConditionType::SecurityGroupsReady,
+    ConditionType::ClusterIdentityUnique,
+];
+
+/// How long `claim` has been launched without registering, if it has.
+fn waiting_since(claim: &NodeClaim) -> Option<jiff::Timestamp> {
+    let conditions = &claim.status.as_ref()?.conditions;
+    let launched = find_condition(conditions, "Launched")?;
+    if ConditionStatus::parse(&launched.status) != ConditionStatus::True {
+        return None;
+    }
+    let registered = find_condition(conditions, "Registered");
+    if registered.is_some_and(|r| ConditionStatus::parse(&r.status) == ConditionStatus::True) {
+        return None;
+    }
+    launched
+        .last_transition_time
+        .as_ref()
+        .or(claim.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+}
+
+pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
+    let mut c = Check::new(ConditionType::NodeClaimsRegistered, "nodeclaim-registration");
+    let timeout = ctx.settings.registration_timeout;
+    let mut stuck: Vec<(&str, jiff::SignedDuration)> = ctx
+        .facts
+        .cluster
+        .node_claims
+        .iter()
+        .filter(|claim| {
+            claim
+                .spec
+                .node_class_ref
+                .as_ref()
+                .is_none_or(|r| r.refers_to_ec2_node_class(ctx.node_class_name))
+        })
+        .filter_map(|claim| {
+            let waited = ctx.age(waiting_since(claim)?);
+            (waited > timeout).then(|| (claim.metadata.name.as_deref().unwrap_or_default(), waited))
+        })
+        .collect();
+    stuck.sort();
+    stuck.dedup_by(|a, b| a.0 == b.0);
+
+    let launched = ctx.facts.cluster.node_claims.len();
+    if !stuck.is_empty() {
+        let described: Vec<String> = stuck
+            .iter()
+            .map(|(name, waited)| format!("{} (launched {} ago)", clip(name, 128), human(*waited)))
+            .collect();
+        let mut subjects = vec![ctx.node_class_subject()];
+        subjects.extend(
+            stuck.iter().take(MAX_SUBJECTS - 1).map(|(name, _)| SubjectRef::new("NodeClaim", *name)),
+        );
+        c.fail(
+            Reason::NodeClaimsNotRegistering,
+            format!(
+                "{} NodeClaim(s) launched but did not register within {}: {}. {}",
+                stuck.len(),
+                human(timeout),
+                list_bounded(&described, 5),
+                likely_cause(others)
+            ),
+            subjects,
+        );
+    }
+    c.finish(
+        Reason::NodeClaimsRegistering,
+        format!(
+            "None of the {launched} NodeClaim(s) of this EC2NodeClass has waited more than {} to \
+             register.",
+            human(timeout)
+        ),
+    )
+}
+
+fn likely_cause(others: &[Outcome]) -> String {
+    let with_status = |status: ConditionStatus| -> Vec<String> {
+        LIKELY_CAUSES
+            .iter()
+            .filter_map(|ty| others.iter().find(|o| o.condition == *ty))
+            .filter(|o| o.status == status)
+            .map(|o| format!("{}={} ({})", o.condition, o.status, o.reason))
+            .collect()
+    };
+    let failed = with_status(ConditionStatus::False);
+    if !failed.is_empty() {
+        return format!("Likely cause: {}.", failed.join(", "));
+    }
+    let unknown = with_status(ConditionStatus::Unknown);
+    if !unknown.is_empty() {
+        return format!(
+            "No check found a cause; not yet ruled out: {}. Otherwise read the instance's console \
+             output (kubelet \"Unauthorized\" points at the node role mapping).",
+            unknown.join(", ")
+        );
+    }
+    "No check found a cause; read the instance's console output or kubelet logs (\"Unauthorized\" \
+     points at the node role mapping; timeouts at security groups or networking)."
+        .to_owned()
+}

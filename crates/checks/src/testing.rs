@@ -1,0 +1,405 @@
+//! Fixture builders: a healthy set of facts and small helpers to break it one fact at a time.
+//! For tests here and, through the cargo feature `testing`, in the operator, CLI and e2e crates.
+//! Pure data, no IO; time is the fixed [`now`].
+
+use crate::facts::{
+    AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, EksClusterFacts, Facts,
+    InstanceFacts, InstanceProfileFacts, KarpenterFacts, Observed, PodScheduling, RoleFacts,
+    RoleRef, SecurityGroupFacts, UnknownCause,
+};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karpenter_health_api::karpenter::{
+    EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus, KarpenterCondition, MetadataOptions,
+    NodeClaim, NodeClaimSpec, NodeClaimStatus, NodeClaimTemplate, NodeClaimTemplateSpec,
+    NodeClassRef, NodePool, NodePoolSpec, Requirement, ResolvedSecurityGroup, SelectorTerm,
+    TemplateMetadata,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const CLUSTER: &str = "demo";
+pub const ACCOUNT: &str = "111122223333";
+pub const REGION: &str = "us-west-2";
+pub const VPC: &str = "vpc-0demo";
+pub const NODE_CLASS: &str = "default";
+pub const NODE_POOL: &str = "default";
+pub const NODE_ROLE: &str = "KarpenterNodeRole-demo";
+pub const CONTROLLER_ROLE: &str = "KarpenterControllerRole-demo";
+/// The profile Karpenter generated for `spec.role` (`<cluster>_<hash>`).
+pub const GENERATED_PROFILE: &str = "demo_4213869151371224917";
+pub const SECURITY_GROUP: &str = "sg-0nodes";
+pub const HEALTHY_INSTANCE: &str = "i-0healthy";
+pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
+
+/// The fixed evaluation time of every fixture: 2026-08-21T12:00:00Z.
+pub fn now() -> Timestamp {
+    Timestamp::constant(1_787_313_600, 0)
+}
+
+/// `minutes` before [`now`].
+pub fn mins_ago(minutes: i64) -> Timestamp {
+    now() - SignedDuration::from_mins(minutes)
+}
+
+pub fn role_arn(name: &str) -> String {
+    format!("arn:aws:iam::{ACCOUNT}:role/{name}")
+}
+
+pub fn managed_policy_arn(name: &str) -> String {
+    format!("arn:aws:iam::aws:policy/{name}")
+}
+
+/// A percent-encoded trust policy, as IAM returns it, letting `service` assume the role.
+pub fn trust_policy_for(service: &str) -> String {
+    let json = format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"Service":"{service}"}},"Action":"sts:AssumeRole"}}]}}"#
+    );
+    percent_encoding::utf8_percent_encode(&json, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// A `mapRoles` entry admitting `rolearn` as a node.
+pub fn node_mapping(rolearn: &str) -> String {
+    format!(
+        "- rolearn: {rolearn}\n  username: {NODE_USERNAME}\n  groups:\n    - system:bootstrappers\n    - system:nodes\n"
+    )
+}
+
+pub fn unknown<T>(cause: UnknownCause) -> Observed<T> {
+    Observed::unknown(cause, format!("fixture: {cause:?}"))
+}
+
+pub fn karpenter_condition(type_: &str, status: &str, since: Timestamp) -> KarpenterCondition {
+    KarpenterCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: Some(type_.into()),
+        message: None,
+        last_transition_time: Some(Time(since)),
+        observed_generation: Some(1),
+    }
+}
+
+fn node_class_ref() -> NodeClassRef {
+    NodeClassRef {
+        group: Some("karpenter.k8s.aws".into()),
+        api_version: None,
+        kind: Some("EC2NodeClass".into()),
+        name: NODE_CLASS.into(),
+    }
+}
+
+pub fn requirement(key: &str, operator: &str, values: &[&str]) -> Requirement {
+    Requirement {
+        key: key.into(),
+        operator: operator.into(),
+        values: values.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+/// A healthy EC2NodeClass using `spec.role`, reconciled by Karpenter at generation 1.
+pub fn node_class() -> EC2NodeClass {
+    let spec = EC2NodeClassSpec {
+        role: Some(NODE_ROLE.into()),
+        instance_profile: None,
+        security_group_selector_terms: vec![SelectorTerm {
+            tags: BTreeMap::from([("karpenter.sh/discovery".into(), CLUSTER.into())]),
+            ..SelectorTerm::default()
+        }],
+        subnet_selector_terms: vec![SelectorTerm {
+            tags: BTreeMap::from([("karpenter.sh/discovery".into(), CLUSTER.into())]),
+            ..SelectorTerm::default()
+        }],
+        ami_family: None,
+        metadata_options: Some(MetadataOptions {
+            http_endpoint: Some("enabled".into()),
+            http_protocol_ipv6: Some("disabled".into()),
+            http_tokens: Some("required".into()),
+        }),
+        tags: BTreeMap::new(),
+    };
+    let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
+    nc.metadata.generation = Some(1);
+    nc.metadata.creation_timestamp = Some(Time(mins_ago(24 * 60)));
+    let conditions = [
+        "AMIsReady",
+        "SubnetsReady",
+        "SecurityGroupsReady",
+        "InstanceProfileReady",
+        "ValidationSucceeded",
+        "Ready",
+    ]
+    .iter()
+    .map(|t| karpenter_condition(t, "True", mins_ago(23 * 60)))
+    .collect();
+    nc.status = Some(EC2NodeClassStatus {
+        instance_profile: Some(GENERATED_PROFILE.into()),
+        security_groups: vec![ResolvedSecurityGroup {
+            id: SECURITY_GROUP.into(),
+            name: Some("demo-nodes".into()),
+        }],
+        subnets: Vec::new(),
+        conditions,
+    });
+    nc
+}
+
+pub fn node_pool(name: &str) -> NodePool {
+    NodePool::new(
+        name,
+        NodePoolSpec {
+            template: NodeClaimTemplate {
+                metadata: TemplateMetadata {
+                    labels: BTreeMap::from([("team".into(), "platform".into())]),
+                },
+                spec: NodeClaimTemplateSpec {
+                    node_class_ref: Some(node_class_ref()),
+                    requirements: vec![
+                        requirement("karpenter.sh/capacity-type", "In", &["on-demand"]),
+                        requirement("kubernetes.io/arch", "In", &["amd64"]),
+                    ],
+                },
+            },
+        },
+    )
+}
+
+/// A NodeClaim of [`NODE_CLASS`] launched `launched_mins_ago`, registered or not.
+pub fn node_claim(name: &str, instance: &str, launched_mins_ago: i64, registered: bool) -> NodeClaim {
+    let mut claim = NodeClaim::new(name, NodeClaimSpec { node_class_ref: Some(node_class_ref()) });
+    claim.metadata.creation_timestamp = Some(Time(mins_ago(launched_mins_ago + 1)));
+    let registered = if registered {
+        karpenter_condition("Registered", "True", mins_ago(launched_mins_ago - 1))
+    } else {
+        KarpenterCondition {
+            reason: Some("NodeNotFound".into()),
+            message: Some("Node not registered with cluster".into()),
+            ..karpenter_condition("Registered", "Unknown", mins_ago(launched_mins_ago + 1))
+        }
+    };
+    claim.status = Some(NodeClaimStatus {
+        provider_id: Some(format!("aws:///{REGION}a/{instance}")),
+        node_name: None,
+        conditions: vec![karpenter_condition("Launched", "True", mins_ago(launched_mins_ago)), registered],
+    });
+    claim
+}
+
+pub fn pending_pod(namespace: &str, name: &str, selector: &[(&str, &str)]) -> PodScheduling {
+    PodScheduling {
+        namespace: namespace.into(),
+        name: name.into(),
+        node_selector: selector.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        required_affinity: Vec::new(),
+        preferred_affinity: Vec::new(),
+    }
+}
+
+pub fn security_group(id: &str, tags: &[(&str, &str)]) -> SecurityGroupFacts {
+    SecurityGroupFacts {
+        id: id.into(),
+        name: format!("{id}-name"),
+        vpc_id: Some(VPC.into()),
+        tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    }
+}
+
+/// An instance tagged the way Karpenter tags its launches for `cluster`.
+pub fn instance(id: &str, cluster: &str, vpc: &str, launched_mins_ago: i64) -> InstanceFacts {
+    InstanceFacts {
+        id: id.into(),
+        vpc_id: Some(vpc.into()),
+        state: "running".into(),
+        launch_time: Some(mins_ago(launched_mins_ago)),
+        tags: BTreeMap::from([
+            (format!("kubernetes.io/cluster/{cluster}"), "owned".into()),
+            ("eks:eks-cluster-name".into(), cluster.into()),
+            ("karpenter.sh/nodepool".into(), NODE_POOL.into()),
+            ("karpenter.k8s.aws/ec2nodeclass".into(), NODE_CLASS.into()),
+        ]),
+    }
+}
+
+fn healthy_cluster() -> ClusterFacts {
+    ClusterFacts {
+        node_class: node_class(),
+        node_pools: vec![node_pool(NODE_POOL)],
+        node_claims: vec![node_claim("default-abcde", HEALTHY_INSTANCE, 120, true)],
+        claimed_instance_ids: BTreeSet::from([HEALTHY_INSTANCE.to_owned()]),
+        pending_pods: vec![PodScheduling {
+            required_affinity: vec![vec![requirement(
+                "topology.kubernetes.io/zone",
+                "In",
+                &["us-west-2a"],
+            )]],
+            ..pending_pod("shop", "web-0", &[("kubernetes.io/arch", "amd64")])
+        }],
+        aws_auth: Observed::Found(AwsAuthData {
+            map_roles: Some(node_mapping(&role_arn(NODE_ROLE))),
+            map_users: None,
+        }),
+        karpenter: Observed::Found(KarpenterFacts {
+            version: Some("1.8.6".into()),
+            cluster_name: Some(CLUSTER.into()),
+            controller_role_arn: Some(role_arn(CONTROLLER_ROLE)),
+            isolated_vpc: false,
+        }),
+        aws_node_role_arn: Observed::Found(None),
+        configured_cluster_name: None,
+        node_class_generation_seen_at: None,
+    }
+}
+
+fn healthy_aws() -> AwsFacts {
+    AwsFacts {
+        region: Some(REGION.into()),
+        account: Observed::Found(AccountFacts {
+            account_id: ACCOUNT.into(),
+            partition: "aws".into(),
+        }),
+        instance_profile: Some(Observed::Found(InstanceProfileFacts {
+            name: GENERATED_PROFILE.into(),
+            arn: format!(
+                "arn:aws:iam::{ACCOUNT}:instance-profile/karpenter/{REGION}/{CLUSTER}/uid/{GENERATED_PROFILE}"
+            ),
+            path: format!("/karpenter/{REGION}/{CLUSTER}/uid/"),
+            roles: vec![RoleRef { name: NODE_ROLE.into(), arn: role_arn(NODE_ROLE), path: "/".into() }],
+        })),
+        node_role: Some(Observed::Found(RoleFacts {
+            name: NODE_ROLE.into(),
+            arn: role_arn(NODE_ROLE),
+            path: "/".into(),
+            assume_role_policy_document: Some(trust_policy_for("ec2.amazonaws.com")),
+            attached_policy_arns: Observed::Found(
+                [
+                    "AmazonEKSWorkerNodePolicy",
+                    "AmazonEKS_CNI_Policy",
+                    "AmazonEC2ContainerRegistryPullOnly",
+                    "AmazonSSMManagedInstanceCore",
+                ]
+                .iter()
+                .map(|p| managed_policy_arn(p))
+                .collect(),
+            ),
+        })),
+        eks_cluster: Observed::Found(EksClusterFacts {
+            name: CLUSTER.into(),
+            vpc_id: Some(VPC.into()),
+            authentication_mode: Some("API_AND_CONFIG_MAP".into()),
+        }),
+        node_role_access_entries: Observed::Found(Vec::new()),
+        security_groups: Observed::Found(vec![SecurityGroupFacts {
+            name: "demo-nodes".into(),
+            ..security_group(
+                SECURITY_GROUP,
+                &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/demo", "owned")],
+            )
+        }]),
+        cluster_instances: Observed::Found(vec![instance(HEALTHY_INSTANCE, CLUSTER, VPC, 120)]),
+    }
+}
+
+impl Facts {
+    /// A Karpenter 1.8.6 setup in us-west-2 where every check passes.
+    pub fn healthy() -> Self {
+        Facts { cluster: healthy_cluster(), aws: healthy_aws() }
+    }
+
+    /// Applies any change; the escape hatch for facts without a dedicated builder.
+    pub fn with(mut self, change: impl FnOnce(&mut Facts)) -> Self {
+        change(&mut self);
+        self
+    }
+
+    /// Uses `spec.instanceProfile` (Karpenter then copies it into status unchanged); when IAM
+    /// has a profile of that name, pass it in `found`.
+    pub fn with_instance_profile_spec(self, profile: &str, found: bool) -> Self {
+        self.with(|f| {
+            let spec = &mut f.cluster.node_class.spec;
+            spec.role = None;
+            spec.instance_profile = Some(profile.into());
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.instance_profile = Some(profile.into());
+            }
+            f.aws.instance_profile = if profile.starts_with("arn:") {
+                None
+            } else if found {
+                Some(Observed::Found(InstanceProfileFacts {
+                    name: profile.into(),
+                    arn: format!("arn:aws:iam::{ACCOUNT}:instance-profile/{profile}"),
+                    path: "/".into(),
+                    roles: vec![RoleRef {
+                        name: NODE_ROLE.into(),
+                        arn: role_arn(NODE_ROLE),
+                        path: "/".into(),
+                    }],
+                }))
+            } else {
+                Some(Observed::Absent)
+            };
+        })
+    }
+
+    pub fn with_region(self, region: &str) -> Self {
+        self.with(|f| f.aws.region = Some(region.into()))
+    }
+
+    pub fn with_karpenter_version(self, version: &str) -> Self {
+        self.with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.version = Some(version.into());
+            }
+        })
+    }
+
+    pub fn with_map_roles(self, map_roles: &str) -> Self {
+        self.with(|f| {
+            f.cluster.aws_auth =
+                Observed::Found(AwsAuthData { map_roles: Some(map_roles.into()), map_users: None })
+        })
+    }
+
+    pub fn with_authentication_mode(self, mode: Option<&str>) -> Self {
+        self.with(|f| {
+            if let Observed::Found(eks) = &mut f.aws.eks_cluster {
+                eks.authentication_mode = mode.map(Into::into);
+            }
+        })
+    }
+
+    pub fn with_access_entry(self, type_: &str) -> Self {
+        self.with(|f| {
+            f.aws.node_role_access_entries = Observed::Found(vec![AccessEntryFacts {
+                principal_arn: role_arn(NODE_ROLE),
+                type_: type_.into(),
+                username: None,
+            }])
+        })
+    }
+
+    pub fn with_pending_pod(self, pod: PodScheduling) -> Self {
+        self.with(|f| f.cluster.pending_pods.push(pod))
+    }
+
+    pub fn with_node_claim(self, claim: NodeClaim) -> Self {
+        self.with(|f| f.cluster.node_claims.push(claim))
+    }
+
+    /// Sets one of Karpenter's own EC2NodeClass conditions.
+    pub fn with_karpenter_condition(self, condition: KarpenterCondition) -> Self {
+        self.with(|f| {
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.conditions.retain(|c| c.type_ != condition.type_);
+                status.conditions.push(condition);
+            }
+        })
+    }
+
+    /// Adds an instance of the cluster-name collision kind.
+    pub fn with_cluster_instance(self, instance: InstanceFacts) -> Self {
+        self.with(|f| {
+            if let Observed::Found(list) = &mut f.aws.cluster_instances {
+                list.push(instance);
+            }
+        })
+    }
+}

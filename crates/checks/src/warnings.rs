@@ -1,0 +1,58 @@
+//! The closed list of warning findings: problems worth reporting that never change a condition.
+//! Pure data, no IO; docs/checks.md lists them from this table.
+
+use karpenter_health_api::ConditionType;
+
+macro_rules! warnings {
+    ($($name:ident => $condition:ident, $meaning:literal, $remediation:literal;)+) => {
+        /// A warning finding's code (its `reason` field). Warnings never change a condition.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Warning { $($name,)+ }
+
+        impl Warning {
+            pub const ALL: &'static [Warning] = &[$(Warning::$name,)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Warning::$name => stringify!($name),)+ }
+            }
+
+            /// The condition whose check reports it.
+            pub fn condition(self) -> ConditionType {
+                match self { $(Warning::$name => ConditionType::$condition,)+ }
+            }
+
+            pub fn meaning(self) -> &'static str {
+                match self { $(Warning::$name => $meaning,)+ }
+            }
+
+            pub fn remediation(self) -> &'static str {
+                match self { $(Warning::$name => $remediation,)+ }
+            }
+        }
+    };
+}
+
+warnings! {
+    NodeRoleMissingSsmPolicy => NodeRoleReady,
+        "The node role lacks AmazonSSMManagedInstanceCore, so nodes cannot be reached through SSM Session Manager.",
+        "Attach AmazonSSMManagedInstanceCore to the node role if you use SSM to debug nodes.";
+    NoSecurityGroupTaggedForCluster => SecurityGroupsReady,
+        "No selected security group carries kubernetes.io/cluster/<cluster>, which the AWS Load Balancer Controller looks for.",
+        "Tag exactly one selected group with kubernetes.io/cluster/<cluster> (value owned or shared).";
+    MultipleSecurityGroupsTaggedForCluster => SecurityGroupsReady,
+        "More than one selected security group carries kubernetes.io/cluster/<cluster>; the AWS Load Balancer Controller needs exactly one.",
+        "Remove the cluster tag from all but one of the selected groups.";
+    SecurityGroupStatusStale => SecurityGroupsReady,
+        "Karpenter's status.securityGroups differs from what the selector terms resolve to now, so new nodes and drift use an outdated set.",
+        "Wait for Karpenter's next security-group refresh (at most 5 minutes); if it persists, check Karpenter's logs.";
+    AwsAuthUnparsable => NodeRoleMapped,
+        "kube-system/aws-auth cannot be parsed; this node role joins through an access entry, but every identity mapped in aws-auth is ignored.",
+        "Fix the YAML at the position named in the message, or migrate the remaining identities to access entries.";
+}
+
+impl Warning {
+    /// The anchor of this warning in docs/checks.md.
+    pub fn docs_anchor(self) -> String {
+        format!("docs/checks.md#{}", self.as_str().to_ascii_lowercase())
+    }
+}
