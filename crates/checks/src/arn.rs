@@ -48,15 +48,25 @@ impl fmt::Display for ArnError {
         match self {
             Self::Empty => f.write_str("the ARN is empty"),
             Self::TooLong { len } => {
-                write!(f, "the ARN is {len} characters long, over the {MAX_ARN_LEN} limit")
+                write!(
+                    f,
+                    "the ARN is {len} characters long, over the {MAX_ARN_LEN} limit"
+                )
             }
             Self::NotAnArn => f.write_str("it does not start with \"arn:\""),
             Self::MissingParts { found } => {
-                write!(f, "an ARN has 6 colon-separated parts, this one has {found}")
+                write!(
+                    f,
+                    "an ARN has 6 colon-separated parts, this one has {found}"
+                )
             }
             Self::EmptyPartition => f.write_str("the partition is empty"),
             Self::NotIam { service } => {
-                write!(f, "the service is {:?}, not \"iam\"", crate::clip(service, 64))
+                write!(
+                    f,
+                    "the service is {:?}, not \"iam\"",
+                    crate::clip(service, 64)
+                )
             }
             Self::InvalidAccount { account } => write!(
                 f,
@@ -104,12 +114,16 @@ pub fn parse(s: &str) -> Result<Arn, ArnError> {
 pub fn parse_iam(s: &str) -> Result<IamArn, ArnError> {
     let arn = parse(s)?;
     if arn.service != "iam" {
-        return Err(ArnError::NotIam { service: arn.service });
+        return Err(ArnError::NotIam {
+            service: arn.service,
+        });
     }
     let account_ok = arn.account == "aws"
         || (arn.account.len() == 12 && arn.account.bytes().all(|b| b.is_ascii_digit()));
     if !account_ok {
-        return Err(ArnError::InvalidAccount { account: arn.account });
+        return Err(ArnError::InvalidAccount {
+            account: arn.account,
+        });
     }
     let (resource_type, path, name) = match arn.resource.split_once('/') {
         None => (arn.resource.clone(), "/".to_owned(), String::new()),
@@ -118,7 +132,13 @@ pub fn parse_iam(s: &str) -> Result<IamArn, ArnError> {
             Some((path, name)) => (ty.to_owned(), format!("/{path}/"), name.to_owned()),
         },
     };
-    Ok(IamArn { partition: arn.partition, account: arn.account, resource_type, path, name })
+    Ok(IamArn {
+        partition: arn.partition,
+        account: arn.account,
+        resource_type,
+        path,
+        name,
+    })
 }
 
 impl IamArn {
@@ -129,7 +149,10 @@ impl IamArn {
 
     /// The same ARN with the path removed: the form aws-auth needs.
     pub fn without_path(&self) -> String {
-        format!("arn:{}:iam::{}:{}/{}", self.partition, self.account, self.resource_type, self.name)
+        format!(
+            "arn:{}:iam::{}:{}/{}",
+            self.partition, self.account, self.resource_type, self.name
+        )
     }
 
     /// Whether both name the same principal when paths are ignored. IAM names are unique
@@ -145,7 +168,11 @@ impl IamArn {
 impl fmt::Display for IamArn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.name.is_empty() {
-            write!(f, "arn:{}:iam::{}:{}", self.partition, self.account, self.resource_type)
+            write!(
+                f,
+                "arn:{}:iam::{}:{}",
+                self.partition, self.account, self.resource_type
+            )
         } else {
             write!(
                 f,
@@ -179,7 +206,10 @@ mod tests {
         assert_eq!(arn.path, "/");
         assert_eq!(arn.name, "KarpenterNodeRole-demo");
         assert!(!arn.has_path());
-        assert_eq!(arn.to_string(), "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo");
+        assert_eq!(
+            arn.to_string(),
+            "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo"
+        );
     }
 
     #[test]
@@ -188,15 +218,25 @@ mod tests {
         assert_eq!(arn.path, "/team/dev/");
         assert_eq!(arn.name, "eks-admin");
         assert!(arn.has_path());
-        assert_eq!(arn.without_path(), "arn:aws-us-gov:iam::111122223333:role/eks-admin");
-        assert_eq!(arn.to_string(), "arn:aws-us-gov:iam::111122223333:role/team/dev/eks-admin");
+        assert_eq!(
+            arn.without_path(),
+            "arn:aws-us-gov:iam::111122223333:role/eks-admin"
+        );
+        assert_eq!(
+            arn.to_string(),
+            "arn:aws-us-gov:iam::111122223333:role/team/dev/eks-admin"
+        );
     }
 
     #[test]
     fn instance_profile_and_managed_policy_arns_parse() {
-        let p = parse_iam("arn:aws:iam::111122223333:instance-profile/KarpenterNodeInstanceProfile")
-            .unwrap();
-        assert_eq!((p.resource_type.as_str(), p.name.as_str()), ("instance-profile", "KarpenterNodeInstanceProfile"));
+        let p =
+            parse_iam("arn:aws:iam::111122223333:instance-profile/KarpenterNodeInstanceProfile")
+                .unwrap();
+        assert_eq!(
+            (p.resource_type.as_str(), p.name.as_str()),
+            ("instance-profile", "KarpenterNodeInstanceProfile")
+        );
         let m = parse_iam("arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy").unwrap();
         assert_eq!(m.account, "aws");
         assert_eq!(m.name, "AmazonEKSWorkerNodePolicy");
@@ -212,15 +252,33 @@ mod tests {
             ("KarpenterNodeRole", ArnError::NotAnArn),
             ("arn:aws:iam", ArnError::MissingParts { found: 3 }),
             ("arn::iam::111122223333:role/x", ArnError::EmptyPartition),
-            ("arn:aws:s3:::bucket", ArnError::NotIam { service: "s3".into() }),
-            ("arn:aws:iam::12345:role/x", ArnError::InvalidAccount { account: "12345".into() }),
+            (
+                "arn:aws:s3:::bucket",
+                ArnError::NotIam {
+                    service: "s3".into(),
+                },
+            ),
+            (
+                "arn:aws:iam::12345:role/x",
+                ArnError::InvalidAccount {
+                    account: "12345".into(),
+                },
+            ),
             ("arn:aws:iam::111122223333:", ArnError::EmptyResource),
         ] {
             assert_eq!(parse_iam(input), Err(want), "{input:?}");
         }
-        assert!(matches!(parse_iam(&"a".repeat(5000)), Err(ArnError::TooLong { .. })));
+        assert!(matches!(
+            parse_iam(&"a".repeat(5000)),
+            Err(ArnError::TooLong { .. })
+        ));
         assert!(parse_iam("arn:aws:iam::١٢٣٤٥٦٧٨٩٠١٢:role/ü").is_err());
-        assert_eq!(parse_iam("arn:aws:iam::111122223333:role/ü/ß").unwrap().name, "ß");
+        assert_eq!(
+            parse_iam("arn:aws:iam::111122223333:role/ü/ß")
+                .unwrap()
+                .name,
+            "ß"
+        );
     }
 
     #[test]
@@ -236,7 +294,10 @@ mod tests {
 
     #[test]
     fn name_of_takes_the_last_segment_of_an_arn_only() {
-        assert_eq!(name_of("arn:aws:iam::111122223333:role/x/NodeRole"), "NodeRole");
+        assert_eq!(
+            name_of("arn:aws:iam::111122223333:role/x/NodeRole"),
+            "NodeRole"
+        );
         assert_eq!(name_of("NodeRole"), "NodeRole");
     }
 }

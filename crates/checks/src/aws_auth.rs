@@ -51,7 +51,11 @@ impl fmt::Display for AwsAuthError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.line, self.column) {
             (Some(line), Some(column)) => {
-                write!(f, "{} line {line} column {column}: {}", self.key, self.message)
+                write!(
+                    f,
+                    "{} line {line} column {column}: {}",
+                    self.key, self.message
+                )
             }
             _ => write!(f, "{}: {}", self.key, self.message),
         }
@@ -166,7 +170,12 @@ fn parse_list<T: for<'de> Deserialize<'de>>(
 }
 
 fn entry_error(key: &'static str, index: usize, what: &str) -> AwsAuthError {
-    AwsAuthError { key, line: None, column: None, message: format!("entry {} {what}", index + 1) }
+    AwsAuthError {
+        key,
+        line: None,
+        column: None,
+        message: format!("entry {} {what}", index + 1),
+    }
 }
 
 #[cfg(test)]
@@ -211,8 +220,10 @@ mod tests {
 
     #[test]
     fn groups_given_as_a_string_is_a_type_error_with_position() {
-        let err = parse_map_roles("- rolearn: arn:aws:iam::111122223333:role/x\n  groups: system:nodes\n")
-            .unwrap_err();
+        let err = parse_map_roles(
+            "- rolearn: arn:aws:iam::111122223333:role/x\n  groups: system:nodes\n",
+        )
+        .unwrap_err();
         assert_eq!(err.line, Some(2), "{err:?}");
         assert!(err.message.contains("invalid type"), "{err}");
     }
@@ -241,26 +252,52 @@ mod tests {
     fn unicode_huge_and_hostile_inputs_are_errors_or_values_never_panics() {
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         let laughs = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n";
-        let unicode = "- rolearn: \"arn:aws:iam::111122223333:role/ñødé-✓\"\n  groups: [\"système\"]\n";
+        let unicode =
+            "- rolearn: \"arn:aws:iam::111122223333:role/ñødé-✓\"\n  groups: [\"système\"]\n";
         let huge = "x".repeat(MAX_INPUT_BYTES + 1);
         let many = NODE_ENTRY.repeat(5_000);
-        for input in [deep.as_str(), laughs, unicode, huge.as_str(), "\u{feff}- a", "- !!binary x", "\t- x"] {
+        for input in [
+            deep.as_str(),
+            laughs,
+            unicode,
+            huge.as_str(),
+            "\u{feff}- a",
+            "- !!binary x",
+            "\t- x",
+        ] {
             let _ = parse_map_roles(input);
             let _ = parse_map_users(input);
         }
-        assert_eq!(parse_map_roles(unicode).unwrap()[0].groups, vec!["système".to_owned()]);
+        assert_eq!(
+            parse_map_roles(unicode).unwrap()[0].groups,
+            vec!["système".to_owned()]
+        );
         assert_eq!(parse_map_roles(&many).unwrap().len(), 5_000);
-        assert!(parse_map_roles(&huge).unwrap_err().message.contains("more than a ConfigMap"));
+        assert!(
+            parse_map_roles(&huge)
+                .unwrap_err()
+                .message
+                .contains("more than a ConfigMap")
+        );
     }
 
     #[test]
     fn map_users_parse_and_a_bad_map_users_fails_the_whole_configmap() {
         let data = AwsAuthData {
             map_roles: Some(NODE_ENTRY.into()),
-            map_users: Some("- userarn: arn:aws:iam::111122223333:user/ops\n  groups: [system:masters]\n".into()),
+            map_users: Some(
+                "- userarn: arn:aws:iam::111122223333:user/ops\n  groups: [system:masters]\n"
+                    .into(),
+            ),
         };
-        assert_eq!(parse(&data).unwrap().map_users[0].groups, vec!["system:masters".to_owned()]);
-        let bad = AwsAuthData { map_users: Some("- userarn: [".into()), ..data };
+        assert_eq!(
+            parse(&data).unwrap().map_users[0].groups,
+            vec!["system:masters".to_owned()]
+        );
+        let bad = AwsAuthData {
+            map_users: Some("- userarn: [".into()),
+            ..data
+        };
         assert_eq!(parse(&bad).unwrap_err().key, "mapUsers");
     }
 }

@@ -42,20 +42,37 @@ pub fn docs_markdown() -> String {
     let _ = writeln!(w, "| Condition | Polarity | `True` means | Feeds `Ready` |");
     let _ = writeln!(w, "|---|---|---|---|");
     for &ty in ConditionType::ALL {
-        let feeds = if ty == ConditionType::Ready { "(summary)" } else { "yes" };
-        let _ = writeln!(w, "| [`{ty}`](#{}) | positive | {} | {feeds} |", section(ty), ty.meaning());
+        let feeds = if ty == ConditionType::Ready {
+            "(summary)"
+        } else {
+            "yes"
+        };
+        let _ = writeln!(
+            w,
+            "| [`{ty}`](#{}) | positive | {} | {feeds} |",
+            section(ty),
+            ty.meaning()
+        );
     }
 
     let _ = writeln!(w, "\n## The summary: `Ready`\n");
-    let subs: Vec<String> =
-        ConditionType::sub_conditions().iter().map(|t| format!("`{t}`")).collect();
+    let subs: Vec<String> = ConditionType::sub_conditions()
+        .iter()
+        .map(|t| format!("`{t}`"))
+        .collect();
     let _ = writeln!(
         w,
         "`Ready` folds **every** sub-condition: {}. No sub-condition is informational.\n",
         subs.join(", ")
     );
-    let _ = writeln!(w, "- `True` (`AllChecksPassed`) only if every sub-condition is `True`;");
-    let _ = writeln!(w, "- `False` (`ChecksFailed`) if any sub-condition is `False`;");
+    let _ = writeln!(
+        w,
+        "- `True` (`AllChecksPassed`) only if every sub-condition is `True`;"
+    );
+    let _ = writeln!(
+        w,
+        "- `False` (`ChecksFailed`) if any sub-condition is `False`;"
+    );
     let _ = writeln!(w, "- otherwise `Unknown` (`ChecksUnknown`).\n");
     let _ = writeln!(
         w,
@@ -69,18 +86,37 @@ pub fn docs_markdown() -> String {
     );
 
     let _ = writeln!(w, "## Why a condition is `Unknown`\n");
-    let _ = writeln!(w, "Any sub-condition may be `Unknown` with one of these shared reasons:\n");
+    let _ = writeln!(
+        w,
+        "Any sub-condition may be `Unknown` with one of these shared reasons:\n"
+    );
     let _ = writeln!(w, "| Cause of the unobserved fact | Reason |");
     let _ = writeln!(w, "|---|---|");
     for (cause, text) in [
-        (UnknownCause::AccessDenied, "access denied (AWS `AccessDenied`, Kubernetes 403)"),
-        (UnknownCause::Throttled, "throttled (`Throttling`, `RequestLimitExceeded`, 429)"),
-        (UnknownCause::Unavailable, "unreachable or failing (timeout, connection error, 5xx)"),
-        (UnknownCause::Unsupported, "the endpoint does not implement the call"),
+        (
+            UnknownCause::AccessDenied,
+            "access denied (AWS `AccessDenied`, Kubernetes 403)",
+        ),
+        (
+            UnknownCause::Throttled,
+            "throttled (`Throttling`, `RequestLimitExceeded`, 429)",
+        ),
+        (
+            UnknownCause::Unavailable,
+            "unreachable or failing (timeout, connection error, 5xx)",
+        ),
+        (
+            UnknownCause::Unsupported,
+            "the endpoint does not implement the call",
+        ),
         (UnknownCause::NotObserved, "not observed yet"),
     ] {
         let reason = unknown_reason(cause);
-        let _ = writeln!(w, "| {text} | [`{reason}`](#{}) |", fragment(&reason.docs_anchor()));
+        let _ = writeln!(
+            w,
+            "| {text} | [`{reason}`](#{}) |",
+            fragment(&reason.docs_anchor())
+        );
     }
     let _ = writeln!(w);
     reason_list(w, |r| r.meta().scope == ReasonScope::AnySubCondition);
@@ -88,13 +124,20 @@ pub fn docs_markdown() -> String {
     for &ty in ConditionType::ALL {
         let _ = writeln!(w, "## {ty}\n");
         let _ = writeln!(w, "<a id=\"{}\"></a>\n", section(ty));
-        let _ = writeln!(w, "{} Polarity: positive (`True` is healthy).\n", ty.meaning());
+        let _ = writeln!(
+            w,
+            "{} Polarity: positive (`True` is healthy).\n",
+            ty.meaning()
+        );
         if ty == ConditionType::Ready {
             let _ = writeln!(w, "See [The summary: `Ready`](#the-summary-ready).\n");
         }
         reason_list(w, |r| r.meta().scope == ReasonScope::Only(ty));
-        let warnings: Vec<Warning> =
-            Warning::ALL.iter().copied().filter(|w| w.condition() == ty).collect();
+        let warnings: Vec<Warning> = Warning::ALL
+            .iter()
+            .copied()
+            .filter(|w| w.condition() == ty)
+            .collect();
         if !warnings.is_empty() {
             let _ = writeln!(w, "Warning findings (never change the condition):\n");
             for warning in warnings {

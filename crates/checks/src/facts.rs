@@ -24,7 +24,10 @@ pub enum Observed<T> {
 
 impl<T> Observed<T> {
     pub fn unknown(cause: UnknownCause, detail: impl Into<String>) -> Self {
-        Observed::Unknown(Unobserved { cause, detail: detail.into() })
+        Observed::Unknown(Unobserved {
+            cause,
+            detail: detail.into(),
+        })
     }
 
     pub fn not_observed(detail: impl Into<String>) -> Self {

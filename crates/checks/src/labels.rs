@@ -142,14 +142,16 @@ fn karpenter_domains(
         return (!allowed).then_some("label domain \"karpenter.k8s.aws\" is restricted");
     }
     if in_domain(domain, "karpenter.sh") {
-        return (!WELL_KNOWN.contains(&key)).then_some("label domain \"karpenter.sh\" is restricted");
+        return (!WELL_KNOWN.contains(&key))
+            .then_some("label domain \"karpenter.sh\" is restricted");
     }
     None
 }
 
 fn restriction_from_1_9(key: &str, domain: &str) -> Option<&'static str> {
     // Go `IsRestrictedLabel`: the domain equals a restricted one or ends with `.` + it.
-    let in_domain = |d: &str, r: &str| d == r || d.strip_suffix(r).is_some_and(|p| p.ends_with('.'));
+    let in_domain =
+        |d: &str, r: &str| d == r || d.strip_suffix(r).is_some_and(|p| p.ends_with('.'));
     if let Some(why) = karpenter_domains(key, domain, in_domain) {
         return Some(why);
     }
@@ -172,7 +174,8 @@ fn restriction_up_to_1_8(key: &str, domain: &str, context: KeyContext) -> Option
     }
     if domain.ends_with("k8s.io") {
         // `LabelDomainExceptions`: kops.k8s.io.
-        return (!domain.ends_with("kops.k8s.io")).then_some("label domain \"k8s.io\" is restricted");
+        return (!domain.ends_with("kops.k8s.io"))
+            .then_some("label domain \"k8s.io\" is restricted");
     }
     None
 }
@@ -186,7 +189,10 @@ mod tests {
     #[test]
     fn node_role_labels_are_rejected_up_to_1_8_and_accepted_from_1_9() {
         for key in ["node-role.kubernetes.io/worker", "kubernetes.io/role"] {
-            assert_eq!(Old.restriction(key, Req), Some("label domain \"kubernetes.io\" is restricted"));
+            assert_eq!(
+                Old.restriction(key, Req),
+                Some("label domain \"kubernetes.io\" is restricted")
+            );
             assert_eq!(New.restriction(key, Req), None);
         }
     }
@@ -213,7 +219,10 @@ mod tests {
 
     #[test]
     fn k8s_io_is_restricted_up_to_1_8_only() {
-        assert_eq!(Old.restriction("example.k8s.io/x", Req), Some("label domain \"k8s.io\" is restricted"));
+        assert_eq!(
+            Old.restriction("example.k8s.io/x", Req),
+            Some("label domain \"k8s.io\" is restricted")
+        );
         assert_eq!(New.restriction("example.k8s.io/x", Req), None);
     }
 
@@ -222,8 +231,16 @@ mod tests {
         for rules in [Old, New] {
             assert!(rules.restriction("karpenter.sh/custom", Req).is_some());
             assert!(rules.restriction("sub.karpenter.sh/custom", Req).is_some());
-            assert!(rules.restriction("karpenter.k8s.aws/instance-foo", Req).is_some());
-            assert!(rules.restriction("karpenter.k8s.aws/instance-gpu-count", Req).is_none());
+            assert!(
+                rules
+                    .restriction("karpenter.k8s.aws/instance-foo", Req)
+                    .is_some()
+            );
+            assert!(
+                rules
+                    .restriction("karpenter.k8s.aws/instance-gpu-count", Req)
+                    .is_none()
+            );
             assert!(rules.restriction("karpenter.sh/nodepool", Req).is_none());
             assert!(rules.restriction("karpenter.sh/nodepool", Label).is_some());
             assert!(rules.restriction("kubernetes.io/hostname", Req).is_some());

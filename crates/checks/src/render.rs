@@ -25,7 +25,9 @@ pub fn fold_ready(outcomes: &[Outcome]) -> (ConditionStatus, Reason, String) {
         outcomes
             .iter()
             .find(|o| o.condition == ty)
-            .map_or((ConditionStatus::Unknown, Reason::Pending), |o| (o.status, o.reason))
+            .map_or((ConditionStatus::Unknown, Reason::Pending), |o| {
+                (o.status, o.reason)
+            })
     };
     let listed = |wanted: ConditionStatus| -> Vec<String> {
         subs.iter()
@@ -43,9 +45,17 @@ pub fn fold_ready(outcomes: &[Outcome]) -> (ConditionStatus, Reason, String) {
         }
         (ConditionStatus::False, Reason::ChecksFailed, message)
     } else if !unknown.is_empty() {
-        (ConditionStatus::Unknown, Reason::ChecksUnknown, format!("Unknown: {}.", unknown.join(", ")))
+        (
+            ConditionStatus::Unknown,
+            Reason::ChecksUnknown,
+            format!("Unknown: {}.", unknown.join(", ")),
+        )
     } else {
-        (ConditionStatus::True, Reason::AllChecksPassed, "Every check passed.".to_owned())
+        (
+            ConditionStatus::True,
+            Reason::AllChecksPassed,
+            "Every check passed.".to_owned(),
+        )
     }
 }
 
@@ -66,7 +76,13 @@ pub fn render(
                 ready.clone()
             } else {
                 outcomes.iter().find(|o| o.condition == ty).map_or_else(
-                    || (ConditionStatus::Unknown, Reason::Pending, "Not evaluated.".to_owned()),
+                    || {
+                        (
+                            ConditionStatus::Unknown,
+                            Reason::Pending,
+                            "Not evaluated.".to_owned(),
+                        )
+                    },
                     |o| (o.status, o.reason, o.message.clone()),
                 )
             };
@@ -113,14 +129,22 @@ fn bound_findings(outcomes: &[Outcome]) -> (Vec<Finding>, u32) {
         })
         .collect();
     all.sort_by(|a, b| {
-        (a.severity, order(a.condition_type), &a.check, &a.reason, &a.subjects, &a.message).cmp(&(
-            b.severity,
-            order(b.condition_type),
-            &b.check,
-            &b.reason,
-            &b.subjects,
-            &b.message,
-        ))
+        (
+            a.severity,
+            order(a.condition_type),
+            &a.check,
+            &a.reason,
+            &a.subjects,
+            &a.message,
+        )
+            .cmp(&(
+                b.severity,
+                order(b.condition_type),
+                &b.check,
+                &b.reason,
+                &b.subjects,
+                &b.message,
+            ))
     });
     all.dedup();
     let omitted = all.len().saturating_sub(MAX_FINDINGS);
@@ -150,7 +174,11 @@ fn detected(facts: &Facts) -> DetectedEnvironment {
     DetectedEnvironment {
         cluster_name,
         karpenter_version,
-        region: facts.aws.region.as_deref().map(|r| clip(r, 64).into_owned()),
+        region: facts
+            .aws
+            .region
+            .as_deref()
+            .map(|r| clip(r, 64).into_owned()),
         authentication_mode,
     }
 }

@@ -164,8 +164,18 @@ pub fn node_pool(name: &str) -> NodePool {
 }
 
 /// A NodeClaim of [`NODE_CLASS`] launched `launched_mins_ago`, registered or not.
-pub fn node_claim(name: &str, instance: &str, launched_mins_ago: i64, registered: bool) -> NodeClaim {
-    let mut claim = NodeClaim::new(name, NodeClaimSpec { node_class_ref: Some(node_class_ref()) });
+pub fn node_claim(
+    name: &str,
+    instance: &str,
+    launched_mins_ago: i64,
+    registered: bool,
+) -> NodeClaim {
+    let mut claim = NodeClaim::new(
+        name,
+        NodeClaimSpec {
+            node_class_ref: Some(node_class_ref()),
+        },
+    );
     claim.metadata.creation_timestamp = Some(Time(mins_ago(launched_mins_ago + 1)));
     let registered = if registered {
         karpenter_condition("Registered", "True", mins_ago(launched_mins_ago - 1))
@@ -179,7 +189,10 @@ pub fn node_claim(name: &str, instance: &str, launched_mins_ago: i64, registered
     claim.status = Some(NodeClaimStatus {
         provider_id: Some(format!("aws:///{REGION}a/{instance}")),
         node_name: None,
-        conditions: vec![karpenter_condition("Launched", "True", mins_ago(launched_mins_ago)), registered],
+        conditions: vec![
+            karpenter_condition("Launched", "True", mins_ago(launched_mins_ago)),
+            registered,
+        ],
     });
     claim
 }
@@ -188,7 +201,10 @@ pub fn pending_pod(namespace: &str, name: &str, selector: &[(&str, &str)]) -> Po
     PodScheduling {
         namespace: namespace.into(),
         name: name.into(),
-        node_selector: selector.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        node_selector: selector
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         required_affinity: Vec::new(),
         preferred_affinity: Vec::new(),
     }
@@ -199,7 +215,10 @@ pub fn security_group(id: &str, tags: &[(&str, &str)]) -> SecurityGroupFacts {
         id: id.into(),
         name: format!("{id}-name"),
         vpc_id: Some(VPC.into()),
-        tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        tags: tags
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     }
 }
 
@@ -262,7 +281,11 @@ fn healthy_aws() -> AwsFacts {
                 "arn:aws:iam::{ACCOUNT}:instance-profile/karpenter/{REGION}/{CLUSTER}/uid/{GENERATED_PROFILE}"
             ),
             path: format!("/karpenter/{REGION}/{CLUSTER}/uid/"),
-            roles: vec![RoleRef { name: NODE_ROLE.into(), arn: role_arn(NODE_ROLE), path: "/".into() }],
+            roles: vec![RoleRef {
+                name: NODE_ROLE.into(),
+                arn: role_arn(NODE_ROLE),
+                path: "/".into(),
+            }],
         })),
         node_role: Some(Observed::Found(RoleFacts {
             name: NODE_ROLE.into(),
@@ -291,7 +314,10 @@ fn healthy_aws() -> AwsFacts {
             name: "demo-nodes".into(),
             ..security_group(
                 SECURITY_GROUP,
-                &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/demo", "owned")],
+                &[
+                    ("karpenter.sh/discovery", CLUSTER),
+                    ("kubernetes.io/cluster/demo", "owned"),
+                ],
             )
         }]),
         cluster_instances: Observed::Found(vec![instance(HEALTHY_INSTANCE, CLUSTER, VPC, 120)]),
@@ -301,7 +327,10 @@ fn healthy_aws() -> AwsFacts {
 impl Facts {
     /// A Karpenter 1.8.6 setup in us-west-2 where every check passes.
     pub fn healthy() -> Self {
-        Facts { cluster: healthy_cluster(), aws: healthy_aws() }
+        Facts {
+            cluster: healthy_cluster(),
+            aws: healthy_aws(),
+        }
     }
 
     /// Applies any change; the escape hatch for facts without a dedicated builder.
@@ -353,8 +382,10 @@ impl Facts {
 
     pub fn with_map_roles(self, map_roles: &str) -> Self {
         self.with(|f| {
-            f.cluster.aws_auth =
-                Observed::Found(AwsAuthData { map_roles: Some(map_roles.into()), map_users: None })
+            f.cluster.aws_auth = Observed::Found(AwsAuthData {
+                map_roles: Some(map_roles.into()),
+                map_users: None,
+            })
         })
     }
 

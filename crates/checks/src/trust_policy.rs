@@ -67,10 +67,17 @@ fn from_value(value: &Value) -> Result<TrustPolicy, TrustPolicyError> {
     let statements = match value.get("Statement") {
         Some(Value::Array(list)) => list.iter().collect(),
         Some(single @ Value::Object(_)) => vec![single],
-        Some(_) => return Err(TrustPolicyError("Statement is neither an object nor a list".into())),
+        Some(_) => {
+            return Err(TrustPolicyError(
+                "Statement is neither an object nor a list".into(),
+            ));
+        }
         None => return Err(TrustPolicyError("the document has no Statement".into())),
     };
-    let statements = statements.into_iter().map(statement).collect::<Result<_, _>>()?;
+    let statements = statements
+        .into_iter()
+        .map(statement)
+        .collect::<Result<_, _>>()?;
     Ok(TrustPolicy { statements })
 }
 
@@ -92,18 +99,32 @@ fn statement(value: &Value) -> Result<TrustStatement, TrustPolicyError> {
     let (any_principal, services) = match value.get("Principal") {
         Some(Value::String(s)) => (s == "*", Vec::new()),
         Some(Value::Object(map)) => (
-            map.get("AWS").map(strings).unwrap_or_default().iter().any(|s| s == "*"),
+            map.get("AWS")
+                .map(strings)
+                .unwrap_or_default()
+                .iter()
+                .any(|s| s == "*"),
             map.get("Service").map(strings).unwrap_or_default(),
         ),
         _ => (false, Vec::new()),
     };
-    Ok(TrustStatement { allow, actions, not_action, any_principal, services })
+    Ok(TrustStatement {
+        allow,
+        actions,
+        not_action,
+        any_principal,
+        services,
+    })
 }
 
 fn strings(value: &Value) -> Vec<String> {
     match value {
         Value::String(s) => vec![s.clone()],
-        Value::Array(list) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Value::Array(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -121,10 +142,14 @@ impl TrustPolicy {
     /// it and no Deny statement does. Conditions are not evaluated (they narrow, never widen).
     pub fn allows_assume_role(&self, services: &[&str]) -> bool {
         services.iter().any(|service| {
-            let allowed =
-                self.statements.iter().any(|s| s.allow && s.covers(service, "sts:AssumeRole"));
-            let denied =
-                self.statements.iter().any(|s| !s.allow && s.covers(service, "sts:AssumeRole"));
+            let allowed = self
+                .statements
+                .iter()
+                .any(|s| s.allow && s.covers(service, "sts:AssumeRole"));
+            let denied = self
+                .statements
+                .iter()
+                .any(|s| !s.allow && s.covers(service, "sts:AssumeRole"));
             allowed && !denied
         })
     }
@@ -180,13 +205,24 @@ mod tests {
     fn not_action_and_star_principal_follow_iam_semantics() {
         let doc = r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"NotAction":"sts:TagSession"}]}"#;
         assert!(parse(doc).unwrap().allows_assume_role(EC2));
-        let doc = r#"{"Statement":[{"Effect":"Allow","Principal":"*","NotAction":"sts:AssumeRole"}]}"#;
+        let doc =
+            r#"{"Statement":[{"Effect":"Allow","Principal":"*","NotAction":"sts:AssumeRole"}]}"#;
         assert!(!parse(doc).unwrap().allows_assume_role(EC2));
     }
 
     #[test]
     fn garbage_documents_are_errors_not_panics() {
-        for doc in ["", "%", "%FF%FE", "{", "[]", "{\"Statement\":3}", "{}", "{\"Statement\":[{}]}", "ü%7B"] {
+        for doc in [
+            "",
+            "%",
+            "%FF%FE",
+            "{",
+            "[]",
+            "{\"Statement\":3}",
+            "{}",
+            "{\"Statement\":[{}]}",
+            "ü%7B",
+        ] {
             assert!(parse(doc).is_err(), "{doc:?}");
         }
     }

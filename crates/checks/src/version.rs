@@ -18,7 +18,11 @@ pub struct VersionError {
 
 impl fmt::Display for VersionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} is not a Karpenter version: {}", self.input, self.message)
+        write!(
+            f,
+            "{:?} is not a Karpenter version: {}",
+            self.input, self.message
+        )
     }
 }
 
@@ -79,7 +83,10 @@ mod tests {
             ("1.7.0-rc.1", "1.7.0-rc.1"),
             (" V0.37.7 ", "0.37.7"),
             ("1.8", "1.8.0"),
-            ("public.ecr.aws/karpenter/controller:1.8.6@sha256:abc", "1.8.6"),
+            (
+                "public.ecr.aws/karpenter/controller:1.8.6@sha256:abc",
+                "1.8.6",
+            ),
             ("registry:5000/karpenter/controller:v1.9.0", "1.9.0"),
         ] {
             assert_eq!(parse(raw).unwrap().to_string(), want, "{raw}");
@@ -88,14 +95,25 @@ mod tests {
 
     #[test]
     fn non_versions_are_errors() {
-        for raw in ["", "latest", "v", "1", "1.x.0", "public.ecr.aws/karpenter/controller", "١.٢.٣"] {
+        for raw in [
+            "",
+            "latest",
+            "v",
+            "1",
+            "1.x.0",
+            "public.ecr.aws/karpenter/controller",
+            "١.٢.٣",
+        ] {
             assert!(parse(raw).is_err(), "{raw:?}");
         }
     }
 
     #[test]
     fn release_candidates_count_as_their_release() {
-        assert!(at_least(&parse("1.7.0-rc.1").unwrap(), HTTP_PROTOCOL_IPV6_FIX));
+        assert!(at_least(
+            &parse("1.7.0-rc.1").unwrap(),
+            HTTP_PROTOCOL_IPV6_FIX
+        ));
         assert!(!at_least(&parse("1.6.9").unwrap(), HTTP_PROTOCOL_IPV6_FIX));
         assert!(at_least(&parse("2.0.0").unwrap(), RELAXED_LABEL_DOMAINS));
         assert!(!at_least(&parse("1.8.6").unwrap(), RELAXED_LABEL_DOMAINS));

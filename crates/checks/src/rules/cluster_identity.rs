@@ -18,13 +18,21 @@ const EKS_CLUSTER_NAME_TAG: &str = "eks:eks-cluster-name";
 
 /// Whether an instance carries `cluster`'s name tags (either form Karpenter has used).
 pub fn carries_cluster_name(instance: &InstanceFacts, cluster: &str) -> bool {
-    instance.tags.get(EKS_CLUSTER_NAME_TAG).is_some_and(|v| v == cluster)
-        || instance.tags.contains_key(&format!("kubernetes.io/cluster/{cluster}"))
+    instance
+        .tags
+        .get(EKS_CLUSTER_NAME_TAG)
+        .is_some_and(|v| v == cluster)
+        || instance
+            .tags
+            .contains_key(&format!("kubernetes.io/cluster/{cluster}"))
 }
 
 /// The instance id in a NodeClaim `providerID` (`aws:///<az>/<i-…>`).
 pub fn instance_id_of(provider_id: &str) -> Option<&str> {
-    provider_id.rsplit('/').next().filter(|id| id.starts_with("i-"))
+    provider_id
+        .rsplit('/')
+        .next()
+        .filter(|id| id.starts_with("i-"))
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
@@ -39,9 +47,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     };
     let region = ctx.facts.aws.region.as_deref().unwrap_or("this region");
 
-    if let (Some(karpenter), Some(configured)) =
-        (karpenter_name, ctx.facts.cluster.configured_cluster_name.as_deref())
-        && !configured.is_empty()
+    if let (Some(karpenter), Some(configured)) = (
+        karpenter_name,
+        ctx.facts.cluster.configured_cluster_name.as_deref(),
+    ) && !configured.is_empty()
         && karpenter != configured
     {
         c.fail(
@@ -68,7 +77,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                         clip(karpenter, 128),
                         clip(&eks.name, 128)
                     ),
-                    vec![node_class.clone(), SubjectRef::new("EKSCluster", eks.name.as_str())],
+                    vec![
+                        node_class.clone(),
+                        SubjectRef::new("EKSCluster", eks.name.as_str()),
+                    ],
                 );
             }
             Ok(eks.vpc_id.as_deref())
@@ -96,9 +108,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     };
 
     match (&ctx.facts.aws.cluster_instances, karpenter_name) {
-        (Observed::Unknown(u), _) => {
-            c.unknown(Why::unobserved("The instances tagged with this cluster's name", u))
-        }
+        (Observed::Unknown(u), _) => c.unknown(Why::unobserved(
+            "The instances tagged with this cluster's name",
+            u,
+        )),
         (Observed::Found(instances), Some(name)) => {
             check_instances(ctx, &mut c, instances, name, &eks_vpc);
         }
@@ -122,7 +135,11 @@ fn check_instances(
     eks_vpc: &Result<Option<&str>, Why>,
 ) {
     let claims = &ctx.facts.cluster;
-    let mut claimed: BTreeSet<&str> = claims.claimed_instance_ids.iter().map(String::as_str).collect();
+    let mut claimed: BTreeSet<&str> = claims
+        .claimed_instance_ids
+        .iter()
+        .map(String::as_str)
+        .collect();
     claimed.extend(
         claims
             .node_claims
@@ -132,7 +149,15 @@ fn check_instances(
     );
     let gc_window = ctx.settings.orphan_instance_after;
     let mut sorted: Vec<&InstanceFacts> = instances.iter().collect();
-    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    sorted.sort_by(|a, b| {
+        (&a.id, &a.vpc_id, &a.state, a.launch_time, &a.tags).cmp(&(
+            &b.id,
+            &b.vpc_id,
+            &b.state,
+            b.launch_time,
+            &b.tags,
+        ))
+    });
     sorted.dedup_by(|a, b| a.id == b.id);
     let (mut foreign, mut undecided) = (Vec::new(), Vec::new());
     for instance in sorted {
@@ -170,7 +195,10 @@ fn check_instances(
         let described: Vec<&str> = foreign.iter().map(|(_, d)| d.as_str()).collect();
         let mut subjects = vec![ctx.node_class_subject()];
         subjects.extend(
-            foreign.iter().take(super::MAX_SUBJECTS - 1).map(|(i, _)| SubjectRef::new("EC2Instance", i.id.as_str())),
+            foreign
+                .iter()
+                .take(super::MAX_SUBJECTS - 1)
+                .map(|(i, _)| SubjectRef::new("EC2Instance", i.id.as_str())),
         );
         c.fail(
             Reason::ClusterNameSharedWithOtherCluster,
@@ -205,7 +233,10 @@ mod tests {
 
     #[test]
     fn provider_ids_yield_instance_ids() {
-        assert_eq!(instance_id_of("aws:///us-west-2a/i-0123456789abcdef0"), Some("i-0123456789abcdef0"));
+        assert_eq!(
+            instance_id_of("aws:///us-west-2a/i-0123456789abcdef0"),
+            Some("i-0123456789abcdef0")
+        );
         assert_eq!(instance_id_of("aws:///us-west-2a/"), None);
         assert_eq!(instance_id_of("kind://docker/kind/node"), None);
     }

@@ -14,7 +14,9 @@ use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 /// IAM's pattern for instance profile names: `^[\w+=,.@-]{1,128}$`.
 pub fn is_valid_profile_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b))
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
@@ -62,7 +64,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         given
     } else if spec.role.is_some() {
-        match ctx.facts.cluster.node_class.status.as_ref().and_then(|s| s.instance_profile.as_deref())
+        match ctx
+            .facts
+            .cluster
+            .node_class
+            .status
+            .as_ref()
+            .and_then(|s| s.instance_profile.as_deref())
         {
             Some(resolved) if !resolved.is_empty() => resolved,
             _ => {
@@ -82,16 +90,22 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     };
 
     let profile_shown = clip(profile, 256);
-    let subjects = || vec![node_class.clone(), SubjectRef::new("IAMInstanceProfile", profile)];
+    let subjects = || {
+        vec![
+            node_class.clone(),
+            SubjectRef::new("IAMInstanceProfile", profile),
+        ]
+    };
     let mut ok_message = String::new();
     match &ctx.facts.aws.instance_profile {
         None => c.unknown(Why::new(
             Reason::NotObserved,
             format!("Instance profile {profile_shown} has not been looked up yet."),
         )),
-        Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved(&format!("Instance profile {profile_shown}"), u))
-        }
+        Some(Observed::Unknown(u)) => c.unknown(Why::unobserved(
+            &format!("Instance profile {profile_shown}"),
+            u,
+        )),
         Some(Observed::Absent) => c.fail(
             Reason::InstanceProfileNotFound,
             format!("IAM has no instance profile named {profile_shown}, so no node can launch."),
@@ -100,7 +114,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Some(Observed::Found(found)) => match found.roles.first() {
             None => c.fail(
                 Reason::InstanceProfileHasNoRole,
-                format!("Instance profile {profile_shown} holds no role, so nodes get no credentials."),
+                format!(
+                    "Instance profile {profile_shown} holds no role, so nodes get no credentials."
+                ),
                 subjects(),
             ),
             Some(role) => {
@@ -134,7 +150,9 @@ mod tests {
 
     #[test]
     fn profile_names_follow_the_iam_pattern() {
-        assert!(is_valid_profile_name("KarpenterNodeInstanceProfile-demo_1+=,.@"));
+        assert!(is_valid_profile_name(
+            "KarpenterNodeInstanceProfile-demo_1+=,.@"
+        ));
         assert!(!is_valid_profile_name(""));
         assert!(!is_valid_profile_name("has space"));
         assert!(!is_valid_profile_name("slash/name"));

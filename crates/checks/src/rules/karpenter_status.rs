@@ -25,7 +25,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::KarpenterStatusConsistent, "karpenter-status");
     let subjects = || vec![ctx.node_class_subject()];
     let node_class = &ctx.facts.cluster.node_class;
-    let conditions = node_class.status.as_ref().map(|s| &s.conditions[..]).unwrap_or_default();
+    let conditions = node_class
+        .status
+        .as_ref()
+        .map(|s| &s.conditions[..])
+        .unwrap_or_default();
 
     // InstanceProfileReady=True while validation never concludes.
     if ctx.karpenter_condition_status("InstanceProfileReady") == Some(ConditionStatus::True)
@@ -36,7 +40,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     {
         let spec = &node_class.spec;
         let mut causes = Vec::new();
-        if spec.instance_profile.as_deref().is_some_and(|p| p.trim_start().starts_with("arn:")) {
+        if spec
+            .instance_profile
+            .as_deref()
+            .is_some_and(|p| p.trim_start().starts_with("arn:"))
+        {
             causes.push("spec.instanceProfile is an ARN, not a name");
         }
         if matches!(ctx.facts.aws.instance_profile, Some(Observed::Absent)) {
@@ -88,7 +96,12 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let observed = ctx
         .karpenter_condition("Ready")
         .and_then(|c| c.observed_generation)
-        .or_else(|| conditions.iter().filter_map(|c| c.observed_generation).max());
+        .or_else(|| {
+            conditions
+                .iter()
+                .filter_map(|c| c.observed_generation)
+                .max()
+        });
     if conditions.is_empty() {
         // Never reconciled: measured from creation.
         if let Some(created) = &node_class.metadata.creation_timestamp

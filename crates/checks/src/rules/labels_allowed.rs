@@ -23,21 +23,40 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
     let cluster = &ctx.facts.cluster;
     let mut uses = Vec::new();
     for pool in &cluster.node_pools {
-        let subject = SubjectRef::new("NodePool", pool.metadata.name.as_deref().unwrap_or_default());
+        let subject = SubjectRef::new(
+            "NodePool",
+            pool.metadata.name.as_deref().unwrap_or_default(),
+        );
         let template = &pool.spec.template;
         for key in template.metadata.labels.keys() {
-            uses.push(KeyUse { subject: subject.clone(), key: key.clone(), context: KeyContext::NodePoolLabel });
+            uses.push(KeyUse {
+                subject: subject.clone(),
+                key: key.clone(),
+                context: KeyContext::NodePoolLabel,
+            });
         }
         for req in &template.spec.requirements {
-            uses.push(KeyUse { subject: subject.clone(), key: req.key.clone(), context: KeyContext::Requirement });
+            uses.push(KeyUse {
+                subject: subject.clone(),
+                key: req.key.clone(),
+                context: KeyContext::Requirement,
+            });
         }
     }
     for pod in &cluster.pending_pods {
         let subject = SubjectRef::namespaced("Pod", pod.namespace.as_str(), pod.name.as_str());
-        let affinity = pod.required_affinity.iter().chain(&pod.preferred_affinity).flatten();
+        let affinity = pod
+            .required_affinity
+            .iter()
+            .chain(&pod.preferred_affinity)
+            .flatten();
         let keys = pod.node_selector.keys().chain(affinity.map(|r| &r.key));
         for key in keys {
-            uses.push(KeyUse { subject: subject.clone(), key: key.clone(), context: KeyContext::Requirement });
+            uses.push(KeyUse {
+                subject: subject.clone(),
+                key: key.clone(),
+                context: KeyContext::Requirement,
+            });
         }
     }
     uses
@@ -53,8 +72,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut rejected: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> = BTreeMap::new();
     let mut undecided: BTreeMap<String, Vec<SubjectRef>> = BTreeMap::new();
     for u in key_uses(ctx) {
-        let verdicts: Vec<Option<&'static str>> =
-            candidates.iter().map(|rules| rules.restriction(&u.key, u.context)).collect();
+        let verdicts: Vec<Option<&'static str>> = candidates
+            .iter()
+            .map(|rules| rules.restriction(&u.key, u.context))
+            .collect();
         if let Some(Some(why)) = verdicts.first()
             && verdicts.iter().all(Option::is_some)
         {
@@ -66,7 +87,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 
     let (rules_name, ok_rules) = match &ctx.version {
         Ok(v) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
-        Err(_) => ("every Karpenter version".to_owned(), "any Karpenter version".to_owned()),
+        Err(_) => (
+            "every Karpenter version".to_owned(),
+            "any Karpenter version".to_owned(),
+        ),
     };
     // NodePools are few and each is reported alone; Pods come in replicas, so Pods with the
     // same rejected keys make one finding.
@@ -111,7 +135,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         && !undecided.is_empty()
         && let Err(why) = &ctx.version
     {
-        let keys: Vec<String> = undecided.keys().map(|k| clip(k, 128).into_owned()).collect();
+        let keys: Vec<String> = undecided
+            .keys()
+            .map(|k| clip(k, 128).into_owned())
+            .collect();
         c.unknown(Why::new(
             why.reason,
             format!(
@@ -128,7 +155,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 }
 
 fn describe(keys: &[(String, &'static str)]) -> String {
-    let parts: Vec<String> =
-        keys.iter().map(|(key, why)| format!("{} ({why})", clip(key, 128))).collect();
+    let parts: Vec<String> = keys
+        .iter()
+        .map(|(key, why)| format!("{} ({why})", clip(key, 128)))
+        .collect();
     list_bounded(&parts, 5)
 }

@@ -11,13 +11,18 @@ use karpenter_health_api::{ConditionType, Reason};
 
 /// Whether EC2 in `region` rejects `httpProtocolIPv6` (`us-iso-*`, `us-isob-*`, `us-isof-*`).
 pub fn rejects_http_protocol_ipv6(region: &str) -> bool {
-    ["us-iso-", "us-isob-", "us-isof-"].iter().any(|prefix| region.starts_with(prefix))
+    ["us-iso-", "us-isob-", "us-isof-"]
+        .iter()
+        .any(|prefix| region.starts_with(prefix))
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::MetadataOptionsSupported, "metadata-options");
     let Some(region) = ctx.facts.aws.region.as_deref().filter(|r| !r.is_empty()) else {
-        c.unknown(Why::new(Reason::RegionUnknown, "The operator's AWS region is not known."));
+        c.unknown(Why::new(
+            Reason::RegionUnknown,
+            "The operator's AWS region is not known.",
+        ));
         return c.finish(Reason::MetadataOptionsAccepted, "");
     };
     let region = clip(region, 64);
@@ -74,10 +79,21 @@ mod tests {
 
     #[test]
     fn only_the_iso_iso_b_and_iso_f_regions_reject_the_option() {
-        for region in ["us-iso-east-1", "us-iso-west-1", "us-isob-east-1", "us-isof-south-1"] {
+        for region in [
+            "us-iso-east-1",
+            "us-iso-west-1",
+            "us-isob-east-1",
+            "us-isof-south-1",
+        ] {
             assert!(rejects_http_protocol_ipv6(region), "{region}");
         }
-        for region in ["eu-isoe-west-1", "us-east-1", "us-gov-west-1", "cn-north-1", ""] {
+        for region in [
+            "eu-isoe-west-1",
+            "us-east-1",
+            "us-gov-west-1",
+            "cn-north-1",
+            "",
+        ] {
             assert!(!rejects_http_protocol_ipv6(region), "{region}");
         }
     }

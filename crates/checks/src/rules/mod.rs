@@ -57,7 +57,10 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     let registration = nodeclaims_registered::check(&ctx, &outcomes);
     outcomes.push(registration);
     debug_assert!(
-        outcomes.iter().map(|o| o.condition).eq(ConditionType::sub_conditions().iter().copied())
+        outcomes
+            .iter()
+            .map(|o| o.condition)
+            .eq(ConditionType::sub_conditions().iter().copied())
     );
     outcomes
 }
@@ -92,7 +95,10 @@ pub(crate) struct Why {
 
 impl Why {
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Self { reason, message: message.into() }
+        Self {
+            reason,
+            message: message.into(),
+        }
     }
 
     /// `what` could not be observed; the message names the cause and the failing call.
@@ -125,25 +131,45 @@ pub(crate) struct Check {
 
 impl Check {
     pub fn new(condition: ConditionType, check: &'static str) -> Self {
-        Self { condition, check, failures: Vec::new(), unknowns: Vec::new(), warnings: Vec::new() }
+        Self {
+            condition,
+            check,
+            failures: Vec::new(),
+            unknowns: Vec::new(),
+            warnings: Vec::new(),
+        }
     }
 
     /// A problem proven by observed facts. The first failure recorded names the condition's
     /// reason, so rules record them in order of precedence.
     pub fn fail(&mut self, reason: Reason, message: impl Into<String>, subjects: Vec<SubjectRef>) {
         debug_assert_eq!(reason.meta().status, ConditionStatus::False, "{reason}");
-        self.failures.push(Failure { reason, message: message.into(), subjects });
+        self.failures.push(Failure {
+            reason,
+            message: message.into(),
+            subjects,
+        });
     }
 
     /// A fact the verdict needs is unknown.
     pub fn unknown(&mut self, why: Why) {
-        debug_assert_eq!(why.reason.meta().status, ConditionStatus::Unknown, "{}", why.reason);
+        debug_assert_eq!(
+            why.reason.meta().status,
+            ConditionStatus::Unknown,
+            "{}",
+            why.reason
+        );
         if !self.unknowns.contains(&why) {
             self.unknowns.push(why);
         }
     }
 
-    pub fn warn(&mut self, warning: Warning, message: impl Into<String>, subjects: Vec<SubjectRef>) {
+    pub fn warn(
+        &mut self,
+        warning: Warning,
+        message: impl Into<String>,
+        subjects: Vec<SubjectRef>,
+    ) {
         debug_assert_eq!(warning.condition(), self.condition);
         self.warnings.push(Finding {
             check: self.check.to_owned(),
@@ -163,13 +189,27 @@ impl Check {
     /// The outcome: `False` on any failure, else `Unknown` on any unknown, else `True` with
     /// `ok` and `ok_message`.
     pub fn finish(self, ok: Reason, ok_message: impl Into<String>) -> Outcome {
-        let Check { condition, check, failures, unknowns, warnings } = self;
+        let Check {
+            condition,
+            check,
+            failures,
+            unknowns,
+            warnings,
+        } = self;
         let (status, reason, message) = if let Some(first) = failures.first() {
             let messages = failures.iter().map(|f| f.message.as_str());
-            (ConditionStatus::False, first.reason, join_bounded(messages, failures.len()))
+            (
+                ConditionStatus::False,
+                first.reason,
+                join_bounded(messages, failures.len()),
+            )
         } else if let Some(first) = unknowns.first() {
             let messages = unknowns.iter().map(|u| u.message.as_str());
-            (ConditionStatus::Unknown, first.reason, join_bounded(messages, unknowns.len()))
+            (
+                ConditionStatus::Unknown,
+                first.reason,
+                join_bounded(messages, unknowns.len()),
+            )
         } else {
             (ConditionStatus::True, ok, ok_message.into())
         };
@@ -188,7 +228,13 @@ impl Check {
             })
             .collect();
         findings.extend(warnings);
-        Outcome { condition, status, reason, message, findings }
+        Outcome {
+            condition,
+            status,
+            reason,
+            message,
+            findings,
+        }
     }
 }
 
@@ -196,7 +242,10 @@ fn join_bounded<'a>(messages: impl Iterator<Item = &'a str>, total: usize) -> St
     let mut out: Vec<&str> = messages.take(MAX_MESSAGES_PER_CONDITION).collect();
     let more;
     if total > MAX_MESSAGES_PER_CONDITION {
-        more = format!("({} more in status.findings.)", total - MAX_MESSAGES_PER_CONDITION);
+        more = format!(
+            "({} more in status.findings.)",
+            total - MAX_MESSAGES_PER_CONDITION
+        );
         out.push(&more);
     }
     out.join(" ")
@@ -261,7 +310,13 @@ impl<'a> Context<'a> {
             facts,
             settings,
             now,
-            node_class_name: facts.cluster.node_class.metadata.name.as_deref().unwrap_or_default(),
+            node_class_name: facts
+                .cluster
+                .node_class
+                .metadata
+                .name
+                .as_deref()
+                .unwrap_or_default(),
             version: karpenter_version(facts),
             karpenter_cluster_name,
             cluster_name,
@@ -280,7 +335,8 @@ impl<'a> Context<'a> {
     }
 
     pub fn karpenter_condition_status(&self, type_: &str) -> Option<ConditionStatus> {
-        self.karpenter_condition(type_).map(|c| ConditionStatus::parse(&c.status))
+        self.karpenter_condition(type_)
+            .map(|c| ConditionStatus::parse(&c.status))
     }
 
     /// How long ago `t` was (negative durations, from clock skew, count as zero).
@@ -302,7 +358,10 @@ fn karpenter_version(facts: &Facts) -> Result<Version, Why> {
                 "The Karpenter controller's version could not be read from its image.",
             )),
             Some(raw) => version::parse(raw).map_err(|e| {
-                Why::new(Reason::KarpenterVersionUnknown, format!("The Karpenter version {e}."))
+                Why::new(
+                    Reason::KarpenterVersionUnknown,
+                    format!("The Karpenter version {e}."),
+                )
             }),
         },
     }

@@ -16,7 +16,10 @@ const EC2_SERVICES: &[&str] = &["ec2.amazonaws.com", "ec2.amazonaws.com.cn"];
 const WORKER_NODE: &str = "AmazonEKSWorkerNodePolicy";
 const CNI: &str = "AmazonEKS_CNI_Policy";
 /// Either is enough: PR #7963 (v1.4.0) moved the docs from ReadOnly to PullOnly.
-const ECR: [&str; 2] = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEC2ContainerRegistryReadOnly"];
+const ECR: [&str; 2] = [
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonEC2ContainerRegistryReadOnly",
+];
 const SSM: &str = "AmazonSSMManagedInstanceCore";
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
@@ -33,7 +36,12 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
     };
     let shown = clip(name, 128);
-    let subjects = || vec![ctx.node_class_subject(), SubjectRef::new("IAMRole", name.as_str())];
+    let subjects = || {
+        vec![
+            ctx.node_class_subject(),
+            SubjectRef::new("IAMRole", name.as_str()),
+        ]
+    };
 
     if name.chars().count() > MAX_ROLE_NAME {
         c.fail(
@@ -69,7 +77,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 }
 
 fn check_trust(c: &mut Check, role: &RoleFacts, shown: &str, subjects: Vec<SubjectRef>) {
-    match role.assume_role_policy_document.as_deref().map(trust_policy::parse) {
+    match role
+        .assume_role_policy_document
+        .as_deref()
+        .map(trust_policy::parse)
+    {
         None => c.unknown(Why::new(
             Reason::NotObserved,
             format!("The trust policy of role {shown} was not returned."),
@@ -104,7 +116,10 @@ fn check_policies(
 ) {
     let attached: BTreeSet<&str> = match &role.attached_policy_arns {
         Observed::Unknown(u) => {
-            c.unknown(Why::unobserved(&format!("The policies attached to role {shown}"), u));
+            c.unknown(Why::unobserved(
+                &format!("The policies attached to role {shown}"),
+                u,
+            ));
             return;
         }
         Observed::Absent => BTreeSet::new(),
@@ -130,7 +145,10 @@ fn check_policies(
     if !missing.is_empty() {
         c.fail(
             Reason::NodeRoleMissingPolicies,
-            format!("Role {shown} lacks the managed policies {}.", missing.join(", ")),
+            format!(
+                "Role {shown} lacks the managed policies {}.",
+                missing.join(", ")
+            ),
             subjects.clone(),
         );
     } else if let Some(u) = cni_unknown {

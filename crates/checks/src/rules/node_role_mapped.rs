@@ -26,7 +26,11 @@ pub enum AuthMode {
 }
 
 impl AuthMode {
-    pub const ALL: [AuthMode; 3] = [AuthMode::ConfigMap, AuthMode::ApiAndConfigMap, AuthMode::Api];
+    pub const ALL: [AuthMode; 3] = [
+        AuthMode::ConfigMap,
+        AuthMode::ApiAndConfigMap,
+        AuthMode::Api,
+    ];
 
     /// A missing mode is `CONFIG_MAP`: clusters predating access entries behave that way.
     pub fn parse(mode: Option<&str>) -> Option<Self> {
@@ -83,9 +87,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let verdict = match &mode {
         Ok(mode) => combine(*mode, &config_map, &access, &node_shown),
         Err(why) => {
-            let all: Vec<Verdict> =
-                AuthMode::ALL.iter().map(|m| combine(*m, &config_map, &access, &node_shown)).collect();
-            if all.iter().all(|v| v.status() == all[0].status()) && all[0].status() != ConditionStatus::Unknown {
+            let all: Vec<Verdict> = AuthMode::ALL
+                .iter()
+                .map(|m| combine(*m, &config_map, &access, &node_shown))
+                .collect();
+            if all.iter().all(|v| v.status() == all[0].status())
+                && all[0].status() != ConditionStatus::Unknown
+            {
                 // Every mode agrees; API_AND_CONFIG_MAP (the eksctl default) words the message.
                 all[1].clone()
             } else {
@@ -111,7 +119,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     | Reason::NodeRoleMappingWrongUsername
             );
             if about_aws_auth {
-                subjects.push(SubjectRef::namespaced("ConfigMap", "kube-system", "aws-auth"));
+                subjects.push(SubjectRef::namespaced(
+                    "ConfigMap",
+                    "kube-system",
+                    "aws-auth",
+                ));
             }
             c.fail(*reason, message.clone(), subjects);
         }
@@ -124,7 +136,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             c.warn(
                 Warning::AwsAuthUnparsable,
                 format!("kube-system/aws-auth cannot be parsed: {e}."),
-                vec![SubjectRef::namespaced("ConfigMap", "kube-system", "aws-auth")],
+                vec![SubjectRef::namespaced(
+                    "ConfigMap",
+                    "kube-system",
+                    "aws-auth",
+                )],
             );
         }
     }
@@ -135,10 +151,12 @@ fn combine(mode: AuthMode, config_map: &Verdict, access: &Verdict, node: &str) -
     match mode {
         AuthMode::ConfigMap => config_map.clone(),
         AuthMode::Api => match (access, config_map) {
-            (Verdict::Problem(Reason::NodeRoleNotMapped, m), Verdict::Mapped(..)) => Verdict::Problem(
-                Reason::NodeRoleNotMapped,
-                format!("{m} aws-auth maps it, but authentication mode API ignores aws-auth."),
-            ),
+            (Verdict::Problem(Reason::NodeRoleNotMapped, m), Verdict::Mapped(..)) => {
+                Verdict::Problem(
+                    Reason::NodeRoleNotMapped,
+                    format!("{m} aws-auth maps it, but authentication mode API ignores aws-auth."),
+                )
+            }
             _ => access.clone(),
         },
         // Either path admits the node; an access entry, when one exists, takes priority.
@@ -147,16 +165,19 @@ fn combine(mode: AuthMode, config_map: &Verdict, access: &Verdict, node: &str) -
             (Verdict::Problem(Reason::AccessEntryWrongType, _), _) => access.clone(),
             (Verdict::Unknown(_), Verdict::Mapped(..)) => config_map.clone(),
             (Verdict::Unknown(_), _) => access.clone(),
-            (Verdict::Problem(..), Verdict::Problem(Reason::AwsAuthMissing, _)) => Verdict::Problem(
-                Reason::NodeRoleNotMapped,
-                format!(
-                    "Neither an access entry nor kube-system/aws-auth (which does not exist) maps \
+            (Verdict::Problem(..), Verdict::Problem(Reason::AwsAuthMissing, _)) => {
+                Verdict::Problem(
+                    Reason::NodeRoleNotMapped,
+                    format!(
+                        "Neither an access entry nor kube-system/aws-auth (which does not exist) maps \
                      {node}, so nodes launch but never join."
-                ),
-            ),
-            (Verdict::Problem(..), Verdict::Problem(reason, m)) => {
-                Verdict::Problem(*reason, format!("{m} No access entry exists for it either."))
+                    ),
+                )
             }
+            (Verdict::Problem(..), Verdict::Problem(reason, m)) => Verdict::Problem(
+                *reason,
+                format!("{m} No access entry exists for it either."),
+            ),
             (Verdict::Problem(..), _) => config_map.clone(),
         },
     }
@@ -164,17 +185,19 @@ fn combine(mode: AuthMode, config_map: &Verdict, access: &Verdict, node: &str) -
 
 fn auth_mode(ctx: &Context) -> Result<AuthMode, Why> {
     match &ctx.facts.aws.eks_cluster {
-        Observed::Found(cluster) => {
-            AuthMode::parse(cluster.authentication_mode.as_deref()).ok_or_else(|| {
+        Observed::Found(cluster) => AuthMode::parse(cluster.authentication_mode.as_deref())
+            .ok_or_else(|| {
                 Why::new(
                     Reason::AwsUnsupported,
                     format!(
                         "EKS reports the unrecognised authentication mode {:?}.",
-                        clip(cluster.authentication_mode.as_deref().unwrap_or_default(), 64)
+                        clip(
+                            cluster.authentication_mode.as_deref().unwrap_or_default(),
+                            64
+                        )
                     ),
                 )
-            })
-        }
+            }),
         Observed::Unknown(u) => Err(Why::unobserved("The EKS cluster's authentication mode", u)),
         Observed::Absent => Err(Why::new(
             Reason::ClusterNameUnknown,
@@ -198,7 +221,11 @@ fn node_role_identity(ctx: &Context) -> Result<IamArn, Why> {
     if let Some(Observed::Found(role)) = &ctx.facts.aws.node_role
         && let Ok(found) = arn::parse_iam(&role.arn)
     {
-        return Ok(IamArn { path: "/".into(), name, ..found });
+        return Ok(IamArn {
+            path: "/".into(),
+            name,
+            ..found
+        });
     }
     match &ctx.facts.aws.account {
         Observed::Found(account) => Ok(IamArn {
@@ -223,8 +250,14 @@ fn controller_role(ctx: &Context) -> Option<IamArn> {
 
 /// Whether an entry is meant to admit nodes (so mapping the wrong role there is the mistake).
 fn is_node_mapping(entry: &RoleMapping) -> bool {
-    entry.username.as_deref().is_some_and(|u| u.starts_with("system:node:"))
-        || entry.groups.iter().any(|g| NODE_GROUPS.contains(&g.as_str()))
+    entry
+        .username
+        .as_deref()
+        .is_some_and(|u| u.starts_with("system:node:"))
+        || entry
+            .groups
+            .iter()
+            .any(|g| NODE_GROUPS.contains(&g.as_str()))
 }
 
 fn aws_auth_verdict(
@@ -263,14 +296,19 @@ fn aws_auth_verdict(
     let (mut exact, mut with_path, mut controller_instead) = (Vec::new(), Vec::new(), Vec::new());
     for entry in &parsed.map_roles {
         // Entries that are not IAM ARNs map nothing; they are the authenticator's problem.
-        let Ok(mapped) = arn::parse_iam(&entry.rolearn) else { continue };
+        let Ok(mapped) = arn::parse_iam(&entry.rolearn) else {
+            continue;
+        };
         if mapped.same_principal(node) {
             if mapped.has_path() {
                 with_path.push((entry, mapped));
             } else {
                 exact.push(entry);
             }
-        } else if controller.as_ref().is_some_and(|c| c.same_principal(&mapped)) && is_node_mapping(entry)
+        } else if controller
+            .as_ref()
+            .is_some_and(|c| c.same_principal(&mapped))
+            && is_node_mapping(entry)
         {
             controller_instead.push(entry);
         }
@@ -283,9 +321,9 @@ fn aws_auth_verdict(
         return Verdict::Mapped(
             Reason::NodeRoleMappedInAwsAuth,
             format!(
-            "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
-            NODE_GROUPS.join(", ")
-        ),
+                "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
+                NODE_GROUPS.join(", ")
+            ),
         );
     }
     if let Some(entry) = exact.first() {
@@ -298,11 +336,17 @@ fn aws_auth_verdict(
                 ),
             );
         }
-        let missing: Vec<&str> =
-            NODE_GROUPS.iter().copied().filter(|g| !entry.groups.iter().any(|h| h == g)).collect();
+        let missing: Vec<&str> = NODE_GROUPS
+            .iter()
+            .copied()
+            .filter(|g| !entry.groups.iter().any(|h| h == g))
+            .collect();
         return Verdict::Problem(
             Reason::NodeRoleMappingMissingGroups,
-            format!("aws-auth maps {node_shown} without the groups {}.", missing.join(", ")),
+            format!(
+                "aws-auth maps {node_shown} without the groups {}.",
+                missing.join(", ")
+            ),
         );
     }
     if let Some((entry, mapped)) = with_path.first() {
@@ -318,8 +362,10 @@ fn aws_auth_verdict(
         );
     }
     if !controller_instead.is_empty() {
-        let arns: Vec<String> =
-            controller_instead.iter().map(|e| clip(&e.rolearn, 256).into_owned()).collect();
+        let arns: Vec<String> = controller_instead
+            .iter()
+            .map(|e| clip(&e.rolearn, 256).into_owned())
+            .collect();
         return Verdict::Problem(
             Reason::ControllerRoleMappedInstead,
             format!(
@@ -331,9 +377,7 @@ fn aws_auth_verdict(
     }
     Verdict::Problem(
         Reason::NodeRoleNotMapped,
-        format!(
-            "aws-auth has no mapRoles entry for {node_shown}, so nodes launch but never join."
-        ),
+        format!("aws-auth has no mapRoles entry for {node_shown}, so nodes launch but never join."),
     )
 }
 
@@ -345,10 +389,16 @@ fn access_entry_verdict(ctx: &Context, node_shown: &str) -> Verdict {
         Observed::Absent => &[][..],
         Observed::Found(entries) => &entries[..],
     };
-    if let Some(entry) = entries.iter().find(|e| NODE_ACCESS_ENTRY_TYPES.contains(&e.type_.as_str())) {
+    if let Some(entry) = entries
+        .iter()
+        .find(|e| NODE_ACCESS_ENTRY_TYPES.contains(&e.type_.as_str()))
+    {
         return Verdict::Mapped(
             Reason::NodeRoleHasAccessEntry,
-            format!("{node_shown} has an access entry of type {}.", clip(&entry.type_, 32)),
+            format!(
+                "{node_shown} has an access entry of type {}.",
+                clip(&entry.type_, 32)
+            ),
         );
     }
     match entries.first() {

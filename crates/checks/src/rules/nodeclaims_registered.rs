@@ -37,7 +37,10 @@ fn waiting_since(claim: &NodeClaim) -> Option<jiff::Timestamp> {
 }
 
 pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
-    let mut c = Check::new(ConditionType::NodeClaimsRegistered, "nodeclaim-registration");
+    let mut c = Check::new(
+        ConditionType::NodeClaimsRegistered,
+        "nodeclaim-registration",
+    );
     let timeout = ctx.settings.registration_timeout;
     let mut stuck: Vec<(&str, jiff::SignedDuration)> = ctx
         .facts
@@ -67,7 +70,10 @@ pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
             .collect();
         let mut subjects = vec![ctx.node_class_subject()];
         subjects.extend(
-            stuck.iter().take(MAX_SUBJECTS - 1).map(|(name, _)| SubjectRef::new("NodeClaim", *name)),
+            stuck
+                .iter()
+                .take(MAX_SUBJECTS - 1)
+                .map(|(name, _)| SubjectRef::new("NodeClaim", *name)),
         );
         c.fail(
             Reason::NodeClaimsNotRegistering,

@@ -22,38 +22,64 @@ pub fn term_matches(term: &SelectorTerm, group: &SecurityGroupFacts) -> bool {
         return false;
     }
     term.id.as_deref().is_none_or(|id| id == group.id)
-        && term.name.as_deref().is_none_or(|name| glob_match(name, &group.name))
+        && term
+            .name
+            .as_deref()
+            .is_none_or(|name| glob_match(name, &group.name))
         && term.tags.iter().all(|(key, want)| {
-            group.tags.get(key).is_some_and(|have| want == "*" || glob_match(want, have))
+            group
+                .tags
+                .get(key)
+                .is_some_and(|have| want == "*" || glob_match(want, have))
         })
 }
 
 /// The clusters a group is tagged for (`kubernetes.io/cluster/<name>`).
 fn clusters_of(group: &SecurityGroupFacts) -> Vec<&str> {
-    group.tags.keys().filter_map(|k| k.strip_prefix(CLUSTER_TAG_PREFIX)).collect()
+    group
+        .tags
+        .keys()
+        .filter_map(|k| k.strip_prefix(CLUSTER_TAG_PREFIX))
+        .collect()
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SecurityGroupsReady, "security-groups");
     let node_class = ctx.node_class_subject();
-    let terms = &ctx.facts.cluster.node_class.spec.security_group_selector_terms;
+    let terms = &ctx
+        .facts
+        .cluster
+        .node_class
+        .spec
+        .security_group_selector_terms;
     let groups: &[SecurityGroupFacts] = match &ctx.facts.aws.security_groups {
         Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("The security groups matching the selector terms", u));
+            c.unknown(Why::unobserved(
+                "The security groups matching the selector terms",
+                u,
+            ));
             return c.finish(Reason::SecurityGroupsValid, "");
         }
         Observed::Absent => &[],
         Observed::Found(groups) => groups,
     };
-    let mut selected: Vec<&SecurityGroupFacts> =
-        groups.iter().filter(|g| terms.iter().any(|t| term_matches(t, g))).collect();
-    selected.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut selected: Vec<&SecurityGroupFacts> = groups
+        .iter()
+        .filter(|g| terms.iter().any(|t| term_matches(t, g)))
+        .collect();
+    // EC2 never repeats an id; if an adapter did, the sort keeps the choice order-independent.
+    selected.sort_by(|a, b| {
+        (&a.id, &a.name, &a.vpc_id, &a.tags).cmp(&(&b.id, &b.name, &b.vpc_id, &b.tags))
+    });
     selected.dedup_by(|a, b| a.id == b.id);
     if selected.is_empty() {
         let what = if terms.is_empty() {
             "The EC2NodeClass has no security-group selector terms".to_owned()
         } else {
-            format!("The {} security-group selector term(s) match no security group", terms.len())
+            format!(
+                "The {} security-group selector term(s) match no security group",
+                terms.len()
+            )
         };
         c.fail(
             Reason::SecurityGroupsNotFound,
@@ -65,7 +91,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let ids: Vec<&str> = selected.iter().map(|g| g.id.as_str()).collect();
     let sg_subjects = |gs: &[&SecurityGroupFacts]| {
         let mut s = vec![node_class.clone()];
-        s.extend(gs.iter().map(|g| SubjectRef::new("SecurityGroup", g.id.as_str())));
+        s.extend(
+            gs.iter()
+                .map(|g| SubjectRef::new("SecurityGroup", g.id.as_str())),
+        );
         s
     };
 
@@ -90,8 +119,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     sg_subjects(&[group]),
                 );
             }
-            let own: Vec<&SecurityGroupFacts> =
-                selected.iter().copied().filter(|g| g.tags.contains_key(&own_tag)).collect();
+            let own: Vec<&SecurityGroupFacts> = selected
+                .iter()
+                .copied()
+                .filter(|g| g.tags.contains_key(&own_tag))
+                .collect();
             match own.len() {
                 0 => c.warn(
                     Warning::NoSecurityGroupTaggedForCluster,
@@ -160,7 +192,10 @@ mod tests {
             id: id.into(),
             name: name.into(),
             vpc_id: None,
-            tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
@@ -168,19 +203,39 @@ mod tests {
         SelectorTerm {
             id: id.map(Into::into),
             name: name.map(Into::into),
-            tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
         }
     }
 
     #[test]
     fn selector_fields_are_anded_and_wildcards_match() {
-        let g = group("sg-1", "demo-nodes", &[("karpenter.sh/discovery", "demo"), ("team", "a")]);
+        let g = group(
+            "sg-1",
+            "demo-nodes",
+            &[("karpenter.sh/discovery", "demo"), ("team", "a")],
+        );
         assert!(term_matches(&term(Some("sg-1"), None, &[]), &g));
         assert!(!term_matches(&term(Some("sg-2"), None, &[]), &g));
         assert!(term_matches(&term(None, Some("demo-*"), &[]), &g));
-        assert!(term_matches(&term(None, None, &[("karpenter.sh/discovery", "*")]), &g));
-        assert!(term_matches(&term(None, None, &[("karpenter.sh/discovery", "de*")]), &g));
-        assert!(!term_matches(&term(None, None, &[("karpenter.sh/discovery", "demo"), ("team", "b")]), &g));
+        assert!(term_matches(
+            &term(None, None, &[("karpenter.sh/discovery", "*")]),
+            &g
+        ));
+        assert!(term_matches(
+            &term(None, None, &[("karpenter.sh/discovery", "de*")]),
+            &g
+        ));
+        assert!(!term_matches(
+            &term(
+                None,
+                None,
+                &[("karpenter.sh/discovery", "demo"), ("team", "b")]
+            ),
+            &g
+        ));
         assert!(!term_matches(&term(None, None, &[("missing", "*")]), &g));
         assert!(!term_matches(&term(None, None, &[]), &g));
     }

@@ -1,0 +1,265 @@
+//! One sentence per reason: given these facts, this condition has this status and reason.
+//! `every_reason_is_proven_by_a_sentence` fails when a reason has no row. Pure.
+
+use crate::evaluate;
+use crate::facts::{Facts, Observed, Settings, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::{
+    ConditionStatus, ConditionType, KarpenterHealthStatus, Reason, Severity,
+};
+
+/// Evaluates `facts` at the fixture's `now` with default settings.
+pub(crate) fn status(facts: &Facts) -> KarpenterHealthStatus {
+    evaluate(facts, &Settings::default(), None, now())
+}
+
+/// Asserts the condition's status and reason, that a False reason comes with an Error finding,
+/// and that `Ready` agrees.
+pub(crate) fn expect(facts: Facts, ty: ConditionType, want: ConditionStatus, reason: Reason) {
+    let status = status(&facts);
+    let c = status.condition(ty).expect("every condition is present");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        (want.as_str(), reason.as_str()),
+        "{ty}: {}",
+        c.message
+    );
+    assert!(!c.message.is_empty(), "{ty} has an empty message");
+    if want == ConditionStatus::False && ty != ConditionType::Ready {
+        assert!(
+            status.findings.iter().any(|f| f.condition_type == ty
+                && f.severity == Severity::Error
+                && f.reason == reason.as_str()),
+            "{ty} False without an Error finding: {:#?}",
+            status.findings
+        );
+        let ready = status.condition(ConditionType::Ready).expect("Ready");
+        assert_eq!(ready.status, "False");
+    }
+}
+
+fn break_aws(f: &mut Facts, cause: UnknownCause) {
+    f.aws.node_role = Some(unknown(cause));
+}
+
+macro_rules! sentences {
+    ($($name:ident: $facts:expr => $ty:ident is $status:ident because $reason:ident;)+) => {
+        $(
+            #[test]
+            fn $name() {
+                expect($facts, ConditionType::$ty, ConditionStatus::$status, Reason::$reason);
+            }
+        )+
+        /// Every reason some sentence proves.
+        const PROVEN: &[Reason] = &[$(Reason::$reason),+];
+    };
+}
+
+sentences! {
+    // Shared Unknown causes.
+    an_iam_access_denied_makes_node_role_ready_unknown_with_aws_access_denied:
+        Facts::healthy().with(|f| break_aws(f, UnknownCause::AccessDenied))
+        => NodeRoleReady is Unknown because AwsAccessDenied;
+    a_throttled_security_group_lookup_makes_security_groups_ready_unknown_with_aws_throttled:
+        Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
+        => SecurityGroupsReady is Unknown because AwsThrottled;
+    an_unreachable_iam_makes_instance_profile_ready_unknown_with_aws_unavailable:
+        Facts::healthy().with(|f| f.aws.instance_profile = Some(unknown(UnknownCause::Unavailable)))
+        => InstanceProfileReady is Unknown because AwsUnavailable;
+    an_endpoint_without_access_entries_in_api_mode_makes_node_role_mapped_unknown_with_aws_unsupported:
+        Facts::healthy().with_authentication_mode(Some("API"))
+            .with(|f| f.aws.node_role_access_entries = unknown(UnknownCause::Unsupported))
+        => NodeRoleMapped is Unknown because AwsUnsupported;
+    an_unsynced_aws_auth_watch_makes_node_role_mapped_unknown_with_not_observed:
+        Facts::healthy().with_authentication_mode(None)
+            .with(|f| f.cluster.aws_auth = unknown(UnknownCause::NotObserved))
+        => NodeRoleMapped is Unknown because NotObserved;
+    an_unreadable_karpenter_image_tag_in_an_isolated_region_is_karpenter_version_unknown:
+        Facts::healthy().with_region("us-iso-east-1").with_karpenter_version("latest")
+        => MetadataOptionsSupported is Unknown because KarpenterVersionUnknown;
+    karpenter_settings_without_a_cluster_name_make_cluster_identity_unknown_with_cluster_name_unknown:
+        Facts::healthy().with(|f| if let Observed::Found(k) = &mut f.cluster.karpenter { k.cluster_name = None })
+        => ClusterIdentityUnique is Unknown because ClusterNameUnknown;
+    an_operator_without_a_region_cannot_judge_metadata_options_and_says_region_unknown:
+        Facts::healthy().with(|f| f.aws.region = None)
+        => MetadataOptionsSupported is Unknown because RegionUnknown;
+
+    // InstanceProfileReady.
+    a_generated_profile_holding_spec_role_is_instance_profile_valid:
+        Facts::healthy() => InstanceProfileReady is True because InstanceProfileValid;
+    spec_role_before_karpenter_wrote_status_instance_profile_is_instance_profile_not_resolved:
+        Facts::healthy().with(|f| { if let Some(s) = f.cluster.node_class.status.as_mut() { s.instance_profile = None } f.aws.instance_profile = None })
+        => InstanceProfileReady is Unknown because InstanceProfileNotResolved;
+    spec_instance_profile_given_as_an_arn_is_instance_profile_is_arn:
+        Facts::healthy().with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/KarpenterNodeInstanceProfile", false)
+        => InstanceProfileReady is False because InstanceProfileIsArn;
+    spec_instance_profile_with_a_space_is_instance_profile_name_invalid:
+        Facts::healthy().with_instance_profile_spec("my profile", false)
+        => InstanceProfileReady is False because InstanceProfileNameInvalid;
+    spec_instance_profile_absent_from_iam_is_instance_profile_not_found:
+        Facts::healthy().with_instance_profile_spec("KarpenterNodeInstanceProfile", false)
+        => InstanceProfileReady is False because InstanceProfileNotFound;
+    a_profile_without_a_role_is_instance_profile_has_no_role:
+        Facts::healthy().with(|f| if let Some(Observed::Found(p)) = &mut f.aws.instance_profile { p.roles.clear() })
+        => InstanceProfileReady is False because InstanceProfileHasNoRole;
+    a_profile_holding_another_role_than_spec_role_is_instance_profile_role_mismatch:
+        Facts::healthy().with(|f| if let Some(Observed::Found(p)) = &mut f.aws.instance_profile { p.roles[0].name = "SomeoneElsesRole".into() })
+        => InstanceProfileReady is False because InstanceProfileRoleMismatch;
+
+    // NodeRoleReady.
+    a_role_trusting_ec2_with_all_policies_is_node_role_valid:
+        Facts::healthy() => NodeRoleReady is True because NodeRoleValid;
+    a_profile_without_a_role_leaves_the_node_role_not_resolved:
+        Facts::healthy().with_instance_profile_spec("KarpenterNodeInstanceProfile", true)
+            .with(|f| { f.aws.node_role = None; if let Some(Observed::Found(p)) = &mut f.aws.instance_profile { p.roles.clear() } })
+        => NodeRoleReady is Unknown because NodeRoleNotResolved;
+    a_role_absent_from_iam_is_node_role_not_found:
+        Facts::healthy().with(|f| f.aws.node_role = Some(Observed::Absent))
+        => NodeRoleReady is False because NodeRoleNotFound;
+    a_role_name_of_65_characters_is_node_role_name_too_long:
+        Facts::healthy().with(|f| { f.cluster.node_class.spec.role = Some(format!("KarpenterNodeRole-{}", "c".repeat(47))); f.aws.node_role = Some(Observed::Absent) })
+        => NodeRoleReady is False because NodeRoleNameTooLong;
+    a_role_trusting_only_lambda_is_node_role_trust_policy_invalid:
+        Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.node_role { r.assume_role_policy_document = Some(trust_policy_for("lambda.amazonaws.com")) })
+        => NodeRoleReady is False because NodeRoleTrustPolicyInvalid;
+    a_role_with_an_unreadable_trust_policy_is_node_role_trust_policy_invalid:
+        Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.node_role { r.assume_role_policy_document = Some("%7B%7D".into()) })
+        => NodeRoleReady is False because NodeRoleTrustPolicyInvalid;
+    a_role_without_the_worker_node_policy_is_node_role_missing_policies:
+        Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.node_role {
+            r.attached_policy_arns = Observed::Found(vec![managed_policy_arn("AmazonEKS_CNI_Policy"), managed_policy_arn("AmazonEC2ContainerRegistryReadOnly")]) })
+        => NodeRoleReady is False because NodeRoleMissingPolicies;
+
+    // NodeRoleMapped.
+    an_aws_auth_entry_with_node_username_and_groups_is_node_role_mapped_in_aws_auth:
+        Facts::healthy() => NodeRoleMapped is True because NodeRoleMappedInAwsAuth;
+    an_ec2_linux_access_entry_in_api_mode_is_node_role_has_access_entry:
+        Facts::healthy().with_authentication_mode(Some("API")).with_access_entry("EC2_LINUX")
+        => NodeRoleMapped is True because NodeRoleHasAccessEntry;
+    a_config_map_cluster_without_aws_auth_is_aws_auth_missing:
+        Facts::healthy().with_authentication_mode(None).with(|f| f.cluster.aws_auth = Observed::Absent)
+        => NodeRoleMapped is False because AwsAuthMissing;
+    an_aws_auth_with_broken_yaml_is_aws_auth_malformed:
+        Facts::healthy().with_authentication_mode(Some("CONFIG_MAP")).with_map_roles("- rolearn: [unclosed\n")
+        => NodeRoleMapped is False because AwsAuthMalformed;
+    an_aws_auth_mapping_only_other_roles_is_node_role_not_mapped:
+        Facts::healthy().with_map_roles(&node_mapping(&role_arn("SomeOtherRole")))
+        => NodeRoleMapped is False because NodeRoleNotMapped;
+    api_mode_ignores_a_correct_aws_auth_and_is_node_role_not_mapped:
+        Facts::healthy().with_authentication_mode(Some("API"))
+        => NodeRoleMapped is False because NodeRoleNotMapped;
+    the_controller_role_mapped_as_a_node_is_controller_role_mapped_instead:
+        Facts::healthy().with_map_roles(&node_mapping(&role_arn(CONTROLLER_ROLE)))
+        => NodeRoleMapped is False because ControllerRoleMappedInstead;
+    the_node_role_mapped_with_its_iam_path_is_node_role_mapped_with_path:
+        Facts::healthy().with_map_roles(&node_mapping(&format!("arn:aws:iam::{ACCOUNT}:role/karpenter/{NODE_ROLE}")))
+        => NodeRoleMapped is False because NodeRoleMappedWithPath;
+    a_node_mapping_without_system_bootstrappers_is_node_role_mapping_missing_groups:
+        Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n", role_arn(NODE_ROLE)))
+        => NodeRoleMapped is False because NodeRoleMappingMissingGroups;
+    a_node_mapping_with_a_fixed_username_is_node_role_mapping_wrong_username:
+        Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: karpenter-node\n  groups: [system:bootstrappers, system:nodes]\n", role_arn(NODE_ROLE)))
+        => NodeRoleMapped is False because NodeRoleMappingWrongUsername;
+    a_standard_access_entry_for_the_node_role_is_access_entry_wrong_type:
+        Facts::healthy().with_access_entry("STANDARD")
+        => NodeRoleMapped is False because AccessEntryWrongType;
+
+    // SecurityGroupsReady.
+    selectors_resolving_to_one_cluster_tagged_group_are_security_groups_valid:
+        Facts::healthy() => SecurityGroupsReady is True because SecurityGroupsValid;
+    selectors_matching_nothing_are_security_groups_not_found:
+        Facts::healthy().with(|f| f.aws.security_groups = Observed::Found(vec![security_group("sg-0unrelated", &[("team", "x")])]))
+        => SecurityGroupsReady is False because SecurityGroupsNotFound;
+    a_selected_group_tagged_only_for_another_cluster_is_security_group_tagged_for_other_cluster:
+        Facts::healthy().with(|f| f.aws.security_groups = Observed::Found(vec![
+            security_group(SECURITY_GROUP, &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/demo", "owned")]),
+            security_group("sg-0prod", &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/prod", "owned")]),
+        ]))
+        => SecurityGroupsReady is False because SecurityGroupTaggedForOtherCluster;
+
+    // ClusterIdentityUnique.
+    a_matching_name_and_only_claimed_instances_are_cluster_identity_verified:
+        Facts::healthy() => ClusterIdentityUnique is True because ClusterIdentityVerified;
+    no_eks_cluster_with_karpenters_cluster_name_is_karpenter_cluster_name_mismatch:
+        Facts::healthy().with(|f| f.aws.eks_cluster = Observed::Absent)
+        => ClusterIdentityUnique is False because KarpenterClusterNameMismatch;
+    an_operator_told_another_cluster_name_than_karpenter_is_karpenter_cluster_name_mismatch:
+        Facts::healthy().with(|f| f.cluster.configured_cluster_name = Some("demo-prod".into()))
+        => ClusterIdentityUnique is False because KarpenterClusterNameMismatch;
+    an_unclaimed_instance_with_this_name_in_another_vpc_is_cluster_name_shared_with_other_cluster:
+        Facts::healthy().with_cluster_instance(instance("i-0foreign", CLUSTER, "vpc-0other", 3))
+        => ClusterIdentityUnique is False because ClusterNameSharedWithOtherCluster;
+    an_unclaimed_instance_older_than_garbage_collection_is_cluster_name_shared_with_other_cluster:
+        Facts::healthy().with_cluster_instance(instance("i-0survivor", CLUSTER, VPC, 90))
+        => ClusterIdentityUnique is False because ClusterNameSharedWithOtherCluster;
+
+    // MetadataOptionsSupported.
+    a_commercial_region_is_metadata_options_accepted:
+        Facts::healthy() => MetadataOptionsSupported is True because MetadataOptionsAccepted;
+    karpenter_1_6_in_us_isob_east_1_is_http_protocol_ipv6_unsupported_in_region:
+        Facts::healthy().with_region("us-isob-east-1").with_karpenter_version("v1.6.2")
+        => MetadataOptionsSupported is False because HttpProtocolIPv6UnsupportedInRegion;
+
+    // LabelsAllowed.
+    well_known_labels_only_are_no_restricted_labels:
+        Facts::healthy() => LabelsAllowed is True because NoRestrictedLabels;
+    a_nodepool_label_in_karpenter_sh_is_restricted_label_domain:
+        Facts::healthy().with(|f| { f.cluster.node_pools[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
+        => LabelsAllowed is False because RestrictedLabelDomain;
+
+    // KarpenterStatusConsistent.
+    a_reconciled_consistent_karpenter_status_is_karpenter_status_current:
+        Facts::healthy() => KarpenterStatusConsistent is True because KarpenterStatusCurrent;
+    validation_unknown_for_an_hour_under_instance_profile_ready_true_is_validation_stuck:
+        Facts::healthy().with_karpenter_condition(karpenter_condition("ValidationSucceeded", "Unknown", mins_ago(60)))
+        => KarpenterStatusConsistent is False because ValidationStuck;
+    ready_true_beside_subnets_ready_false_is_ready_contradicts_dependents:
+        Facts::healthy().with_karpenter_condition(karpenter_condition("SubnetsReady", "False", mins_ago(5)))
+        => KarpenterStatusConsistent is False because ReadyContradictsDependents;
+    a_status_two_generations_behind_for_an_hour_is_status_stale:
+        Facts::healthy().with(|f| { f.cluster.node_class.metadata.generation = Some(3); f.cluster.node_class_generation_seen_at = Some(mins_ago(60)); })
+        => KarpenterStatusConsistent is False because StatusStale;
+
+    // NodeClaimsRegistered.
+    a_registered_nodeclaim_is_nodeclaims_registering:
+        Facts::healthy() => NodeClaimsRegistered is True because NodeClaimsRegistering;
+    a_nodeclaim_launched_an_hour_ago_and_still_unregistered_is_nodeclaims_not_registering:
+        Facts::healthy().with_node_claim(node_claim("default-stuck", "i-0stuck", 60, false))
+        => NodeClaimsRegistered is False because NodeClaimsNotRegistering;
+
+    // Ready.
+    all_sub_conditions_true_is_all_checks_passed:
+        Facts::healthy() => Ready is True because AllChecksPassed;
+    one_false_sub_condition_is_checks_failed:
+        Facts::healthy().with(|f| f.aws.node_role = Some(Observed::Absent))
+        => Ready is False because ChecksFailed;
+    one_unknown_and_no_false_sub_condition_is_checks_unknown:
+        Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
+        => Ready is Unknown because ChecksUnknown;
+}
+
+#[test]
+fn the_pending_status_before_the_first_evaluation_is_pending() {
+    let outcomes = [];
+    let status = crate::render::render(&Facts::healthy(), &outcomes, None, now());
+    for &ty in ConditionType::sub_conditions() {
+        assert_eq!(
+            status.condition(ty).map(|c| c.reason.as_str()),
+            Some("Pending")
+        );
+    }
+}
+
+#[test]
+fn every_reason_is_proven_by_a_sentence() {
+    let mut missing: Vec<Reason> = Reason::ALL
+        .iter()
+        .copied()
+        .filter(|r| !PROVEN.contains(r) && *r != Reason::Pending)
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "reasons without a sentence test: {missing:?}"
+    );
+}
