@@ -1,2 +1,23 @@
-//! IO adapter for AWS: reads IAM, EC2, EKS and STS facts for the checks. Does IO.
+//! IO adapter for AWS: reads IAM, EC2, EKS and STS facts for the checks, through narrow ports,
+//! a shared single-flight TTL cache and client-side rate limits, and classifies every failure
+//! into the engine's tri-state. Does IO.
+//!
+//! Entry point: [`AwsObserver`] (or the [`AwsFactsSource`] port the operator holds).
 #![forbid(unsafe_code)]
+
+pub mod cache;
+pub mod classify;
+#[cfg(feature = "fake")]
+pub mod fake;
+pub mod limits;
+pub mod metrics;
+pub mod observer;
+pub mod ports;
+pub mod sdk;
+
+pub use limits::{Rate, RateLimits};
+pub use metrics::{CallCount, CallStats, Outcome};
+pub use observer::{
+    AwsFactsSource, AwsObservation, AwsObserver, AwsRequest, ObserverOptions, StaleFact,
+};
+pub use sdk::{SdkOptions, Timeouts};

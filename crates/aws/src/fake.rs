@@ -1,0 +1,428 @@
+//! Programmable in-memory AWS behind the ports, and a fixed [`AwsFactsSource`], for unit tests
+//! of the adapter and the operator and for call-budget proofs at sizes an emulator cannot seed.
+//! No IO.
+//!
+//! The fake answers like AWS does where the adapter depends on it: EC2 filters (ANDed, values
+//! ORed), pagination with `MaxResults`/`NextToken`, IAM markers, `NoSuchEntity`-style absence.
+//! Errors can be injected per operation, persistently or for the next N calls.
+
+use crate::observer::AwsFactsSource;
+use crate::ports::{
+    CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData, StsApi,
+};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use karpenter_health_checks::facts::{
+    AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts,
+    SecurityGroupFacts,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// What the fake AWS holds. Edit it with [`FakeAws::with`].
+#[derive(Clone, Debug)]
+pub struct FakeState {
+    pub account: AccountFacts,
+    pub instance_profiles: BTreeMap<String, InstanceProfileFacts>,
+    pub roles: BTreeMap<String, RoleData>,
+    /// Attached managed policy ARNs by role name.
+    pub attached_policies: BTreeMap<String, Vec<String>>,
+    pub clusters: BTreeMap<String, EksClusterFacts>,
+    /// Access entries by cluster name.
+    pub access_entries: BTreeMap<String, Vec<AccessEntryFacts>>,
+    /// `false` answers access-entry calls like moto does (an HTML 404).
+    pub access_entries_supported: bool,
+    pub security_groups: Vec<SecurityGroupFacts>,
+    pub instances: Vec<InstanceFacts>,
+    /// IAM `MaxItems` of ListAttachedRolePolicies pages.
+    pub iam_page_size: usize,
+    /// EKS page size of ListAccessEntries.
+    pub eks_page_size: usize,
+    /// Latency of every call (tokio time).
+    pub latency: Duration,
+}
+
+impl Default for FakeState {
+    fn default() -> Self {
+        Self {
+            account: AccountFacts {
+                account_id: "123456789012".into(),
+                partition: "aws".into(),
+            },
+            instance_profiles: BTreeMap::new(),
+            roles: BTreeMap::new(),
+            attached_policies: BTreeMap::new(),
+            clusters: BTreeMap::new(),
+            access_entries: BTreeMap::new(),
+            access_entries_supported: true,
+            security_groups: Vec::new(),
+            instances: Vec::new(),
+            iam_page_size: 100,
+            eks_page_size: 100,
+            latency: Duration::ZERO,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    /// Returned by every call of the operation until healed.
+    always: BTreeMap<String, CallError>,
+    /// Returned by the next calls of the operation, in order.
+    next: BTreeMap<String, VecDeque<CallError>>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: FakeState,
+    faults: Faults,
+    /// Operation names of the calls received, in order.
+    calls: Vec<String>,
+    /// `MaxResults` of each DescribeInstances call.
+    instance_page_sizes: Vec<i32>,
+}
+
+/// The fake; implements all four ports. Cheap to clone (shared state).
+#[derive(Clone, Debug, Default)]
+pub struct FakeAws {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl FakeAws {
+    pub fn new(state: FakeState) -> Self {
+        Self {
+            shared: Arc::new(Mutex::new(Shared {
+                state,
+                ..Default::default()
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Edits the state.
+    pub fn with<R>(&self, f: impl FnOnce(&mut FakeState) -> R) -> R {
+        f(&mut self.lock().state)
+    }
+
+    /// Every call of `operation` fails with `err` until [`FakeAws::heal`].
+    pub fn fail(&self, operation: &str, err: CallError) {
+        self.lock().faults.always.insert(operation.to_owned(), err);
+    }
+
+    /// The next call of `operation` fails with `err` (queued after earlier ones).
+    pub fn fail_next(&self, operation: &str, err: CallError) {
+        self.lock()
+            .faults
+            .next
+            .entry(operation.to_owned())
+            .or_default()
+            .push_back(err);
+    }
+
+    /// Removes every injected fault.
+    pub fn heal(&self) {
+        self.lock().faults = Faults::default();
+    }
+
+    /// Calls of `operation` received so far.
+    pub fn calls(&self, operation: &str) -> usize {
+        self.lock().calls.iter().filter(|c| *c == operation).count()
+    }
+
+    /// All calls received so far, in order.
+    pub fn call_log(&self) -> Vec<String> {
+        self.lock().calls.clone()
+    }
+
+    /// `MaxResults` of each DescribeInstances call so far.
+    pub fn instance_page_sizes(&self) -> Vec<i32> {
+        self.lock().instance_page_sizes.clone()
+    }
+
+    /// Forgets the calls received and the faults; keeps the state.
+    pub fn reset_calls(&self) {
+        let mut s = self.lock();
+        s.calls.clear();
+        s.instance_page_sizes.clear();
+        s.faults = Faults::default();
+    }
+
+    /// Records the call when it is sent (polled), then returns the injected fault or
+    /// `answer(state)`.
+    fn answer<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        answer: impl FnOnce(&FakeState) -> PortResult<T> + Send + 'static,
+    ) -> BoxFuture<'static, PortResult<T>> {
+        let this = self.clone();
+        async move {
+            let (latency, result) = {
+                let mut s = this.lock();
+                s.calls.push(operation.to_owned());
+                let injected = match s
+                    .faults
+                    .next
+                    .get_mut(operation)
+                    .and_then(VecDeque::pop_front)
+                {
+                    Some(e) => Some(e),
+                    None => s.faults.always.get(operation).cloned(),
+                };
+                let result = match injected {
+                    Some(e) => Err(e),
+                    None => answer(&s.state),
+                };
+                (s.state.latency, result)
+            };
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            result
+        }
+        .boxed()
+    }
+}
+
+/// The error the fake answers for a missing named object.
+pub fn absent(code: &str) -> CallError {
+    CallError::new(ErrorKind::Absent, "not found")
+        .with_code(code)
+        .with_status(404)
+}
+
+/// An AWS-style throttling error.
+pub fn throttled() -> CallError {
+    CallError::new(ErrorKind::Throttled, "Rate exceeded")
+        .with_code("Throttling")
+        .with_status(400)
+}
+
+fn tags_match(tags: &BTreeMap<String, String>, filter: &Filter) -> Option<bool> {
+    if filter.name == "tag-key" {
+        return Some(filter.values.iter().any(|k| tags.contains_key(k)));
+    }
+    let key = filter.name.strip_prefix("tag:")?;
+    Some(
+        tags.get(key)
+            .is_some_and(|v| filter.values.iter().any(|want| want == v)),
+    )
+}
+
+fn sg_matches(g: &SecurityGroupFacts, filters: &[Filter]) -> bool {
+    filters.iter().all(|f| match f.name.as_str() {
+        "group-id" => f.values.contains(&g.id),
+        "group-name" => f.values.contains(&g.name),
+        "vpc-id" => g.vpc_id.as_ref().is_some_and(|v| f.values.contains(v)),
+        _ => tags_match(&g.tags, f).unwrap_or(false),
+    })
+}
+
+fn instance_matches(i: &InstanceFacts, filters: &[Filter]) -> bool {
+    filters.iter().all(|f| match f.name.as_str() {
+        "instance-state-name" => f.values.contains(&i.state),
+        "vpc-id" => i.vpc_id.as_ref().is_some_and(|v| f.values.contains(v)),
+        _ => tags_match(&i.tags, f).unwrap_or(false),
+    })
+}
+
+/// One page of `items` starting at the numeric `token`.
+fn page<T: Clone>(items: Vec<T>, size: usize, token: Option<String>) -> PortResult<Page<T>> {
+    let start = match token {
+        Some(t) => t.parse::<usize>().map_err(|_| {
+            CallError::new(ErrorKind::Unsupported, "invalid token")
+                .with_code("InvalidParameterValue")
+                .with_status(400)
+        })?,
+        None => 0,
+    };
+    let size = size.max(1);
+    let end = (start + size).min(items.len());
+    let slice = items.get(start..end).unwrap_or_default().to_vec();
+    Ok(Page {
+        items: slice,
+        next: (end < items.len()).then(|| end.to_string()),
+    })
+}
+
+impl IamApi for FakeAws {
+    fn get_instance_profile<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, PortResult<InstanceProfileFacts>> {
+        let name = name.to_owned();
+        self.answer("GetInstanceProfile", move |s| {
+            s.instance_profiles
+                .get(&name)
+                .cloned()
+                .ok_or_else(|| absent("NoSuchEntity"))
+        })
+    }
+
+    fn get_role<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<RoleData>> {
+        let name = name.to_owned();
+        self.answer("GetRole", move |s| {
+            s.roles
+                .get(&name)
+                .cloned()
+                .ok_or_else(|| absent("NoSuchEntity"))
+        })
+    }
+
+    fn list_attached_role_policies<'a>(
+        &'a self,
+        role_name: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        let name = role_name.to_owned();
+        self.answer("ListAttachedRolePolicies", move |s| {
+            if !s.roles.contains_key(&name) {
+                return Err(absent("NoSuchEntity"));
+            }
+            let arns = s.attached_policies.get(&name).cloned().unwrap_or_default();
+            page(arns, s.iam_page_size, marker)
+        })
+    }
+}
+
+impl Ec2Api for FakeAws {
+    fn describe_security_groups<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SecurityGroupFacts>>> {
+        let filters = filters.to_vec();
+        self.answer("DescribeSecurityGroups", move |s| {
+            let found: Vec<_> = s
+                .security_groups
+                .iter()
+                .filter(|g| sg_matches(g, &filters))
+                .cloned()
+                .collect();
+            page(found, 1000, next_token)
+        })
+    }
+
+    fn describe_instances<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        max_results: i32,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<InstanceFacts>>> {
+        let filters = filters.to_vec();
+        let this = self.clone();
+        let answer = self.answer("DescribeInstances", move |s| {
+            let found: Vec<_> = s
+                .instances
+                .iter()
+                .filter(|i| instance_matches(i, &filters))
+                .cloned()
+                .collect();
+            page(
+                found,
+                usize::try_from(max_results).unwrap_or(1000),
+                next_token,
+            )
+        });
+        async move {
+            this.lock().instance_page_sizes.push(max_results);
+            answer.await
+        }
+        .boxed()
+    }
+}
+
+fn unsupported() -> CallError {
+    CallError::new(ErrorKind::Unsupported, "response without an AWS error code").with_status(404)
+}
+
+impl EksApi for FakeAws {
+    fn describe_cluster<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EksClusterFacts>> {
+        let name = name.to_owned();
+        self.answer("DescribeCluster", move |s| {
+            s.clusters
+                .get(&name)
+                .cloned()
+                .ok_or_else(|| absent("ResourceNotFoundException"))
+        })
+    }
+
+    fn list_access_entries<'a>(
+        &'a self,
+        cluster: &'a str,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        let cluster = cluster.to_owned();
+        self.answer("ListAccessEntries", move |s| {
+            if !s.access_entries_supported {
+                return Err(unsupported());
+            }
+            if !s.clusters.contains_key(&cluster) {
+                return Err(absent("ResourceNotFoundException"));
+            }
+            let arns = s
+                .access_entries
+                .get(&cluster)
+                .map(|es| es.iter().map(|e| e.principal_arn.clone()).collect())
+                .unwrap_or_default();
+            page(arns, s.eks_page_size, next_token)
+        })
+    }
+
+    fn describe_access_entry<'a>(
+        &'a self,
+        cluster: &'a str,
+        principal_arn: &'a str,
+    ) -> BoxFuture<'a, PortResult<AccessEntryFacts>> {
+        let (cluster, arn) = (cluster.to_owned(), principal_arn.to_owned());
+        self.answer("DescribeAccessEntry", move |s| {
+            if !s.access_entries_supported {
+                return Err(unsupported());
+            }
+            s.access_entries
+                .get(&cluster)
+                .and_then(|es| es.iter().find(|e| e.principal_arn == arn))
+                .cloned()
+                .ok_or_else(|| absent("ResourceNotFoundException"))
+        })
+    }
+}
+
+impl StsApi for FakeAws {
+    fn get_caller_identity(&self) -> BoxFuture<'_, PortResult<AccountFacts>> {
+        self.answer("GetCallerIdentity", |s| Ok(s.account.clone()))
+    }
+}
+
+/// An [`AwsFactsSource`] that answers the same facts to every request (settable), for tests of
+/// the operator.
+#[derive(Debug, Default)]
+pub struct FixedFacts {
+    facts: Mutex<AwsFacts>,
+}
+
+impl FixedFacts {
+    pub fn new(facts: AwsFacts) -> Self {
+        Self {
+            facts: Mutex::new(facts),
+        }
+    }
+
+    pub fn set(&self, facts: AwsFacts) {
+        *self.facts.lock().unwrap_or_else(PoisonError::into_inner) = facts;
+    }
+}
+
+impl AwsFactsSource for FixedFacts {
+    fn observe<'a>(&'a self, _request: &'a crate::observer::AwsRequest) -> BoxFuture<'a, AwsFacts> {
+        let facts = self
+            .facts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        futures::future::ready(facts).boxed()
+    }
+}

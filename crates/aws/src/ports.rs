@@ -1,0 +1,202 @@
+//! The narrow ports to AWS: one trait per service listing only the calls the adapter makes, with
+//! plain-data results and classified errors. No IO here; `sdk.rs` implements them over the AWS
+//! SDK and `fake.rs` in memory.
+//!
+//! Ports speak in the check engine's fact types where they fit, so the observer does no SDK type
+//! juggling and a fake is a few lines. A port call is one AWS request (one page).
+
+use futures::future::BoxFuture;
+use karpenter_health_checks::facts::{
+    AccessEntryFacts, AccountFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts,
+    SecurityGroupFacts, UnknownCause,
+};
+use std::fmt;
+
+/// The AWS service a call goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Service {
+    Iam,
+    Ec2,
+    Eks,
+    Sts,
+}
+
+impl Service {
+    /// Lower-case name, as in metrics labels and SigV4 scopes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Service::Iam => "iam",
+            Service::Ec2 => "ec2",
+            Service::Eks => "eks",
+            Service::Sts => "sts",
+        }
+    }
+
+    /// Display name, as in condition messages.
+    pub fn display(self) -> &'static str {
+        match self {
+            Service::Iam => "IAM",
+            Service::Ec2 => "EC2",
+            Service::Eks => "EKS",
+            Service::Sts => "STS",
+        }
+    }
+}
+
+/// How a failed call failed, after classification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// A successful answer that the named thing does not exist (`NoSuchEntity`,
+    /// `InvalidGroup.NotFound`, `ResourceNotFoundException`, IAM `ValidationError` on a name).
+    Absent,
+    AccessDenied,
+    Throttled,
+    Unavailable,
+    Unsupported,
+}
+
+impl ErrorKind {
+    /// The engine's cause for an unknown fact; `None` for [`ErrorKind::Absent`], which is a proof.
+    pub fn unknown_cause(self) -> Option<UnknownCause> {
+        match self {
+            ErrorKind::Absent => None,
+            ErrorKind::AccessDenied => Some(UnknownCause::AccessDenied),
+            ErrorKind::Throttled => Some(UnknownCause::Throttled),
+            ErrorKind::Unavailable => Some(UnknownCause::Unavailable),
+            ErrorKind::Unsupported => Some(UnknownCause::Unsupported),
+        }
+    }
+}
+
+/// A classified call failure. `code`/`message` are what AWS said; `detail` is for humans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallError {
+    pub kind: ErrorKind,
+    /// AWS error code (`Throttling`, `NoSuchEntity`, ...), when the response carried one.
+    pub code: Option<String>,
+    /// HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// Error message or transport error text (no request ids: it ends up in condition messages,
+    /// which must not change on every refresh).
+    pub message: String,
+}
+
+impl CallError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            code: None,
+            status: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.code, self.message.is_empty()) {
+            (Some(code), false) => write!(f, "{code}: {}", self.message)?,
+            (Some(code), true) => f.write_str(code)?,
+            (None, _) => f.write_str(&self.message)?,
+        }
+        if let Some(status) = self.status {
+            write!(f, " (HTTP {status})")?;
+        }
+        Ok(())
+    }
+}
+
+pub type PortResult<T> = Result<T, CallError>;
+
+/// One page of a paginated answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Token (or IAM marker) for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// An EC2 `Filter`: values of one filter are ORed, filters are ANDed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Filter {
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+impl Filter {
+    pub fn new(
+        name: impl Into<String>,
+        values: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            values: values.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// What GetRole returns that the facts need (attached policies come from their own call).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoleData {
+    pub name: String,
+    pub arn: String,
+    pub path: String,
+    pub assume_role_policy_document: Option<String>,
+}
+
+pub trait IamApi: Send + Sync {
+    fn get_instance_profile<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, PortResult<InstanceProfileFacts>>;
+    fn get_role<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<RoleData>>;
+    /// One page of attached managed policy ARNs; `marker` from the previous page.
+    fn list_attached_role_policies<'a>(
+        &'a self,
+        role_name: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>>;
+}
+
+pub trait Ec2Api: Send + Sync {
+    fn describe_security_groups<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SecurityGroupFacts>>>;
+    fn describe_instances<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        max_results: i32,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<InstanceFacts>>>;
+}
+
+pub trait EksApi: Send + Sync {
+    fn describe_cluster<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EksClusterFacts>>;
+    /// One page of principal ARNs that have an access entry.
+    fn list_access_entries<'a>(
+        &'a self,
+        cluster: &'a str,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>>;
+    fn describe_access_entry<'a>(
+        &'a self,
+        cluster: &'a str,
+        principal_arn: &'a str,
+    ) -> BoxFuture<'a, PortResult<AccessEntryFacts>>;
+}
+
+pub trait StsApi: Send + Sync {
+    fn get_caller_identity(&self) -> BoxFuture<'_, PortResult<AccountFacts>>;
+}

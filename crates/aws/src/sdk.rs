@@ -1,0 +1,430 @@
+//! The ports implemented over the AWS SDK clients, with timeouts and bounded standard retries.
+//! Does IO (every method is one AWS request).
+//!
+//! Endpoints, credentials and region come from the `SdkConfig` the caller loaded with the
+//! standard chain; `aws_sdk_*::config::Builder::from(&SdkConfig)` also applies the per-service
+//! `AWS_ENDPOINT_URL_<SERVICE>` overrides of the environment.
+
+use crate::classify::classify;
+use crate::ports::{
+    CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData, Service,
+    StsApi,
+};
+use aws_config::SdkConfig;
+use aws_smithy_types::retry::RetryConfig;
+use aws_smithy_types::timeout::TimeoutConfig;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use karpenter_health_checks::facts::{
+    AccessEntryFacts, AccountFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts, RoleRef,
+    SecurityGroupFacts,
+};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Time limits of one SDK operation. aws-sdk-rust sets none by default but the connect timeout,
+/// so a hung endpoint would block a reconcile forever without these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// One HTTP attempt.
+    pub attempt: Duration,
+    /// The whole operation, retries and backoff included.
+    pub operation: Duration,
+}
+
+impl Timeouts {
+    fn config(&self) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .connect_timeout(self.connect)
+            .operation_attempt_timeout(self.attempt)
+            .operation_timeout(self.operation)
+            .build()
+    }
+}
+
+/// How the SDK clients are built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SdkOptions {
+    /// Every call but DescribeInstances.
+    pub timeouts: Timeouts,
+    /// DescribeInstances pages: 1,000 instances are megabytes of XML and take seconds.
+    pub sweep_timeouts: Timeouts,
+    /// Standard retry mode attempts, the first included.
+    pub max_attempts: u32,
+    /// First retry backoff (the SDK doubles it, with jitter, up to 20 s).
+    pub initial_backoff: Duration,
+}
+
+impl Default for SdkOptions {
+    fn default() -> Self {
+        Self {
+            timeouts: Timeouts {
+                connect: Duration::from_millis(3100),
+                attempt: Duration::from_secs(3),
+                operation: Duration::from_secs(10),
+            },
+            sweep_timeouts: Timeouts {
+                connect: Duration::from_millis(3100),
+                attempt: Duration::from_secs(20),
+                operation: Duration::from_secs(45),
+            },
+            max_attempts: 3,
+            initial_backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The four service clients behind the ports.
+#[derive(Clone, Debug)]
+pub struct SdkPorts {
+    iam: aws_sdk_iam::Client,
+    ec2: aws_sdk_ec2::Client,
+    eks: aws_sdk_eks::Client,
+    sts: aws_sdk_sts::Client,
+    sweep_timeouts: TimeoutConfig,
+}
+
+/// Distinguishes the retry partitions of observers in one process (tests build many): the
+/// standard retry quota is shared per partition name, and one observer's outage must not drain
+/// another's.
+static NEXT_PARTITION: AtomicU64 = AtomicU64::new(0);
+
+impl SdkPorts {
+    pub fn new(config: &SdkConfig, options: &SdkOptions) -> Self {
+        let id = NEXT_PARTITION.fetch_add(1, Ordering::Relaxed);
+        let partition = |service: &str| {
+            aws_smithy_runtime::client::retries::RetryPartition::new(format!(
+                "karpenter-health-{service}-{id}"
+            ))
+        };
+        let retry = RetryConfig::standard()
+            .with_max_attempts(options.max_attempts.max(1))
+            .with_initial_backoff(options.initial_backoff);
+        let timeouts = options.timeouts.config();
+        macro_rules! client {
+            ($sdk:ident, $name:literal) => {
+                $sdk::Client::from_conf(
+                    $sdk::config::Builder::from(config)
+                        .retry_config(retry.clone())
+                        .timeout_config(timeouts.clone())
+                        .retry_partition(partition($name))
+                        .build(),
+                )
+            };
+        }
+        Self {
+            iam: client!(aws_sdk_iam, "iam"),
+            ec2: client!(aws_sdk_ec2, "ec2"),
+            eks: client!(aws_sdk_eks, "eks"),
+            sts: client!(aws_sdk_sts, "sts"),
+            sweep_timeouts: options.sweep_timeouts.config(),
+        }
+    }
+}
+
+fn text(s: Option<&str>) -> String {
+    s.unwrap_or_default().to_owned()
+}
+
+fn ec2_tags(tags: &[aws_sdk_ec2::types::Tag]) -> BTreeMap<String, String> {
+    tags.iter()
+        .filter_map(|t| Some((t.key()?.to_owned(), text(t.value()))))
+        .collect()
+}
+
+fn ec2_filters(filters: &[Filter]) -> Vec<aws_sdk_ec2::types::Filter> {
+    filters
+        .iter()
+        .map(|f| {
+            aws_sdk_ec2::types::Filter::builder()
+                .name(&f.name)
+                .set_values(Some(f.values.clone()))
+                .build()
+        })
+        .collect()
+}
+
+fn missing(service: Service, what: &str) -> CallError {
+    // A success without the object is a malformed answer, not a proof of absence.
+    CallError::new(
+        ErrorKind::Unavailable,
+        format!("{} answer without {what}", service.display()),
+    )
+}
+
+fn role_ref(role: &aws_sdk_iam::types::Role) -> RoleRef {
+    RoleRef {
+        name: role.role_name().to_owned(),
+        arn: role.arn().to_owned(),
+        path: role.path().to_owned(),
+    }
+}
+
+impl IamApi for SdkPorts {
+    fn get_instance_profile<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, PortResult<InstanceProfileFacts>> {
+        async move {
+            let out = self
+                .iam
+                .get_instance_profile()
+                .instance_profile_name(name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            let p = out
+                .instance_profile()
+                .ok_or_else(|| missing(Service::Iam, "InstanceProfile"))?;
+            Ok(InstanceProfileFacts {
+                name: p.instance_profile_name().to_owned(),
+                arn: p.arn().to_owned(),
+                path: p.path().to_owned(),
+                roles: p.roles().iter().map(role_ref).collect(),
+            })
+        }
+        .boxed()
+    }
+
+    fn get_role<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<RoleData>> {
+        async move {
+            let out = self
+                .iam
+                .get_role()
+                .role_name(name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            let r = out.role().ok_or_else(|| missing(Service::Iam, "Role"))?;
+            Ok(RoleData {
+                name: r.role_name().to_owned(),
+                arn: r.arn().to_owned(),
+                path: r.path().to_owned(),
+                assume_role_policy_document: r.assume_role_policy_document().map(str::to_owned),
+            })
+        }
+        .boxed()
+    }
+
+    fn list_attached_role_policies<'a>(
+        &'a self,
+        role_name: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        async move {
+            let out = self
+                .iam
+                .list_attached_role_policies()
+                .role_name(role_name)
+                .set_marker(marker)
+                .max_items(100)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            Ok(Page {
+                items: out
+                    .attached_policies()
+                    .iter()
+                    .filter_map(|p| p.policy_arn().map(str::to_owned))
+                    .collect(),
+                next: if out.is_truncated() {
+                    out.marker().map(str::to_owned)
+                } else {
+                    None
+                },
+            })
+        }
+        .boxed()
+    }
+}
+
+impl Ec2Api for SdkPorts {
+    fn describe_security_groups<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SecurityGroupFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_security_groups()
+                .set_filters(Some(ec2_filters(filters)))
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .security_groups()
+                    .iter()
+                    .map(|g| SecurityGroupFacts {
+                        id: text(g.group_id()),
+                        name: text(g.group_name()),
+                        vpc_id: g.vpc_id().map(str::to_owned),
+                        tags: ec2_tags(g.tags()),
+                    })
+                    .collect(),
+                next: out
+                    .next_token()
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_instances<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        max_results: i32,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<InstanceFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_instances()
+                .set_filters(Some(ec2_filters(filters)))
+                .max_results(max_results)
+                .set_next_token(next_token)
+                .customize()
+                .config_override(
+                    aws_sdk_ec2::config::Builder::default()
+                        .timeout_config(self.sweep_timeouts.clone()),
+                )
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            let items = out
+                .reservations()
+                .iter()
+                .flat_map(|r| r.instances())
+                .map(|i| InstanceFacts {
+                    id: text(i.instance_id()),
+                    vpc_id: i.vpc_id().map(str::to_owned),
+                    state: i
+                        .state()
+                        .and_then(|s| s.name())
+                        .map(|n| n.as_str().to_owned())
+                        .unwrap_or_default(),
+                    launch_time: i
+                        .launch_time()
+                        .and_then(|t| jiff::Timestamp::new(t.secs(), t.subsec_nanos() as i32).ok()),
+                    tags: ec2_tags(i.tags()),
+                })
+                .collect();
+            Ok(Page {
+                items,
+                next: out
+                    .next_token()
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned),
+            })
+        }
+        .boxed()
+    }
+}
+
+impl EksApi for SdkPorts {
+    fn describe_cluster<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EksClusterFacts>> {
+        async move {
+            let out = self
+                .eks
+                .describe_cluster()
+                .name(name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Eks, &e))?;
+            let c = out
+                .cluster()
+                .ok_or_else(|| missing(Service::Eks, "cluster"))?;
+            Ok(EksClusterFacts {
+                name: c.name().unwrap_or(name).to_owned(),
+                vpc_id: c
+                    .resources_vpc_config()
+                    .and_then(|v| v.vpc_id())
+                    .map(str::to_owned),
+                authentication_mode: c
+                    .access_config()
+                    .and_then(|a| a.authentication_mode())
+                    .map(|m| m.as_str().to_owned()),
+            })
+        }
+        .boxed()
+    }
+
+    fn list_access_entries<'a>(
+        &'a self,
+        cluster: &'a str,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        async move {
+            let out = self
+                .eks
+                .list_access_entries()
+                .cluster_name(cluster)
+                .max_results(100)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Eks, &e))?;
+            Ok(Page {
+                items: out.access_entries().to_vec(),
+                next: out
+                    .next_token()
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_access_entry<'a>(
+        &'a self,
+        cluster: &'a str,
+        principal_arn: &'a str,
+    ) -> BoxFuture<'a, PortResult<AccessEntryFacts>> {
+        async move {
+            let out = self
+                .eks
+                .describe_access_entry()
+                .cluster_name(cluster)
+                .principal_arn(principal_arn)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Eks, &e))?;
+            let e = out
+                .access_entry()
+                .ok_or_else(|| missing(Service::Eks, "accessEntry"))?;
+            Ok(AccessEntryFacts {
+                principal_arn: e.principal_arn().unwrap_or(principal_arn).to_owned(),
+                type_: text(e.r#type()),
+                username: e.username().map(str::to_owned),
+            })
+        }
+        .boxed()
+    }
+}
+
+impl StsApi for SdkPorts {
+    fn get_caller_identity(&self) -> BoxFuture<'_, PortResult<AccountFacts>> {
+        async move {
+            let out = self
+                .sts
+                .get_caller_identity()
+                .send()
+                .await
+                .map_err(|e| classify(Service::Sts, &e))?;
+            let arn = text(out.arn());
+            // arn:<partition>:sts::<account>:...
+            let partition = arn.split(':').nth(1).unwrap_or_default().to_owned();
+            Ok(AccountFacts {
+                account_id: text(out.account()),
+                partition,
+            })
+        }
+        .boxed()
+    }
+}
