@@ -34,13 +34,23 @@ pub struct IamArn {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArnError {
     Empty,
-    TooLong { len: usize },
+    TooLong {
+        len: usize,
+    },
     NotAnArn,
-    MissingParts { found: usize },
+    MissingParts {
+        found: usize,
+    },
     EmptyPartition,
-    NotIam { service: String },
-    InvalidAccount { account: String },
+    NotIam {
+        service: String,
+    },
+    InvalidAccount {
+        account: String,
+    },
     EmptyResource,
+    /// The resource starts with `/`: no `role`, `instance-profile`, ... before the name.
+    MissingResourceType,
 }
 
 impl fmt::Display for ArnError {
@@ -74,6 +84,7 @@ impl fmt::Display for ArnError {
                 crate::clip(account, 64)
             ),
             Self::EmptyResource => f.write_str("the resource part is empty"),
+            Self::MissingResourceType => f.write_str("the resource has no type before its '/'"),
         }
     }
 }
@@ -125,6 +136,9 @@ pub fn parse_iam(s: &str) -> Result<IamArn, ArnError> {
             account: arn.account,
         });
     }
+    if arn.resource.starts_with('/') {
+        return Err(ArnError::MissingResourceType);
+    }
     let (resource_type, path, name) = match arn.resource.split_once('/') {
         None => (arn.resource.clone(), "/".to_owned(), String::new()),
         Some((ty, rest)) => match rest.rsplit_once('/') {
@@ -167,7 +181,7 @@ impl IamArn {
 
 impl fmt::Display for IamArn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.name.is_empty() {
+        if self.name.is_empty() && !self.has_path() {
             write!(
                 f,
                 "arn:{}:iam::{}:{}",
@@ -243,6 +257,9 @@ mod tests {
         let root = parse_iam("arn:aws:iam::111122223333:root").unwrap();
         assert_eq!(root.resource_type, "root");
         assert_eq!(root.to_string(), "arn:aws:iam::111122223333:root");
+        let odd = parse_iam("arn:aws:iam::111122223333:role/a/").unwrap();
+        assert_eq!((odd.path.as_str(), odd.name.as_str()), ("/a/", ""));
+        assert_eq!(parse_iam(&odd.to_string()), Ok(odd));
     }
 
     #[test]
@@ -265,6 +282,8 @@ mod tests {
                 },
             ),
             ("arn:aws:iam::111122223333:", ArnError::EmptyResource),
+            // Found by the `arn` fuzz target: printed back, it was no longer an ARN.
+            ("arn:a`ws:iam:n:aws:/", ArnError::MissingResourceType),
         ] {
             assert_eq!(parse_iam(input), Err(want), "{input:?}");
         }
