@@ -51,7 +51,7 @@ pub fn docs_markdown() -> String {
             w,
             "| [`{ty}`](#{}) | positive | {} | {feeds} |",
             section(ty),
-            ty.meaning()
+            text(ty.meaning())
         );
     }
 
@@ -127,7 +127,7 @@ pub fn docs_markdown() -> String {
         let _ = writeln!(
             w,
             "{} Polarity: positive (`True` is healthy).\n",
-            ty.meaning()
+            text(ty.meaning())
         );
         if ty == ConditionType::Ready {
             let _ = writeln!(w, "See [The summary: `Ready`](#the-summary-ready).\n");
@@ -144,14 +144,21 @@ pub fn docs_markdown() -> String {
                 let _ = writeln!(w, "<a id=\"{}\"></a>\n", fragment(&warning.docs_anchor()));
                 let _ = writeln!(w, "#### `{}` (warning)\n", warning.as_str());
                 let _ = writeln!(w, "- Severity: Warning");
-                let _ = writeln!(w, "- Meaning: {}", warning.meaning());
-                let _ = writeln!(w, "- Remediation: {}\n", warning.remediation());
+                let _ = writeln!(w, "- Meaning: {}", text(warning.meaning()));
+                let _ = writeln!(w, "- Remediation: {}\n", text(warning.remediation()));
             }
         }
     }
     out.truncate(out.trim_end().len());
     out.push('\n');
     out
+}
+
+/// Table text is plain prose; `<cluster>` would otherwise be read as an HTML tag and vanish.
+fn text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn section(ty: ConditionType) -> String {
@@ -164,8 +171,8 @@ fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
         let _ = writeln!(w, "<a id=\"{}\"></a>\n", fragment(&reason.docs_anchor()));
         let _ = writeln!(w, "#### `{reason}`\n");
         let _ = writeln!(w, "- Status: `{}`", meta.status);
-        let _ = writeln!(w, "- Meaning: {}", meta.meaning);
-        let _ = writeln!(w, "- Remediation: {}\n", meta.remediation);
+        let _ = writeln!(w, "- Meaning: {}", text(meta.meaning));
+        let _ = writeln!(w, "- Remediation: {}\n", text(meta.remediation));
     }
 }
 
@@ -190,7 +197,7 @@ mod tests {
         for reason in Reason::ALL {
             let anchor = format!("<a id=\"{}\"></a>", fragment(&reason.docs_anchor()));
             assert_eq!(docs.matches(&anchor).count(), 1, "{reason}");
-            assert!(docs.contains(reason.meta().remediation), "{reason}");
+            assert!(docs.contains(&text(reason.meta().remediation)), "{reason}");
         }
         for warning in Warning::ALL {
             let anchor = format!("<a id=\"{}\"></a>", fragment(&warning.docs_anchor()));

@@ -23,11 +23,11 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
-use facts::{Facts, Settings};
 use karpenter_health_api::KarpenterHealthStatus;
 use std::borrow::Cow;
 
 pub use docs::docs_markdown;
+pub use facts::{Facts, Settings};
 pub use rules::Outcome;
 
 /// Evaluates every check for one EC2NodeClass and renders the full status: every condition type

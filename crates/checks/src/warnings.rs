@@ -46,7 +46,7 @@ warnings! {
         "Karpenter's status.securityGroups differs from what the selector terms resolve to now, so new nodes and drift use an outdated set.",
         "Wait for Karpenter's next security-group refresh (at most 5 minutes); if it persists, check Karpenter's logs.";
     AwsAuthUnparsable => NodeRoleMapped,
-        "kube-system/aws-auth cannot be parsed; this node role joins through an access entry, but every identity mapped in aws-auth is ignored.",
+        "kube-system/aws-auth cannot be parsed, so the authenticator ignores every identity mapped in it; NodeRoleMapped does not rest on it alone, because an access entry can admit the nodes.",
         "Fix the YAML at the position named in the message, or migrate the remaining identities to access entries.";
 }
 
