@@ -63,7 +63,8 @@ e2e-down: ## stop the local bed
 e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
 	@set -o pipefail; status=0; \
-	  $(CARGO) test --locked -p karpenter-health-e2e -- --test-threads=4 || status=$$?; \
+	  $(CARGO) build --locked -p karpenter-health && \
+	  $(CARGO) test --locked -p karpenter-health-e2e -- --test-threads=1 || status=$$?; \
 	  bash $(BED) down $(BED_DIR); exit $$status
 
 .PHONY: test

@@ -3,6 +3,8 @@
 //! talks to the bed).
 #![forbid(unsafe_code)]
 
+pub mod fault_proxy;
+
 use anyhow::{Context, Result, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::collections::BTreeMap;
@@ -25,7 +27,10 @@ impl Bed {
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".bed"));
         let env_file = dir.join("env");
         let text = std::fs::read_to_string(&env_file).with_context(|| {
-            format!("no test bed at {} (start one with `make e2e-up`)", dir.display())
+            format!(
+                "no test bed at {} (start one with `make e2e-up`)",
+                dir.display()
+            )
         })?;
         let env = text
             .lines()
@@ -38,7 +43,10 @@ impl Bed {
 
     /// A value the bed exported (`KH_MOTO_URL`, `KH_APISERVER_PORT`, ...).
     pub fn var(&self, key: &str) -> Result<&str> {
-        self.env.get(key).map(String::as_str).with_context(|| format!("bed env has no {key}"))
+        self.env
+            .get(key)
+            .map(String::as_str)
+            .with_context(|| format!("bed env has no {key}"))
     }
 
     pub fn moto_url(&self) -> Result<&str> {
@@ -72,9 +80,14 @@ impl Bed {
     }
 
     /// SDK config for any endpoint (e.g. a fault proxy in front of moto).
-    pub async fn aws_config_at(&self, endpoint: &str, region: &str) -> Result<aws_config::SdkConfig> {
+    pub async fn aws_config_at(
+        &self,
+        endpoint: &str,
+        region: &str,
+    ) -> Result<aws_config::SdkConfig> {
         // moto accepts any credentials; static ones keep the host's own out of the tests.
-        let credentials = aws_credential_types::Credentials::new("testing", "testing", None, None, "bed");
+        let credentials =
+            aws_credential_types::Credentials::new("testing", "testing", None, None, "bed");
         Ok(aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(region.to_owned()))
             .endpoint_url(endpoint)
@@ -108,10 +121,122 @@ where
         }
         if start.elapsed() > deadline {
             match last_error {
-                Some(e) => bail!("timed out after {deadline:?} waiting for {what}; last error: {e:#}"),
+                Some(e) => {
+                    bail!("timed out after {deadline:?} waiting for {what}; last error: {e:#}")
+                }
                 None => bail!("timed out after {deadline:?} waiting for {what}"),
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// An operator running in this test process, stopped by [`OperatorHandle::stop`] or on drop.
+#[derive(Debug)]
+pub struct OperatorHandle {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<()>>>,
+}
+
+impl OperatorHandle {
+    /// Starts the operator with `client` (admin, or the restricted operator identity).
+    pub fn start(client: kube::Client, config: karpenter_health_operator::OperatorConfig) -> Self {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let task = tokio::spawn(karpenter_health_operator::run(client, config, shutdown));
+        Self {
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Asks the operator to stop and waits until it has, failing if it returned an error.
+    pub async fn stop(mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => tokio::time::timeout(Duration::from_secs(30), task)
+                .await
+                .context("operator did not stop within 30s")??,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for OperatorHandle {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Applies every document of a multi-document YAML string by server-side apply, resolving each
+/// kind through discovery. Returns the applied objects' names in order.
+pub async fn apply_yaml(client: &kube::Client, yaml: &str) -> Result<Vec<String>> {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use serde::Deserialize;
+    let mut names = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(yaml) {
+        let value = serde_json::Value::deserialize(document)?;
+        if value.is_null() {
+            continue;
+        }
+        let object: DynamicObject = serde_json::from_value(value.clone())?;
+        let types = object
+            .types
+            .clone()
+            .context("object without apiVersion/kind")?;
+        let gvk = kube::core::GroupVersionKind::try_from(&types)?;
+        let (resource, caps) = kube::discovery::pinned_kind(client, &gvk).await?;
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .context("object without a name")?;
+        let api: Api<DynamicObject> = match (caps.scope, object.metadata.namespace.as_deref()) {
+            (kube::discovery::Scope::Namespaced, Some(ns)) => {
+                Api::namespaced_with(client.clone(), ns, &resource)
+            }
+            (kube::discovery::Scope::Namespaced, None) => {
+                Api::default_namespaced_with(client.clone(), &resource)
+            }
+            (kube::discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(
+            &name,
+            &PatchParams::apply("karpenter-health-e2e").force(),
+            &Patch::Apply(&value),
+        )
+        .await
+        .with_context(|| format!("applying {} {name}", gvk.kind))?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// Runs kubectl against the bed as admin and returns its standard output.
+pub fn kubectl(bed: &Bed, args: &[&str]) -> Result<String> {
+    let output = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(bed.admin_kubeconfig())
+        .args(args)
+        .output()
+        .context("running kubectl")?;
+    if !output.status.success() {
+        bail!(
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// Installs the KarpenterHealth CRD the way `karpenter-health run --install-crd` does.
+pub async fn install_health_crd(client: &kube::Client) -> Result<()> {
+    karpenter_health_operator::crd::install(client).await?;
+    Ok(())
 }

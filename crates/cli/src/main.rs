@@ -34,7 +34,9 @@ enum Command {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -50,9 +52,12 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(config) => {
+            let shutdown = karpenter_health_operator::controller::shutdown_signal();
             init_logging(cli.log_format);
-            let client = kube::Client::try_default().await.context("connecting to Kubernetes")?;
-            karpenter_health_operator::run(client, config).await
+            let client = kube::Client::try_default()
+                .await
+                .context("connecting to Kubernetes")?;
+            karpenter_health_operator::run(client, config, shutdown).await
         }
     }
 }

@@ -1,2 +1,12 @@
-//! IO adapter for Kubernetes: watches the objects the checks read and snapshots them as facts. Does IO.
+//! IO adapter for Kubernetes: watches the objects the checks read, keeps them in trimmed caches,
+//! and snapshots them as the check engine's cluster facts. Does IO (watches); the snapshot and
+//! the translation helpers are pure.
 #![forbid(unsafe_code)]
+
+pub mod karpenter_settings;
+pub mod snapshot;
+pub mod trim;
+pub mod watches;
+
+pub use snapshot::{Overrides, instance_id_from_provider_id};
+pub use watches::{KubeFacts, Triggers, WatchTargets};

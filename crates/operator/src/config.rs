@@ -24,7 +24,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("`{s}` is not a duration like 30s or 5m"))?;
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 30s or 5m"))?;
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" | "" => Ok(Duration::from_secs(n)),

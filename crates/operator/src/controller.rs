@@ -22,24 +22,33 @@ pub struct Context {
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Context")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
-/// Runs the operator until SIGTERM/SIGINT, then lets in-flight reconciles finish.
-pub async fn run(client: Client, config: OperatorConfig) -> anyhow::Result<()> {
+/// Runs the operator until `shutdown` completes, then lets in-flight reconciles finish.
+pub async fn run(
+    client: Client,
+    config: OperatorConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> anyhow::Result<()> {
     if config.install_crd {
         crd::install(&client).await?;
     }
     let node_classes: Api<DeserializeGuard<EC2NodeClass>> = Api::all(client.clone());
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
-    let ctx = Arc::new(Context { client, config: config.clone() });
+    let ctx = Arc::new(Context {
+        client,
+        config: config.clone(),
+    });
     tracing::info!("karpenter-health operator started");
     Controller::new(node_classes, watcher::Config::default())
         // A deleted or hand-edited KarpenterHealth is put back at once.
         .owns(healths, watcher::Config::default())
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
-        .shutdown_on_signal()
+        .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             match result {
@@ -50,6 +59,27 @@ pub async fn run(client: Client, config: OperatorConfig) -> anyhow::Result<()> {
         .await;
     tracing::info!("karpenter-health operator stopped");
     Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT, the signals a Pod or a terminal sends. The handlers are
+/// registered when this is called, not when first polled, so a signal that arrives while the
+/// operator is still starting is not lost (nor does it kill the process).
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = signal(SignalKind::terminate());
+    let interrupt = signal(SignalKind::interrupt());
+    async move {
+        match (terminate, interrupt) {
+            (Ok(mut terminate), Ok(mut interrupt)) => tokio::select! {
+                _ = terminate.recv() => tracing::info!("SIGTERM received, shutting down"),
+                _ = interrupt.recv() => tracing::info!("SIGINT received, shutting down"),
+            },
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::warn!(%error, "cannot listen for termination signals");
+                futures::future::pending::<()>().await;
+            }
+        }
+    }
 }
 
 async fn reconcile(
@@ -71,7 +101,11 @@ async fn reconcile(
     let healths: Api<KarpenterHealth> = Api::all(ctx.client.clone());
     let name = node_class.name_any();
     let health = health_object::ensure(&healths, node_class).await?;
-    if health.status.as_ref().is_none_or(|s| s.conditions.is_empty()) {
+    if health
+        .status
+        .as_ref()
+        .is_none_or(|s| s.conditions.is_empty())
+    {
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         let status = KarpenterHealthStatus::pending(now, node_class.metadata.generation);
         health_object::patch_status(&healths, &name, &status).await?;

@@ -13,14 +13,21 @@ pub async fn install(client: &Client) -> Result<(), Error> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let crd = KarpenterHealth::crd();
     let name = KarpenterHealth::crd_name();
-    crds.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&crd))
-        .await
-        .map_err(Error::InstallCrd)?;
+    crds.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .map_err(Error::InstallCrd)?;
     let timeout = Duration::from_secs(30);
-    tokio::time::timeout(timeout, await_condition(crds, name, conditions::is_crd_established()))
-        .await
-        .map_err(|_| Error::CrdNotEstablished(timeout))?
-        .map_err(|_| Error::CrdNotEstablished(timeout))?;
+    tokio::time::timeout(
+        timeout,
+        await_condition(crds, name, conditions::is_crd_established()),
+    )
+    .await
+    .map_err(|_| Error::CrdNotEstablished(timeout))?
+    .map_err(|_| Error::CrdNotEstablished(timeout))?;
     tracing::info!(crd = name, "KarpenterHealth CRD installed");
     Ok(())
 }

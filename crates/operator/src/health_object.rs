@@ -11,7 +11,9 @@ use kube::{Resource, ResourceExt};
 
 /// The owner reference every KarpenterHealth carries to its EC2NodeClass.
 pub fn owner_reference(node_class: &EC2NodeClass) -> Result<OwnerReference, Error> {
-    let uid = node_class.uid().ok_or_else(|| Error::MissingUid { name: node_class.name_any() })?;
+    let uid = node_class.uid().ok_or_else(|| Error::MissingUid {
+        name: node_class.name_any(),
+    })?;
     Ok(OwnerReference {
         api_version: EC2NodeClass::api_version(&()).into_owned(),
         kind: EC2NodeClass::kind(&()).into_owned(),
@@ -29,15 +31,28 @@ pub async fn ensure(
     node_class: &EC2NodeClass,
 ) -> Result<KarpenterHealth, Error> {
     let name = node_class.name_any();
-    let mut desired =
-        KarpenterHealth::new(&name, KarpenterHealthSpec { node_class_name: name.clone() });
+    let mut desired = KarpenterHealth::new(
+        &name,
+        KarpenterHealthSpec {
+            node_class_name: name.clone(),
+        },
+    );
     desired.metadata.owner_references = Some(vec![owner_reference(node_class)?]);
     desired.metadata.labels = Some(
-        [("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned())].into_iter().collect(),
+        [(
+            "app.kubernetes.io/managed-by".to_owned(),
+            FIELD_MANAGER.to_owned(),
+        )]
+        .into_iter()
+        .collect(),
     );
-    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&desired))
-        .await
-        .map_err(|source| Error::ApplyHealth { name, source })
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&desired),
+    )
+    .await
+    .map_err(|source| Error::ApplyHealth { name, source })
 }
 
 /// Writes `status` through the status subresource by server-side apply, one field manager.
@@ -51,8 +66,15 @@ pub async fn patch_status(
         "kind": KarpenterHealth::kind(&()),
         "status": status,
     });
-    api.patch_status(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map(|_| ())
-        .map_err(|source| Error::PatchStatus { name: name.to_owned(), source })
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::PatchStatus {
+        name: name.to_owned(),
+        source,
+    })
 }

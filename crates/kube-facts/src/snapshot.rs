@@ -1,0 +1,382 @@
+//! Turns what the watch caches hold into the check engine's `ClusterFacts` for one EC2NodeClass.
+//! Pure: no IO, callers pass the cache contents in.
+
+use crate::karpenter_settings::{controller_settings, role_arn};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, NodeSelectorRequirement, Pod, ServiceAccount};
+use karpenter_health_api::karpenter::{
+    EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool, Requirement,
+};
+use karpenter_health_checks::facts::{
+    AwsAuthData, ClusterFacts, KarpenterFacts, Observed, PodScheduling,
+};
+use kube::ResourceExt;
+use kube::core::DeserializeGuard;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Operator flags that replace what would otherwise be read from the cluster, for clusters where
+/// the Karpenter controller runs elsewhere (EKS Auto Mode, a Fargate profile in another place).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub karpenter_version: Option<String>,
+    pub cluster_name: Option<String>,
+}
+
+/// What the caches held at one instant. A cache that has not synced, or whose watch is failing,
+/// is `Unknown`; a synced cache without the object is `Found(None)`.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub node_pools: Vec<Arc<DeserializeGuard<NodePool>>>,
+    pub node_claims: Vec<Arc<DeserializeGuard<NodeClaim>>>,
+    pub pending_pods: Observed<Vec<Arc<Pod>>>,
+    pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
+    pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
+    pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
+    pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
+}
+
+/// The EC2 instance id of a NodeClaim's `providerID` (`aws:///us-east-1a/i-0abc`).
+pub fn instance_id_from_provider_id(provider_id: &str) -> Option<&str> {
+    provider_id
+        .rsplit('/')
+        .next()
+        .filter(|id| id.starts_with("i-"))
+}
+
+/// Builds the cluster facts of `node_class`.
+pub fn cluster_facts(
+    node_class: &EC2NodeClass,
+    sources: &Sources,
+    overrides: &Overrides,
+) -> ClusterFacts {
+    let name = node_class.name_any();
+    let node_pools: Vec<NodePool> = sources
+        .node_pools
+        .iter()
+        .filter_map(|guarded| guarded.0.as_ref().ok())
+        .filter(|pool| {
+            pool.spec
+                .template
+                .spec
+                .node_class_ref
+                .as_ref()
+                .is_some_and(|r| r.refers_to_ec2_node_class(&name))
+        })
+        .cloned()
+        .collect();
+    let all_claims = sources
+        .node_claims
+        .iter()
+        .filter_map(|guarded| guarded.0.as_ref().ok());
+    let claimed_instance_ids = all_claims
+        .clone()
+        .filter_map(|claim| claim.status.as_ref()?.provider_id.as_deref())
+        .filter_map(instance_id_from_provider_id)
+        .map(str::to_owned)
+        .collect();
+    let node_claims = all_claims
+        .filter(|claim| {
+            claim
+                .spec
+                .node_class_ref
+                .as_ref()
+                .is_some_and(|r| r.refers_to_ec2_node_class(&name))
+        })
+        .cloned()
+        .collect();
+    let pool_names: BTreeSet<String> = node_pools.iter().map(|p| p.name_any()).collect();
+    let pending_pods = match &sources.pending_pods {
+        Observed::Found(pods) => pods
+            .iter()
+            .filter(|pod| could_use_pools(pod, &pool_names))
+            .map(|pod| pod_scheduling(pod))
+            .collect(),
+        _ => Vec::new(),
+    };
+
+    ClusterFacts {
+        node_class: node_class.clone(),
+        node_pools,
+        node_claims,
+        claimed_instance_ids,
+        pending_pods,
+        aws_auth: aws_auth(&sources.aws_auth),
+        karpenter: karpenter(sources, overrides),
+        aws_node_role_arn: sources
+            .aws_node_service_account
+            .as_ref()
+            .map(|sa| sa.as_ref().and_then(|sa| role_arn(sa))),
+        configured_cluster_name: overrides.cluster_name.clone(),
+        // The controller knows when it saw the current generation; it fills this in.
+        node_class_generation_seen_at: None,
+    }
+}
+
+/// A Pod could land on this EC2NodeClass's NodePools unless it pins another NodePool by label.
+fn could_use_pools(pod: &Pod, pools: &BTreeSet<String>) -> bool {
+    if pools.is_empty() {
+        return false;
+    }
+    let pinned = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_selector.as_ref())
+        .and_then(|selector| selector.get(NODEPOOL_LABEL));
+    pinned.is_none_or(|pool| pools.contains(pool))
+}
+
+fn requirement(expression: &NodeSelectorRequirement) -> Requirement {
+    Requirement {
+        key: expression.key.clone(),
+        operator: expression.operator.clone(),
+        values: expression.values.clone().unwrap_or_default(),
+    }
+}
+
+/// What Karpenter copies from a Pod into NodeClaim requirements.
+pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
+    let spec = pod.spec.as_ref();
+    let node_affinity = spec
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref());
+    let required = node_affinity
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|selector| {
+            selector
+                .node_selector_terms
+                .iter()
+                .map(|term| {
+                    term.match_expressions
+                        .iter()
+                        .flatten()
+                        .map(requirement)
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let preferred = node_affinity
+        .and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|terms| {
+            terms
+                .iter()
+                .map(|t| {
+                    t.preference
+                        .match_expressions
+                        .iter()
+                        .flatten()
+                        .map(requirement)
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    PodScheduling {
+        namespace: pod.namespace().unwrap_or_default(),
+        name: pod.name_any(),
+        node_selector: spec
+            .and_then(|s| s.node_selector.clone())
+            .unwrap_or_default(),
+        required_affinity: required,
+        preferred_affinity: preferred,
+    }
+}
+
+fn aws_auth(observed: &Observed<Option<Arc<ConfigMap>>>) -> Observed<AwsAuthData> {
+    match observed {
+        Observed::Found(Some(config_map)) => {
+            let data = config_map.data.as_ref();
+            Observed::Found(AwsAuthData {
+                map_roles: data.and_then(|d| d.get("mapRoles")).cloned(),
+                map_users: data.and_then(|d| d.get("mapUsers")).cloned(),
+            })
+        }
+        Observed::Found(None) | Observed::Absent => Observed::Absent,
+        Observed::Unknown(u) => Observed::Unknown(u.clone()),
+    }
+}
+
+fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFacts> {
+    let settings = match &sources.karpenter_deployment {
+        Observed::Found(Some(deployment)) => Some(controller_settings(deployment)),
+        Observed::Found(None) | Observed::Absent => None,
+        Observed::Unknown(unobserved) => {
+            // Flags can stand in for an unreadable Deployment, but only for what they cover.
+            if overrides.karpenter_version.is_none() {
+                return Observed::Unknown(unobserved.clone());
+            }
+            None
+        }
+    };
+    let settings = settings.unwrap_or_default();
+    let controller_role_arn = match &sources.karpenter_service_account {
+        Observed::Found(Some(sa)) => role_arn(sa),
+        _ => None,
+    };
+    Observed::Found(KarpenterFacts {
+        version: overrides.karpenter_version.clone().or(settings.version),
+        cluster_name: settings.cluster_name,
+        controller_role_arn,
+        isolated_vpc: settings.isolated_vpc,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use karpenter_health_api::karpenter::{
+        EC2NodeClassSpec, NodeClaimSpec, NodeClassRef, NodePoolSpec,
+    };
+
+    fn node_class(name: &str) -> EC2NodeClass {
+        EC2NodeClass::new(name, EC2NodeClassSpec::default())
+    }
+
+    fn reference(name: &str) -> Option<NodeClassRef> {
+        Some(NodeClassRef {
+            group: Some("karpenter.k8s.aws".into()),
+            kind: Some("EC2NodeClass".into()),
+            name: name.into(),
+            ..NodeClassRef::default()
+        })
+    }
+
+    fn pool(name: &str, class: &str) -> Arc<DeserializeGuard<NodePool>> {
+        let mut spec = NodePoolSpec::default();
+        spec.template.spec.node_class_ref = reference(class);
+        Arc::new(DeserializeGuard(Ok(NodePool::new(name, spec))))
+    }
+
+    fn claim(name: &str, class: &str, provider_id: &str) -> Arc<DeserializeGuard<NodeClaim>> {
+        let mut claim = NodeClaim::new(
+            name,
+            NodeClaimSpec {
+                node_class_ref: reference(class),
+            },
+        );
+        claim.status = Some(karpenter_health_api::karpenter::NodeClaimStatus {
+            provider_id: Some(provider_id.into()),
+            ..Default::default()
+        });
+        Arc::new(DeserializeGuard(Ok(claim)))
+    }
+
+    fn pod(name: &str, selector: serde_json::Value) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "apps"},
+                "spec": {"containers": [], "nodeSelector": selector}
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn facts_keep_only_the_pools_claims_and_pods_of_the_node_class() {
+        let sources = Sources {
+            node_pools: vec![pool("general", "default"), pool("gpu", "gpu")],
+            node_claims: vec![
+                claim("general-a", "default", "aws:///us-east-1a/i-0aaa"),
+                claim("gpu-a", "gpu", "aws:///us-east-1b/i-0bbb"),
+            ],
+            pending_pods: Observed::Found(vec![
+                pod(
+                    "free",
+                    serde_json::json!({"node-role.kubernetes.io/web": ""}),
+                ),
+                pod(
+                    "pinned-here",
+                    serde_json::json!({"karpenter.sh/nodepool": "general"}),
+                ),
+                pod(
+                    "pinned-elsewhere",
+                    serde_json::json!({"karpenter.sh/nodepool": "gpu"}),
+                ),
+            ]),
+            ..Sources::default()
+        };
+        let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
+        assert_eq!(facts.node_pools.len(), 1);
+        assert_eq!(facts.node_claims.len(), 1);
+        let ids: Vec<_> = facts
+            .claimed_instance_ids
+            .iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            ids,
+            ["i-0aaa", "i-0bbb"],
+            "every claim in the cluster counts as claimed"
+        );
+        let pods: Vec<_> = facts.pending_pods.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(pods, ["free", "pinned-here"]);
+    }
+
+    #[test]
+    fn a_malformed_pool_is_skipped_not_fatal() {
+        let invalid = kube::core::error_boundary::InvalidObject {
+            error: "invalid type".into(),
+            metadata: Default::default(),
+        };
+        let sources = Sources {
+            node_pools: vec![
+                Arc::new(DeserializeGuard(Err(invalid))),
+                pool("general", "default"),
+            ],
+            ..Sources::default()
+        };
+        let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
+        assert_eq!(facts.node_pools.len(), 1);
+    }
+
+    #[test]
+    fn an_unreadable_deployment_is_unknown_unless_the_version_is_given() {
+        let unreadable = Sources {
+            karpenter_deployment: Observed::unknown(
+                karpenter_health_checks::facts::UnknownCause::AccessDenied,
+                "deployments is forbidden",
+            ),
+            ..Sources::default()
+        };
+        let facts = cluster_facts(&node_class("x"), &unreadable, &Overrides::default());
+        assert!(matches!(facts.karpenter, Observed::Unknown(_)));
+        let overrides = Overrides {
+            karpenter_version: Some("1.7.0".into()),
+            cluster_name: None,
+        };
+        let facts = cluster_facts(&node_class("x"), &unreadable, &overrides);
+        assert_eq!(
+            facts.karpenter.found().unwrap().version.as_deref(),
+            Some("1.7.0")
+        );
+    }
+
+    #[test]
+    fn a_missing_aws_auth_is_proven_absent_only_by_a_synced_cache() {
+        let synced = Sources {
+            aws_auth: Observed::Found(None),
+            ..Sources::default()
+        };
+        let facts = cluster_facts(&node_class("x"), &synced, &Overrides::default());
+        assert_eq!(facts.aws_auth, Observed::Absent);
+        let unsynced = Sources::default();
+        let facts = cluster_facts(&node_class("x"), &unsynced, &Overrides::default());
+        assert!(matches!(facts.aws_auth, Observed::Unknown(_)));
+    }
+
+    #[test]
+    fn provider_ids_yield_instance_ids() {
+        assert_eq!(
+            instance_id_from_provider_id("aws:///us-east-1a/i-0abc"),
+            Some("i-0abc")
+        );
+        assert_eq!(instance_id_from_provider_id("kind://docker/node"), None);
+    }
+}

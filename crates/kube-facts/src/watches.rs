@@ -1,0 +1,331 @@
+//! The watches behind the cluster facts: one reflector cache per kind, trimmed, each also a
+//! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
+//! Does IO (list/watch against the API server).
+
+use crate::snapshot::{Overrides, Sources, cluster_facts};
+use crate::trim;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_health_checks::facts::{ClusterFacts, Observed, UnknownCause};
+use kube::core::DeserializeGuard;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+/// Where the Karpenter controller lives; defaults follow Karpenter's Helm chart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchTargets {
+    pub karpenter_namespace: String,
+    pub karpenter_deployment: String,
+    pub karpenter_service_account: String,
+}
+
+impl Default for WatchTargets {
+    fn default() -> Self {
+        Self {
+            karpenter_namespace: "kube-system".into(),
+            karpenter_deployment: "karpenter".into(),
+            karpenter_service_account: "karpenter".into(),
+        }
+    }
+}
+
+/// A stream of objects a watch touched (applied or deleted), for the controller's triggers.
+pub type Touched<K> = BoxStream<'static, Result<K, watcher::Error>>;
+
+/// The trigger streams; each must be polled (the controller does) for its cache to fill.
+pub struct Triggers {
+    pub node_pools: Touched<DeserializeGuard<NodePool>>,
+    pub node_claims: Touched<DeserializeGuard<NodeClaim>>,
+    pub pending_pods: Touched<Pod>,
+    pub aws_auth: Touched<ConfigMap>,
+    pub karpenter_deployment: Touched<Deployment>,
+    pub service_accounts: Touched<ServiceAccount>,
+}
+
+impl std::fmt::Debug for Triggers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Triggers").finish_non_exhaustive()
+    }
+}
+
+/// Per-watch state: synced at least once, and the last error since.
+#[derive(Clone, Debug, Default)]
+struct WatchState {
+    synced: bool,
+    last_error: Option<(UnknownCause, String)>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct WatchHealth(Arc<Mutex<BTreeMap<&'static str, WatchState>>>);
+
+impl WatchHealth {
+    fn update(&self, watch: &'static str, f: impl FnOnce(&mut WatchState)) {
+        if let Ok(mut states) = self.0.lock() {
+            f(states.entry(watch).or_default());
+        }
+    }
+
+    fn state(&self, watch: &'static str) -> WatchState {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|s| s.get(watch).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Observed contents of a cache: found once synced, else unknown with the watch's error.
+    fn observe<T>(&self, watch: &'static str, contents: impl FnOnce() -> T) -> Observed<T> {
+        let state = self.state(watch);
+        match (state.synced, state.last_error) {
+            (true, _) => Observed::Found(contents()),
+            (false, Some((cause, detail))) => {
+                Observed::unknown(cause, format!("{watch}: {detail}"))
+            }
+            (false, None) => Observed::not_observed(format!("{watch} cache not synced yet")),
+        }
+    }
+
+    fn all_synced(&self, watches: &[&'static str]) -> bool {
+        watches.iter().all(|w| self.state(w).synced)
+    }
+}
+
+/// Classifies a watch failure: 403 is a permission problem, 404 a kind the server lacks.
+fn cause_of(error: &watcher::Error) -> UnknownCause {
+    let status_code = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => Some(status.code),
+        watcher::Error::WatchError(status) => Some(status.code),
+        _ => None,
+    };
+    match status_code {
+        Some(403) | Some(401) => UnknownCause::AccessDenied,
+        Some(404) => UnknownCause::Unsupported,
+        Some(429) => UnknownCause::Throttled,
+        _ => UnknownCause::Unavailable,
+    }
+}
+
+const NODE_POOLS: &str = "nodepools";
+const NODE_CLAIMS: &str = "nodeclaims";
+const PENDING_PODS: &str = "pending pods";
+const AWS_AUTH: &str = "kube-system/aws-auth";
+const KARPENTER_DEPLOYMENT: &str = "karpenter deployment";
+const KARPENTER_SA: &str = "karpenter serviceaccount";
+const AWS_NODE_SA: &str = "kube-system/aws-node serviceaccount";
+const ALL_WATCHES: &[&str] = &[
+    NODE_POOLS,
+    NODE_CLAIMS,
+    PENDING_PODS,
+    AWS_AUTH,
+    KARPENTER_DEPLOYMENT,
+    KARPENTER_SA,
+    AWS_NODE_SA,
+];
+
+/// Starts a trimmed, reflected watch and returns its cache and its touched-object stream.
+fn reflected<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    name: &'static str,
+    health: &WatchHealth,
+    trim: fn(&mut K),
+) -> (Store<K>, Touched<K>)
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let health = health.clone();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(trim)
+        .reflect(writer)
+        .inspect(move |event| match event {
+            Ok(watcher::Event::InitDone) => health.update(name, |s| {
+                s.synced = true;
+                s.last_error = None;
+            }),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
+                let cause = cause_of(error);
+                let detail = error.to_string();
+                health.update(name, |s| s.last_error = Some((cause, detail)));
+            }
+        })
+        .touched_objects()
+        .boxed();
+    (reader, stream)
+}
+
+/// Guarded objects are trimmed only when they deserialized; a malformed one is kept as the error
+/// the snapshot skips, and logged once per change.
+fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
+    match &mut guarded.0 {
+        Ok(object) => trim::metadata(object),
+        Err(invalid) => tracing::warn!(
+            name = invalid.metadata.name.as_deref().unwrap_or("<unnamed>"),
+            error = %invalid.error,
+            "skipping malformed object"
+        ),
+    }
+}
+
+/// The caches of everything the checks read besides the EC2NodeClass itself.
+#[derive(Clone)]
+pub struct KubeFacts {
+    node_pools: Store<DeserializeGuard<NodePool>>,
+    node_claims: Store<DeserializeGuard<NodeClaim>>,
+    pending_pods: Store<Pod>,
+    aws_auth: Store<ConfigMap>,
+    karpenter_deployment: Store<Deployment>,
+    karpenter_service_account: Store<ServiceAccount>,
+    aws_node_service_account: Store<ServiceAccount>,
+    health: WatchHealth,
+}
+
+impl std::fmt::Debug for KubeFacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeFacts")
+            .field("health", &self.health)
+            .finish_non_exhaustive()
+    }
+}
+
+fn by_name(name: &str) -> watcher::Config {
+    watcher::Config::default().fields(&format!("metadata.name={name}"))
+}
+
+impl KubeFacts {
+    /// Sets up every watch. Nothing is listed until the returned triggers are polled.
+    pub fn new(client: &Client, targets: &WatchTargets) -> (Self, Triggers) {
+        let health = WatchHealth::default();
+        let (node_pools, node_pool_stream) = reflected(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            NODE_POOLS,
+            &health,
+            trim_guarded,
+        );
+        let (node_claims, node_claim_stream) = reflected(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            NODE_CLAIMS,
+            &health,
+            trim_guarded,
+        );
+        // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
+        let (pending_pods, pod_stream) = reflected(
+            Api::all(client.clone()),
+            watcher::Config::default().fields("status.phase=Pending,spec.nodeName="),
+            PENDING_PODS,
+            &health,
+            trim::pod,
+        );
+        let (aws_auth, aws_auth_stream) = reflected(
+            Api::namespaced(client.clone(), "kube-system"),
+            by_name("aws-auth"),
+            AWS_AUTH,
+            &health,
+            trim::metadata,
+        );
+        let (karpenter_deployment, deployment_stream) = reflected(
+            Api::namespaced(client.clone(), &targets.karpenter_namespace),
+            by_name(&targets.karpenter_deployment),
+            KARPENTER_DEPLOYMENT,
+            &health,
+            trim::deployment,
+        );
+        let (karpenter_service_account, karpenter_sa_stream) = reflected(
+            Api::namespaced(client.clone(), &targets.karpenter_namespace),
+            by_name(&targets.karpenter_service_account),
+            KARPENTER_SA,
+            &health,
+            trim::metadata_keep_annotations,
+        );
+        let (aws_node_service_account, aws_node_sa_stream) = reflected(
+            Api::namespaced(client.clone(), "kube-system"),
+            by_name("aws-node"),
+            AWS_NODE_SA,
+            &health,
+            trim::metadata_keep_annotations,
+        );
+        let facts = Self {
+            node_pools,
+            node_claims,
+            pending_pods,
+            aws_auth,
+            karpenter_deployment,
+            karpenter_service_account,
+            aws_node_service_account,
+            health,
+        };
+        let triggers = Triggers {
+            node_pools: node_pool_stream,
+            node_claims: node_claim_stream,
+            pending_pods: pod_stream,
+            aws_auth: aws_auth_stream,
+            karpenter_deployment: deployment_stream,
+            service_accounts: futures::stream::select(karpenter_sa_stream, aws_node_sa_stream)
+                .map_err(|e| e)
+                .boxed(),
+        };
+        (facts, triggers)
+    }
+
+    /// Whether every cache has completed its first list.
+    pub fn is_ready(&self) -> bool {
+        self.health.all_synced(ALL_WATCHES)
+    }
+
+    /// The cluster facts of one EC2NodeClass from the caches as they are now.
+    pub fn snapshot(&self, node_class: &EC2NodeClass, overrides: &Overrides) -> ClusterFacts {
+        let single = |store: &Store<ServiceAccount>| store.state().into_iter().next();
+        let sources = Sources {
+            node_pools: self.node_pools.state(),
+            node_claims: self.node_claims.state(),
+            pending_pods: self
+                .health
+                .observe(PENDING_PODS, || self.pending_pods.state()),
+            aws_auth: self
+                .health
+                .observe(AWS_AUTH, || self.aws_auth.state().into_iter().next()),
+            karpenter_deployment: self.health.observe(KARPENTER_DEPLOYMENT, || {
+                self.karpenter_deployment.state().into_iter().next()
+            }),
+            karpenter_service_account: self
+                .health
+                .observe(KARPENTER_SA, || single(&self.karpenter_service_account)),
+            aws_node_service_account: self
+                .health
+                .observe(AWS_NODE_SA, || single(&self.aws_node_service_account)),
+        };
+        cluster_facts(node_class, &sources, overrides)
+    }
+
+    /// Names of every NodePool in the cache that refers to some EC2NodeClass, with that class.
+    pub fn node_class_of_pool(&self, pool: &str) -> Option<String> {
+        self.node_pools
+            .state()
+            .iter()
+            .filter_map(|g| g.0.as_ref().ok())
+            .find(|p| p.meta().name.as_deref() == Some(pool))
+            .and_then(|p| {
+                p.spec
+                    .template
+                    .spec
+                    .node_class_ref
+                    .as_ref()
+                    .map(|r| r.name.clone())
+            })
+    }
+}
