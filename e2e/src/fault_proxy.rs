@@ -1,0 +1,539 @@
+//! A fault-injecting HTTP proxy between the AWS SDK and moto: on demand it answers AWS throttling,
+//! 500s and access-denied errors in each protocol's own shape, hangs, or resets the connection;
+//! it can serve EKS access entries (which moto lacks) from test data; and it counts requests by
+//! service and operation. Does IO (listens on loopback, forwards to the upstream).
+//!
+//! One proxy per test keeps faults and counts private to that test.
+
+use anyhow::Result;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use percent_encoding::percent_decode_str;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+/// What the proxy does instead of forwarding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The service's throttling error: IAM/STS `Throttling` (400), EC2 `RequestLimitExceeded`
+    /// (503), EKS `ThrottlingException` (429).
+    Throttle,
+    /// The service's internal error: IAM `ServiceFailure`, STS `InternalFailure`, EC2
+    /// `InternalError`, EKS `ServerException`, all HTTP 500.
+    ServerError,
+    /// IAM/STS `AccessDenied`, EC2 `UnauthorizedOperation`, EKS `AccessDeniedException` (403).
+    AccessDenied,
+    /// Never answers (until the proxy stops).
+    Hang,
+    /// Resets the TCP connection (RST) without answering.
+    Reset,
+}
+
+/// An EKS access entry the proxy serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessEntry {
+    pub principal_arn: String,
+    /// `STANDARD`, `EC2_LINUX`, ...
+    pub type_: String,
+    pub username: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    service: String,
+    /// `None`: every operation of the service.
+    operation: Option<String>,
+    fault: Fault,
+    /// `None`: until cleared.
+    remaining: Option<u32>,
+    /// Matching requests to let through first.
+    skip: u32,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    rules: Vec<Rule>,
+    access_entries: BTreeMap<String, Vec<AccessEntry>>,
+    authentication_modes: BTreeMap<String, String>,
+    counts: BTreeMap<(String, String), usize>,
+}
+
+/// The running proxy; stops when dropped.
+#[derive(Debug)]
+pub struct FaultProxy {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        // Dropping the accept loop drops its JoinSet, which aborts every connection (and hang).
+        self.task.abort();
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+type Upstream = Client<HttpConnector, Full<Bytes>>;
+
+/// A connection's socket, kept to reset it (a duplicate descriptor of the one hyper owns).
+type ResetHandle = Arc<Mutex<Option<std::net::TcpStream>>>;
+
+impl FaultProxy {
+    /// Starts a proxy on a free loopback port forwarding to `upstream` (`http://host:port`).
+    pub async fn start(upstream: &str) -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(State::default()));
+        let client: Upstream = Client::builder(TokioExecutor::new()).build_http();
+        let upstream = upstream.trim_end_matches('/').to_owned();
+        let task_state = state.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = JoinSet::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let Ok((stream, reset)) = with_reset_handle(stream) else {
+                    continue;
+                };
+                let (state, client, upstream) =
+                    (task_state.clone(), client.clone(), upstream.clone());
+                let service = service_fn(move |req| {
+                    handle(
+                        state.clone(),
+                        client.clone(),
+                        upstream.clone(),
+                        reset.clone(),
+                        req,
+                    )
+                });
+                connections.spawn(async move {
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        Ok(Self { addr, state, task })
+    }
+
+    /// The endpoint to give the SDK.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request to `service` (`iam`, `ec2`, `eks`, `sts`), or only to `operation`, gets
+    /// `fault` until [`FaultProxy::clear_faults`].
+    pub fn inject(&self, service: &str, operation: Option<&str>, fault: Fault) {
+        self.push(service, operation, fault, None, 0);
+    }
+
+    /// Like [`FaultProxy::inject`] for the next `times` matching requests only.
+    pub fn inject_times(&self, service: &str, operation: Option<&str>, fault: Fault, times: u32) {
+        self.push(service, operation, fault, Some(times), 0);
+    }
+
+    /// Like [`FaultProxy::inject`] after letting `skip` matching requests through (e.g. fail the
+    /// second page of a listing).
+    pub fn inject_after(&self, service: &str, operation: Option<&str>, fault: Fault, skip: u32) {
+        self.push(service, operation, fault, None, skip);
+    }
+
+    fn push(
+        &self,
+        service: &str,
+        operation: Option<&str>,
+        fault: Fault,
+        remaining: Option<u32>,
+        skip: u32,
+    ) {
+        lock(&self.state).rules.push(Rule {
+            service: service.to_owned(),
+            operation: operation.map(str::to_owned),
+            fault,
+            remaining,
+            skip,
+        });
+    }
+
+    pub fn clear_faults(&self) {
+        lock(&self.state).rules.clear();
+    }
+
+    /// Serve ListAccessEntries / DescribeAccessEntry of `cluster` from `entries` (moto has none).
+    pub fn set_access_entries(&self, cluster: &str, entries: Vec<AccessEntry>) {
+        lock(&self.state)
+            .access_entries
+            .insert(cluster.to_owned(), entries);
+    }
+
+    /// Add `accessConfig.authenticationMode` to moto's DescribeCluster answer for `cluster`.
+    pub fn set_authentication_mode(&self, cluster: &str, mode: &str) {
+        lock(&self.state)
+            .authentication_modes
+            .insert(cluster.to_owned(), mode.to_owned());
+    }
+
+    /// Requests received for `service`/`operation` (whatever happened to them).
+    pub fn count(&self, service: &str, operation: &str) -> usize {
+        let key = (service.to_owned(), operation.to_owned());
+        lock(&self.state).counts.get(&key).copied().unwrap_or(0)
+    }
+
+    /// All request counts by (service, operation).
+    pub fn counts(&self) -> BTreeMap<(String, String), usize> {
+        lock(&self.state).counts.clone()
+    }
+
+    pub fn reset_counts(&self) {
+        lock(&self.state).counts.clear();
+    }
+}
+
+/// Splits off a duplicate of the socket so a handler can later set SO_LINGER 0 on it: the kernel
+/// then answers the close with RST, which is what a reset connection looks like to the SDK.
+fn with_reset_handle(stream: TcpStream) -> std::io::Result<(TcpStream, ResetHandle)> {
+    let std_stream = stream.into_std()?;
+    let dup = std_stream.try_clone()?;
+    Ok((
+        TcpStream::from_std(std_stream)?,
+        Arc::new(Mutex::new(Some(dup))),
+    ))
+}
+
+/// Which AWS operation a request is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Call {
+    service: String,
+    operation: String,
+    /// EKS: the cluster and the access entry's principal named in the path.
+    cluster: Option<String>,
+    principal: Option<String>,
+}
+
+fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
+    // SigV4: Credential=<key>/<date>/<region>/<service>/aws4_request
+    let service = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split("Credential=").nth(1))
+        .and_then(|c| c.split('/').nth(3))
+        .unwrap_or("unknown")
+        .to_owned();
+    let mut call = Call {
+        service,
+        operation: "unknown".into(),
+        cluster: None,
+        principal: None,
+    };
+    if let Some(target) = req
+        .headers()
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+    {
+        call.operation = target.rsplit('.').next().unwrap_or(target).to_owned();
+        return call;
+    }
+    if call.service == "eks" {
+        let segments: Vec<String> = req
+            .uri()
+            .path()
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .collect();
+        let method = req.method().as_str();
+        call.operation = match (method, segments.as_slice()) {
+            ("GET", [c, name]) if c == "clusters" => {
+                call.cluster = Some(name.clone());
+                "DescribeCluster".into()
+            }
+            ("GET", [c, name, a]) if c == "clusters" && a == "access-entries" => {
+                call.cluster = Some(name.clone());
+                "ListAccessEntries".into()
+            }
+            ("GET", [c, name, a, principal]) if c == "clusters" && a == "access-entries" => {
+                call.cluster = Some(name.clone());
+                call.principal = Some(principal.clone());
+                "DescribeAccessEntry".into()
+            }
+            ("POST", [c]) if c == "clusters" => "CreateCluster".into(),
+            _ => format!("{method} {}", req.uri().path()),
+        };
+        return call;
+    }
+    // Query protocols (IAM, EC2, STS): form body with Action=<Operation>.
+    let form = String::from_utf8_lossy(body);
+    if let Some(action) = form.split('&').find_map(|kv| kv.strip_prefix("Action=")) {
+        call.operation = action.to_owned();
+    }
+    call
+}
+
+fn take_fault(state: &Mutex<State>, call: &Call) -> Option<Fault> {
+    let mut state = lock(state);
+    let index = state.rules.iter().position(|r| {
+        r.service == call.service && r.operation.as_ref().is_none_or(|op| *op == call.operation)
+    })?;
+    let rule = &mut state.rules[index];
+    if rule.skip > 0 {
+        rule.skip -= 1;
+        return None;
+    }
+    let fault = rule.fault;
+    if let Some(n) = &mut rule.remaining {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            state.rules.remove(index);
+        }
+    }
+    Some(fault)
+}
+
+fn respond(
+    status: u16,
+    content_type: &str,
+    extra: &[(&str, &str)],
+    body: String,
+) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = resp.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("text/plain")),
+    );
+    headers.insert("x-amzn-requestid", HeaderValue::from_static("fault-proxy"));
+    for (k, v) in extra {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    resp
+}
+
+/// The error each protocol really sends: awsQuery XML (IAM, STS), ec2Query XML, restJson1 (EKS).
+fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
+    let (status, code, message) = match (service, fault) {
+        ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
+        ("eks", Fault::Throttle) => (429, "ThrottlingException", "Rate exceeded"),
+        (_, Fault::Throttle) => (400, "Throttling", "Rate exceeded"),
+        ("ec2", Fault::ServerError) => (500, "InternalError", "An internal error has occurred"),
+        ("eks", Fault::ServerError) => (500, "ServerException", "Internal server error"),
+        ("iam", Fault::ServerError) => (500, "ServiceFailure", "Internal failure"),
+        (_, Fault::ServerError) => (500, "InternalFailure", "Internal failure"),
+        ("ec2", _) => (
+            403,
+            "UnauthorizedOperation",
+            "You are not authorized to perform this operation.",
+        ),
+        ("eks", _) => (
+            403,
+            "AccessDeniedException",
+            "User is not authorized to perform this operation",
+        ),
+        (_, _) => (
+            403,
+            "AccessDenied",
+            "User is not authorized to perform this operation",
+        ),
+    };
+    match service {
+        "ec2" => respond(
+            status,
+            "text/xml;charset=UTF-8",
+            &[],
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
+                 <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
+            ),
+        ),
+        "eks" => respond(
+            status,
+            "application/json",
+            &[("x-amzn-errortype", code)],
+            serde_json::json!({ "message": message }).to_string(),
+        ),
+        _ => {
+            let (kind, ns) = match (service, status) {
+                ("sts", s) if s >= 500 => ("Receiver", "https://sts.amazonaws.com/doc/2011-06-15/"),
+                ("sts", _) => ("Sender", "https://sts.amazonaws.com/doc/2011-06-15/"),
+                (_, s) if s >= 500 => ("Receiver", "https://iam.amazonaws.com/doc/2010-05-08/"),
+                _ => ("Sender", "https://iam.amazonaws.com/doc/2010-05-08/"),
+            };
+            respond(
+                status,
+                "text/xml",
+                &[],
+                format!(
+                    "<ErrorResponse xmlns=\"{ns}\"><Error><Type>{kind}</Type><Code>{code}</Code>\
+                     <Message>{message}</Message></Error><RequestId>fault-proxy</RequestId></ErrorResponse>"
+                ),
+            )
+        }
+    }
+}
+
+/// ListAccessEntries / DescribeAccessEntry from test data, as EKS answers them.
+fn access_entries(call: &Call, entries: &[AccessEntry]) -> Response<Full<Bytes>> {
+    let cluster = call.cluster.clone().unwrap_or_default();
+    match &call.principal {
+        None => {
+            let arns: Vec<&str> = entries.iter().map(|e| e.principal_arn.as_str()).collect();
+            respond(200, "application/json", &[], serde_json::json!({ "accessEntries": arns }).to_string())
+        }
+        Some(principal) => match entries.iter().find(|e| &e.principal_arn == principal) {
+            Some(e) => respond(
+                200,
+                "application/json",
+                &[],
+                serde_json::json!({ "accessEntry": {
+                    "clusterName": cluster,
+                    "principalArn": e.principal_arn,
+                    "kubernetesGroups": [],
+                    "accessEntryArn": format!("arn:aws:eks:us-east-1:123456789012:access-entry/{cluster}/x"),
+                    "createdAt": 1_700_000_000,
+                    "modifiedAt": 1_700_000_000,
+                    "tags": {},
+                    "username": e.username,
+                    "type": e.type_,
+                }})
+                .to_string(),
+            ),
+            None => respond(
+                404,
+                "application/json",
+                &[("x-amzn-errortype", "ResourceNotFoundException")],
+                serde_json::json!({ "message": format!("The specified access entry resource is not found. Principal: {principal}") }).to_string(),
+            ),
+        },
+    }
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    client: Upstream,
+    upstream: String,
+    reset: ResetHandle,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .map_err(std::io::Error::other)?;
+    let probe = Request::from_parts(parts, ());
+    let call = identify(&probe, &body);
+    *lock(&state)
+        .counts
+        .entry((call.service.clone(), call.operation.clone()))
+        .or_default() += 1;
+
+    match take_fault(&state, &call) {
+        Some(Fault::Hang) => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return Err(std::io::Error::other("hung"));
+        }
+        Some(Fault::Reset) => {
+            let socket = reset.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some(socket) = socket {
+                // SO_LINGER 0 is a property of the socket, shared by both descriptors: the last
+                // close (hyper's, after this error) sends RST.
+                let socket = TcpStream::from_std(socket)?;
+                socket.set_zero_linger()?;
+            }
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "fault: reset",
+            ));
+        }
+        Some(fault) => return Ok(aws_error(&call.service, fault)),
+        None => {}
+    }
+
+    if call.service == "eks"
+        && matches!(
+            call.operation.as_str(),
+            "ListAccessEntries" | "DescribeAccessEntry"
+        )
+    {
+        let served = call
+            .cluster
+            .as_ref()
+            .and_then(|c| lock(&state).access_entries.get(c).cloned());
+        if let Some(entries) = served {
+            return Ok(access_entries(&call, &entries));
+        }
+    }
+
+    let (parts, ()) = probe.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let mut forward = Request::builder()
+        .method(parts.method.clone())
+        .uri(format!("{upstream}{path}"));
+    for (k, v) in &parts.headers {
+        forward = forward.header(k, v);
+    }
+    let forward = forward
+        .body(Full::new(body))
+        .map_err(std::io::Error::other)?;
+    let answer = client
+        .request(forward)
+        .await
+        .map_err(std::io::Error::other)?;
+    let (mut parts, body) = answer.into_parts();
+    let mut body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .map_err(std::io::Error::other)?;
+
+    if call.operation == "DescribeCluster" && parts.status == StatusCode::OK {
+        let mode = call
+            .cluster
+            .as_ref()
+            .and_then(|c| lock(&state).authentication_modes.get(c).cloned());
+        if let Some(mode) = mode
+            && let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body)
+            && let Some(cluster) = json.get_mut("cluster").and_then(|c| c.as_object_mut())
+        {
+            cluster.insert(
+                "accessConfig".into(),
+                serde_json::json!({ "authenticationMode": mode }),
+            );
+            body = Bytes::from(json.to_string());
+        }
+    }
+    parts.headers.remove("transfer-encoding");
+    parts.headers.remove("connection");
+    parts
+        .headers
+        .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    Ok(Response::from_parts(parts, Full::new(body)))
+}
