@@ -825,6 +825,7 @@ async fn each_fault_is_unknown_with_cause_keeps_last_good_and_recovers_without_r
         match fact_state(&bad.facts, s.fact, name)? {
             Ok(v) => bail!("{label}: {name} still found ({v})"),
             Err((why, detail)) => {
+                eprintln!("{label}: {why:?}: {detail}");
                 assert_eq!(why, s.cause, "{label}: {detail}");
                 assert!(
                     detail.contains(s.operation),

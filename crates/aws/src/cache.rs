@@ -40,7 +40,17 @@ pub struct Read<V> {
     pub last_good: Option<(Observed<V>, Duration)>,
 }
 
-impl<V> Read<V> {
+impl<V: Clone> Read<V> {
+    /// An answer known without a call (e.g. a name IAM would reject): fresh, and its own last
+    /// good answer unless it is unknown.
+    pub fn answered(current: Observed<V>) -> Self {
+        let last_good = match &current {
+            Observed::Unknown(_) => None,
+            known => Some((known.clone(), Duration::ZERO)),
+        };
+        Self { current, last_good }
+    }
+
     /// Age of the last good answer when `current` is unknown: it is being kept, not reported.
     pub fn stale_age(&self) -> Option<Duration> {
         match (&self.current, &self.last_good) {

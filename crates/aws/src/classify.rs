@@ -8,7 +8,6 @@
 use crate::ports::{CallError, ErrorKind, Service};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 /// Codes that prove the named object does not exist.
@@ -156,8 +155,19 @@ pub fn by_status(status: u16) -> ErrorKind {
     }
 }
 
+/// The error's source chain, `: `-joined, without the Debug dump `DisplayErrorContext` adds
+/// (condition messages should read well and stay the same from one failure to the next).
 fn context<E: std::error::Error + 'static>(err: &SdkError<E, HttpResponse>) -> String {
-    DisplayErrorContext(err).to_string()
+    let mut parts: Vec<String> = vec![err.to_string()];
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
 }
 
 #[cfg(test)]
