@@ -29,7 +29,10 @@ pub struct AwsRequest {
     /// Karpenter's cluster name (`CLUSTER_NAME`), which names the EKS cluster and tags instances.
     /// `None` when not known: EKS and instance facts are then unknown (not observed).
     pub cluster_name: Option<String>,
-    /// `spec.instanceProfile`, else `status.instanceProfile`, as written (it may be an ARN).
+    /// `spec.instanceProfile`, else `status.instanceProfile`, as written. A value IAM would
+    /// reject as a name (an ARN, a `/`, a space, over 128 characters) is reported `Absent`
+    /// without a call: IAM's answer would be `ValidationError`, and Karpenter, which passes it as
+    /// `IamInstanceProfile.Name`, cannot launch with it. The engine tells ARNs apart itself.
     pub instance_profile: Option<String>,
     /// `spec.role`. When `None`, the node role is the instance profile's role.
     pub role: Option<String>,
@@ -308,19 +311,27 @@ impl AwsObserver {
     pub async fn observe_detailed(&self, request: &AwsRequest) -> AwsObservation {
         let inner = &self.inner;
         let cluster = request.cluster_name.as_deref().filter(|c| !c.is_empty());
+        let spec_role = request.role.as_deref().filter(|r| !r.is_empty());
         let role_chain = async {
-            let profile = match request
-                .instance_profile
-                .as_deref()
-                .filter(|p| !p.is_empty())
-            {
-                Some(name) => Some(self.instance_profile(name).await),
-                None => None,
+            let profile = async {
+                match request
+                    .instance_profile
+                    .as_deref()
+                    .filter(|p| !p.is_empty())
+                {
+                    Some(name) => Some(self.instance_profile(name).await),
+                    None => None,
+                }
             };
-            let role = self
-                .node_role(request.role.as_deref(), profile.as_ref())
-                .await;
-            (profile, role)
+            match spec_role {
+                // The role is named: no need to wait for the profile.
+                Some(role) => join!(profile, self.node_role(Some(role), None)),
+                None => {
+                    let profile = profile.await;
+                    let role = self.node_role(None, profile.as_ref()).await;
+                    (profile, role)
+                }
+            }
         };
         let cluster_read = async {
             match cluster {
@@ -537,10 +548,7 @@ impl AwsObserver {
         if !valid_iam_name(name, 128) {
             // IAM would answer ValidationError (no such name can exist): spare the call. ARNs land
             // here; the engine recognises them from the spec and says so.
-            return Read {
-                current: Observed::Absent,
-                last_good: None,
-            };
+            return Read::answered(Observed::Absent);
         }
         let this = self.clone();
         let name = name.to_owned();
@@ -588,10 +596,7 @@ impl AwsObserver {
         if !valid_iam_name(&name, 64) {
             return RoleReads {
                 role: Some(RoleRead {
-                    role: Read {
-                        current: Observed::Absent,
-                        last_good: None,
-                    },
+                    role: Read::answered(Observed::Absent),
                     attached: None,
                 }),
                 undetermined: None,
@@ -686,12 +691,7 @@ impl AwsObserver {
         eks: Option<&Read<EksClusterFacts>>,
         role: &RoleReads,
     ) -> Option<Read<Vec<AccessEntryFacts>>> {
-        let fixed = |current| {
-            Some(Read {
-                current,
-                last_good: None,
-            })
-        };
+        let fixed = |current| Some(Read::answered(current));
         let (Some(cluster), Some(eks)) = (cluster, eks) else {
             return None;
         };
