@@ -73,3 +73,15 @@ test: deps fmt-check lint test-unit crds-check purity-check e2e ## everything CI
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth
 	@bash e2e/demo.sh
+
+.PHONY: docs
+docs: ## regenerate docs/checks.md from the reason table (a unit test fails when it drifts)
+	$(CARGO) run --quiet --locked -p karpenter-health-checks --example gen-docs > docs/checks.md
+
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZ_SECONDS (installs cargo-fuzz from crates.io if missing)
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	@for t in aws_auth arn trust_policy; do mkdir -p fuzz/corpus/$$t; \
+	  RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -s none $$t fuzz/corpus/$$t fuzz/seeds/$$t -- \
+	  -max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; done

@@ -26,7 +26,7 @@ stop_all() {
   [ -d "$dir/pids" ] || return 0
   local pidfile pid
   # Reverse start order: moto, controller-manager, apiserver, etcd.
-  for name in moto kube-controller-manager kube-apiserver etcd; do
+  for name in operator moto kube-controller-manager kube-apiserver etcd; do
     pidfile="$dir/pids/$name.pid"
     [ -f "$pidfile" ] || continue
     pid="$(cat "$pidfile")"

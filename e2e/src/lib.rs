@@ -139,13 +139,20 @@ pub struct OperatorHandle {
 }
 
 impl OperatorHandle {
-    /// Starts the operator with `client` (admin, or the restricted operator identity).
-    pub fn start(client: kube::Client, config: karpenter_health_operator::OperatorConfig) -> Self {
+    /// Starts the operator with `client` (admin, or the restricted operator identity), reading
+    /// AWS through `aws` (moto, or a fault proxy in front of it).
+    pub fn start(
+        client: kube::Client,
+        config: karpenter_health_operator::OperatorConfig,
+        aws: karpenter_health_operator::AwsPort,
+    ) -> Self {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(karpenter_health_operator::run(client, config, shutdown));
+        let task = tokio::spawn(karpenter_health_operator::run_with(
+            client, config, aws, shutdown,
+        ));
         Self {
             stop: Some(stop),
             task: Some(task),
@@ -216,6 +223,18 @@ pub async fn apply_yaml(client: &kube::Client, yaml: &str) -> Result<Vec<String>
         names.push(name);
     }
     Ok(names)
+}
+
+impl Bed {
+    /// The operator's AWS port on this bed's moto server in `region`, with the adapter's
+    /// production defaults.
+    pub async fn aws_port(&self, region: &str) -> Result<karpenter_health_operator::AwsPort> {
+        let config = self.aws_config(region).await?;
+        Ok(karpenter_health_operator::AwsPort::from_sdk_config(
+            &config,
+            Default::default(),
+        ))
+    }
 }
 
 /// Runs kubectl against the bed as admin and returns its standard output.

@@ -61,3 +61,23 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_flag_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_parses_its_flags_and_defaults() {
+        let cli = Cli::try_parse_from(["karpenter-health", "run", "--http-address", "off"]).unwrap();
+        let Command::Run(config) = cli.command else { panic!("not run") };
+        assert_eq!(config.http_address.0, None);
+        assert_eq!(config.refresh_interval, std::time::Duration::from_secs(300));
+        assert_eq!(config.karpenter_namespace, "kube-system");
+    }
+}

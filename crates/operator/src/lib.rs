@@ -6,8 +6,11 @@ pub mod config;
 pub mod controller;
 pub mod crd;
 pub mod error;
+pub mod events;
 pub mod health_object;
+pub mod http;
+pub mod metrics;
 
 pub use config::OperatorConfig;
-pub use controller::run;
+pub use controller::{AwsPort, run, run_with};
 pub use error::Error;

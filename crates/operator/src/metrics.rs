@@ -1,0 +1,286 @@
+//! Prometheus metrics of the operator: condition states, findings, reconcile cost, AWS calls and
+//! the change-to-status latency. Holds the registry; no IO (the HTTP module serves it).
+
+use karpenter_health_api::{ConditionStatus, ConditionType, KarpenterHealthStatus, Severity};
+use karpenter_health_aws::CallStats;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConditionLabels {
+    node_class: String,
+    r#type: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FindingLabels {
+    node_class: String,
+    check: String,
+    severity: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    error: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AwsCallLabels {
+    service: String,
+    operation: String,
+    outcome: String,
+}
+
+/// Every metric the operator exports, under the `karpenter_health_` prefix.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    condition: Family<ConditionLabels, Gauge>,
+    findings: Family<FindingLabels, Gauge>,
+    reconcile_duration: Histogram,
+    reconcile_errors: Family<ErrorLabels, Counter>,
+    status_patches: Counter,
+    change_to_status: Histogram,
+    aws_calls: Family<AwsCallLabels, Counter>,
+    aws_seen: Mutex<BTreeMap<(String, String, String), u64>>,
+    findings_seen: Mutex<BTreeMap<String, Vec<FindingLabels>>>,
+}
+
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+];
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("karpenter_health");
+        let condition = Family::<ConditionLabels, Gauge>::default();
+        registry.register(
+            "condition",
+            "1 for the status a KarpenterHealth condition has, 0 for the others",
+            condition.clone(),
+        );
+        let findings = Family::<FindingLabels, Gauge>::default();
+        registry.register(
+            "findings",
+            "Findings by EC2NodeClass, check and severity",
+            findings.clone(),
+        );
+        let reconcile_duration = Histogram::new(LATENCY_BUCKETS);
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time of one reconcile: gather, evaluate, render, patch",
+            reconcile_duration.clone(),
+        );
+        let reconcile_errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that could not observe or write, by error",
+            reconcile_errors.clone(),
+        );
+        let status_patches = Counter::default();
+        registry.register(
+            "status_patches",
+            "Status writes (only on change)",
+            status_patches.clone(),
+        );
+        let change_to_status = Histogram::new(LATENCY_BUCKETS);
+        registry.register(
+            "change_to_status_seconds",
+            "From a watched Kubernetes change arriving to the changed status being written",
+            change_to_status.clone(),
+        );
+        let aws_calls = Family::<AwsCallLabels, Counter>::default();
+        registry.register(
+            "aws_calls",
+            "AWS API calls by service, operation and outcome",
+            aws_calls.clone(),
+        );
+        Self {
+            registry,
+            condition,
+            findings,
+            reconcile_duration,
+            reconcile_errors,
+            status_patches,
+            change_to_status,
+            aws_calls,
+            aws_seen: Mutex::default(),
+            findings_seen: Mutex::default(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Records the conditions and findings of one EC2NodeClass's latest status.
+    pub fn record_status(&self, node_class: &str, status: &KarpenterHealthStatus) {
+        for ty in ConditionType::ALL {
+            let current = status
+                .condition(*ty)
+                .map(|c| ConditionStatus::parse(&c.status))
+                .unwrap_or(ConditionStatus::Unknown);
+            for candidate in [
+                ConditionStatus::True,
+                ConditionStatus::False,
+                ConditionStatus::Unknown,
+            ] {
+                let labels = ConditionLabels {
+                    node_class: node_class.to_owned(),
+                    r#type: ty.as_str().to_owned(),
+                    status: candidate.as_str().to_owned(),
+                };
+                self.condition
+                    .get_or_create(&labels)
+                    .set(i64::from(candidate == current));
+            }
+        }
+        let mut counts: BTreeMap<(String, Severity), i64> = BTreeMap::new();
+        for finding in &status.findings {
+            *counts
+                .entry((finding.check.clone(), finding.severity))
+                .or_default() += 1;
+        }
+        let labels: Vec<FindingLabels> = counts
+            .iter()
+            .map(|((check, severity), count)| {
+                let labels = FindingLabels {
+                    node_class: node_class.to_owned(),
+                    check: check.clone(),
+                    severity: format!("{severity:?}"),
+                };
+                self.findings.get_or_create(&labels).set(*count);
+                labels
+            })
+            .collect();
+        self.replace_findings(node_class, labels);
+    }
+
+    /// Drops the series of a deleted EC2NodeClass.
+    pub fn forget(&self, node_class: &str) {
+        for ty in ConditionType::ALL {
+            for status in [
+                ConditionStatus::True,
+                ConditionStatus::False,
+                ConditionStatus::Unknown,
+            ] {
+                self.condition.remove(&ConditionLabels {
+                    node_class: node_class.to_owned(),
+                    r#type: ty.as_str().to_owned(),
+                    status: status.as_str().to_owned(),
+                });
+            }
+        }
+        self.replace_findings(node_class, Vec::new());
+    }
+
+    fn replace_findings(&self, node_class: &str, current: Vec<FindingLabels>) {
+        if let Ok(mut seen) = self.findings_seen.lock() {
+            for old in seen.remove(node_class).unwrap_or_default() {
+                if !current.contains(&old) {
+                    self.findings.remove(&old);
+                }
+            }
+            seen.insert(node_class.to_owned(), current);
+        }
+    }
+
+    pub fn observe_reconcile(&self, took: Duration) {
+        self.reconcile_duration.observe(took.as_secs_f64());
+    }
+
+    pub fn reconcile_error(&self, label: &str) {
+        self.reconcile_errors
+            .get_or_create(&ErrorLabels {
+                error: label.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn status_patched(&self) {
+        self.status_patches.inc();
+    }
+
+    pub fn observe_change_to_status(&self, took: Duration) {
+        self.change_to_status.observe(took.as_secs_f64());
+    }
+
+    /// Brings the AWS call counters up to the adapter's snapshot (they only grow).
+    pub fn sync_aws_calls(&self, stats: &CallStats) {
+        let Ok(mut seen) = self.aws_seen.lock() else {
+            return;
+        };
+        for call in &stats.calls {
+            let key = (
+                call.service.to_owned(),
+                call.operation.to_owned(),
+                call.outcome.to_owned(),
+            );
+            let before = seen.insert(key.clone(), call.count).unwrap_or(0);
+            let labels = AwsCallLabels {
+                service: key.0,
+                operation: key.1,
+                outcome: key.2,
+            };
+            self.aws_calls
+                .get_or_create(&labels)
+                .inc_by(call.count.saturating_sub(before));
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            text.clear();
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    #[test]
+    fn condition_gauges_mark_exactly_the_current_status() {
+        let metrics = Metrics::default();
+        let status = KarpenterHealthStatus::pending(Time(jiff::Timestamp::UNIX_EPOCH), Some(1));
+        metrics.record_status("default", &status);
+        let text = metrics.encode();
+        assert!(text.contains(
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="Unknown"} 1"#
+        ));
+        assert!(text.contains(
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="True"} 0"#
+        ));
+        metrics.forget("default");
+        assert!(!metrics.encode().contains(r#"node_class="default""#));
+    }
+
+    #[test]
+    fn aws_call_counters_follow_the_adapter_snapshot() {
+        let metrics = Metrics::default();
+        let snapshot = |count| CallStats {
+            calls: vec![karpenter_health_aws::CallCount {
+                service: "ec2",
+                operation: "DescribeSecurityGroups",
+                outcome: "ok",
+                count,
+            }],
+            ..CallStats::default()
+        };
+        metrics.sync_aws_calls(&snapshot(3));
+        metrics.sync_aws_calls(&snapshot(5));
+        assert!(metrics.encode().contains(
+            r#"karpenter_health_aws_calls_total{service="ec2",operation="DescribeSecurityGroups",outcome="ok"} 5"#
+        ));
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make demo`: start the local bed, seed a Karpenter setup broken the ways users break it, run the
+# operator against it and show what `kubectl get karpenterhealth` says. Leaves the bed and the
+# operator running for exploration; `make e2e-down` stops both.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bed_dir="${KH_BED_DIR:-$root/e2e/.bed}"
+cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+
+bash e2e/bed/bed.sh up "$bed_dir"
+# shellcheck disable=SC1091
+source "$bed_dir/env"
+
+echo "demo: building karpenter-health" >&2
+cargo build --quiet --locked -p karpenter-health
+binary="$root/target/debug/karpenter-health"
+
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL="$KH_MOTO_URL"
+"$cache_root/moto-venv/bin/python" e2e/demo/seed_aws.py
+"$binary" crd | kubectl apply -f - >/dev/null
+kubectl apply -f e2e/demo/seed.yaml >/dev/null
+
+if [ -f "$bed_dir/pids/operator.pid" ] && kill -0 "$(cat "$bed_dir/pids/operator.pid")" 2>/dev/null; then
+  kill "$(cat "$bed_dir/pids/operator.pid")"; sleep 1
+fi
+"$binary" run --refresh-interval 30s > "$bed_dir/logs/operator.log" 2>&1 &
+echo $! > "$bed_dir/pids/operator.pid"
+
+echo "demo: waiting for the first evaluation of every EC2NodeClass" >&2
+for _ in $(seq 1 100); do
+  pending="$(kubectl get kh -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="InstanceProfileReady")].reason}{"\n"}{end}' 2>/dev/null | grep -c '^Pending$' || true)"
+  count="$(kubectl get kh --no-headers 2>/dev/null | wc -l)"
+  [ "$count" -ge 3 ] && [ "$pending" -eq 0 ] && break
+  sleep 0.3
+done
+
+echo
+kubectl get karpenterhealth
+echo
+echo "Details of one EC2NodeClass:   kubectl describe kh batch     (KUBECONFIG=$KUBECONFIG)"
+echo "Operator logs:                 $bed_dir/logs/operator.log"
+echo "Stop the bed and the operator: make e2e-down"

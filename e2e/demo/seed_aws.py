@@ -1,0 +1,69 @@
+"""Seeds the bed's moto server with the AWS side of the demo: an EKS cluster and its VPC, node and
+controller roles, an instance profile and security groups. Idempotent: re-running is harmless."""
+import json
+import os
+import sys
+
+import boto3
+from botocore.exceptions import ClientError
+
+endpoint = os.environ["KH_MOTO_URL"]
+region = os.environ.get("AWS_REGION", "us-east-1")
+cluster = os.environ.get("DEMO_CLUSTER", "demo")
+session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region)
+iam = session.client("iam", endpoint_url=endpoint)
+ec2 = session.client("ec2", endpoint_url=endpoint)
+eks = session.client("eks", endpoint_url=endpoint)
+
+EC2_TRUST = json.dumps({
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+})
+NODE_POLICIES = ["AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
+                 "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"]
+
+
+def ignore_exists(call, **kwargs):
+    try:
+        return call(**kwargs)
+    except ClientError as error:
+        if error.response["Error"]["Code"] not in ("EntityAlreadyExists", "ResourceInUseException", "LimitExceeded"):
+            raise
+
+
+def node_role(name):
+    ignore_exists(iam.create_role, RoleName=name, AssumeRolePolicyDocument=EC2_TRUST)
+    for policy in NODE_POLICIES:
+        iam.attach_role_policy(RoleName=name, PolicyArn=f"arn:aws:iam::aws:policy/{policy}")
+
+
+for role in (f"KarpenterNodeRole-{cluster}", f"KarpenterNodeRole-{cluster}-batch"):
+    node_role(role)
+ignore_exists(iam.create_role, RoleName=f"KarpenterControllerRole-{cluster}", AssumeRolePolicyDocument=json.dumps({
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Federated": "oidc"}, "Action": "sts:AssumeRoleWithWebIdentity"}],
+}))
+profile = f"KarpenterNodeInstanceProfile-{cluster}"
+if ignore_exists(iam.create_instance_profile, InstanceProfileName=profile) is not None:
+    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=f"KarpenterNodeRole-{cluster}")
+
+vpcs = ec2.describe_vpcs(Filters=[{"Name": "tag:Name", "Values": [cluster]}])["Vpcs"]
+if vpcs:
+    vpc_id = vpcs[0]["VpcId"]
+else:
+    vpc_id = ec2.create_vpc(CidrBlock="10.20.0.0/16", TagSpecifications=[
+        {"ResourceType": "vpc", "Tags": [{"Key": "Name", "Value": cluster}]}])["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.20.1.0/24", TagSpecifications=[
+        {"ResourceType": "subnet", "Tags": [{"Key": "karpenter.sh/discovery", "Value": cluster}]}])
+    ec2.create_security_group(GroupName=f"{cluster}-nodes", Description="nodes", VpcId=vpc_id, TagSpecifications=[
+        {"ResourceType": "security-group", "Tags": [
+            {"Key": "karpenter.sh/discovery", "Value": cluster},
+            {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]}])
+    ec2.create_security_group(GroupName="shared-with-other", Description="other cluster", VpcId=vpc_id,
+                              TagSpecifications=[{"ResourceType": "security-group", "Tags": [
+                                  {"Key": "team", "Value": "shared"},
+                                  {"Key": "kubernetes.io/cluster/other", "Value": "owned"}]}])
+    subnet_id = subnet["Subnet"]["SubnetId"]
+    ignore_exists(eks.create_cluster, name=cluster, roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
+                  resourcesVpcConfig={"subnetIds": [subnet_id]})
+print(f"seeded AWS for cluster {cluster} in {region} (vpc {vpc_id})", file=sys.stderr)
