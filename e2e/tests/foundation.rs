@@ -129,7 +129,10 @@ async fn each_node_class_gets_one_owned_health_that_is_collected_with_it() -> Re
         let condition = status
             .condition(*ty)
             .unwrap_or_else(|| panic!("{ty} missing"));
-        assert_eq!(condition.observed_generation, node_class.metadata.generation, "{ty}");
+        assert_eq!(
+            condition.observed_generation, node_class.metadata.generation,
+            "{ty}"
+        );
     }
     assert_eq!(status.conditions.len(), ConditionType::ALL.len());
 

@@ -26,7 +26,7 @@ enum LogFormat {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the operator in the cluster of the current kubeconfig or service account.
-    Run(karpenter_health_operator::OperatorConfig),
+    Run(Box<karpenter_health_operator::OperatorConfig>),
     /// Print the KarpenterHealth CRD as YAML.
     Crd,
 }
@@ -57,7 +57,7 @@ async fn main() -> anyhow::Result<()> {
             let client = kube::Client::try_default()
                 .await
                 .context("connecting to Kubernetes")?;
-            karpenter_health_operator::run(client, config, shutdown).await
+            karpenter_health_operator::run(client, *config, shutdown).await
         }
     }
 }
@@ -74,8 +74,11 @@ mod tests {
 
     #[test]
     fn run_parses_its_flags_and_defaults() {
-        let cli = Cli::try_parse_from(["karpenter-health", "run", "--http-address", "off"]).unwrap();
-        let Command::Run(config) = cli.command else { panic!("not run") };
+        let cli =
+            Cli::try_parse_from(["karpenter-health", "run", "--http-address", "off"]).unwrap();
+        let Command::Run(config) = cli.command else {
+            panic!("not run")
+        };
         assert_eq!(config.http_address.0, None);
         assert_eq!(config.refresh_interval, std::time::Duration::from_secs(300));
         assert_eq!(config.karpenter_namespace, "kube-system");

@@ -76,7 +76,7 @@ mod tests {
 
     #[test]
     fn a_trimmed_pod_keeps_only_scheduling_constraints() {
-        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+        let mut web: Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "web", "namespace": "shop", "annotations": {"big": "x"},
                          "managedFields": [{"manager": "kubectl"}], "labels": {"app": "web"}},
             "spec": {"nodeSelector": {"node-role.kubernetes.io/web": ""},
@@ -86,17 +86,17 @@ mod tests {
             "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
         }))
         .unwrap();
-        pod(&mut pod);
-        let spec = pod.spec.as_ref().unwrap();
+        super::pod(&mut web);
+        let spec = web.spec.as_ref().unwrap();
         assert!(spec.containers.is_empty());
         assert_eq!(spec.node_selector.as_ref().unwrap().len(), 1);
         let affinity = spec.affinity.as_ref().unwrap();
         assert!(affinity.node_affinity.is_some() && affinity.pod_anti_affinity.is_none());
-        assert!(pod.metadata.annotations.is_none() && pod.metadata.managed_fields.is_none());
+        assert!(web.metadata.annotations.is_none() && web.metadata.managed_fields.is_none());
         assert_eq!(
-            pod.status.as_ref().unwrap().phase.as_deref(),
+            web.status.as_ref().unwrap().phase.as_deref(),
             Some("Pending")
         );
-        assert!(pod.status.as_ref().unwrap().conditions.is_none());
+        assert!(web.status.as_ref().unwrap().conditions.is_none());
     }
 }

@@ -189,7 +189,10 @@ mod tests {
     fn the_http_address_can_be_turned_off() {
         assert_eq!(parse_address("off"), Ok(ListenAddress(None)));
         let address = "127.0.0.1:9000".parse().unwrap();
-        assert_eq!(parse_address("127.0.0.1:9000"), Ok(ListenAddress(Some(address))));
+        assert_eq!(
+            parse_address("127.0.0.1:9000"),
+            Ok(ListenAddress(Some(address)))
+        );
         assert!(parse_address("nowhere").is_err());
     }
 
