@@ -45,7 +45,17 @@ impl fmt::Display for ConditionStatus {
 /// How bad a finding is. `Error` findings make their condition False; `Warning` and `Info` are
 /// reported in `status.findings` only and never change a condition.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 pub enum Severity {
     Error,
@@ -383,7 +393,11 @@ mod tests {
             let s = reason.as_str();
             assert!(s.len() <= 1024);
             assert!(s.starts_with(|c: char| c.is_ascii_alphabetic()), "{s}");
-            assert!(s.chars().all(|c| c.is_ascii_alphanumeric() || "_,:".contains(c)), "{s}");
+            assert!(
+                s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_,:".contains(c)),
+                "{s}"
+            );
         }
     }
 
@@ -394,8 +408,14 @@ mod tests {
                 .iter()
                 .filter(|r| r.meta().scope == ReasonScope::Only(condition))
                 .collect();
-            let trues = own.iter().filter(|r| r.meta().status == ConditionStatus::True).count();
-            let falses = own.iter().filter(|r| r.meta().status == ConditionStatus::False).count();
+            let trues = own
+                .iter()
+                .filter(|r| r.meta().status == ConditionStatus::True)
+                .count();
+            let falses = own
+                .iter()
+                .filter(|r| r.meta().status == ConditionStatus::False)
+                .count();
             assert!(trues >= 1, "{condition} must have a True reason");
             assert!(falses >= 1, "{condition} must have a False reason");
         }
@@ -410,7 +430,10 @@ mod tests {
             assert_eq!(ConditionType::parse(c.as_str()), Some(c));
             assert!(!c.meaning().is_empty());
         }
-        assert_eq!(ConditionType::sub_conditions().len(), ConditionType::ALL.len() - 1);
+        assert_eq!(
+            ConditionType::sub_conditions().len(),
+            ConditionType::ALL.len() - 1
+        );
         assert!(!ConditionType::sub_conditions().contains(&ConditionType::Ready));
     }
 

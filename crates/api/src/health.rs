@@ -101,7 +101,9 @@ pub struct Finding {
 
 /// A reference to a Kubernetes object (`kind`, `name`, optional `namespace`) or an AWS resource
 /// (`kind` such as `IAMRole`, `name` holding its ARN or id).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct SubjectRef {
     pub kind: String,
@@ -112,7 +114,11 @@ pub struct SubjectRef {
 
 impl SubjectRef {
     pub fn new(kind: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { kind: kind.into(), name: name.into(), namespace: None }
+        Self {
+            kind: kind.into(),
+            name: name.into(),
+            namespace: None,
+        }
     }
 
     pub fn namespaced(
@@ -120,7 +126,11 @@ impl SubjectRef {
         namespace: impl Into<String>,
         name: impl Into<String>,
     ) -> Self {
-        Self { kind: kind.into(), name: name.into(), namespace: Some(namespace.into()) }
+        Self {
+            kind: kind.into(),
+            name: name.into(),
+            namespace: Some(namespace.into()),
+        }
     }
 }
 
@@ -165,7 +175,11 @@ impl KarpenterHealthStatus {
                 }
             })
             .collect();
-        Self { observed_generation: generation, conditions, ..Self::default() }
+        Self {
+            observed_generation: generation,
+            conditions,
+            ..Self::default()
+        }
     }
 
     /// The condition of the given type, if present.
@@ -182,19 +196,31 @@ mod tests {
     #[test]
     fn crd_is_cluster_scoped_with_status_shortname_and_category() {
         let crd = KarpenterHealth::crd();
-        assert_eq!(crd.metadata.name.as_deref(), Some("karpenterhealths.karpenter-health.io"));
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("karpenterhealths.karpenter-health.io")
+        );
         assert_eq!(crd.spec.scope, "Cluster");
         assert_eq!(crd.spec.names.short_names, Some(vec!["kh".to_owned()]));
-        assert_eq!(crd.spec.names.categories, Some(vec!["karpenter".to_owned()]));
+        assert_eq!(
+            crd.spec.names.categories,
+            Some(vec!["karpenter".to_owned()])
+        );
         let version = &crd.spec.versions[0];
-        assert!(version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some());
+        assert!(
+            version
+                .subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some()
+        );
     }
 
     #[test]
     fn conditions_are_a_map_list_keyed_by_type() {
         let crd = serde_json::to_value(KarpenterHealth::crd()).unwrap();
-        let conditions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
-            ["status"]["properties"]["conditions"];
+        let conditions = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+            ["properties"]["conditions"];
         assert_eq!(conditions["x-kubernetes-list-type"], "map");
         assert_eq!(conditions["x-kubernetes-list-map-keys"][0], "type");
         assert_eq!(conditions["maxItems"], 32);
@@ -209,6 +235,12 @@ mod tests {
             assert_eq!(c.status, "Unknown");
             assert_eq!(c.observed_generation, Some(3));
         }
-        assert_eq!(status.condition(ConditionType::NodeRoleMapped).unwrap().reason, "Pending");
+        assert_eq!(
+            status
+                .condition(ConditionType::NodeRoleMapped)
+                .unwrap()
+                .reason,
+            "Pending"
+        );
     }
 }

@@ -63,7 +63,11 @@ pub struct SelectorTerm {
 pub struct MetadataOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_endpoint: Option<String>,
-    #[serde(default, rename = "httpProtocolIPv6", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "httpProtocolIPv6",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub http_protocol_ipv6: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_tokens: Option<String>,
@@ -149,10 +153,11 @@ impl NodeClassRef {
     /// as EC2NodeClass, as Karpenter's AWS provider does.
     pub fn refers_to_ec2_node_class(&self, name: &str) -> bool {
         let kind_ok = self.kind.as_deref().is_none_or(|k| k == "EC2NodeClass");
-        let group = self
-            .group
-            .as_deref()
-            .or_else(|| self.api_version.as_deref().map(|v| v.split('/').next().unwrap_or(v)));
+        let group = self.group.as_deref().or_else(|| {
+            self.api_version
+                .as_deref()
+                .map(|v| v.split('/').next().unwrap_or(v))
+        });
         let group_ok = group.is_none_or(|g| g == "karpenter.k8s.aws");
         kind_ok && group_ok && self.name == name
     }
@@ -172,7 +177,13 @@ pub struct Requirement {
 
 /// `karpenter.sh/v1 NodePool`, cluster-scoped.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[kube(group = "karpenter.sh", version = "v1", kind = "NodePool", plural = "nodepools", schema = "disabled")]
+#[kube(
+    group = "karpenter.sh",
+    version = "v1",
+    kind = "NodePool",
+    plural = "nodepools",
+    schema = "disabled"
+)]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolSpec {
     #[serde(default)]
@@ -223,7 +234,11 @@ pub struct NodeClaimSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeClaimStatus {
-    #[serde(default, rename = "providerID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "providerID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provider_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
@@ -251,7 +266,10 @@ mod tests {
         assert!(v1.refers_to_ec2_node_class("default"));
         assert!(beta.refers_to_ec2_node_class("default"));
         assert!(!v1.refers_to_ec2_node_class("other"));
-        let foreign = NodeClassRef { kind: Some("AKSNodeClass".into()), ..v1 };
+        let foreign = NodeClassRef {
+            kind: Some("AKSNodeClass".into()),
+            ..v1
+        };
         assert!(!foreign.refers_to_ec2_node_class("default"));
     }
 
@@ -279,7 +297,11 @@ status:
         assert_eq!(nc.spec.role.as_deref(), Some("KarpenterNodeRole-demo"));
         assert_eq!(nc.spec.security_group_selector_terms.len(), 2);
         assert_eq!(
-            nc.spec.metadata_options.unwrap().http_protocol_ipv6.as_deref(),
+            nc.spec
+                .metadata_options
+                .unwrap()
+                .http_protocol_ipv6
+                .as_deref(),
             Some("disabled")
         );
         let status = nc.status.unwrap();
