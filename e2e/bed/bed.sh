@@ -24,18 +24,9 @@ free_port() {
 
 stop_all() {
   [ -d "$dir/pids" ] || return 0
-  local pidfile pid
-  # Reverse start order: moto, controller-manager, apiserver, etcd.
+  # Reverse start order; only processes this script started, by their recorded pids.
   for name in operator moto kube-controller-manager kube-apiserver etcd; do
-    pidfile="$dir/pids/$name.pid"
-    [ -f "$pidfile" ] || continue
-    pid="$(cat "$pidfile")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
+    stop_one "$name"
   done
 }
 
@@ -119,6 +110,28 @@ install_karpenter_crds() {
   "${kc[@]}" wait --for condition=established --timeout=60s crd/ec2nodeclasses.karpenter.k8s.aws crd/nodepools.karpenter.sh crd/nodeclaims.karpenter.sh >/dev/null
 }
 
+start_apiserver() {
+  local bin port
+  bin="$(cat "$dir/apiserver.bin")"
+  # shellcheck disable=SC2046
+  "$bin" $(cat "$dir/apiserver.args") >> "$dir/logs/kube-apiserver.log" 2>&1 &
+  echo $! > "$dir/pids/kube-apiserver.pid"
+  port="$(sed -n 's/.*--secure-port \([0-9]*\).*/\1/p' "$dir/apiserver.args")"
+  wait_http "https://127.0.0.1:$port/readyz" kube-apiserver 90 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $(cat "$dir/pki/admin.token")"
+}
+
+stop_one() { # name
+  local pidfile="$dir/pids/$1.pid" pid
+  [ -f "$pidfile" ] || return 0
+  pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
 up() {
   if [ -f "$dir/env" ] && [ -f "$dir/pids/kube-apiserver.pid" ] && kill -0 "$(cat "$dir/pids/kube-apiserver.pid")" 2>/dev/null; then
     log "already up in $dir"; return 0
@@ -143,16 +156,13 @@ up() {
   echo $! > "$dir/pids/etcd.pid"
   wait_http "http://127.0.0.1:$etcd_port/health" etcd 30
 
-  "$apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" --bind-address 127.0.0.1 \
-    --secure-port "$api_port" --advertise-address 127.0.0.1 \
-    --tls-cert-file "$dir/pki/server.crt" --tls-private-key-file "$dir/pki/server.key" \
-    --client-ca-file "$dir/pki/ca.crt" --token-auth-file "$dir/pki/tokens.csv" \
-    --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc \
-    --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 --cert-dir "$dir/certs" \
-    > "$dir/logs/kube-apiserver.log" 2>&1 &
-  echo $! > "$dir/pids/kube-apiserver.pid"
-  wait_http "https://127.0.0.1:$api_port/readyz" kube-apiserver 90 --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $admin_token"
+  # Kept in a file so `restart-apiserver` can bring the same server back (outage tests).
+  cat > "$dir/apiserver.args" <<ARGS
+--etcd-servers http://127.0.0.1:$etcd_port --bind-address 127.0.0.1 --secure-port $api_port --advertise-address 127.0.0.1 --tls-cert-file $dir/pki/server.crt --tls-private-key-file $dir/pki/server.key --client-ca-file $dir/pki/ca.crt --token-auth-file $dir/pki/tokens.csv --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc --service-account-key-file $dir/pki/sa.pub --service-account-signing-key-file $dir/pki/sa.key --service-cluster-ip-range 10.0.0.0/24 --cert-dir $dir/certs
+ARGS
+  echo "$apiserver" > "$dir/apiserver.bin"
+  echo "$admin_token" > "$dir/pki/admin.token"
+  start_apiserver
 
   write_kubeconfig "$dir/kubeconfig" admin "$admin_token"
   write_kubeconfig "$dir/operator.kubeconfig" karpenter-health-operator "$operator_token"
@@ -193,11 +203,14 @@ ENV
 case "$cmd" in
   up) up ;;
   down) stop_all; [ "${KH_BED_KEEP:-}" = 1 ] || rm -rf "$dir"; log "down" ;;
+  stop-apiserver) stop_one kube-apiserver; log "kube-apiserver stopped" ;;
+  start-apiserver) start_apiserver; log "kube-apiserver started" ;;
+  restart-apiserver) stop_one kube-apiserver; start_apiserver; log "kube-apiserver restarted" ;;
   status)
     for f in "$dir"/pids/*.pid; do
       [ -f "$f" ] || continue
       n="$(basename "$f" .pid)"; p="$(cat "$f")"
       if kill -0 "$p" 2>/dev/null; then echo "$n running (pid $p)"; else echo "$n stopped"; fi
     done ;;
-  *) echo "usage: $0 up|down|status [DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|stop-apiserver|start-apiserver|restart-apiserver [DIR]" >&2; exit 2 ;;
 esac
