@@ -67,6 +67,10 @@ e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever ha
 	  $(CARGO) test --locked -p karpenter-health-e2e -- --test-threads=1 || status=$$?; \
 	  bash $(BED) down $(BED_DIR); exit $$status
 
+.PHONY: bench
+bench: ## the benchmark on its own bed: 10,000 NodeClaims, 50 NodePools, 20 EC2NodeClasses (see docs/benchmarks.md)
+	@bash e2e/bench.sh
+
 .PHONY: test
 test: deps fmt-check lint test-unit crds-check purity-check e2e ## everything CI runs
 

@@ -73,6 +73,24 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_documents_every_flag_of_run() {
+        let readme = include_str!("../../../README.md");
+        let command = Cli::command();
+        let run = command.find_subcommand("run").expect("run subcommand");
+        let flags: Vec<String> = run
+            .get_arguments()
+            .chain(command.get_arguments())
+            .filter_map(|arg| arg.get_long())
+            .filter(|long| *long != "help")
+            .map(|long| format!("`--{long}`"))
+            .collect();
+        assert!(flags.len() > 10, "{flags:?}");
+        for flag in flags {
+            assert!(readme.contains(&flag), "README.md does not document {flag}");
+        }
+    }
+
+    #[test]
     fn run_parses_its_flags_and_defaults() {
         let cli =
             Cli::try_parse_from(["karpenter-health", "run", "--http-address", "off"]).unwrap();
