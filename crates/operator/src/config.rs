@@ -86,6 +86,10 @@ pub struct OperatorConfig {
     /// Name of the leader-election Lease.
     #[arg(long, env = "KH_LEASE_NAME", default_value = "karpenter-health")]
     pub lease_name: String,
+
+    /// This replica's identity in the Lease; defaults to the Pod name, else the host name.
+    #[arg(long, env = "POD_NAME")]
+    pub lease_identity: Option<String>,
 }
 
 impl OperatorConfig {
@@ -110,6 +114,7 @@ impl OperatorConfig {
             leader_elect: false,
             lease_namespace: "kube-system".into(),
             lease_name: "karpenter-health".into(),
+            lease_identity: None,
         }
     }
 

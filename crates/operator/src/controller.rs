@@ -138,7 +138,10 @@ pub async fn run_with(
     if !config.leader_elect {
         return run_controller(client, config, aws, shutdown).await;
     }
-    let identity = std::env::var("POD_NAME")
+    let identity = config
+        .lease_identity
+        .clone()
+        .ok_or(())
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("karpenter-health-{}", std::process::id()));
     let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &config.lease_name)

@@ -1,0 +1,114 @@
+//! Two replicas on a real API server: only the Lease holder reconciles, and when it stops on
+//! SIGTERM-style shutdown it releases the Lease so the standby takes over at once.
+
+use anyhow::Result;
+use k8s_openapi::api::coordination::v1::Lease;
+use karpenter_health_api::KarpenterHealth;
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_e2e::{Bed, OperatorHandle, apply_yaml, install_health_crd, wait_for};
+use karpenter_health_operator::OperatorConfig;
+use kube::api::{Api, DeleteParams};
+use std::time::{Duration, Instant};
+
+const LEASE: &str = "kh-e2e-leader";
+
+fn replica(identity: &str) -> OperatorConfig {
+    let mut config = OperatorConfig::for_tests();
+    config.leader_elect = true;
+    config.lease_name = LEASE.into();
+    config.lease_namespace = "default".into();
+    config.lease_identity = Some(identity.into());
+    config
+}
+
+fn node_class(name: &str) -> String {
+    format!(
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: {name}}}\n\
+         spec: {{role: KarpenterNodeRole-le, securityGroupSelectorTerms: [{{tags: {{a: b}}}}]}}\n"
+    )
+}
+
+async fn holder(leases: &Api<Lease>) -> Result<Option<String>> {
+    Ok(leases
+        .get_opt(LEASE)
+        .await?
+        .and_then(|l| l.spec?.holder_identity))
+}
+
+#[tokio::test]
+async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops() -> Result<()> {
+    let bed = Bed::from_env()?;
+    let client = bed.admin_client().await?;
+    install_health_crd(&client).await?;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let healths: Api<KarpenterHealth> = Api::all(client.clone());
+    let deadline = Duration::from_secs(30);
+
+    let first = OperatorHandle::start(
+        client.clone(),
+        replica("replica-a"),
+        bed.aws_port("us-east-2").await?,
+    );
+    wait_for("replica-a to hold the lease", deadline, || async {
+        Ok(holder(&leases).await?.filter(|h| h == "replica-a"))
+    })
+    .await?;
+    let second = OperatorHandle::start(
+        client.clone(),
+        replica("replica-b"),
+        bed.aws_port("us-east-2").await?,
+    );
+
+    apply_yaml(&client, &node_class("le-one")).await?;
+    wait_for("the leader to write le-one's status", deadline, || async {
+        Ok(healths
+            .get_opt("le-one")
+            .await?
+            .filter(|h| h.status.is_some()))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        holder(&leases).await?.as_deref(),
+        Some("replica-a"),
+        "the standby must not take the lease"
+    );
+
+    // Stopping the leader releases the Lease; the standby takes it without waiting for expiry.
+    let stopped_at = Instant::now();
+    first.stop().await?;
+    wait_for("replica-b to hold the lease", deadline, || async {
+        Ok(holder(&leases).await?.filter(|h| h == "replica-b"))
+    })
+    .await?;
+    let failover = stopped_at.elapsed();
+    eprintln!("failover after a clean stop took {failover:?}");
+    assert!(
+        failover < Duration::from_secs(15),
+        "failover took {failover:?}, longer than a lease"
+    );
+
+    apply_yaml(&client, &node_class("le-two")).await?;
+    wait_for(
+        "the new leader to write le-two's status",
+        deadline,
+        || async {
+            Ok(healths
+                .get_opt("le-two")
+                .await?
+                .filter(|h| h.status.is_some()))
+        },
+    )
+    .await?;
+
+    let node_classes: Api<EC2NodeClass> = Api::all(client);
+    for name in ["le-one", "le-two"] {
+        node_classes.delete(name, &DeleteParams::default()).await?;
+    }
+    second.stop().await?;
+    wait_for("the lease to be released", deadline, || async {
+        Ok(holder(&leases).await?.is_none().then_some(()))
+    })
+    .await?;
+    Ok(())
+}
