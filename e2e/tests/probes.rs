@@ -1,0 +1,86 @@
+//! The operator's HTTP endpoints on a real API server: `/livez` answers at once, `/readyz` once
+//! every watch has synced, and `/metrics` carries the condition gauges of each EC2NodeClass.
+
+use anyhow::{Context, Result};
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_e2e::{Bed, OperatorHandle, apply_yaml, install_health_crd, wait_for};
+use karpenter_health_operator::config::ListenAddress;
+use kube::api::{Api, DeleteParams};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A plain HTTP/1.0 GET: status code and body.
+async fn get(port: u16, path: &str) -> Result<(u16, String)> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .context("no status line")?
+        .parse()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((code, body))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+#[tokio::test]
+async fn livez_readyz_and_metrics_tell_the_operators_state() -> Result<()> {
+    let bed = Bed::from_env()?;
+    let client = bed.admin_client().await?;
+    install_health_crd(&client).await?;
+    let port = free_port()?;
+    let mut config = karpenter_health_operator::OperatorConfig::for_tests();
+    config.http_address = ListenAddress(Some(([127, 0, 0, 1], port).into()));
+    let operator = OperatorHandle::start(client.clone(), config, bed.aws_port("ap-south-1").await?);
+    let deadline = Duration::from_secs(30);
+
+    let (code, body) = wait_for("/livez to answer", deadline, || async {
+        Ok(get(port, "/livez").await.ok())
+    })
+    .await?;
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    wait_for("/readyz to turn ready", deadline, || async {
+        Ok(get(port, "/readyz")
+            .await
+            .ok()
+            .filter(|(code, _)| *code == 200))
+    })
+    .await?;
+
+    apply_yaml(
+        &client,
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: probes-one}\n\
+         spec: {role: KarpenterNodeRole-probes, securityGroupSelectorTerms: [{tags: {a: b}}]}\n",
+    )
+    .await?;
+    let metrics = wait_for("the condition gauges of probes-one", deadline, || async {
+        let (_, body) = get(port, "/metrics").await?;
+        Ok(body
+            .contains(r#"node_class="probes-one",type="Ready""#)
+            .then_some(body))
+    })
+    .await?;
+    assert!(metrics.contains("karpenter_health_reconcile_duration_seconds_count"));
+    assert!(metrics.contains("karpenter_health_status_patches_total"));
+    assert!(
+        metrics.contains("karpenter_health_aws_calls_total{service="),
+        "AWS calls are counted"
+    );
+
+    Api::<EC2NodeClass>::all(client)
+        .delete("probes-one", &DeleteParams::default())
+        .await?;
+    operator.stop().await
+}
