@@ -188,13 +188,21 @@ async fn a_malformed_node_class_is_skipped_and_the_watch_goes_on() -> Result<()>
 #[tokio::test]
 async fn the_binary_installs_its_crd_and_stops_cleanly_on_sigterm() -> Result<()> {
     let bed = Bed::from_env()?;
-    let binary = std::env::var("KH_BIN").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../target/debug/karpenter-health"
-        )
-        .to_owned()
-    });
+    // The binary sits beside this test's own executable (target/debug/deps/..), wherever the
+    // target directory is; `make e2e` builds it first.
+    let binary = match std::env::var_os("KH_BIN") {
+        Some(path) => std::path::PathBuf::from(path),
+        None => std::env::current_exe()?
+            .parent()
+            .and_then(|deps| deps.parent())
+            .map(|debug| debug.join("karpenter-health"))
+            .ok_or_else(|| anyhow::anyhow!("cannot locate the target directory"))?,
+    };
+    anyhow::ensure!(
+        binary.is_file(),
+        "{} is missing: run `cargo build -p karpenter-health`",
+        binary.display()
+    );
     let mut child = ChildGuard(
         std::process::Command::new(&binary)
             .args(["run", "--install-crd", "--http-address", "127.0.0.1:0"])
