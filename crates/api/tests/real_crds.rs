@@ -59,7 +59,7 @@ fn maximal_objects(file: &str) -> Vec<(String, String, Value)> {
     };
     let mut out = Vec::new();
     let mut releases: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
+        .expect("readable CRD test data")
         .flatten()
         .map(|e| e.path())
         .collect();
@@ -69,18 +69,28 @@ fn maximal_objects(file: &str) -> Vec<(String, String, Value)> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let crd: Value = serde_yaml::from_str(&text).unwrap();
-        for version in crd["spec"]["versions"].as_array().unwrap() {
+        let crd: Value = serde_yaml::from_str(&text).expect("CRD YAML");
+        for version in crd["spec"]["versions"].as_array().expect("versions") {
             let mut object = sample(&version["schema"]["openAPIV3Schema"]);
             object["apiVersion"] = json!(format!(
                 "{}/{}",
-                crd["spec"]["group"].as_str().unwrap(),
-                version["name"].as_str().unwrap()
+                crd["spec"]["group"]
+                    .as_str()
+                    .expect("readable CRD test data"),
+                version["name"].as_str().expect("readable CRD test data")
             ));
             object["kind"] = crd["spec"]["names"]["kind"].clone();
             object["metadata"] = json!({"name": "maximal", "generation": 3});
-            let name = release.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, version["name"].as_str().unwrap().to_owned(), object));
+            let name = release
+                .file_name()
+                .expect("release")
+                .to_string_lossy()
+                .into_owned();
+            out.push((
+                name,
+                version["name"].as_str().expect("name").to_owned(),
+                object,
+            ));
         }
     }
     out
