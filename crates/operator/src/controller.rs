@@ -229,9 +229,19 @@ async fn run_controller(
         generation_seen: Mutex::default(),
     });
 
+    // Every input stream (this one, the health watch and each kube-facts watch) backs off on its
+    // own errors. The controller's shared trigger backoff would instead sleep for every error of
+    // any input, growing to 30 s per error: after an API-server outage, where each of the nine
+    // watches reports a few errors, it held back all triggers (and so every cache update) for
+    // minutes while the status looked current. It is therefore switched off.
     let node_classes: Api<DeserializeGuard<EC2NodeClass>> = Api::all(client.clone());
-    let controller = Controller::new(node_classes, watcher::Config::default());
-    let classes = controller.store();
+    let (classes, class_writer) = reflector::store();
+    let class_stream = watcher(node_classes, watcher::Config::default())
+        .default_backoff()
+        .reflect(class_writer)
+        .applied_objects();
+    let controller =
+        Controller::for_stream(class_stream, classes.clone()).trigger_backoff(NoSharedBackoff);
 
     if let Some(address) = config.http_address.0 {
         let ready_facts = kube_facts.clone();
@@ -346,6 +356,23 @@ async fn run_controller(
         .await;
     tracing::info!("karpenter-health operator stopped");
     Ok(())
+}
+
+/// The controller's shared trigger backoff, off: each input stream has its own.
+#[derive(Debug)]
+struct NoSharedBackoff;
+
+impl Iterator for NoSharedBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        // `None` would end the trigger stream; zero lets it go on at once.
+        Some(Duration::ZERO)
+    }
+}
+
+impl kube::runtime::utils::Backoff for NoSharedBackoff {
+    fn reset(&mut self) {}
 }
 
 trait StoreReady {
