@@ -17,6 +17,7 @@ use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -375,6 +376,25 @@ async fn unbind_operator_user(
     Ok(())
 }
 
+/// Deletes the operator's Lease once the operator under test has released it. The shipped RBAC
+/// itself stays installed (identical for every test, like the CRD): on a cluster running the real
+/// operator, removing it would break that install.
+async fn remove_released_lease(admin: &kube::Client) -> Result<()> {
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), "kube-system");
+    let held = leases.get_opt("karpenter-health").await?.map(|lease| {
+        lease
+            .spec
+            .and_then(|s| s.holder_identity)
+            .is_some_and(|h| !h.is_empty())
+    });
+    if held == Some(false) {
+        leases
+            .delete("karpenter-health", &DeleteParams::default())
+            .await?;
+    }
+    Ok(())
+}
+
 fn summary(status: &KarpenterHealthStatus) -> String {
     status
         .conditions
@@ -431,7 +451,7 @@ fn assert_only_failed(status: &KarpenterHealthStatus, expected: &[ConditionType]
     }
 }
 
-/// Whether `subject` (kind, name) is among the error findings' subjects.
+/// Whether a finding of condition `ty` names the object `kind`/`name` among its subjects.
 fn finding_names(
     status: &KarpenterHealthStatus,
     ty: ConditionType,
@@ -635,6 +655,9 @@ impl Fixture {
         }
         if let Err(e) = unbind_operator_user(&self.admin, &self.bindings).await {
             errors.push(format!("bindings: {e:#}"));
+        }
+        if let Err(e) = remove_released_lease(&self.admin).await {
+            errors.push(format!("lease: {e:#}"));
         }
         ensure!(errors.is_empty(), "teardown: {}", errors.join("; "));
         Ok(())
@@ -1107,18 +1130,19 @@ async fn a_pending_pod_selecting_a_node_role_label_is_named_up_to_karpenter_1_8_
                 "containers": [{"name": "web", "image": "nginx"}],
             },
         }))?;
-        // The namespace's default ServiceAccount appears shortly after the namespace.
-        wait_for("the web Pod to be created", DEADLINE, || {
-            let (pods, pod) = (&pods, &pod);
-            async move {
-                match pods.create(&PostParams::default(), pod).await {
-                    Ok(_) => Ok(Some(())),
-                    Err(kube::Error::Api(e)) if e.code == 409 => Ok(Some(())),
-                    Err(e) => Err(e.into()),
-                }
-            }
-        })
-        .await?;
+        // Pods need their ServiceAccount; the bed's controller-manager creates `default` late
+        // after an API server restart, so the test does not wait for it.
+        let default_sa: ServiceAccount =
+            serde_json::from_value(json!({"metadata": {"name": "default", "namespace": fx.name}}))?;
+        match Api::<ServiceAccount>::namespaced(fx.admin.clone(), &fx.name)
+            .create(&PostParams::default(), &default_sa)
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        pods.create(&PostParams::default(), &pod).await?;
         let status = fx
             .wait_failed(&[(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)])
             .await?;
