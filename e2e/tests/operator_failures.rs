@@ -1497,17 +1497,29 @@ async fn the_operator_rides_out_an_api_server_restart_and_keeps_status_correct()
         let before = fx.wait_healthy("before the restart").await?;
         let healths: Api<KarpenterHealth> = Api::all(fx.admin.clone());
         let uid = healths.get(&fx.name).await?.metadata.uid;
+        let log = StatusLog::start(&fx.admin, &fx.name);
 
         restart_api_server(&fx.bed).await?;
         let restarted = Timestamp::now();
 
-        // The operator evaluates again, without being restarted, and the status is unchanged.
+        // The operator evaluates again, without being restarted, and the status is unchanged:
+        // nothing it wrote around the outage flipped a condition (its caches were kept).
         let after = fx
             .wait_status("an evaluation after the restart", |s| {
                 s.last_evaluated.as_ref().is_some_and(|t| t.0 > restarted)
             })
             .await?;
         assert_eq!(summary(&after), summary(&before));
+        let seen = log.stop();
+        let changed: Vec<String> = seen
+            .iter()
+            .map(summary)
+            .filter(|s| *s != summary(&before))
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "status changed around the restart: {changed:#?}"
+        );
 
         // Each watch is back: aws-auth (cluster facts) ...
         // (aws-auth is edited to map an old node group's role only)
