@@ -170,8 +170,16 @@ where
 /// Guarded objects are trimmed only when they deserialized; a malformed one is kept as the error
 /// the snapshot skips, and logged once per change.
 fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
+    trim_guarded_with(guarded, trim::metadata);
+}
+
+fn trim_guarded_claim(guarded: &mut DeserializeGuard<NodeClaim>) {
+    trim_guarded_with(guarded, trim::node_claim);
+}
+
+fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&mut K)) {
     match &mut guarded.0 {
-        Ok(object) => trim::metadata(object),
+        Ok(object) => trim(object),
         Err(invalid) => tracing::warn!(
             name = invalid.metadata.name.as_deref().unwrap_or("<unnamed>"),
             error = %invalid.error,
@@ -221,7 +229,7 @@ impl KubeFacts {
             watcher::Config::default(),
             NODE_CLAIMS,
             &health,
-            trim_guarded,
+            trim_guarded_claim,
         );
         // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
         let (pending_pods, pod_stream) = reflected(
