@@ -52,7 +52,7 @@ struct Args {
     #[arg(long, default_value_t = 5)]
     cold_starts: usize,
     /// API server restarts (each a forced relist of every watch).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     relists: usize,
     /// Idle window for steady RSS and AWS calls per hour (two default refresh intervals).
     #[arg(long, default_value = "600s", value_parser = karpenter_health_operator::config::parse_duration)]
@@ -70,6 +70,10 @@ struct Args {
     /// The operator binary (default: the workspace's release build).
     #[arg(long)]
     operator: Option<PathBuf>,
+    /// Environment for the operator, `KEY=VALUE` (e.g. MALLOC_ARENA_MAX=2 for an allocator
+    /// experiment).
+    #[arg(long, value_parser = parse_env)]
+    operator_env: Vec<(String, String)>,
     /// Extra arguments for `karpenter-health run`.
     #[arg(long, allow_hyphen_values = true, num_args = 1..)]
     operator_args: Vec<String>,
@@ -82,6 +86,12 @@ struct Args {
     /// Free text for the report (build profile, commit, command).
     #[arg(long, default_value = "")]
     build_info: String,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
 }
 
 struct Bench {
@@ -148,7 +158,13 @@ impl Bench {
             .out
             .join(format!("operator-{:02}-{label}.log", self.starts));
         self.starts += 1;
-        let mut op = Operator::spawn(&self.binary, &self.bed, &log, &self.args.operator_args)?;
+        let mut op = Operator::spawn(
+            &self.binary,
+            &self.bed,
+            &log,
+            &self.args.operator_args,
+            &self.args.operator_env,
+        )?;
         let sampler = RssSampler::start(op.pid, Duration::from_millis(50));
         let ready_at = loop {
             if observe::ready(&op.address).await {
@@ -560,7 +576,8 @@ async fn main() -> Result<()> {
     }
     results.seeding.node_claims_s = seeding_time.as_secs_f64();
     results.seeding.node_claims_per_s = seeded as f64 / seeding_time.as_secs_f64().max(1e-9);
-    let (wire_bytes, wire_count) = seed::node_claim_wire_bytes(&client).await?;
+    let (wire_bytes, wire_count, list_took) = seed::node_claim_list(&client).await?;
+    results.seeding.list_all_node_claims_s = list_took.as_secs_f64();
     results.seeding.wire_bytes_per_node_claim = wire_bytes as f64 / wire_count.max(1) as f64;
     results.seeding.node_claims_listed = wire_count;
     let (mut op, sampler) = last_operator.context("no operator running")?;
@@ -707,6 +724,14 @@ async fn main() -> Result<()> {
         p50_ms: stats::histogram_quantile(&buckets, 0.5).map(|s| s * 1000.0),
         p90_ms: stats::histogram_quantile(&buckets, 0.9).map(|s| s * 1000.0),
         p99_ms: stats::histogram_quantile(&buckets, 0.99).map(|s| s * 1000.0),
+        reconcile: {
+            let b = last.buckets("karpenter_health_reconcile_duration_seconds");
+            [0.5, 0.9, 0.99]
+                .iter()
+                .map(|q| stats::histogram_quantile(&b, *q).map(|s| s * 1000.0))
+                .collect()
+        },
+        reconciles: last.sum("karpenter_health_reconcile_duration_seconds_count"),
         reconcile_errors: last.sum("karpenter_health_reconcile_errors_total"),
     };
     drop(sampler);

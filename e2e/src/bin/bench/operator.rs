@@ -24,7 +24,13 @@ fn free_address() -> Result<String> {
 impl Operator {
     /// Starts `binary run` against the bed, logging to `log`. `started` is taken just before the
     /// spawn, so cold start includes process start-up.
-    pub fn spawn(binary: &Path, bed: &Bed, log: &Path, extra_args: &[String]) -> Result<Self> {
+    pub fn spawn(
+        binary: &Path,
+        bed: &Bed,
+        log: &Path,
+        extra_args: &[String],
+        env: &[(String, String)],
+    ) -> Result<Self> {
         let address = free_address()?;
         let log_file =
             std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
@@ -40,6 +46,7 @@ impl Operator {
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
             .env_remove("AWS_PROFILE")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(std::process::Stdio::null())
             .stderr(log_file)
             .kill_on_drop(true)

@@ -68,6 +68,8 @@ pub struct Seeding {
     pub node_claims_per_s: f64,
     pub node_claims_listed: usize,
     pub wire_bytes_per_node_claim: f64,
+    /// The bench's own paginated list of every NodeClaim (500 per page, raw JSON, not decoded).
+    pub list_all_node_claims_s: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -154,6 +156,9 @@ pub struct OperatorHistogram {
     pub p50_ms: Option<f64>,
     pub p90_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// `karpenter_health_reconcile_duration_seconds` p50, p90, p99 (ms) over the whole run.
+    pub reconcile: Vec<Option<f64>>,
+    pub reconciles: f64,
     pub reconcile_errors: f64,
 }
 
@@ -419,12 +424,16 @@ pub fn markdown(r: &Results) -> String {
     row(&mut o, "last, with AWS calls", &last_of(&with_aws), 1);
     let _ = writeln!(
         o,
-        "\nThe operator's own `karpenter_health_change_to_status_seconds` (trigger arrival → status written, bucket-interpolated): n {}, p50 {} ms, p90 {} ms, p99 {} ms; reconcile errors {}.\n",
+        "\nThe operator's own `karpenter_health_change_to_status_seconds` (trigger arrival → status written, bucket-interpolated): n {}, p50 {} ms, p90 {} ms, p99 {} ms; reconcile errors {}. Reconcile duration over the run: n {}, p50 {} ms, p90 {} ms, p99 {} ms.\n",
         f(r.operator_histogram.count, 0),
         opt(r.operator_histogram.p50_ms, 1),
         opt(r.operator_histogram.p90_ms, 1),
         opt(r.operator_histogram.p99_ms, 1),
-        f(r.operator_histogram.reconcile_errors, 0)
+        f(r.operator_histogram.reconcile_errors, 0),
+        f(r.operator_histogram.reconciles, 0),
+        opt(r.operator_histogram.reconcile.first().copied().flatten(), 1),
+        opt(r.operator_histogram.reconcile.get(1).copied().flatten(), 1),
+        opt(r.operator_histogram.reconcile.get(2).copied().flatten(), 1)
     );
 
     let _ = writeln!(o, "Memory (RSS from /proc/PID/status, MiB):\n");
@@ -500,6 +509,12 @@ pub fn markdown(r: &Results) -> String {
         "last status write of the start-up",
         &cold_last_write,
         2,
+    );
+    let _ = writeln!(
+        o,
+        "\nThe bench's own paginated list of all {} NodeClaims (500 per page, JSON not decoded) took {} s on this bed: the API server's share of /readyz.",
+        r.seeding.node_claims_listed,
+        f(r.seeding.list_all_node_claims_s, 2)
     );
     let _ = writeln!(
         o,

@@ -529,8 +529,10 @@ pub async fn node_claims(
     Ok(started.elapsed())
 }
 
-/// Bytes on the wire per NodeClaim: the full list, 500 per page, as the operator's watch reads it.
-pub async fn node_claim_wire_bytes(client: &kube::Client) -> Result<(usize, usize)> {
+/// Bytes on the wire and NodeClaims of a full list, 500 per page as the operator's watch reads
+/// it, and how long the list took (the API server's share of a cold start).
+pub async fn node_claim_list(client: &kube::Client) -> Result<(usize, usize, Duration)> {
+    let started = Instant::now();
     let mut bytes = 0;
     let mut count = 0;
     let mut continue_token: Option<String> = None;
@@ -556,5 +558,5 @@ pub async fn node_claim_wire_bytes(client: &kube::Client) -> Result<(usize, usiz
             break;
         }
     }
-    Ok((bytes, count))
+    Ok((bytes, count, started.elapsed()))
 }
