@@ -24,7 +24,8 @@ fn replica(identity: &str) -> OperatorConfig {
 fn node_class(name: &str) -> String {
     format!(
         "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: {name}}}\n\
-         spec: {{role: KarpenterNodeRole-le, securityGroupSelectorTerms: [{{tags: {{a: b}}}}]}}\n"
+         spec: {{role: KarpenterNodeRole-le, securityGroupSelectorTerms: [{{tags: {{a: b}}}}], \
+         subnetSelectorTerms: [{{tags: {{a: b}}}}], amiSelectorTerms: [{{alias: al2023@latest}}]}}\n"
     )
 }
 

@@ -62,7 +62,8 @@ async fn livez_readyz_and_metrics_tell_the_operators_state() -> Result<()> {
     apply_yaml(
         &client,
         "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: probes-one}\n\
-         spec: {role: KarpenterNodeRole-probes, securityGroupSelectorTerms: [{tags: {a: b}}]}\n",
+         spec: {role: KarpenterNodeRole-probes, securityGroupSelectorTerms: [{tags: {a: b}}], \
+         subnetSelectorTerms: [{tags: {a: b}}], amiSelectorTerms: [{alias: al2023@latest}]}\n",
     )
     .await?;
     let metrics = wait_for("the condition gauges of probes-one", deadline, || async {
