@@ -3,7 +3,9 @@
 
 use crate::karpenter_settings::{controller_settings, role_arn};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, NodeSelectorRequirement, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, NodeSelectorRequirement, NodeSelectorTerm, Pod, ServiceAccount,
+};
 use karpenter_health_api::karpenter::{
     EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool, Requirement,
 };
@@ -134,6 +136,15 @@ fn requirement(expression: &NodeSelectorRequirement) -> Requirement {
     }
 }
 
+/// The match expressions of one node selector term as requirements.
+fn requirements(term: &NodeSelectorTerm) -> Vec<Requirement> {
+    term.match_expressions
+        .iter()
+        .flatten()
+        .map(requirement)
+        .collect()
+}
+
 /// What Karpenter copies from a Pod into NodeClaim requirements.
 pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
     let spec = pod.spec.as_ref();
@@ -149,13 +160,7 @@ pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
             selector
                 .node_selector_terms
                 .iter()
-                .map(|term| {
-                    term.match_expressions
-                        .iter()
-                        .flatten()
-                        .map(requirement)
-                        .collect()
-                })
+                .map(requirements)
                 .collect()
         })
         .unwrap_or_default();
@@ -164,19 +169,7 @@ pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
             n.preferred_during_scheduling_ignored_during_execution
                 .as_ref()
         })
-        .map(|terms| {
-            terms
-                .iter()
-                .map(|t| {
-                    t.preference
-                        .match_expressions
-                        .iter()
-                        .flatten()
-                        .map(requirement)
-                        .collect()
-                })
-                .collect()
-        })
+        .map(|terms| terms.iter().map(|t| requirements(&t.preference)).collect())
         .unwrap_or_default();
     PodScheduling {
         namespace: pod.namespace().unwrap_or_default(),
@@ -369,6 +362,33 @@ mod tests {
         let unsynced = Sources::default();
         let facts = cluster_facts(&node_class("x"), &unsynced, &Overrides::default());
         assert!(matches!(facts.aws_auth, Observed::Unknown(_)));
+    }
+
+    #[test]
+    fn required_and_preferred_affinity_terms_become_requirements() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "batch", "namespace": "jobs"},
+            "spec": {"containers": [], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "node-role.kubernetes.io/batch", "operator": "DoesNotExist"}]},
+                    {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x", "y"]}]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "preference": {"matchExpressions": [{"key": "b", "operator": "Exists"}]}}]}}}
+        }))
+        .unwrap();
+        let scheduling = pod_scheduling(&pod);
+        assert_eq!(scheduling.required_affinity.len(), 2);
+        assert_eq!(
+            scheduling.required_affinity[0][0].key,
+            "node-role.kubernetes.io/batch"
+        );
+        assert_eq!(scheduling.required_affinity[0][0].operator, "DoesNotExist");
+        assert_eq!(scheduling.required_affinity[1][0].values, ["x", "y"]);
+        assert_eq!(scheduling.preferred_affinity[0][0].key, "b");
+        assert_eq!(
+            (scheduling.namespace.as_str(), scheduling.name.as_str()),
+            ("jobs", "batch")
+        );
     }
 
     #[test]
