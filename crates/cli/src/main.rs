@@ -52,7 +52,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(config) => {
-            let shutdown = karpenter_health_operator::controller::shutdown_signal();
+            let shutdown = karpenter_health_operator::shutdown_signal();
             init_logging(cli.log_format);
             let client = kube::Client::try_default()
                 .await

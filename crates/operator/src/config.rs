@@ -17,9 +17,9 @@ pub struct OperatorConfig {
     #[arg(long, env = "KH_REGION")]
     pub region: Option<String>,
 
-    /// The Karpenter version, for clusters where the operator cannot read Karpenter's Deployment
-    /// (EKS Auto Mode, a controller outside the cluster). Without it, and without a readable
-    /// Deployment, version-dependent checks are Unknown, never guessed.
+    /// The Karpenter version, for a controller whose Deployment the operator cannot read (run
+    /// outside this cluster, or in a namespace it may not read). Without it, and without a
+    /// readable Deployment, version-dependent checks are Unknown, never guessed.
     #[arg(long, env = "KH_KARPENTER_VERSION")]
     pub karpenter_version: Option<String>,
 
@@ -42,7 +42,7 @@ pub struct OperatorConfig {
 
     /// How often every EC2NodeClass is re-evaluated, to notice AWS-side changes; Kubernetes-side
     /// changes are acted on immediately.
-    #[arg(long, env = "KH_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, env = "KH_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_interval)]
     pub refresh_interval: Duration,
 
     /// How long a launched NodeClaim may stay unregistered before NodeClaimsRegistered=False.
@@ -146,21 +146,23 @@ impl OperatorConfig {
     }
 }
 
-/// Parses durations such as `90s`, `5m`, `1h`, `250ms`.
+/// Parses a duration in jiff's friendly format (`90s`, `5m`, `1h30m`, `250ms`, `1h 30m`) or
+/// ISO 8601 (`PT5M`). Negative durations and overflow are refused.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
+    let signed: jiff::SignedDuration = s
+        .trim()
         .parse()
-        .map_err(|_| format!("`{s}` is not a duration like 30s or 5m"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" | "" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!("`{s}` has an unknown unit (use ms, s, m or h)")),
+        .map_err(|e| format!("`{s}` is not a duration like 30s, 5m or 1h30m: {e}"))?;
+    Duration::try_from(signed).map_err(|_| format!("`{s}` is negative"))
+}
+
+/// Like [`parse_duration`], but refuses zero: for intervals that would otherwise hot-loop.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let duration = parse_duration(s)?;
+    if duration.is_zero() {
+        return Err(format!("`{s}` would re-run continuously; give at least 1s"));
     }
+    Ok(duration)
 }
 
 /// Where to serve HTTP; `None` when turned off.
@@ -180,14 +182,40 @@ fn parse_address(s: &str) -> Result<ListenAddress, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     #[test]
     fn durations_parse_with_units_and_reject_garbage() {
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert!(parse_duration("5 minutes").is_err());
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("PT5M"), Ok(Duration::from_secs(300)));
+        assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("m").is_err());
+        assert!(parse_duration("-5m").is_err());
+    }
+
+    #[test]
+    fn durations_never_overflow() {
+        assert!(parse_duration("99999999999999999999999h").is_err());
+        assert!(parse_duration(&format!("{}h", u64::MAX)).is_err());
+    }
+
+    #[test]
+    fn a_zero_refresh_interval_is_refused() {
+        assert!(parse_interval("0s").is_err());
+        assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
+        let parsed = Cli::try_parse_from(["test", "--refresh-interval", "0s"]);
+        assert!(parsed.is_err(), "a zero refresh interval must be refused");
+        let parsed = Cli::try_parse_from(["test", "--refresh-interval", "1h30m"]).unwrap();
+        assert_eq!(parsed.config.refresh_interval, Duration::from_secs(5_400));
+    }
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: OperatorConfig,
     }
 
     #[test]

@@ -3,14 +3,21 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod context;
 pub mod controller;
 pub mod crd;
 pub mod error;
 pub mod events;
 pub mod health_object;
 pub mod http;
+pub mod leader;
 pub mod metrics;
+pub mod reconcile;
+pub mod signals;
+pub mod triggers;
 
 pub use config::OperatorConfig;
-pub use controller::{AwsPort, run, run_with};
+pub use context::AwsPort;
+pub use controller::{run, run_with};
 pub use error::Error;
+pub use signals::shutdown_signal;

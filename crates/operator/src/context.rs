@@ -1,0 +1,152 @@
+//! What every reconcile shares: the clients, the caches, the AWS port and the metrics, and the
+//! gather step that reads them. Does IO (through the AWS port).
+
+use crate::config::OperatorConfig;
+use crate::metrics::Metrics;
+use crate::triggers::TriggerTimes;
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
+use karpenter_health_aws::{AwsFactsSource, AwsObserver, AwsRequest, ObserverOptions};
+use karpenter_health_checks::Facts;
+use karpenter_health_checks::facts::ClusterFacts;
+use karpenter_health_kube_facts::{KubeFacts, Overrides};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::Store;
+use kube::{Client, ResourceExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The AWS side as the controller sees it: the facts port, and the adapter's call counters when
+/// the real adapter is used.
+#[derive(Clone)]
+pub struct AwsPort {
+    pub source: Arc<dyn AwsFactsSource>,
+    pub stats: Option<AwsObserver>,
+}
+
+impl std::fmt::Debug for AwsPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AwsPort")
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AwsPort {
+    /// The real adapter over a given SDK configuration (tests point it at moto or a proxy).
+    pub fn from_sdk_config(sdk_config: &aws_config::SdkConfig, options: ObserverOptions) -> Self {
+        let observer = AwsObserver::new(sdk_config, options);
+        Self {
+            source: Arc::new(observer.clone()),
+            stats: Some(observer),
+        }
+    }
+
+    /// The real adapter over the standard credential chain and endpoint overrides.
+    pub async fn from_environment(region: Option<String>) -> Self {
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(region) = region {
+            loader = loader.region(aws_config::Region::new(region));
+        }
+        Self::from_sdk_config(&loader.load().await, ObserverOptions::default())
+    }
+}
+
+/// Shared state of all reconciles.
+pub struct Context {
+    pub client: Client,
+    pub config: OperatorConfig,
+    pub settings: karpenter_health_checks::Settings,
+    pub overrides: Overrides,
+    pub kube_facts: KubeFacts,
+    pub aws: AwsPort,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    pub healths: Store<KarpenterHealth>,
+    /// The status this process last wrote per EC2NodeClass: fresher than the watch cache right
+    /// after a write, so a quick second reconcile neither re-writes nor re-announces it.
+    pub written: Mutex<HashMap<String, KarpenterHealthStatus>>,
+    /// When a watched change first asked for each EC2NodeClass, for the latency histogram.
+    pub triggered_at: TriggerTimes,
+    /// When this process first saw each EC2NodeClass at its current generation.
+    pub generation_seen: Mutex<HashMap<String, (i64, jiff::Timestamp)>>,
+    /// Consecutive transient failures per EC2NodeClass, for the error policy's backoff.
+    pub failures: Mutex<HashMap<String, u32>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The AWS request for one EC2NodeClass: what the checks need read from IAM, EC2 and EKS.
+pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsRequest {
+    let karpenter_cluster = facts.karpenter.found().and_then(|k| k.cluster_name.clone());
+    AwsRequest {
+        cluster_name: karpenter_cluster.or_else(|| facts.configured_cluster_name.clone()),
+        instance_profile: node_class.spec.instance_profile.clone().or_else(|| {
+            node_class
+                .status
+                .as_ref()
+                .and_then(|s| s.instance_profile.clone())
+        }),
+        role: node_class.spec.role.clone(),
+        security_group_selector_terms: node_class.spec.security_group_selector_terms.clone(),
+    }
+}
+
+impl Context {
+    /// 1. gather (IO): the cluster facts from the caches, the AWS facts from the adapter.
+    pub async fn gather(&self, node_class: &EC2NodeClass) -> Facts {
+        let mut cluster = self.kube_facts.snapshot(node_class, &self.overrides);
+        cluster.node_class_generation_seen_at = self.generation_seen_at(node_class);
+        let request = aws_request(node_class, &cluster);
+        let aws = self.aws.source.observe(&request).await;
+        Facts { cluster, aws }
+    }
+
+    fn generation_seen_at(&self, node_class: &EC2NodeClass) -> Option<jiff::Timestamp> {
+        let generation = node_class.metadata.generation?;
+        let mut seen = self.generation_seen.lock().ok()?;
+        let entry = seen
+            .entry(node_class.name_any())
+            .or_insert((generation, jiff::Timestamp::now()));
+        if entry.0 != generation {
+            *entry = (generation, jiff::Timestamp::now());
+        }
+        Some(entry.1)
+    }
+
+    /// The status last written for `name`: this process's own write if any, else the cache's.
+    pub fn previous_status(
+        &self,
+        name: &str,
+        stored: Option<&KarpenterHealth>,
+    ) -> Option<KarpenterHealthStatus> {
+        self.written
+            .lock()
+            .ok()
+            .and_then(|w| w.get(name).cloned())
+            .or_else(|| stored.and_then(|h| h.status.clone()))
+    }
+
+    /// Counts one more consecutive failure of `name` and returns how many there are now.
+    pub fn count_failure(&self, name: &str) -> u32 {
+        let Ok(mut failures) = self.failures.lock() else {
+            return 1;
+        };
+        let count = failures.entry(name.to_owned()).or_default();
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets `name`'s failures after a successful reconcile.
+    pub fn reset_failures(&self, name: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(name);
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! One reconcile of one EC2NodeClass, as a visible pipeline: gather (IO) → evaluate and render
+//! (pure) → patch (IO, only on change) → announce transitions; and the error policy that decides
+//! when a failed reconcile runs again. Does IO.
+
+use crate::context::Context;
+use crate::error::{Error, Retry};
+use crate::{events, health_object};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// The name of a guarded EC2NodeClass, malformed or not, for logs and spans.
+fn name_of(guarded: &DeserializeGuard<EC2NodeClass>) -> String {
+    match &guarded.0 {
+        Ok(node_class) => node_class.name_any(),
+        Err(invalid) => invalid
+            .metadata
+            .name
+            .clone()
+            .unwrap_or_else(|| "<unnamed>".into()),
+    }
+}
+
+/// Reconciles one EC2NodeClass inside a span naming it, so every log line of the reconcile (the
+/// AWS adapter's included) carries its EC2NodeClass.
+pub async fn reconcile(
+    guarded: Arc<DeserializeGuard<EC2NodeClass>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let span = tracing::info_span!("reconcile", node_class = %name_of(&guarded));
+    reconcile_in_span(guarded, ctx).instrument(span).await
+}
+
+async fn reconcile_in_span(
+    guarded: Arc<DeserializeGuard<EC2NodeClass>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let node_class = match &guarded.0 {
+        Ok(node_class) => node_class,
+        Err(invalid) => {
+            // A malformed object must not stop the watch: report it by name and move on.
+            tracing::warn!(error = %invalid.error, "skipping malformed EC2NodeClass");
+            return Ok(Action::await_change());
+        }
+    };
+    let name = node_class.name_any();
+    if node_class.metadata.deletion_timestamp.is_some() {
+        ctx.metrics.forget(&name);
+        return Ok(Action::await_change());
+    }
+    let healths: Api<KarpenterHealth> = Api::all(ctx.client.clone());
+    let stored = ensure_owned_health(&ctx, &healths, node_class).await?;
+    let mut previous = ctx.previous_status(&name, Some(&stored));
+    if previous.as_ref().is_none_or(|s| s.conditions.is_empty()) {
+        // Show every check as Pending at once: the first AWS reads may take seconds.
+        let pending = KarpenterHealthStatus::pending(
+            Time(jiff::Timestamp::now()),
+            node_class.metadata.generation,
+        );
+        health_object::patch_status(&healths, &name, &pending).await?;
+        previous = Some(pending);
+    }
+
+    // 1. gather (IO)
+    let facts = ctx.gather(node_class).await;
+    // 2. evaluate and 3. render (pure)
+    let now = jiff::Timestamp::now();
+    let status = karpenter_health_checks::evaluate(&facts, &ctx.settings, previous.as_ref(), now);
+    // 4. patch (IO), only when something changed, then announce the transitions
+    if needs_write(previous.as_ref(), &status, ctx.config.refresh_interval) {
+        health_object::patch_status(&healths, &name, &status).await?;
+        ctx.metrics.status_patched();
+        if let Ok(mut written) = ctx.written.lock() {
+            written.insert(name.clone(), status.clone());
+        }
+        let transitions = events::transitions(previous.as_ref(), &status);
+        if !transitions.is_empty() {
+            let health_ref: ObjectReference = stored.object_ref(&());
+            let class_ref: ObjectReference = node_class.object_ref(&());
+            events::publish(&ctx.recorder, &health_ref, &class_ref, &transitions).await;
+        }
+        if let Some(since) = take_trigger_time(&ctx, &name) {
+            ctx.metrics.observe_change_to_status(since.elapsed());
+        }
+    } else {
+        take_trigger_time(&ctx, &name);
+    }
+    ctx.metrics.record_status(&name, &status);
+    ctx.metrics.observe_reconcile(started.elapsed());
+    ctx.reset_failures(&name);
+    Ok(Action::requeue(ctx.config.refresh_interval))
+}
+
+/// The KarpenterHealth of `node_class` from the cache when it is owned by this very object (not
+/// by a deleted namesake), else created or adopted now.
+async fn ensure_owned_health(
+    ctx: &Context,
+    healths: &Api<KarpenterHealth>,
+    node_class: &EC2NodeClass,
+) -> Result<KarpenterHealth, Error> {
+    let stored = ctx.healths.get(&ObjectRef::new(&node_class.name_any()));
+    let owned = stored.as_ref().is_some_and(|h| {
+        h.owner_references()
+            .iter()
+            .any(|o| Some(&o.uid) == node_class.metadata.uid.as_ref())
+    });
+    match (stored, owned) {
+        (Some(health), true) => Ok(health.as_ref().clone()),
+        _ => health_object::ensure(healths, node_class).await,
+    }
+}
+
+/// When the change that asked for `name` arrived, if one did; clears it.
+fn take_trigger_time(ctx: &Context, name: &str) -> Option<Instant> {
+    ctx.triggered_at
+        .lock()
+        .ok()
+        .and_then(|mut m| m.remove(name))
+}
+
+/// Whether `next` must be written: something but `lastEvaluated` changed, or `lastEvaluated` is
+/// older than half a refresh (so it moves about once per refresh and a status write never
+/// triggers another).
+pub fn needs_write(
+    previous: Option<&KarpenterHealthStatus>,
+    next: &KarpenterHealthStatus,
+    refresh: Duration,
+) -> bool {
+    let Some(previous) = previous else {
+        return true;
+    };
+    let strip = |s: &KarpenterHealthStatus| KarpenterHealthStatus {
+        last_evaluated: None,
+        ..s.clone()
+    };
+    if strip(previous) != strip(next) {
+        return true;
+    }
+    match (&previous.last_evaluated, &next.last_evaluated) {
+        (Some(before), Some(now)) => {
+            let age = now.0.duration_since(before.0);
+            age >= jiff::SignedDuration::try_from(refresh / 2).unwrap_or(jiff::SignedDuration::MAX)
+        }
+        _ => true,
+    }
+}
+
+/// First retry of a transient failure; each further one waits twice as long, up to the cap.
+const TRANSIENT_FIRST_RETRY: Duration = Duration::from_secs(1);
+const TRANSIENT_MAX_RETRY: Duration = Duration::from_secs(30);
+/// How often a permanent failure is retried at most (never more often than the refresh).
+const PERMANENT_RETRY: Duration = Duration::from_secs(60);
+
+/// When to retry after the `failures`-th consecutive failure of one EC2NodeClass.
+pub fn retry_after(retry: Retry, failures: u32, refresh: Duration) -> Duration {
+    match retry {
+        Retry::Transient => {
+            let doublings = failures.saturating_sub(1).min(16);
+            TRANSIENT_FIRST_RETRY
+                .saturating_mul(1 << doublings)
+                .min(TRANSIENT_MAX_RETRY)
+        }
+        Retry::Permanent => PERMANENT_RETRY.min(refresh),
+    }
+}
+
+/// The error policy: transient errors back off per EC2NodeClass, permanent ones are retried
+/// slowly; both are logged with the EC2NodeClass and counted.
+pub fn error_policy(
+    object: Arc<DeserializeGuard<EC2NodeClass>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    let name = name_of(&object);
+    let retry = error.retry();
+    let failures = ctx.count_failure(&name);
+    let after = retry_after(retry, failures, ctx.config.refresh_interval);
+    tracing::warn!(
+        node_class = %name,
+        %error,
+        kind = error.metric_label(),
+        ?retry,
+        failures,
+        retry_in = ?after,
+        "reconcile failed"
+    );
+    ctx.metrics.reconcile_error(error.metric_label());
+    Action::requeue(after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_at(seconds: i64) -> KarpenterHealthStatus {
+        let at = Time(jiff::Timestamp::from_second(seconds).unwrap());
+        KarpenterHealthStatus {
+            last_evaluated: Some(at.clone()),
+            ..KarpenterHealthStatus::pending(at, Some(1))
+        }
+    }
+
+    #[test]
+    fn an_unchanged_status_is_rewritten_only_once_per_half_refresh() {
+        let refresh = Duration::from_secs(300);
+        let before = status_at(1_000);
+        let mut soon = before.clone();
+        soon.last_evaluated = status_at(1_010).last_evaluated;
+        assert!(!needs_write(Some(&before), &soon, refresh));
+        let mut later = before.clone();
+        later.last_evaluated = status_at(1_200).last_evaluated;
+        assert!(needs_write(Some(&before), &later, refresh));
+    }
+
+    #[test]
+    fn a_changed_condition_is_always_written() {
+        let before = status_at(1_000);
+        let mut next = before.clone();
+        next.conditions[0].reason = "InstanceProfileValid".into();
+        next.conditions[0].status = "True".into();
+        assert!(needs_write(Some(&before), &next, Duration::from_secs(300)));
+        assert!(needs_write(None, &next, Duration::from_secs(300)));
+    }
+
+    #[test]
+    fn transient_failures_back_off_exponentially_up_to_a_cap() {
+        let refresh = Duration::from_secs(300);
+        let waits: Vec<u64> = (1..=8)
+            .map(|n| retry_after(Retry::Transient, n, refresh).as_secs())
+            .collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(
+            retry_after(Retry::Transient, u32::MAX, refresh),
+            TRANSIENT_MAX_RETRY
+        );
+    }
+
+    #[test]
+    fn permanent_failures_are_retried_slowly_but_never_slower_than_the_refresh() {
+        assert_eq!(
+            retry_after(Retry::Permanent, 1, Duration::from_secs(300)),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            retry_after(Retry::Permanent, 1, Duration::from_secs(2)),
+            Duration::from_secs(2)
+        );
+    }
+}
