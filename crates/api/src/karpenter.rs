@@ -249,9 +249,31 @@ pub struct NodeClaimStatus {
 /// Label Karpenter puts on NodeClaims and Nodes naming their NodePool.
 pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 
+/// The EC2 instance id in a NodeClaim `providerID` (`aws:///<az>/<i-…>`, the format of
+/// aws/karpenter-provider-aws `pkg/utils/utils.go` `ParseInstanceID`); `None` for other clouds'
+/// ids or a truncated one.
+pub fn instance_id_of(provider_id: &str) -> Option<&str> {
+    provider_id
+        .rsplit('/')
+        .next()
+        .filter(|id| id.starts_with("i-"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provider_ids_yield_instance_ids() {
+        assert_eq!(
+            instance_id_of("aws:///us-west-2a/i-0123456789abcdef0"),
+            Some("i-0123456789abcdef0")
+        );
+        assert_eq!(instance_id_of("aws:///us-east-1a/i-0abc"), Some("i-0abc"));
+        assert_eq!(instance_id_of("aws:///us-west-2a/"), None);
+        assert_eq!(instance_id_of("kind://docker/kind/node"), None);
+        assert_eq!(instance_id_of("kind://docker/node"), None);
+    }
 
     #[test]
     fn node_class_ref_accepts_v1_group_and_v1beta1_api_version() {

@@ -1,6 +1,6 @@
 //! Which label keys the installed Karpenter rejects, per version. Pure: no IO.
 //!
-//! Sources (karpenter-facts.md §3): core `pkg/apis/v1/labels.go` and the generated CEL rules of
+//! Sources: kubernetes-sigs/karpenter `pkg/apis/v1/labels.go` and the generated CEL rules of
 //! `karpenter.sh_nodepools.yaml`, before and after kubernetes-sigs/karpenter PR #2586 (first in
 //! v1.9.0), plus the AWS provider's `karpenter.k8s.aws` allow-list.
 

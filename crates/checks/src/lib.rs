@@ -1,6 +1,6 @@
 //! The functional core: pure checks from observed facts to a KarpenterHealth status. No IO, no
-//! async, no clock: time is an argument, so the operator, the one-shot CLI and offline lint all
-//! get the same answer from the same facts.
+//! async, no clock: time is an argument, so the same facts always give the same answer, whoever
+//! gathered them.
 //!
 //! The pipeline is [`evaluate`]: the [`rules`] each turn the [`facts`] into one condition's
 //! outcome, and [`render`] folds the outcomes, the previous status and `now` into the status.

@@ -28,6 +28,15 @@ impl fmt::Display for VersionError {
 
 impl std::error::Error for VersionError {}
 
+/// The tag of an image reference (`registry:5000/karpenter/controller:1.8.6@sha256:…` → `1.8.6`),
+/// `None` when it has none (digest only, or no `:` after the last `/`). The tag follows the last
+/// `:` after the last `/`, so a registry port is not taken for it.
+pub fn image_tag(image: &str) -> Option<&str> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last_segment = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    last_segment.rsplit_once(':').map(|(_, tag)| tag.trim())
+}
+
 /// Parses a Karpenter version. Accepts a leading `v`, a missing patch (`1.8`), and a full image
 /// reference (`public.ecr.aws/karpenter/controller:1.8.6@sha256:...`), taking its tag.
 pub fn parse(raw: &str) -> Result<Version, VersionError> {
@@ -35,15 +44,8 @@ pub fn parse(raw: &str) -> Result<Version, VersionError> {
         input: crate::clip(raw, 128).into_owned(),
         message,
     };
-    let mut s = raw.trim();
-    if let Some((before, _digest)) = s.split_once('@') {
-        s = before;
-    }
-    // The tag follows the last ':' after the last '/', so a registry port is not taken for it.
-    let last_segment = s.rsplit('/').next().unwrap_or(s);
-    if let Some((_, tag)) = last_segment.rsplit_once(':') {
-        s = tag;
-    }
+    let s = raw.trim();
+    let s = image_tag(s).unwrap_or(s);
     let s = s.strip_prefix(['v', 'V']).unwrap_or(s);
     if s.is_empty() {
         return Err(error("empty".into()));
@@ -91,6 +93,17 @@ mod tests {
         ] {
             assert_eq!(parse(raw).unwrap().to_string(), want, "{raw}");
         }
+    }
+
+    #[test]
+    fn image_tags_skip_registry_ports_and_digests() {
+        assert_eq!(
+            image_tag("registry:5000/karpenter/controller:1.8.6@sha256:abc"),
+            Some("1.8.6")
+        );
+        assert_eq!(image_tag("registry:5000/karpenter/controller"), None);
+        assert_eq!(image_tag("karpenter/controller@sha256:abc"), None);
+        assert_eq!(image_tag("1.8.6"), None);
     }
 
     #[test]

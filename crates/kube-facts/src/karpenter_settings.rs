@@ -19,10 +19,7 @@ pub struct ControllerSettings {
 /// The version from an image reference such as
 /// `public.ecr.aws/karpenter/controller:1.8.6@sha256:...`; `None` for digest-only or `latest`.
 pub fn version_from_image(image: &str) -> Option<String> {
-    let without_digest = image.split('@').next().unwrap_or(image);
-    let last_segment = without_digest.rsplit('/').next().unwrap_or(without_digest);
-    let (_, tag) = last_segment.split_once(':')?;
-    let tag = tag.trim();
+    let tag = karpenter_health_checks::version::image_tag(image)?;
     let looks_like_version = tag
         .trim_start_matches('v')
         .starts_with(|c: char| c.is_ascii_digit());

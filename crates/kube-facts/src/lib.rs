@@ -8,5 +8,5 @@ pub mod snapshot;
 pub mod trim;
 pub mod watches;
 
-pub use snapshot::{Overrides, instance_id_from_provider_id};
+pub use snapshot::Overrides;
 pub use watches::{KubeFacts, Triggers, WatchTargets};

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, NodeSelectorRequirement, NodeSelectorTerm, Pod, ServiceAccount,
 };
 use karpenter_health_api::karpenter::{
-    EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool, Requirement,
+    EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool, Requirement, instance_id_of,
 };
 use karpenter_health_checks::facts::{
     AwsAuthData, ClusterFacts, KarpenterFacts, Observed, PodScheduling,
@@ -38,14 +38,6 @@ pub struct Sources {
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
 }
 
-/// The EC2 instance id of a NodeClaim's `providerID` (`aws:///us-east-1a/i-0abc`).
-pub fn instance_id_from_provider_id(provider_id: &str) -> Option<&str> {
-    provider_id
-        .rsplit('/')
-        .next()
-        .filter(|id| id.starts_with("i-"))
-}
-
 /// Builds the cluster facts of `node_class`.
 pub fn cluster_facts(
     node_class: &EC2NodeClass,
@@ -74,7 +66,7 @@ pub fn cluster_facts(
     let claimed_instance_ids = all_claims
         .clone()
         .filter_map(|claim| claim.status.as_ref()?.provider_id.as_deref())
-        .filter_map(instance_id_from_provider_id)
+        .filter_map(instance_id_of)
         .map(str::to_owned)
         .collect();
     let node_claims = all_claims
@@ -389,14 +381,5 @@ mod tests {
             (scheduling.namespace.as_str(), scheduling.name.as_str()),
             ("jobs", "batch")
         );
-    }
-
-    #[test]
-    fn provider_ids_yield_instance_ids() {
-        assert_eq!(
-            instance_id_from_provider_id("aws:///us-east-1a/i-0abc"),
-            Some("i-0abc")
-        );
-        assert_eq!(instance_id_from_provider_id("kind://docker/node"), None);
     }
 }

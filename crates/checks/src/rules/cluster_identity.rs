@@ -1,8 +1,9 @@
 //! `ClusterIdentityUnique`: Karpenter is configured with the real EKS cluster name, and no other
 //! cluster's instances carry that name. Pure: no IO.
 //!
-//! Karpenter lists "its" instances by the cluster-name tag alone (karpenter-facts.md §4), so two
-//! clusters sharing a name garbage-collect and drift each other's nodes (§5e). An instance with
+//! Karpenter lists "its" instances by the cluster-name tag alone (aws/karpenter-provider-aws
+//! `pkg/providers/instance/instance.go` `List`), so two clusters sharing a name garbage-collect
+//! and drift each other's nodes (#7356). An instance with
 //! this name and `karpenter.sh/nodepool` that no NodeClaim here claims is foreign when it sits in
 //! another VPC than the EKS cluster, or has outlived Karpenter's garbage collection (which would
 //! have removed a genuine orphan of this cluster).
@@ -10,7 +11,7 @@
 use super::{Check, Context, Outcome, Why, human, list_bounded};
 use crate::clip;
 use crate::facts::{InstanceFacts, Observed};
-use karpenter_health_api::karpenter::NODEPOOL_LABEL;
+use karpenter_health_api::karpenter::{NODEPOOL_LABEL, instance_id_of};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
 
@@ -25,14 +26,6 @@ pub fn carries_cluster_name(instance: &InstanceFacts, cluster: &str) -> bool {
         || instance
             .tags
             .contains_key(&format!("kubernetes.io/cluster/{cluster}"))
-}
-
-/// The instance id in a NodeClaim `providerID` (`aws:///<az>/<i-…>`).
-pub fn instance_id_of(provider_id: &str) -> Option<&str> {
-    provider_id
-        .rsplit('/')
-        .next()
-        .filter(|id| id.starts_with("i-"))
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
@@ -224,20 +217,5 @@ fn check_instances(
                 why.message
             ),
         ));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn provider_ids_yield_instance_ids() {
-        assert_eq!(
-            instance_id_of("aws:///us-west-2a/i-0123456789abcdef0"),
-            Some("i-0123456789abcdef0")
-        );
-        assert_eq!(instance_id_of("aws:///us-west-2a/"), None);
-        assert_eq!(instance_id_of("kind://docker/kind/node"), None);
     }
 }

@@ -2,7 +2,8 @@
 //! holds the node role. Pure: no IO.
 //!
 //! Karpenter itself sets its `InstanceProfileReady=True` without any IAM call when
-//! `spec.instanceProfile` is used (karpenter-facts.md §1, §5b), so an ARN or a missing profile
+//! `spec.instanceProfile` is used (aws/karpenter-provider-aws `pkg/controllers/nodeclass/
+//! instanceprofile.go`; #8072, #8312), so an ARN or a missing profile
 //! shows up there as healthy while every launch fails.
 
 use super::{Check, Context, Outcome, Why};

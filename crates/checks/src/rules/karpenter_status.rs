@@ -1,7 +1,8 @@
 //! `KarpenterStatusConsistent`: Karpenter's own EC2NodeClass status is current and does not
 //! contradict itself. Pure: no IO.
 //!
-//! Three patterns from the field (karpenter-facts.md §1, §5b): `InstanceProfileReady=True` with
+//! Three patterns from the field (aws/karpenter-provider-aws #8072, #8312, PR #8074):
+//! `InstanceProfileReady=True` with
 //! `ValidationSucceeded` stuck Unknown (ARN profile, missing profile, stale validation cache);
 //! `Ready=True` next to a False dependent; and a status that stopped following the spec.
 

@@ -2,7 +2,7 @@
 //! affinity key, is in a label domain the installed Karpenter rejects. Pure: no IO.
 //!
 //! Pod keys matter because Karpenter copies them, whatever the operator (`NotIn` and
-//! `DoesNotExist` included), into NodeClaim requirements (karpenter-facts.md §5d). With the
+//! `DoesNotExist` included), into NodeClaim requirements (aws/karpenter-provider-aws #7069, #8022). With the
 //! version unknown, a key rejected by every version still fails; a key only some versions reject
 //! makes the condition Unknown.
 

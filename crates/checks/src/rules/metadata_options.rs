@@ -2,7 +2,8 @@
 //! Pure: no IO.
 //!
 //! In the isolated partitions `aws-iso`, `aws-iso-b` and `aws-iso-f`, EC2 rejects
-//! `httpProtocolIPv6`; Karpenter before 1.7.0 always sends it (karpenter-facts.md §5a, §6).
+//! `httpProtocolIPv6`; Karpenter before 1.7.0 always sends it (aws/karpenter-provider-aws #7081,
+//! #7667; fixed by PR #8404 in `pkg/providers/amifamily/resolver.go`).
 //! `eu-isoe-*` was removed from Karpenter's list (PR #8631) because EC2 accepts it there now.
 
 use super::{Check, Context, Outcome, Why};

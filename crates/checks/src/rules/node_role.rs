@@ -1,5 +1,6 @@
 //! `NodeRoleReady`: the node IAM role exists, has a name IAM accepts, trusts EC2 and carries the
-//! managed policies a node needs (karpenter-facts.md §8). Pure: no IO.
+//! managed policies a node needs (aws/karpenter-provider-aws getting-started `cloudformation.yaml`,
+//! PR #7963 for ECR `PullOnly`). Pure: no IO.
 
 use super::{Check, Context, Outcome, RoleName, Why};
 use crate::facts::{Observed, RoleFacts};

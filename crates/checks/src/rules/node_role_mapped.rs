@@ -1,5 +1,7 @@
 //! `NodeRoleMapped`: nodes with the node role may join the cluster, through aws-auth or an EKS
-//! access entry as the cluster's authentication mode allows (karpenter-facts.md §7). Pure: no IO.
+//! access entry as the cluster's authentication mode allows (EKS `DescribeCluster`
+//! `accessConfig.authenticationMode`; kubernetes-sigs/aws-iam-authenticator `pkg/mapper/configmap`).
+//! Pure: no IO.
 //!
 //! Each path (aws-auth, access entries) gets its own verdict; the mode decides which count.
 //! With the mode unknown, the verdict is kept only if every mode agrees.

@@ -2,7 +2,8 @@
 //! when they do not, the message names the likely cause from the other outcomes. Pure: no IO.
 //!
 //! A node that never joins shows `Launched=True`, `Registered=Unknown` (reason `NodeNotFound`)
-//! on its NodeClaim (karpenter-facts.md §2, issue #7469).
+//! on its NodeClaim (kubernetes-sigs/karpenter `pkg/apis/v1/nodeclaim_status.go`;
+//! aws/karpenter-provider-aws #7469).
 
 use super::{Check, Context, MAX_SUBJECTS, Outcome, human, list_bounded};
 use crate::clip;

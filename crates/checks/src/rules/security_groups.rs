@@ -2,7 +2,8 @@
 //! belongs to another cluster only. Warnings for the cluster tag count and a stale Karpenter
 //! status. Pure: no IO.
 //!
-//! Selector semantics follow Karpenter (karpenter-facts.md §1): terms are ORed, fields inside a
+//! Selector semantics follow Karpenter (aws/karpenter-provider-aws `pkg/apis/v1/ec2nodeclass.go`,
+//! `pkg/providers/securitygroup`): terms are ORed, fields inside a
 //! term ANDed; tag value `*` matches any value, and names and values take EC2 filter wildcards.
 
 use super::{Check, Context, Outcome, Why, list_bounded};

@@ -1,4 +1,4 @@
-//! The known field failures (karpenter-facts.md §5), each as a whole setup that must come out
+//! The known field failures (README "Why", docs/checks.md), each as a whole setup that must come out
 //! with exactly the right condition and reason, and nothing else False. Pure.
 
 use super::reasons::status;
