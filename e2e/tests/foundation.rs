@@ -3,12 +3,15 @@
 //! EC2NodeClasses are skipped without stopping the watch, and the binary stops on SIGTERM.
 
 use anyhow::Result;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceValidation, JSONSchemaProps,
+};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionType, KarpenterHealth};
 use karpenter_health_e2e::{
     Bed, OperatorHandle, apply_yaml, install_health_crd, kubectl, wait_for,
 };
-use kube::api::{Api, DeleteParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -149,52 +152,103 @@ async fn each_node_class_gets_one_owned_health_that_is_collected_with_it() -> Re
     operator.stop().await
 }
 
+/// The EC2NodeClass CRD with every served version's schema loosened to "any spec, any status",
+/// like an older or hand-edited CRD under which a malformed object could be stored.
+fn loosened(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    let loose: JSONSchemaProps = serde_json::from_value(serde_json::json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }
+    }))
+    .expect("a valid schema");
+    for version in &mut crd.spec.versions {
+        version.schema = Some(CustomResourceValidation {
+            open_api_v3_schema: Some(loose.clone()),
+        });
+    }
+    crd.metadata.managed_fields = None;
+    crd.status = None;
+    crd
+}
+
+/// Replaces the CRD `name` with `crd`'s spec (retrying on a write conflict).
+async fn replace_crd_spec(
+    crds: &Api<CustomResourceDefinition>,
+    crd: &CustomResourceDefinition,
+) -> Result<()> {
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    wait_for("the CRD replaced", DEADLINE, || async {
+        let mut current = crds.get(&name).await?;
+        current.spec = crd.spec.clone();
+        match crds.replace(&name, &PostParams::default(), &current).await {
+            Ok(_) => Ok(Some(())),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_malformed_node_class_is_skipped_and_the_watch_goes_on() -> Result<()> {
     let bed = Bed::from_env()?;
     let client = bed.admin_client().await?;
     install_health_crd(&client).await?;
+    // How a malformed object gets into a real cluster: stored under a looser schema (an older CRD,
+    // a hand edit), then the schema is tightened. The API server keeps serving the stored object
+    // as it is; only the operator's own skip path stands between it and every other class.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let strict = crds.get("ec2nodeclasses.karpenter.k8s.aws").await?;
+    replace_crd_spec(&crds, &loosened(strict.clone())).await?;
+    let malformed_yaml = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\n\
+                          metadata: {name: fnd-malformed}\n\
+                          spec: {role: 42, securityGroupSelectorTerms: not-a-list}\n";
+    // The API server takes a moment to switch to the new schema.
+    let stored = wait_for("the malformed EC2NodeClass stored", DEADLINE, || async {
+        Ok(apply_yaml(&client, malformed_yaml).await.ok())
+    })
+    .await;
+    replace_crd_spec(&crds, &strict).await?;
+    stored?;
+
+    // It is really stored malformed: served as written, and not readable as an EC2NodeClass.
+    let node_classes: Api<EC2NodeClass> = Api::all(client.clone());
+    let raw = kubectl(
+        &bed,
+        &["get", "ec2nodeclass", "fnd-malformed", "-o", "json"],
+    )?;
+    let raw: serde_json::Value = serde_json::from_str(&raw)?;
+    assert_eq!(raw["spec"]["role"], 42, "stored as written: {raw}");
+    assert!(
+        node_classes.get("fnd-malformed").await.is_err(),
+        "a typed read of the malformed EC2NodeClass must fail"
+    );
+
+    // The operator starts with the malformed object in its first list, skips it, and evaluates
+    // the classes before and after it.
+    apply_yaml(&client, &node_class_yaml("fnd-before-malformed")).await?;
     let operator =
         OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
-    // Wrong types where Karpenter's schema wants strings and lists. The bed's minimal CRDs (like
-    // a cluster whose CRD is older or broken) store it; Karpenter's real CRDs make the API server
-    // refuse it, and then there is nothing malformed for the operator to see.
-    let malformed = apply_yaml(
-        &client,
-        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: fnd-malformed}\n\
-         spec: {role: 42, securityGroupSelectorTerms: not-a-list}\n",
-    )
-    .await;
-    let stored = match malformed {
-        Ok(_) => true,
-        Err(error) => {
-            let text = format!("{error:#}");
-            assert!(text.contains("spec.role"), "unexpected rejection: {text}");
-            eprintln!("the API server's schema refused the malformed EC2NodeClass: {text}");
-            false
-        }
-    };
     apply_yaml(&client, &node_class_yaml("fnd-after-malformed")).await?;
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
-    wait_for("KarpenterHealth fnd-after-malformed", DEADLINE, || async {
-        Ok(healths
-            .get_opt("fnd-after-malformed")
-            .await?
-            .filter(|h| h.status.is_some()))
-    })
-    .await?;
+    for name in ["fnd-before-malformed", "fnd-after-malformed"] {
+        wait_for(&format!("KarpenterHealth {name}"), DEADLINE, || async {
+            Ok(healths.get_opt(name).await?.filter(|h| h.status.is_some()))
+        })
+        .await?;
+    }
     assert!(healths.get_opt("fnd-malformed").await?.is_none());
 
-    let node_classes: Api<EC2NodeClass> = Api::all(client);
-    if stored {
-        // Deleting needs no typed read of the malformed object.
-        node_classes
-            .delete("fnd-malformed", &DeleteParams::default())
-            .await?;
+    // Deleting needs no typed read of the malformed object.
+    for name in [
+        "fnd-malformed",
+        "fnd-before-malformed",
+        "fnd-after-malformed",
+    ] {
+        node_classes.delete(name, &DeleteParams::default()).await?;
     }
-    node_classes
-        .delete("fnd-after-malformed", &DeleteParams::default())
-        .await?;
     operator.stop().await
 }
 

@@ -3,3 +3,4 @@
 mod properties;
 mod reasons;
 mod scenarios;
+mod strategies;
