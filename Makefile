@@ -44,6 +44,13 @@ crds-check: ## fail when the committed CRD drifts from the Rust types
 	@diff -u $(CRD_FILE) deploy/crds/$(notdir $(CRD_FILE)) \
 	  || { echo "deploy/crds is stale: run 'make crds'"; exit 1; }
 
+CARGO_DENY_VERSION := 0.20.2
+.PHONY: deny
+deny: ## licenses, bans and sources of every dependency (installs cargo-deny from crates.io if missing)
+	@cargo-deny --version 2>/dev/null | grep -q "$(CARGO_DENY_VERSION)" \
+	  || $(CARGO) install cargo-deny --version $(CARGO_DENY_VERSION) --locked
+	cargo-deny --log-level error check licenses bans sources
+
 .PHONY: purity-check
 purity-check: ## the check engine and the API crate pull in no runtime, client or AWS SDK
 	@for crate in karpenter-health-checks karpenter-health-api; do \
@@ -77,7 +84,7 @@ bench: ## the benchmark on its own bed: 10,000 NodeClaims, 50 NodePools, 20 EC2N
 	@bash e2e/bench.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check purity-check e2e ## everything CI runs
+test: deps fmt-check lint test-unit crds-check purity-check deny e2e ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth

@@ -156,9 +156,20 @@ up() {
   echo $! > "$dir/pids/etcd.pid"
   wait_http "http://127.0.0.1:$etcd_port/health" etcd 30
 
+  # Every request of the operator's identity is audited (nobody else's, to keep the log small):
+  # the RBAC test compares the shipped Roles with the requests the operator really made.
+  cat > "$dir/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: [karpenter-health-operator]
+  - level: None
+POLICY
   # Kept in a file so `restart-apiserver` can bring the same server back (outage tests).
   cat > "$dir/apiserver.args" <<ARGS
---etcd-servers http://127.0.0.1:$etcd_port --bind-address 127.0.0.1 --secure-port $api_port --advertise-address 127.0.0.1 --tls-cert-file $dir/pki/server.crt --tls-private-key-file $dir/pki/server.key --client-ca-file $dir/pki/ca.crt --token-auth-file $dir/pki/tokens.csv --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc --service-account-key-file $dir/pki/sa.pub --service-account-signing-key-file $dir/pki/sa.key --service-cluster-ip-range 10.0.0.0/24 --cert-dir $dir/certs
+--audit-policy-file $dir/audit-policy.yaml --audit-log-path $dir/logs/audit.log --audit-log-format json --audit-log-mode blocking --etcd-servers http://127.0.0.1:$etcd_port --bind-address 127.0.0.1 --secure-port $api_port --advertise-address 127.0.0.1 --tls-cert-file $dir/pki/server.crt --tls-private-key-file $dir/pki/server.key --client-ca-file $dir/pki/ca.crt --token-auth-file $dir/pki/tokens.csv --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc --service-account-key-file $dir/pki/sa.pub --service-account-signing-key-file $dir/pki/sa.key --service-cluster-ip-range 10.0.0.0/24 --cert-dir $dir/certs
 ARGS
   echo "$apiserver" > "$dir/apiserver.bin"
   echo "$admin_token" > "$dir/pki/admin.token"
@@ -194,6 +205,7 @@ export KH_MOTO_URL="http://127.0.0.1:$moto_port"
 export KH_APISERVER_PORT="$api_port"
 export KH_ETCD_PORT="$etcd_port"
 export KH_APISERVER_BIN="$apiserver"
+export KH_AUDIT_LOG="$dir/logs/audit.log"
 ENV
   trap - ERR
   log "up in $dir (apiserver :$api_port, etcd :$etcd_port, moto :$moto_port)"

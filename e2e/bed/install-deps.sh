@@ -3,6 +3,21 @@
 # only checks. Used by `make demo`, `make test` and CI, so a fresh machine needs nothing by hand.
 set -euo pipefail
 
+# rust-toolchain.toml pins the compiler. Where rustup cannot download, a stable toolchain of
+# exactly that version is linked under the pinned name (rustup runs from / so the pin does not
+# apply to this very check).
+pinned="$(sed -n 's/^channel = "\(.*\)"/\1/p' "$(dirname "$0")/../../rust-toolchain.toml")"
+if command -v rustup >/dev/null 2>&1 && [ -n "$pinned" ] \
+   && ! (cd / && rustup toolchain list | grep -q "^$pinned"); then
+  stable_version="$(cd / && rustup run stable rustc --version | awk '{print $2}')"
+  if [ "$stable_version" = "$pinned" ]; then
+    echo "toolchain: linking the installed stable $stable_version as $pinned"
+    (cd / && rustup toolchain link "$pinned" "$(rustup run stable rustc --print sysroot)")
+  else
+    echo "toolchain: rust-toolchain.toml pins $pinned but stable is $stable_version; rustup will fetch it" >&2
+  fi
+fi
+
 need_apt=()
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
