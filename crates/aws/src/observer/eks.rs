@@ -59,8 +59,8 @@ impl AwsObserver {
             }
             Observed::Unknown(u) => return not_read(u),
         }
-        let role_arn = match role.role.as_ref().map(|r| &r.role.current) {
-            Some(Observed::Found(r)) => r.arn.clone(),
+        let (role_arn, role_name) = match role.role.as_ref().map(|r| &r.role.current) {
+            Some(Observed::Found(r)) => (r.arn.clone(), r.name.clone()),
             Some(Observed::Absent) => {
                 return fixed(not_observed(
                     "no access entries read: the node role does not exist",
@@ -69,11 +69,6 @@ impl AwsObserver {
             Some(Observed::Unknown(u)) => return not_read(u),
             None => return None,
         };
-        let role_name = role
-            .role
-            .as_ref()
-            .and_then(|r| r.role.current.found().map(|d| d.name.clone()))
-            .unwrap_or_default();
         let this = self.clone();
         let key = (cluster.to_owned(), role_arn.clone());
         let cluster = cluster.to_owned();
