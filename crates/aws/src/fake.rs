@@ -229,6 +229,12 @@ fn instance_matches(i: &InstanceFacts, filters: &[Filter]) -> bool {
     })
 }
 
+/// The object `name` of a Get/Describe call, or the error AWS answers (with `code`) when there is
+/// none.
+fn named<V: Clone>(objects: &BTreeMap<String, V>, name: &str, code: &str) -> PortResult<V> {
+    objects.get(name).cloned().ok_or_else(|| absent(code))
+}
+
 /// One page of `items` starting at the numeric `token`.
 fn page<T: Clone>(items: Vec<T>, size: usize, token: Option<String>) -> PortResult<Page<T>> {
     let start = match token {
@@ -255,21 +261,13 @@ impl IamApi for FakeAws {
     ) -> BoxFuture<'a, PortResult<InstanceProfileFacts>> {
         let name = name.to_owned();
         self.answer("GetInstanceProfile", move |s| {
-            s.instance_profiles
-                .get(&name)
-                .cloned()
-                .ok_or_else(|| absent("NoSuchEntity"))
+            named(&s.instance_profiles, &name, "NoSuchEntity")
         })
     }
 
     fn get_role<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<RoleData>> {
         let name = name.to_owned();
-        self.answer("GetRole", move |s| {
-            s.roles
-                .get(&name)
-                .cloned()
-                .ok_or_else(|| absent("NoSuchEntity"))
-        })
+        self.answer("GetRole", move |s| named(&s.roles, &name, "NoSuchEntity"))
     }
 
     fn list_attached_role_policies<'a>(
@@ -343,10 +341,7 @@ impl EksApi for FakeAws {
     fn describe_cluster<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EksClusterFacts>> {
         let name = name.to_owned();
         self.answer("DescribeCluster", move |s| {
-            s.clusters
-                .get(&name)
-                .cloned()
-                .ok_or_else(|| absent("ResourceNotFoundException"))
+            named(&s.clusters, &name, "ResourceNotFoundException")
         })
     }
 

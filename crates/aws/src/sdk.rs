@@ -146,6 +146,12 @@ fn ec2_filters(filters: &[Filter]) -> Vec<aws_sdk_ec2::types::Filter> {
         .collect()
 }
 
+/// The token of the next page. An empty one counts as none: it names no page, and sending it
+/// back could only repeat the listing.
+fn next_page(token: Option<&str>) -> Option<String> {
+    token.filter(|t| !t.is_empty()).map(str::to_owned)
+}
+
 fn missing(service: Service, what: &str) -> CallError {
     // A success without the object is a malformed answer, not a proof of absence.
     CallError::new(
@@ -267,10 +273,7 @@ impl Ec2Api for SdkPorts {
                         tags: ec2_tags(g.tags()),
                     })
                     .collect(),
-                next: out
-                    .next_token()
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned),
+                next: next_page(out.next_token()),
             })
         }
         .boxed()
@@ -317,10 +320,7 @@ impl Ec2Api for SdkPorts {
                 .collect();
             Ok(Page {
                 items,
-                next: out
-                    .next_token()
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned),
+                next: next_page(out.next_token()),
             })
         }
         .boxed()
@@ -372,10 +372,7 @@ impl EksApi for SdkPorts {
                 .map_err(|e| classify(Service::Eks, &e))?;
             Ok(Page {
                 items: out.access_entries().to_vec(),
-                next: out
-                    .next_token()
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned),
+                next: next_page(out.next_token()),
             })
         }
         .boxed()

@@ -1,5 +1,5 @@
-//! Parses AWS ARNs, and IAM ARNs in detail (partition, account, resource type, path, name).
-//! Pure string handling: no IO, never panics, whatever the input.
+//! Parses AWS ARNs, and IAM ARNs in detail (partition, account, resource type, path, name), and
+//! tells valid IAM names. Pure string handling: no IO, never panics, whatever the input.
 
 use std::fmt;
 
@@ -207,9 +207,27 @@ pub fn name_of(reference: &str) -> &str {
     }
 }
 
+/// IAM's pattern for entity names, `^[\w+=,.@-]{1,max_len}$`. The length differs by entity:
+/// 128 for instance profiles, 64 for roles.
+pub fn is_valid_iam_name(name: &str, max_len: usize) -> bool {
+    (1..=max_len).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iam_names_follow_the_pattern_up_to_the_given_length() {
+        assert!(is_valid_iam_name("KarpenterNodeRole-demo_1+=,.@", 64));
+        assert!(is_valid_iam_name(&"a".repeat(64), 64));
+        assert!(!is_valid_iam_name(&"a".repeat(65), 64));
+        assert!(!is_valid_iam_name("", 64));
+        assert!(!is_valid_iam_name("path/name", 64));
+    }
 
     #[test]
     fn a_role_arn_without_path_has_the_root_path() {

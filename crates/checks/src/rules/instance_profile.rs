@@ -14,10 +14,7 @@ use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
 /// IAM's pattern for instance profile names: `^[\w+=,.@-]{1,128}$`.
 pub fn is_valid_profile_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b))
+    arn::is_valid_iam_name(name, 128)
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {

@@ -1,0 +1,201 @@
+//! IAM reads of the observer: the instance profile, the node role (named in the spec or found
+//! through the profile) and its attached managed policies, each cached by name. Does IO (through
+//! the IAM port).
+//!
+//! Names IAM would reject are answered `Absent` without a call: IAM's answer would be
+//! `ValidationError`, and Karpenter, which passes them as names, cannot launch with them either.
+
+use super::AwsObserver;
+use super::shared::{Paged, because, good, not_observed};
+use crate::cache::Read;
+use crate::ports::{RoleData, Service};
+use futures::join;
+use karpenter_health_checks::arn::is_valid_iam_name;
+use karpenter_health_checks::facts::{
+    AccessEntryFacts, InstanceProfileFacts, Observed, RoleFacts, Unobserved,
+};
+
+/// IAM's length limits for the names the observer looks up.
+const MAX_PROFILE_NAME: usize = 128;
+const MAX_ROLE_NAME: usize = 64;
+
+/// The node role's reads, and why access entries could not be looked up if so.
+#[derive(Default)]
+pub(super) struct RoleReads {
+    /// `None`: no role name known (no `spec.role`; profile absent, without a role, or not asked).
+    pub(super) role: Option<RoleRead>,
+    /// The role name could not be determined (the profile read failed).
+    undetermined: Option<Unobserved>,
+    /// Set when access entries cannot be looked up for lack of a role ARN.
+    pub(super) access_blocked: Option<Observed<Vec<AccessEntryFacts>>>,
+}
+
+pub(super) struct RoleRead {
+    pub(super) role: Read<RoleData>,
+    /// `None` when the name was rejected without a call.
+    pub(super) attached: Option<Read<Vec<String>>>,
+}
+
+fn role_facts(role: RoleData, attached: Observed<Vec<String>>) -> RoleFacts {
+    RoleFacts {
+        name: role.name,
+        arn: role.arn,
+        path: role.path,
+        assume_role_policy_document: role.assume_role_policy_document,
+        attached_policy_arns: attached,
+    }
+}
+
+impl RoleReads {
+    fn no_role(why: &str) -> Self {
+        Self {
+            role: None,
+            undetermined: None,
+            access_blocked: Some(not_observed(format!("no node role to look up: {why}"))),
+        }
+    }
+
+    pub(super) fn current(&self) -> Option<Observed<RoleFacts>> {
+        if let Some(u) = &self.undetermined {
+            return Some(Observed::Unknown(u.clone()));
+        }
+        let r = self.role.as_ref()?;
+        let attached = || {
+            r.attached
+                .as_ref()
+                .map_or(Observed::Absent, |a| a.current.clone())
+        };
+        Some(
+            r.role
+                .current
+                .clone()
+                .map(|data| role_facts(data, attached())),
+        )
+    }
+
+    pub(super) fn last_good(&self) -> Option<Observed<RoleFacts>> {
+        if self.undetermined.is_some() && self.role.is_none() {
+            return Some(Observed::default());
+        }
+        let r = self.role.as_ref()?;
+        let attached = || r.attached.as_ref().and_then(good).unwrap_or_default();
+        Some(match &r.role.last_good {
+            Some((obs, _)) => obs.clone().map(|data| role_facts(data, attached())),
+            None => Observed::default(),
+        })
+    }
+}
+
+/// `arn:aws:iam::1:role/a/b/Name` -> `arn:aws:iam::1:role/Name` (aws-auth and access entries
+/// are often written without the path).
+pub(super) fn path_stripped_role_arn(arn: &str, name: &str) -> Option<String> {
+    let (prefix, _) = arn.split_once(":role/")?;
+    Some(format!("{prefix}:role/{name}"))
+}
+
+impl AwsObserver {
+    pub(super) async fn instance_profile(&self, name: &str) -> Read<InstanceProfileFacts> {
+        if !is_valid_iam_name(name, MAX_PROFILE_NAME) {
+            // IAM would answer ValidationError (no such name can exist): spare the call. ARNs land
+            // here; the engine recognises them from the spec and says so.
+            return Read::answered(Observed::Absent);
+        }
+        let this = self.clone();
+        let name = name.to_owned();
+        self.inner
+            .profiles
+            .get(name.clone(), move || async move {
+                let iam = &this.inner.iam;
+                this.load(
+                    Service::Iam,
+                    "GetInstanceProfile",
+                    &name,
+                    iam.get_instance_profile(&name),
+                )
+                .await
+            })
+            .await
+    }
+
+    pub(super) async fn node_role(
+        &self,
+        spec_role: Option<&str>,
+        profile: Option<&Read<InstanceProfileFacts>>,
+    ) -> RoleReads {
+        let name = match spec_role.filter(|r| !r.is_empty()) {
+            Some(r) => r.to_owned(),
+            None => match profile.map(|p| &p.current) {
+                Some(Observed::Found(p)) => match p.roles.first() {
+                    Some(role) => role.name.clone(),
+                    None => return RoleReads::no_role("the instance profile has no role"),
+                },
+                Some(Observed::Unknown(u)) => {
+                    let u = because("node role not determined", u);
+                    return RoleReads {
+                        role: None,
+                        undetermined: Some(u.clone()),
+                        access_blocked: Some(Observed::Unknown(u)),
+                    };
+                }
+                Some(Observed::Absent) => {
+                    return RoleReads::no_role("the instance profile does not exist");
+                }
+                None => return RoleReads::no_role("no node role or instance profile is known"),
+            },
+        };
+        if !is_valid_iam_name(&name, MAX_ROLE_NAME) {
+            return RoleReads {
+                role: Some(RoleRead {
+                    role: Read::answered(Observed::Absent),
+                    attached: None,
+                }),
+                undetermined: None,
+                access_blocked: None,
+            };
+        }
+        let attached = self.attached_policies(name.clone());
+        let this = self.clone();
+        let key = name.clone();
+        let role = self.inner.roles.get(key, move || async move {
+            let iam = &this.inner.iam;
+            this.load(Service::Iam, "GetRole", &name, iam.get_role(&name))
+                .await
+        });
+        let (role, attached) = join!(role, attached);
+        RoleReads {
+            role: Some(RoleRead {
+                role,
+                attached: Some(attached),
+            }),
+            undetermined: None,
+            access_blocked: None,
+        }
+    }
+
+    async fn attached_policies(&self, role_name: String) -> Read<Vec<String>> {
+        let this = self.clone();
+        self.inner
+            .attached
+            .get(role_name.clone(), move || async move {
+                let iam = &this.inner.iam;
+                let mut arns = Vec::new();
+                let read = this
+                    .pages(
+                        Service::Iam,
+                        "ListAttachedRolePolicies",
+                        &role_name,
+                        |marker| iam.list_attached_role_policies(&role_name, marker),
+                        |page| arns.extend(page),
+                    )
+                    .await?;
+                if read == Paged::Absent {
+                    // NoSuchEntity: the role itself is gone.
+                    return Ok(None);
+                }
+                arns.sort();
+                arns.dedup();
+                Ok(Some(arns))
+            })
+            .await
+    }
+}

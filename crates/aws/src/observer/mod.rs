@@ -1,0 +1,299 @@
+//! The facade: turns one EC2NodeClass's [`AwsRequest`] into [`AwsFacts`], reading through the
+//! shared caches, the rate limiters and the ports. Does IO (through the ports).
+//!
+//! It never fails: every call that does not succeed becomes `Observed::Unknown` with a cause and
+//! a detail naming the call; `Absent` only comes from an answer that proves absence.
+//!
+//! This module holds the orchestration; the reads live in one module per AWS service (`iam`,
+//! `eks`, `ec2`, `sts`), so a new service is a new module and a few lines in
+//! [`AwsObserver::observe_detailed`].
+
+mod ec2;
+mod eks;
+mod iam;
+mod options;
+mod shared;
+mod sts;
+
+pub use ec2::{instance_filters, security_group_filters};
+pub use options::ObserverOptions;
+
+use crate::cache::{Cache, Read, Ttls};
+use crate::limits::Limiters;
+use crate::metrics::{CallStats, Counters};
+use crate::ports::{Ec2Api, EksApi, IamApi, RoleData, StsApi};
+use crate::sdk::SdkPorts;
+use futures::future::BoxFuture;
+use futures::{FutureExt, join};
+use karpenter_health_api::karpenter::SelectorTerm;
+use karpenter_health_checks::facts::{
+    AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts,
+    SecurityGroupFacts,
+};
+use shared::{good, no_cluster};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the adapter is asked about one EC2NodeClass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AwsRequest {
+    /// Karpenter's cluster name (`CLUSTER_NAME`), which names the EKS cluster and tags instances.
+    /// `None` when not known: EKS and instance facts are then unknown (not observed).
+    pub cluster_name: Option<String>,
+    /// `spec.instanceProfile`, else `status.instanceProfile`, as written. A value IAM would
+    /// reject as a name (an ARN, a `/`, a space, over 128 characters) is reported `Absent`
+    /// without a call: IAM's answer would be `ValidationError`, and Karpenter, which passes it as
+    /// `IamInstanceProfile.Name`, cannot launch with it. The engine tells ARNs apart itself.
+    pub instance_profile: Option<String>,
+    /// `spec.role`. When `None`, the node role is the instance profile's role.
+    pub role: Option<String>,
+    pub security_group_selector_terms: Vec<SelectorTerm>,
+}
+
+/// One fact whose latest read failed while an older good answer is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleFact {
+    /// The `AwsFacts` field (`node_role.attached_policy_arns` for the nested one).
+    pub fact: &'static str,
+    /// Age of the kept answer.
+    pub age: Duration,
+}
+
+/// An observation with the diagnostics the plain [`AwsFacts`] have no room for.
+#[derive(Clone, Debug)]
+pub struct AwsObservation {
+    /// What to evaluate: unknown where the latest read failed.
+    pub facts: AwsFacts,
+    /// The last found/absent answer of every fact, where one was ever read (best effort for facts
+    /// that depend on another: they follow the current answer of what they depend on).
+    pub last_good: AwsFacts,
+    /// The facts that are unknown now but have an older good answer in `last_good`.
+    pub stale: Vec<StaleFact>,
+}
+
+/// The port the operator holds, so tests can substitute a fake.
+pub trait AwsFactsSource: Send + Sync {
+    fn observe<'a>(&'a self, request: &'a AwsRequest) -> BoxFuture<'a, AwsFacts>;
+}
+
+/// The AWS facts adapter: caches, limits and counters shared by all EC2NodeClasses. Cheap to
+/// clone.
+#[derive(Clone, Debug)]
+pub struct AwsObserver {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    iam: Arc<dyn IamApi>,
+    ec2: Arc<dyn Ec2Api>,
+    eks: Arc<dyn EksApi>,
+    sts: Arc<dyn StsApi>,
+    region: Option<String>,
+    options: ObserverOptions,
+    limiters: Limiters,
+    counters: Counters,
+    account: Cache<(), AccountFacts>,
+    profiles: Cache<String, InstanceProfileFacts>,
+    roles: Cache<String, RoleData>,
+    attached: Cache<String, Vec<String>>,
+    clusters: Cache<String, EksClusterFacts>,
+    /// Keyed by (cluster, node role ARN): ListAccessEntries then DescribeAccessEntry.
+    access: Cache<(String, String), Vec<AccessEntryFacts>>,
+    security_groups: Cache<SelectorTerm, Vec<SecurityGroupFacts>>,
+    instances: Cache<String, Vec<InstanceFacts>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AwsObserver")
+            .field("region", &self.region)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AwsObserver {
+    /// The adapter over the AWS SDK, with credentials, region and endpoints from `config`
+    /// (load it with `aws_config::load_defaults(BehaviorVersion::latest())`).
+    pub fn new(config: &aws_config::SdkConfig, options: ObserverOptions) -> Self {
+        let ports = Arc::new(SdkPorts::new(config, &options.sdk));
+        let region = config.region().map(|r| r.to_string());
+        Self::with_ports(
+            ports.clone(),
+            ports.clone(),
+            ports.clone(),
+            ports,
+            region,
+            options,
+        )
+    }
+
+    /// The adapter over any ports (fakes in tests).
+    pub fn with_ports(
+        iam: Arc<dyn IamApi>,
+        ec2: Arc<dyn Ec2Api>,
+        eks: Arc<dyn EksApi>,
+        sts: Arc<dyn StsApi>,
+        region: Option<String>,
+        options: ObserverOptions,
+    ) -> Self {
+        let ttls = Ttls {
+            ttl: options.ttl,
+            error_ttl: options.error_ttl,
+            idle: options.idle_eviction,
+        };
+        let account_ttls = Ttls {
+            ttl: options.account_ttl,
+            ..ttls
+        };
+        Self {
+            inner: Arc::new(Inner {
+                iam,
+                ec2,
+                eks,
+                sts,
+                region,
+                limiters: Limiters::new(options.rate_limits),
+                counters: Counters::default(),
+                account: Cache::new(account_ttls),
+                profiles: Cache::new(ttls),
+                roles: Cache::new(ttls),
+                attached: Cache::new(ttls),
+                clusters: Cache::new(ttls),
+                access: Cache::new(ttls),
+                security_groups: Cache::new(ttls),
+                instances: Cache::new(ttls),
+                options,
+            }),
+        }
+    }
+
+    /// The facts for one EC2NodeClass.
+    pub async fn observe(&self, request: &AwsRequest) -> AwsFacts {
+        self.observe_detailed(request).await.facts
+    }
+
+    /// Counters of the calls made so far.
+    pub fn call_stats(&self) -> CallStats {
+        self.inner.counters.snapshot()
+    }
+
+    /// The facts, the last good answers and which facts are stale.
+    pub async fn observe_detailed(&self, request: &AwsRequest) -> AwsObservation {
+        let inner = &self.inner;
+        let cluster = request.cluster_name.as_deref().filter(|c| !c.is_empty());
+        let spec_role = request.role.as_deref().filter(|r| !r.is_empty());
+        let role_chain = async {
+            let profile = async {
+                match request
+                    .instance_profile
+                    .as_deref()
+                    .filter(|p| !p.is_empty())
+                {
+                    Some(name) => Some(self.instance_profile(name).await),
+                    None => None,
+                }
+            };
+            match spec_role {
+                // The role is named: no need to wait for the profile.
+                Some(role) => join!(profile, self.node_role(Some(role), None)),
+                None => {
+                    let profile = profile.await;
+                    let role = self.node_role(None, profile.as_ref()).await;
+                    (profile, role)
+                }
+            }
+        };
+        let cluster_read = async {
+            match cluster {
+                Some(c) => Some(self.eks_cluster(c).await),
+                None => None,
+            }
+        };
+        let instances_read = async {
+            match cluster {
+                Some(c) => Some(self.instances(c).await),
+                None => None,
+            }
+        };
+        let (account, (profile, role), eks, sgs, instances) = join!(
+            self.account(),
+            role_chain,
+            cluster_read,
+            self.security_groups(&request.security_group_selector_terms),
+            instances_read,
+        );
+        let access = self.access_entries(cluster, eks.as_ref(), &role).await;
+
+        let mut stale = Vec::new();
+        let mut note = |fact: &'static str, age: Option<Duration>| {
+            if let Some(age) = age {
+                stale.push(StaleFact { fact, age });
+            }
+        };
+        note("account", account.stale_age());
+        note(
+            "instance_profile",
+            profile.as_ref().and_then(Read::stale_age),
+        );
+        note(
+            "node_role",
+            role.role.as_ref().and_then(|r| r.role.stale_age()),
+        );
+        note(
+            "node_role.attached_policy_arns",
+            role.role
+                .as_ref()
+                .and_then(|r| r.attached.as_ref())
+                .and_then(Read::stale_age),
+        );
+        note("eks_cluster", eks.as_ref().and_then(Read::stale_age));
+        note(
+            "node_role_access_entries",
+            access.as_ref().and_then(Read::stale_age),
+        );
+        note("security_groups", sgs.stale_age());
+        note(
+            "cluster_instances",
+            instances.as_ref().and_then(Read::stale_age),
+        );
+
+        let facts = AwsFacts {
+            region: inner.region.clone(),
+            account: account.current.clone(),
+            instance_profile: profile.as_ref().map(|p| p.current.clone()),
+            node_role: role.current(),
+            eks_cluster: eks.as_ref().map_or_else(no_cluster, |r| r.current.clone()),
+            node_role_access_entries: match (&access, &role.access_blocked) {
+                (Some(r), _) => r.current.clone(),
+                (None, Some(why)) => why.clone(),
+                (None, None) => no_cluster(),
+            },
+            security_groups: sgs.current.clone(),
+            cluster_instances: instances
+                .as_ref()
+                .map_or_else(no_cluster, |r| r.current.clone()),
+        };
+        let last_good = AwsFacts {
+            region: inner.region.clone(),
+            account: good(&account).unwrap_or_default(),
+            instance_profile: profile.as_ref().map(|p| good(p).unwrap_or_default()),
+            node_role: role.last_good(),
+            eks_cluster: eks.as_ref().and_then(good).unwrap_or_default(),
+            node_role_access_entries: access.as_ref().and_then(good).unwrap_or_default(),
+            security_groups: good(&sgs).unwrap_or_default(),
+            cluster_instances: instances.as_ref().and_then(good).unwrap_or_default(),
+        };
+        AwsObservation {
+            facts,
+            last_good,
+            stale,
+        }
+    }
+}
+
+impl AwsFactsSource for AwsObserver {
+    fn observe<'a>(&'a self, request: &'a AwsRequest) -> BoxFuture<'a, AwsFacts> {
+        AwsObserver::observe(self, request).boxed()
+    }
+}

@@ -1,0 +1,189 @@
+//! Fixtures shared by the observer tests: a small fake AWS account with one cluster, its node
+//! role, access entries, security groups and instances, and the observer and request over it.
+//! No IO.
+
+use karpenter_health_api::karpenter::SelectorTerm;
+use karpenter_health_aws::fake::{FakeAws, FakeState};
+use karpenter_health_aws::ports::RoleData;
+use karpenter_health_aws::{AwsObserver, AwsRequest, ObserverOptions, RateLimits};
+use karpenter_health_checks::facts::{
+    AccessEntryFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts, Observed, RoleRef,
+    SecurityGroupFacts, UnknownCause,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub const ACCOUNT: &str = "123456789012";
+pub const CLUSTER: &str = "demo";
+
+fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+pub fn role_arn(path: &str, name: &str) -> String {
+    format!("arn:aws:iam::{ACCOUNT}:role{path}{name}")
+}
+
+pub fn instance(n: usize, cluster: &str) -> InstanceFacts {
+    InstanceFacts {
+        id: format!("i-{n:017x}"),
+        vpc_id: Some(
+            if n.is_multiple_of(2) {
+                "vpc-a"
+            } else {
+                "vpc-b"
+            }
+            .into(),
+        ),
+        state: "running".into(),
+        launch_time: None,
+        tags: tags(&[
+            (&format!("kubernetes.io/cluster/{cluster}"), "owned"),
+            ("eks:eks-cluster-name", cluster),
+            ("karpenter.sh/nodepool", "default"),
+        ]),
+    }
+}
+
+pub fn world() -> FakeState {
+    let node_role = RoleData {
+        name: "KarpenterNodeRole-demo".into(),
+        arn: role_arn("/nodes/", "KarpenterNodeRole-demo"),
+        path: "/nodes/".into(),
+        assume_role_policy_document: Some("%7B%22Version%22%3A%222012-10-17%22%7D".into()),
+    };
+    let mut s = FakeState::default();
+    s.instance_profiles.insert(
+        "demo_profile".into(),
+        InstanceProfileFacts {
+            name: "demo_profile".into(),
+            arn: format!("arn:aws:iam::{ACCOUNT}:instance-profile/demo_profile"),
+            path: "/".into(),
+            roles: vec![RoleRef {
+                name: node_role.name.clone(),
+                arn: node_role.arn.clone(),
+                path: node_role.path.clone(),
+            }],
+        },
+    );
+    s.instance_profiles.insert(
+        "empty_profile".into(),
+        InstanceProfileFacts {
+            name: "empty_profile".into(),
+            ..Default::default()
+        },
+    );
+    s.attached_policies.insert(
+        node_role.name.clone(),
+        vec![
+            "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy".into(),
+            "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy".into(),
+        ],
+    );
+    s.roles.insert(node_role.name.clone(), node_role);
+    s.clusters.insert(
+        CLUSTER.into(),
+        EksClusterFacts {
+            name: CLUSTER.into(),
+            vpc_id: Some("vpc-a".into()),
+            authentication_mode: Some("API_AND_CONFIG_MAP".into()),
+        },
+    );
+    s.access_entries.insert(
+        CLUSTER.into(),
+        vec![
+            AccessEntryFacts {
+                principal_arn: role_arn("/", "someone-else"),
+                type_: "STANDARD".into(),
+                username: None,
+            },
+            // Written without the role's path, as EKS users usually do.
+            AccessEntryFacts {
+                principal_arn: role_arn("/", "KarpenterNodeRole-demo"),
+                type_: "EC2_LINUX".into(),
+                username: Some("system:node:{{EC2PrivateDNSName}}".into()),
+            },
+        ],
+    );
+    s.security_groups = vec![
+        SecurityGroupFacts {
+            id: "sg-1".into(),
+            name: "nodes".into(),
+            vpc_id: Some("vpc-a".into()),
+            tags: tags(&[
+                ("karpenter.sh/discovery", CLUSTER),
+                ("kubernetes.io/cluster/demo", "owned"),
+            ]),
+        },
+        SecurityGroupFacts {
+            id: "sg-2".into(),
+            name: "extra".into(),
+            vpc_id: Some("vpc-a".into()),
+            tags: tags(&[("team", "x")]),
+        },
+        SecurityGroupFacts {
+            id: "sg-3".into(),
+            name: "other".into(),
+            vpc_id: Some("vpc-a".into()),
+            tags: tags(&[("karpenter.sh/discovery", "other")]),
+        },
+    ];
+    s.instances = (0..4).map(|n| instance(n, CLUSTER)).collect();
+    s.instances.push(instance(99, "other-cluster"));
+    s
+}
+
+pub fn options() -> ObserverOptions {
+    ObserverOptions {
+        rate_limits: RateLimits::UNLIMITED,
+        ..Default::default()
+    }
+}
+
+pub fn observer(fake: &FakeAws, options: ObserverOptions) -> AwsObserver {
+    let f = Arc::new(fake.clone());
+    AwsObserver::with_ports(
+        f.clone(),
+        f.clone(),
+        f.clone(),
+        f,
+        Some("us-west-2".into()),
+        options,
+    )
+}
+
+pub fn tag_term(k: &str, v: &str) -> SelectorTerm {
+    SelectorTerm {
+        tags: tags(&[(k, v)]),
+        ..Default::default()
+    }
+}
+
+pub fn id_term(id: &str) -> SelectorTerm {
+    SelectorTerm {
+        id: Some(id.into()),
+        ..Default::default()
+    }
+}
+
+pub fn request() -> AwsRequest {
+    AwsRequest {
+        cluster_name: Some(CLUSTER.into()),
+        instance_profile: Some("demo_profile".into()),
+        role: None,
+        security_group_selector_terms: vec![
+            tag_term("karpenter.sh/discovery", CLUSTER),
+            tag_term("team", "*"),
+        ],
+    }
+}
+
+pub fn cause<T: std::fmt::Debug>(o: &Observed<T>) -> UnknownCause {
+    match o {
+        Observed::Unknown(u) => u.cause,
+        other => panic!("expected unknown, got {other:?}"),
+    }
+}

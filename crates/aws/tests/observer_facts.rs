@@ -1,0 +1,213 @@
+//! The observer over the in-memory fake: what facts come out of AWS's answers, what is proven
+//! absent and what is unknown, and that listings are read across pages. No IO.
+
+mod common;
+
+use common::{ACCOUNT, CLUSTER, cause, id_term, observer, options, request, role_arn, world};
+use karpenter_health_aws::AwsRequest;
+use karpenter_health_aws::fake::{FakeAws, FakeState};
+use karpenter_health_aws::ports::{CallError, ErrorKind};
+use karpenter_health_checks::facts::{AccessEntryFacts, Observed, UnknownCause};
+
+#[tokio::test]
+async fn every_fact_is_filled_from_the_answers() {
+    let fake = FakeAws::new(world());
+    let facts = observer(&fake, options()).observe(&request()).await;
+
+    assert_eq!(facts.region.as_deref(), Some("us-west-2"));
+    assert_eq!(facts.account.found().unwrap().account_id, ACCOUNT);
+    let profile = facts.instance_profile.unwrap();
+    assert_eq!(
+        profile.found().unwrap().roles[0].name,
+        "KarpenterNodeRole-demo"
+    );
+    let role = facts.node_role.unwrap();
+    let role = role.found().unwrap();
+    assert_eq!(role.path, "/nodes/");
+    assert!(
+        role.assume_role_policy_document
+            .as_deref()
+            .unwrap()
+            .starts_with("%7B")
+    );
+    assert_eq!(role.attached_policy_arns.found().unwrap().len(), 2);
+    let cluster = facts.eks_cluster.found().unwrap();
+    assert_eq!(cluster.vpc_id.as_deref(), Some("vpc-a"));
+    assert_eq!(
+        cluster.authentication_mode.as_deref(),
+        Some("API_AND_CONFIG_MAP")
+    );
+    // The path-stripped entry matches the role with a path; the other principal does not.
+    let entries = facts.node_role_access_entries.found().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].type_, "EC2_LINUX");
+    let sgs: Vec<_> = facts
+        .security_groups
+        .found()
+        .unwrap()
+        .iter()
+        .map(|g| g.id.as_str())
+        .collect();
+    assert_eq!(sgs, ["sg-1", "sg-2"]);
+    let instances = facts.cluster_instances.found().unwrap();
+    assert_eq!(
+        instances.len(),
+        4,
+        "the other cluster's instance is not swept"
+    );
+}
+
+#[tokio::test]
+async fn names_iam_would_reject_are_absent_without_a_call() {
+    let fake = FakeAws::new(world());
+    let obs = observer(&fake, options());
+    for bad in [
+        format!("arn:aws:iam::{ACCOUNT}:instance-profile/demo_profile"),
+        "has space".to_owned(),
+        "x".repeat(129),
+    ] {
+        let req = AwsRequest {
+            instance_profile: Some(bad),
+            role: None,
+            ..request()
+        };
+        let facts = obs.observe(&req).await;
+        assert_eq!(facts.instance_profile, Some(Observed::Absent));
+        assert_eq!(facts.node_role, None, "no role name is known");
+    }
+    assert_eq!(fake.calls("GetInstanceProfile"), 0);
+    let req = AwsRequest {
+        role: Some("arn:aws:iam::1:role/x".into()),
+        ..request()
+    };
+    assert_eq!(obs.observe(&req).await.node_role, Some(Observed::Absent));
+    assert_eq!(fake.calls("GetRole"), 0);
+}
+
+#[tokio::test]
+async fn missing_things_are_proven_absent_and_a_profile_without_role_names_no_role() {
+    let fake = FakeAws::new(world());
+    let obs = observer(&fake, options());
+    let req = AwsRequest {
+        cluster_name: Some("nope".into()),
+        instance_profile: Some("missing".into()),
+        role: None,
+        security_group_selector_terms: vec![id_term("sg-404")],
+    };
+    let facts = obs.observe(&req).await;
+    assert_eq!(facts.instance_profile, Some(Observed::Absent));
+    assert_eq!(facts.node_role, None);
+    assert_eq!(facts.eks_cluster, Observed::Absent);
+    assert_eq!(
+        facts.security_groups,
+        Observed::Found(vec![]),
+        "an empty match is a proof"
+    );
+    assert_eq!(facts.cluster_instances, Observed::Found(vec![]));
+    assert_eq!(
+        cause(&facts.node_role_access_entries),
+        UnknownCause::NotObserved
+    );
+
+    let req = AwsRequest {
+        instance_profile: Some("empty_profile".into()),
+        ..request()
+    };
+    assert_eq!(obs.observe(&req).await.node_role, None);
+
+    let req = AwsRequest {
+        role: Some("NoSuchRole".into()),
+        ..request()
+    };
+    let facts = obs.observe(&req).await;
+    assert_eq!(facts.node_role, Some(Observed::Absent));
+    assert_eq!(
+        cause(&facts.node_role_access_entries),
+        UnknownCause::NotObserved
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_profile_makes_the_node_role_unknown_not_missing() {
+    let fake = FakeAws::new(world());
+    fake.fail(
+        "GetInstanceProfile",
+        CallError::new(ErrorKind::AccessDenied, "no").with_code("AccessDenied"),
+    );
+    let facts = observer(&fake, options()).observe(&request()).await;
+    assert_eq!(
+        cause(facts.instance_profile.as_ref().unwrap()),
+        UnknownCause::AccessDenied
+    );
+    assert_eq!(
+        cause(facts.node_role.as_ref().unwrap()),
+        UnknownCause::AccessDenied
+    );
+    assert_eq!(
+        cause(&facts.node_role_access_entries),
+        UnknownCause::AccessDenied
+    );
+    match facts.instance_profile.unwrap() {
+        Observed::Unknown(u) => assert_eq!(
+            u.detail,
+            "IAM GetInstanceProfile demo_profile: AccessDenied: no"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_emulator_without_access_entries_is_unsupported_and_config_map_needs_no_call() {
+    let fake = FakeAws::new(FakeState {
+        access_entries_supported: false,
+        ..world()
+    });
+    let facts = observer(&fake, options()).observe(&request()).await;
+    assert_eq!(
+        cause(&facts.node_role_access_entries),
+        UnknownCause::Unsupported
+    );
+
+    let fake = FakeAws::new(world());
+    fake.with(|s| {
+        s.clusters.get_mut(CLUSTER).unwrap().authentication_mode = Some("CONFIG_MAP".into())
+    });
+    let facts = observer(&fake, options()).observe(&request()).await;
+    assert_eq!(facts.node_role_access_entries, Observed::Found(vec![]));
+    assert_eq!(fake.calls("ListAccessEntries"), 0);
+}
+
+#[tokio::test]
+async fn access_entries_and_attached_policies_are_read_across_pages() {
+    let mut state = world();
+    state.eks_page_size = 2;
+    state.iam_page_size = 1;
+    let entries = state.access_entries.get_mut(CLUSTER).unwrap();
+    for n in 0..5 {
+        entries.insert(
+            0,
+            AccessEntryFacts {
+                principal_arn: role_arn("/", &format!("r{n}")),
+                ..Default::default()
+            },
+        );
+    }
+    let fake = FakeAws::new(state);
+    let facts = observer(&fake, options()).observe(&request()).await;
+    assert_eq!(facts.node_role_access_entries.found().unwrap().len(), 1);
+    assert_eq!(fake.calls("ListAccessEntries"), 4);
+    assert_eq!(fake.calls("DescribeAccessEntry"), 1);
+    assert_eq!(
+        facts
+            .node_role
+            .unwrap()
+            .found()
+            .unwrap()
+            .attached_policy_arns
+            .found()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(fake.calls("ListAttachedRolePolicies"), 2);
+}
