@@ -1,9 +1,29 @@
 //! Rust side of the local test bed started by `e2e/bed/bed.sh up`: clients for the real
-//! kube-apiserver and moto server, and waiting with a deadline. Does IO (reads the bed's env file,
-//! talks to the bed).
+//! kube-apiserver and moto server, waiting with a deadline, the operator in-process, and applying
+//! YAML or JSON. Does IO (reads the bed's env file, talks to the bed).
+//!
+//! What the tests and the benchmark share lives in the modules below; the test files under
+//! `e2e/tests/` hold only scenarios.
 #![forbid(unsafe_code)]
 
+/// Observer options and fact readers for the AWS adapter tests.
+pub mod aws_observer;
+/// Seeding moto: IAM roles and profiles, VPCs, security groups, instances, EKS clusters.
+pub mod aws_seed;
+/// A fault-injecting proxy in front of moto that also counts calls.
 pub mod fault_proxy;
+/// One operator test's healthy seeded setup, its edits and its waits.
+pub mod fixture;
+/// Reading a KarpenterHealth status in assertions.
+pub mod health_status;
+/// What Karpenter writes (Deployment, ServiceAccount, status conditions), as JSON.
+pub mod karpenter;
+/// Unique names for tests sharing a bed.
+pub mod names;
+/// The shipped RBAC bound to the bed's operator user, and authorizer questions.
+pub mod rbac;
+/// Every status a KarpenterHealth had while a test ran.
+pub mod status_log;
 
 use anyhow::{Context, Result, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -226,6 +246,29 @@ pub async fn apply_yaml(client: &kube::Client, yaml: &str) -> Result<Vec<String>
 }
 
 impl Bed {
+    /// Restarts the bed's API server (same port, same etcd) with the bed script `script` (by
+    /// default this crate's `bed/bed.sh`) and waits until it serves again; returns how long that
+    /// took.
+    pub async fn restart_api_server(&self, script: Option<&Path>) -> Result<Duration> {
+        let default_script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("bed")
+            .join("bed.sh");
+        let started = Instant::now();
+        let output = tokio::process::Command::new("bash")
+            .arg(script.unwrap_or(&default_script))
+            .arg("restart-apiserver")
+            .arg(&self.dir)
+            .output()
+            .await?;
+        if !output.status.success() {
+            bail!(
+                "restart-apiserver failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(started.elapsed())
+    }
+
     /// The operator's AWS port on this bed's moto server in `region`, with the adapter's
     /// production defaults.
     pub async fn aws_port(&self, region: &str) -> Result<karpenter_health_operator::AwsPort> {
@@ -235,6 +278,13 @@ impl Bed {
             Default::default(),
         ))
     }
+}
+
+/// Applies JSON objects by server-side apply (JSON is YAML).
+pub async fn apply_json(client: &kube::Client, objects: &[serde_json::Value]) -> Result<()> {
+    let docs: Vec<String> = objects.iter().map(serde_json::Value::to_string).collect();
+    apply_yaml(client, &docs.join("\n---\n")).await?;
+    Ok(())
 }
 
 /// Runs kubectl against the bed as admin and returns its standard output.

@@ -1,6 +1,7 @@
 //! The foundation on a real kube-apiserver: the CRD is served with its printer columns, one
 //! KarpenterHealth follows each EC2NodeClass (owned, garbage-collected with it), malformed
-//! EC2NodeClasses are skipped without stopping the watch, and the binary stops on SIGTERM.
+//! EC2NodeClasses are skipped without stopping the watch, and the binary stops on SIGTERM. Does IO
+//! (API server, moto, runs the operator binary and kubectl).
 
 use anyhow::Result;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{

@@ -1,5 +1,6 @@
 //! Two replicas on a real API server: only the Lease holder reconciles, and when it stops on
-//! SIGTERM-style shutdown it releases the Lease so the standby takes over at once.
+//! SIGTERM-style shutdown it releases the Lease so the standby takes over at once. Does IO (API
+//! server, moto).
 
 use anyhow::Result;
 use k8s_openapi::api::coordination::v1::Lease;

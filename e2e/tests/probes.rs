@@ -1,5 +1,6 @@
 //! The operator's HTTP endpoints on a real API server: `/livez` answers at once, `/readyz` once
-//! every watch has synced, and `/metrics` carries the condition gauges of each EC2NodeClass.
+//! every watch has synced, and `/metrics` carries the condition gauges of each EC2NodeClass. Does
+//! IO (API server, moto, the operator's HTTP port).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::EC2NodeClass;

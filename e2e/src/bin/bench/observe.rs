@@ -1,6 +1,6 @@
 //! What the bench watches and samples: its own watch on every KarpenterHealth (arrival time of
 //! each condition change), its own watch on ConfigMaps (the API server's watch delivery), the
-//! operator's RSS from /proc, and the operator's /metrics and /readyz. Does IO.
+//! operator's RSS and CPU from /proc, and the operator's /metrics and /readyz. Does IO.
 
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use karpenter_health_api::{ConditionType, KarpenterHealth};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
+use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,31 +40,76 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Spawns a watch on `api` (running until the process ends) that hands each event to `record`
+/// with its arrival time; each event `record` reports as a change bumps the returned counter.
+fn spawn_watch<K>(
+    api: Api<K>,
+    mut record: impl FnMut(watcher::Result<watcher::Event<K>>, Instant) -> bool + Send + 'static,
+) -> watch::Receiver<u64>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let (tx, changed) = watch::channel(0u64);
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = events.next().await {
+            let arrived = Instant::now();
+            if record(event, arrived) {
+                tx.send_modify(|v| *v += 1);
+            }
+        }
+    });
+    changed
+}
+
+/// Why [`until_changed`] gave up.
+enum WaitEnd {
+    WatchEnded,
+    TimedOut,
+}
+
+/// Waits until `check` finds what it looks for, checking again after each change the watch
+/// behind `changed` reports, for at most `deadline`.
+async fn until_changed<T>(
+    changed: &watch::Receiver<u64>,
+    deadline: Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> Result<T, WaitEnd> {
+    let mut changed = changed.clone();
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        changed.borrow_and_update();
+        if let Some(v) = check() {
+            return Ok(v);
+        }
+        match tokio::time::timeout_at(until, changed.changed()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(WaitEnd::WatchEnded),
+            Err(_) => return Err(WaitEnd::TimedOut),
+        }
+    }
+}
+
 impl HealthTracker {
     /// Starts watching KarpenterHealths; the task runs until the process ends.
     pub fn start(client: &kube::Client) -> Self {
         let api: Api<KarpenterHealth> = Api::all(client.clone());
         let state: Arc<Mutex<HashMap<String, HealthSeen>>> = Arc::default();
-        let (tx, changed) = watch::channel(0u64);
         let writer = state.clone();
-        tokio::spawn(async move {
-            let mut events = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .boxed();
-            while let Some(event) = events.next().await {
-                let arrived = Instant::now();
-                match event {
-                    Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) => {
-                        update(&mut lock(&writer), &h, arrived);
-                    }
-                    Ok(watcher::Event::Delete(h)) => {
-                        lock(&writer).remove(&h.name_any());
-                    }
-                    Ok(_) => {}
-                    Err(_) => continue,
+        let changed = spawn_watch(api, move |event, arrived| {
+            match event {
+                Ok(watcher::Event::Apply(h) | watcher::Event::InitApply(h)) => {
+                    update(&mut lock(&writer), &h, arrived);
                 }
-                tx.send_modify(|v| *v += 1);
+                Ok(watcher::Event::Delete(h)) => {
+                    lock(&writer).remove(&h.name_any());
+                }
+                Ok(_) => {}
+                Err(_) => return false,
             }
+            true
         });
         Self { state, changed }
     }
@@ -79,18 +125,12 @@ impl HealthTracker {
         deadline: Duration,
         mut done: impl FnMut(&HashMap<String, HealthSeen>) -> Option<T>,
     ) -> Result<T> {
-        let mut changed = self.changed.clone();
-        let until = tokio::time::Instant::now() + deadline;
-        loop {
-            changed.borrow_and_update();
-            if let Some(v) = done(&lock(&self.state)) {
-                return Ok(v);
+        match until_changed(&self.changed, deadline, || done(&lock(&self.state))).await {
+            Ok(v) => Ok(v),
+            Err(WaitEnd::WatchEnded) => {
+                bail!("the KarpenterHealth watch ended while waiting for {what}")
             }
-            match tokio::time::timeout_at(until, changed.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => bail!("the KarpenterHealth watch ended while waiting for {what}"),
-                Err(_) => bail!("timed out after {deadline:?} waiting for {what}"),
-            }
+            Err(WaitEnd::TimedOut) => bail!("timed out after {deadline:?} waiting for {what}"),
         }
     }
 }
@@ -148,20 +188,14 @@ impl ConfigMapTracker {
     pub fn start(client: &kube::Client) -> Self {
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
         let seen: Arc<Mutex<HashMap<(String, String), Instant>>> = Arc::default();
-        let (tx, changed) = watch::channel(0u64);
         let writer = seen.clone();
-        tokio::spawn(async move {
-            let mut events = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .boxed();
-            while let Some(event) = events.next().await {
-                let arrived = Instant::now();
-                if let Ok(watcher::Event::Apply(cm)) = event {
-                    let key = (cm.name_any(), cm.resource_version().unwrap_or_default());
-                    lock(&writer).entry(key).or_insert(arrived);
-                    tx.send_modify(|v| *v += 1);
-                }
-            }
+        let changed = spawn_watch(api, move |event, arrived| {
+            let Ok(watcher::Event::Apply(cm)) = event else {
+                return false;
+            };
+            let key = (cm.name_any(), cm.resource_version().unwrap_or_default());
+            lock(&writer).entry(key).or_insert(arrived);
+            true
         });
         Self { seen, changed }
     }
@@ -174,18 +208,13 @@ impl ConfigMapTracker {
         deadline: Duration,
     ) -> Result<Instant> {
         let key = (name.to_owned(), resource_version.to_owned());
-        let mut changed = self.changed.clone();
-        let until = tokio::time::Instant::now() + deadline;
-        loop {
-            changed.borrow_and_update();
-            if let Some(at) = lock(&self.seen).get(&key) {
-                return Ok(*at);
-            }
-            match tokio::time::timeout_at(until, changed.changed()).await {
-                Ok(Ok(())) => {}
-                _ => bail!("ConfigMap {name}@{resource_version} not delivered in {deadline:?}"),
-            }
-        }
+        until_changed(&self.changed, deadline, || {
+            lock(&self.seen).get(&key).copied()
+        })
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("ConfigMap {name}@{resource_version} not delivered in {deadline:?}")
+        })
     }
 }
 
@@ -210,6 +239,17 @@ pub fn memory(pid: u32) -> Result<Memory> {
         rss_kib: field("VmRSS:"),
         hwm_kib: field("VmHWM:"),
     })
+}
+
+/// CPU seconds (user + system) a process has used.
+pub fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').context("stat format")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11).context("utime")?.parse::<f64>()?
+        + fields.get(12).context("stime")?.parse::<f64>()?;
+    Ok(ticks / 100.0)
 }
 
 /// Resets VmHWM to the current RSS (`clear_refs` 5, Linux ≥ 4.0), so a phase's peak is its own.

@@ -1,195 +1,14 @@
-//! The bench's results and their Markdown rendering (medians, percentiles, ratios against the
-//! targets), plus the machine description. Rendering is pure; `Machine::detect` reads /proc and
-//! asks the API server its version (IO).
+//! The Markdown rendering of the bench's results: medians, percentiles and ratios against the
+//! targets. Pure, no IO.
 
+use crate::results::{Edit, Results};
 use crate::stats::{Summary, median, summary};
-use serde::Serialize;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::Instant;
 
 /// Targets of issue 5.
 pub const TARGET_P99_MS: f64 = 300.0;
 pub const TARGET_RSS_MIB: f64 = 64.0;
 pub const TARGET_COLD_START_S: f64 = 10.0;
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Machine {
-    pub cpu: String,
-    pub cores: usize,
-    pub memory_gib: f64,
-    pub kernel: String,
-    pub apiserver: String,
-}
-
-impl Machine {
-    pub async fn detect(client: &kube::Client) -> Self {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let mem_kib: f64 = meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        Self {
-            cpu: cpuinfo
-                .lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
-                .unwrap_or_default(),
-            cores: std::thread::available_parallelism().map_or(0, usize::from),
-            memory_gib: mem_kib / 1024.0 / 1024.0,
-            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .unwrap_or_default()
-                .trim()
-                .to_owned(),
-            apiserver: client
-                .apiserver_version()
-                .await
-                .map(|v| v.git_version)
-                .unwrap_or_default(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Scale {
-    pub node_claims: usize,
-    pub node_pools: usize,
-    pub node_classes: usize,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Seeding {
-    pub aws_s: f64,
-    pub kubernetes_s: f64,
-    pub node_claims_s: f64,
-    pub node_claims_per_s: f64,
-    pub node_claims_listed: usize,
-    pub wire_bytes_per_node_claim: f64,
-    /// The bench's own paginated list of every NodeClaim (500 per page, raw JSON, not decoded).
-    pub list_all_node_claims_s: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ColdStart {
-    pub ready_s: f64,
-    pub first_evaluation_s: f64,
-    /// Both: /readyz answered 200 and every KarpenterHealth was evaluated.
-    pub ready_and_evaluated_s: f64,
-    /// The last status write of the start-up (no further write in the settle window).
-    pub last_write_s: f64,
-    pub peak_at_evaluation_mib: f64,
-    pub peak_mib: f64,
-    pub steady_mib: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct MemoryStep {
-    pub node_claims: usize,
-    pub steady_mib: f64,
-    pub peak_mib: f64,
-    pub runs: usize,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Idle {
-    pub seconds: f64,
-    pub rss_mib: Summary,
-    pub aws_calls_per_hour: f64,
-    pub aws_calls_by_operation_per_hour: BTreeMap<String, f64>,
-    pub status_patches: f64,
-    pub reconciles: f64,
-    pub cpu_s: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Window {
-    pub seconds: f64,
-    pub aws_calls_per_hour: f64,
-    pub aws_calls_by_operation_per_hour: BTreeMap<String, f64>,
-    pub status_patches: f64,
-    pub reconciles: f64,
-    pub cpu_s: f64,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Edit {
-    /// This edit broke the mapping (else repaired it).
-    pub broken: bool,
-    pub write_rtt_ms: f64,
-    /// aws-auth's own watch event at the bench, from the write returning.
-    pub own_watch_ms: Option<f64>,
-    /// First and last EC2NodeClass's changed status at the bench, from the write returning.
-    pub first_ms: Option<f64>,
-    pub last_ms: Option<f64>,
-    /// AWS calls the operator made between just before the write and just after the landing.
-    pub aws_calls: Option<f64>,
-    pub timed_out: bool,
-    #[serde(skip)]
-    pub returned_at: Instant,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct WatchProbe {
-    pub write_rtt_ms: f64,
-    pub from_return_ms: f64,
-    pub from_start_ms: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Relist {
-    pub restart_s: f64,
-    /// From the API server being back (restart script returned) to an aws-auth edit landing on
-    /// every EC2NodeClass.
-    pub recovery_s: Option<f64>,
-    pub rss_before_mib: f64,
-    pub peak_mib: f64,
-    pub rss_after_mib: f64,
-    pub edit_timed_out: bool,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct OperatorHistogram {
-    pub count: f64,
-    pub p50_ms: Option<f64>,
-    pub p90_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    /// `karpenter_health_reconcile_duration_seconds` p50, p90, p99 (ms) over the whole run.
-    pub reconcile: Vec<Option<f64>>,
-    pub reconciles: f64,
-    pub reconcile_errors: f64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Logs {
-    pub watch_errors: usize,
-    pub gone_410: usize,
-    pub warnings: usize,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Results {
-    pub date: String,
-    pub machine: Machine,
-    pub build_info: String,
-    pub scale: Scale,
-    pub seeding: Seeding,
-    pub memory_steps: Vec<MemoryStep>,
-    pub cold_starts: Vec<ColdStart>,
-    pub shutdowns_s: Vec<f64>,
-    pub baseline: BTreeMap<String, usize>,
-    pub idle: Idle,
-    pub watch_probes: Vec<WatchProbe>,
-    pub edits: Vec<Edit>,
-    pub edit_window: Window,
-    pub relists: Vec<Relist>,
-    pub post_relist_rss_mib: Summary,
-    pub peak_overall_mib: f64,
-    pub operator_histogram: OperatorHistogram,
-    pub logs: Logs,
-}
 
 fn f(v: f64, digits: usize) -> String {
     if v.is_finite() {
@@ -328,7 +147,7 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(
         o,
         "| RSS steady (median over {:.0} s idle) | {} MiB | < {TARGET_RSS_MIB} MiB | {} |",
-        r.idle.seconds,
+        r.idle.window.seconds,
         f(steady, 1),
         f(steady / TARGET_RSS_MIB, 2)
     );
@@ -348,7 +167,7 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(
         o,
         "| AWS calls per hour, idle (refresh only) | {} | – | – |",
-        f(r.idle.aws_calls_per_hour, 0)
+        f(r.idle.window.aws_calls_per_hour, 0)
     );
     let _ = writeln!(
         o,
@@ -555,10 +374,10 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(
         o,
         "AWS calls per hour by operation (idle {:.0} s: {} reconciles, {} status writes, {:.2} CPU s; edits {:.0} s: {} reconciles, {} status writes, {:.2} CPU s):\n",
-        r.idle.seconds,
-        f(r.idle.reconciles, 0),
-        f(r.idle.status_patches, 0),
-        r.idle.cpu_s,
+        r.idle.window.seconds,
+        f(r.idle.window.reconciles, 0),
+        f(r.idle.window.status_patches, 0),
+        r.idle.window.cpu_s,
         r.edit_window.seconds,
         f(r.edit_window.reconciles, 0),
         f(r.edit_window.status_patches, 0),
@@ -567,6 +386,7 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(o, "| Operation | idle | during edits |\n|---|---|---|");
     let mut ops: Vec<&String> = r
         .idle
+        .window
         .aws_calls_by_operation_per_hour
         .keys()
         .chain(r.edit_window.aws_calls_by_operation_per_hour.keys())
@@ -579,6 +399,7 @@ pub fn markdown(r: &Results) -> String {
             "| {op} | {} | {} |",
             f(
                 r.idle
+                    .window
                     .aws_calls_by_operation_per_hour
                     .get(op)
                     .copied()

@@ -3,20 +3,23 @@
 //! it can serve EKS access entries (which moto lacks) from test data; and it counts requests by
 //! service and operation. Does IO (listens on loopback, forwards to the upstream).
 //!
-//! One proxy per test keeps faults and counts private to that test.
+//! One proxy per test keeps faults and counts private to that test. How requests and errors look
+//! on the wire is in [`aws_wire`].
+
+mod aws_wire;
 
 use anyhow::Result;
+use aws_wire::{Call, access_entries, aws_error, identify};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_LENGTH, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -218,76 +221,6 @@ fn with_reset_handle(stream: TcpStream) -> std::io::Result<(TcpStream, ResetHand
     ))
 }
 
-/// Which AWS operation a request is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Call {
-    service: String,
-    operation: String,
-    /// EKS: the cluster and the access entry's principal named in the path.
-    cluster: Option<String>,
-    principal: Option<String>,
-}
-
-fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
-    // SigV4: Credential=<key>/<date>/<region>/<service>/aws4_request
-    let service = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split("Credential=").nth(1))
-        .and_then(|c| c.split('/').nth(3))
-        .unwrap_or("unknown")
-        .to_owned();
-    let mut call = Call {
-        service,
-        operation: "unknown".into(),
-        cluster: None,
-        principal: None,
-    };
-    if let Some(target) = req
-        .headers()
-        .get("x-amz-target")
-        .and_then(|v| v.to_str().ok())
-    {
-        call.operation = target.rsplit('.').next().unwrap_or(target).to_owned();
-        return call;
-    }
-    if call.service == "eks" {
-        let segments: Vec<String> = req
-            .uri()
-            .path()
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
-            .collect();
-        let method = req.method().as_str();
-        call.operation = match (method, segments.as_slice()) {
-            ("GET", [c, name]) if c == "clusters" => {
-                call.cluster = Some(name.clone());
-                "DescribeCluster".into()
-            }
-            ("GET", [c, name, a]) if c == "clusters" && a == "access-entries" => {
-                call.cluster = Some(name.clone());
-                "ListAccessEntries".into()
-            }
-            ("GET", [c, name, a, principal]) if c == "clusters" && a == "access-entries" => {
-                call.cluster = Some(name.clone());
-                call.principal = Some(principal.clone());
-                "DescribeAccessEntry".into()
-            }
-            ("POST", [c]) if c == "clusters" => "CreateCluster".into(),
-            _ => format!("{method} {}", req.uri().path()),
-        };
-        return call;
-    }
-    // Query protocols (IAM, EC2, STS): form body with Action=<Operation>.
-    let form = String::from_utf8_lossy(body);
-    if let Some(action) = form.split('&').find_map(|kv| kv.strip_prefix("Action=")) {
-        call.operation = action.to_owned();
-    }
-    call
-}
-
 fn take_fault(state: &Mutex<State>, call: &Call) -> Option<Fault> {
     let mut state = lock(state);
     let index = state.rules.iter().position(|r| {
@@ -307,130 +240,6 @@ fn take_fault(state: &Mutex<State>, call: &Call) -> Option<Fault> {
     }
     Some(fault)
 }
-
-fn respond(
-    status: u16,
-    content_type: &str,
-    extra: &[(&str, &str)],
-    body: String,
-) -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
-    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = resp.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("text/plain")),
-    );
-    headers.insert("x-amzn-requestid", HeaderValue::from_static("fault-proxy"));
-    for (k, v) in extra {
-        if let (Ok(name), Ok(value)) = (
-            hyper::header::HeaderName::from_bytes(k.as_bytes()),
-            HeaderValue::from_str(v),
-        ) {
-            headers.insert(name, value);
-        }
-    }
-    resp
-}
-
-/// The error each protocol really sends: awsQuery XML (IAM, STS), ec2Query XML, restJson1 (EKS).
-fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
-    let (status, code, message) = match (service, fault) {
-        ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
-        ("eks", Fault::Throttle) => (429, "ThrottlingException", "Rate exceeded"),
-        (_, Fault::Throttle) => (400, "Throttling", "Rate exceeded"),
-        ("ec2", Fault::ServerError) => (500, "InternalError", "An internal error has occurred"),
-        ("eks", Fault::ServerError) => (500, "ServerException", "Internal server error"),
-        ("iam", Fault::ServerError) => (500, "ServiceFailure", "Internal failure"),
-        (_, Fault::ServerError) => (500, "InternalFailure", "Internal failure"),
-        ("ec2", _) => (
-            403,
-            "UnauthorizedOperation",
-            "You are not authorized to perform this operation.",
-        ),
-        ("eks", _) => (
-            403,
-            "AccessDeniedException",
-            "User is not authorized to perform this operation",
-        ),
-        (_, _) => (
-            403,
-            "AccessDenied",
-            "User is not authorized to perform this operation",
-        ),
-    };
-    match service {
-        "ec2" => respond(
-            status,
-            "text/xml;charset=UTF-8",
-            &[],
-            format!(
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
-                 <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
-            ),
-        ),
-        "eks" => respond(
-            status,
-            "application/json",
-            &[("x-amzn-errortype", code)],
-            serde_json::json!({ "message": message }).to_string(),
-        ),
-        _ => {
-            let (kind, ns) = match (service, status) {
-                ("sts", s) if s >= 500 => ("Receiver", "https://sts.amazonaws.com/doc/2011-06-15/"),
-                ("sts", _) => ("Sender", "https://sts.amazonaws.com/doc/2011-06-15/"),
-                (_, s) if s >= 500 => ("Receiver", "https://iam.amazonaws.com/doc/2010-05-08/"),
-                _ => ("Sender", "https://iam.amazonaws.com/doc/2010-05-08/"),
-            };
-            respond(
-                status,
-                "text/xml",
-                &[],
-                format!(
-                    "<ErrorResponse xmlns=\"{ns}\"><Error><Type>{kind}</Type><Code>{code}</Code>\
-                     <Message>{message}</Message></Error><RequestId>fault-proxy</RequestId></ErrorResponse>"
-                ),
-            )
-        }
-    }
-}
-
-/// ListAccessEntries / DescribeAccessEntry from test data, as EKS answers them.
-fn access_entries(call: &Call, entries: &[AccessEntry]) -> Response<Full<Bytes>> {
-    let cluster = call.cluster.clone().unwrap_or_default();
-    match &call.principal {
-        None => {
-            let arns: Vec<&str> = entries.iter().map(|e| e.principal_arn.as_str()).collect();
-            respond(200, "application/json", &[], serde_json::json!({ "accessEntries": arns }).to_string())
-        }
-        Some(principal) => match entries.iter().find(|e| &e.principal_arn == principal) {
-            Some(e) => respond(
-                200,
-                "application/json",
-                &[],
-                serde_json::json!({ "accessEntry": {
-                    "clusterName": cluster,
-                    "principalArn": e.principal_arn,
-                    "kubernetesGroups": [],
-                    "accessEntryArn": format!("arn:aws:eks:us-east-1:123456789012:access-entry/{cluster}/x"),
-                    "createdAt": 1_700_000_000,
-                    "modifiedAt": 1_700_000_000,
-                    "tags": {},
-                    "username": e.username,
-                    "type": e.type_,
-                }})
-                .to_string(),
-            ),
-            None => respond(
-                404,
-                "application/json",
-                &[("x-amzn-errortype", "ResourceNotFoundException")],
-                serde_json::json!({ "message": format!("The specified access entry resource is not found. Principal: {principal}") }).to_string(),
-            ),
-        },
-    }
-}
-
 async fn handle(
     state: Arc<Mutex<State>>,
     client: Upstream,

@@ -1,0 +1,199 @@
+//! The bench's results, one type per measurement, serialised as results.json; plus the machine
+//! description. The types are pure data; `Machine::detect` reads /proc and asks the API server
+//! its version (IO).
+
+use crate::stats::Summary;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Machine {
+    pub cpu: String,
+    pub cores: usize,
+    pub memory_gib: f64,
+    pub kernel: String,
+    pub apiserver: String,
+}
+
+impl Machine {
+    pub async fn detect(client: &kube::Client) -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        Self {
+            cpu: cpuinfo
+                .lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+                .unwrap_or_default(),
+            cores: std::thread::available_parallelism().map_or(0, usize::from),
+            memory_gib: mem_kib / 1024.0 / 1024.0,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            apiserver: client
+                .apiserver_version()
+                .await
+                .map(|v| v.git_version)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Scale {
+    pub node_claims: usize,
+    pub node_pools: usize,
+    pub node_classes: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Seeding {
+    pub aws_s: f64,
+    pub kubernetes_s: f64,
+    pub node_claims_s: f64,
+    pub node_claims_per_s: f64,
+    pub node_claims_listed: usize,
+    pub wire_bytes_per_node_claim: f64,
+    /// The bench's own paginated list of every NodeClaim (500 per page, raw JSON, not decoded).
+    pub list_all_node_claims_s: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ColdStart {
+    pub ready_s: f64,
+    pub first_evaluation_s: f64,
+    /// Both: /readyz answered 200 and every KarpenterHealth was evaluated.
+    pub ready_and_evaluated_s: f64,
+    /// The last status write of the start-up (no further write in the settle window).
+    pub last_write_s: f64,
+    pub peak_at_evaluation_mib: f64,
+    pub peak_mib: f64,
+    pub steady_mib: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryStep {
+    pub node_claims: usize,
+    pub steady_mib: f64,
+    pub peak_mib: f64,
+    pub runs: usize,
+}
+
+/// The idle window: AWS calls, status writes, reconciles and CPU as in any [`Window`], and the
+/// steady RSS.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Idle {
+    #[serde(flatten)]
+    pub window: Window,
+    pub rss_mib: Summary,
+}
+
+/// What the operator did over a window of the run, from its /metrics and /proc.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Window {
+    pub seconds: f64,
+    pub aws_calls_per_hour: f64,
+    pub aws_calls_by_operation_per_hour: BTreeMap<String, f64>,
+    pub status_patches: f64,
+    pub reconciles: f64,
+    pub cpu_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Edit {
+    /// This edit broke the mapping (else repaired it).
+    pub broken: bool,
+    pub write_rtt_ms: f64,
+    /// aws-auth's own watch event at the bench, from the write returning.
+    pub own_watch_ms: Option<f64>,
+    /// First and last EC2NodeClass's changed status at the bench, from the write returning.
+    pub first_ms: Option<f64>,
+    pub last_ms: Option<f64>,
+    /// AWS calls the operator made between just before the write and just after the landing.
+    pub aws_calls: Option<f64>,
+    pub timed_out: bool,
+    #[serde(skip)]
+    pub returned_at: Instant,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WatchProbe {
+    pub write_rtt_ms: f64,
+    pub from_return_ms: f64,
+    pub from_start_ms: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Relist {
+    pub restart_s: f64,
+    /// From the API server being back (restart script returned) to an aws-auth edit landing on
+    /// every EC2NodeClass.
+    pub recovery_s: Option<f64>,
+    pub rss_before_mib: f64,
+    pub peak_mib: f64,
+    pub rss_after_mib: f64,
+    pub edit_timed_out: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OperatorHistogram {
+    pub count: f64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// `karpenter_health_reconcile_duration_seconds` p50, p90, p99 (ms) over the whole run.
+    pub reconcile: Vec<Option<f64>>,
+    pub reconciles: f64,
+    pub reconcile_errors: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Logs {
+    pub watch_errors: usize,
+    pub gone_410: usize,
+    pub warnings: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Results {
+    pub date: String,
+    pub machine: Machine,
+    pub build_info: String,
+    pub scale: Scale,
+    pub seeding: Seeding,
+    pub memory_steps: Vec<MemoryStep>,
+    pub cold_starts: Vec<ColdStart>,
+    pub shutdowns_s: Vec<f64>,
+    pub baseline: BTreeMap<String, usize>,
+    pub idle: Idle,
+    pub watch_probes: Vec<WatchProbe>,
+    pub edits: Vec<Edit>,
+    pub edit_window: Window,
+    pub relists: Vec<Relist>,
+    pub post_relist_rss_mib: Summary,
+    pub peak_overall_mib: f64,
+    pub operator_histogram: OperatorHistogram,
+    pub logs: Logs,
+}
+
+impl Results {
+    /// The highest RSS peak of the run: the operator's `peak_now_mib`, and every cold start's and
+    /// forced relist's own.
+    pub fn peak_overall(&self, peak_now_mib: f64) -> f64 {
+        peak_now_mib.max(
+            self.relists
+                .iter()
+                .map(|r| r.peak_mib)
+                .chain(self.cold_starts.iter().map(|c| c.peak_mib))
+                .fold(0.0, f64::max),
+        )
+    }
+}

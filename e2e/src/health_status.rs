@@ -1,0 +1,80 @@
+//! Reading a KarpenterHealth status in tests: a one-line summary for failure messages, whether a
+//! condition has a given status and reason, its message, the findings' subjects, and the
+//! assertion that exactly the expected conditions failed. Pure, no IO.
+
+use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
+use std::collections::BTreeSet;
+
+/// `Type=Status(Reason)` of every condition, space-separated.
+pub fn summary(status: &KarpenterHealthStatus) -> String {
+    status
+        .conditions
+        .iter()
+        .map(|c| format!("{}={}({})", c.type_, c.status, c.reason))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether condition `ty` has status `want` (`True`, `False`, `Unknown`) with `reason`.
+pub fn condition_is(
+    status: &KarpenterHealthStatus,
+    ty: ConditionType,
+    want: &str,
+    reason: Reason,
+) -> bool {
+    status
+        .condition(ty)
+        .is_some_and(|c| c.status == want && c.reason == reason.as_str())
+}
+
+/// The message of condition `ty`, empty when it is missing.
+pub fn message(status: &KarpenterHealthStatus, ty: ConditionType) -> &str {
+    status
+        .condition(ty)
+        .map(|c| c.message.as_str())
+        .unwrap_or("")
+}
+
+/// The sub-conditions that are False.
+fn false_conditions(status: &KarpenterHealthStatus) -> BTreeSet<&str> {
+    status
+        .conditions
+        .iter()
+        .filter(|c| c.status == "False" && c.type_ != ConditionType::Ready.as_str())
+        .map(|c| c.type_.as_str())
+        .collect()
+}
+
+/// Asserts that exactly `expected` failed (others may be Unknown when they depend on the broken
+/// fact, never False) and that Ready says so.
+pub fn assert_only_failed(status: &KarpenterHealthStatus, expected: &[ConditionType]) {
+    let want: BTreeSet<&str> = expected.iter().map(|c| c.as_str()).collect();
+    assert_eq!(false_conditions(status), want, "{}", summary(status));
+    assert!(
+        condition_is(status, ConditionType::Ready, "False", Reason::ChecksFailed),
+        "{}",
+        summary(status)
+    );
+    for ty in expected {
+        assert!(
+            message(status, ConditionType::Ready).contains(ty.as_str()),
+            "Ready must name {ty}: {}",
+            message(status, ConditionType::Ready)
+        );
+    }
+}
+
+/// Whether a finding of condition `ty` names the object `kind`/`name` among its subjects.
+pub fn finding_names(
+    status: &KarpenterHealthStatus,
+    ty: ConditionType,
+    kind: &str,
+    name: &str,
+) -> bool {
+    status
+        .findings
+        .iter()
+        .filter(|f| f.condition_type == ty)
+        .flat_map(|f| &f.subjects)
+        .any(|s| s.kind == kind && s.name == name)
+}

@@ -1,0 +1,183 @@
+//! The shipped RBAC (deploy/rbac.yaml) is minimal: the bed's operator user, bound to it, and the
+//! operator's in-cluster ServiceAccount may do what the operator uses and nothing more, asked of
+//! the API server's authorizer; the real calls are refused where they must be. The operator tests
+//! in `operator_failures` prove the same rules sufficient. Does IO (API server).
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
+use karpenter_health_e2e::fixture::DEADLINE;
+use karpenter_health_e2e::names::unique;
+use karpenter_health_e2e::rbac::{
+    OPERATOR_USER, allowed, attributes, bind_operator_user, unbind_operator_user,
+};
+use karpenter_health_e2e::{Bed, apply_json, install_health_crd, wait_for};
+use kube::api::{Api, DeleteParams, ListParams};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_what_it_uses()
+-> Result<()> {
+    let bed = Bed::from_env()?;
+    let admin = bed.admin_client().await?;
+    install_health_crd(&admin).await?;
+    let name = unique("kh-rbac");
+    apply_json(
+        &admin,
+        &[json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})],
+    )
+    .await?;
+    let bindings = bind_operator_user(&admin, &name, &name).await?;
+    let outcome: Result<()> = async {
+        // The real calls: no Secrets, no other ConfigMaps in kube-system (once the new
+        // bindings have reached the authorizer's cache).
+        let operator = bed.operator_client().await?;
+        let aws_auth: Api<ConfigMap> = Api::namespaced(operator.clone(), "kube-system");
+        wait_for("the bindings to take effect", DEADLINE, || async {
+            let by_name = ListParams::default().fields("metadata.name=aws-auth");
+            Ok(aws_auth.list(&by_name).await.ok().map(|_| ()))
+        })
+        .await?;
+        match Api::<Secret>::all(operator.clone())
+            .list(&ListParams::default())
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.code == 403 => {}
+            other => bail!("listing Secrets must be forbidden, got {other:?}"),
+        }
+        match Api::<ConfigMap>::namespaced(operator.clone(), "kube-system")
+            .list(&ListParams::default())
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.code == 403 => {}
+            other => {
+                bail!("listing every ConfigMap in kube-system must be forbidden, got {other:?}")
+            }
+        }
+        Api::<ConfigMap>::namespaced(operator.clone(), "kube-system")
+            .list(&ListParams::default().fields("metadata.name=aws-auth"))
+            .await
+            .context("listing aws-auth by name is allowed")?;
+        Api::<ServiceAccount>::namespaced(operator.clone(), &name)
+            .list(&ListParams::default().fields("metadata.name=karpenter"))
+            .await
+            .context("listing Karpenter's ServiceAccount by name is allowed")?;
+
+        let ks = Some("kube-system");
+        // (the test user's Karpenter namespace, the ServiceAccount's Karpenter namespace)
+        let subjects = [
+            (
+                OPERATOR_USER.to_owned(),
+                vec!["system:authenticated"],
+                name.clone(),
+            ),
+            (
+                "system:serviceaccount:kube-system:karpenter-health".to_owned(),
+                vec![
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:kube-system",
+                    "system:authenticated",
+                ],
+                "kube-system".to_owned(),
+            ),
+        ];
+        for (user, groups, karpenter_ns) in &subjects {
+            let kns = Some(karpenter_ns.as_str());
+            let must_allow = [
+                attributes("watch", "karpenter.k8s.aws:ec2nodeclasses", None, None),
+                attributes("list", "karpenter.sh:nodepools", None, None),
+                attributes("watch", "karpenter.sh:nodeclaims", None, None),
+                attributes("list", "pods", None, None),
+                attributes("watch", "configmaps", ks, Some("aws-auth")),
+                attributes("list", "serviceaccounts", ks, Some("aws-node")),
+                attributes("watch", "apps:deployments", kns, Some("karpenter")),
+                attributes("list", "serviceaccounts", kns, Some("karpenter")),
+                attributes("create", "karpenter-health.io:karpenterhealths", None, None),
+                attributes(
+                    "patch",
+                    "karpenter-health.io:karpenterhealths/status",
+                    None,
+                    Some("x"),
+                ),
+                attributes("create", "events.k8s.io:events", Some("default"), None),
+                attributes("create", "coordination.k8s.io:leases", ks, None),
+                attributes(
+                    "patch",
+                    "coordination.k8s.io:leases",
+                    ks,
+                    Some("karpenter-health"),
+                ),
+            ];
+            for attrs in must_allow {
+                ensure!(
+                    allowed(&admin, user, groups, attrs.clone()).await?,
+                    "{user} must be allowed {attrs:?}"
+                );
+            }
+            let must_deny = [
+                attributes("list", "secrets", None, None),
+                attributes("get", "secrets", ks, Some("aws-auth")),
+                attributes("list", "configmaps", ks, None),
+                attributes("get", "configmaps", ks, Some("kube-proxy")),
+                attributes("patch", "configmaps", ks, Some("aws-auth")),
+                attributes("list", "apps:deployments", None, None),
+                attributes("get", "apps:deployments", ks, Some("coredns")),
+                attributes("patch", "apps:deployments", kns, Some("karpenter")),
+                attributes("get", "serviceaccounts", ks, Some("default")),
+                attributes("create", "serviceaccounts/token", kns, Some("karpenter")),
+                attributes("patch", "karpenter.k8s.aws:ec2nodeclasses", None, Some("x")),
+                attributes(
+                    "update",
+                    "karpenter.k8s.aws:ec2nodeclasses/status",
+                    None,
+                    Some("x"),
+                ),
+                attributes("delete", "karpenter.sh:nodeclaims", None, Some("x")),
+                attributes("create", "karpenter.sh:nodepools", None, None),
+                attributes("delete", "pods", Some("default"), Some("x")),
+                attributes("create", "pods/exec", Some("default"), Some("x")),
+                attributes(
+                    "delete",
+                    "karpenter-health.io:karpenterhealths",
+                    None,
+                    Some("x"),
+                ),
+                attributes(
+                    "patch",
+                    "coordination.k8s.io:leases",
+                    ks,
+                    Some("kube-controller-manager"),
+                ),
+                attributes("list", "nodes", None, None),
+                attributes(
+                    "create",
+                    "apiextensions.k8s.io:customresourcedefinitions",
+                    None,
+                    None,
+                ),
+                attributes(
+                    "bind",
+                    "rbac.authorization.k8s.io:clusterroles",
+                    None,
+                    Some("cluster-admin"),
+                ),
+            ];
+            for attrs in must_deny {
+                ensure!(
+                    !allowed(&admin, user, groups, attrs.clone()).await?,
+                    "{user} must not be allowed {attrs:?}"
+                );
+            }
+        }
+        Ok(())
+    }
+    .await;
+    let cleanup = async {
+        unbind_operator_user(&admin, &bindings).await?;
+        Api::<Namespace>::all(admin.clone())
+            .delete(&name, &DeleteParams::default())
+            .await?;
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    outcome.and(cleanup)
+}
