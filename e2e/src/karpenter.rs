@@ -4,15 +4,7 @@
 
 use serde_json::{Value, json};
 
-/// The conditions Karpenter sets on a healthy EC2NodeClass, `Ready` last.
-pub const NODE_CLASS_CONDITIONS: [&str; 6] = [
-    "AMIsReady",
-    "SubnetsReady",
-    "SecurityGroupsReady",
-    "InstanceProfileReady",
-    "ValidationSucceeded",
-    "Ready",
-];
+pub use karpenter_health_api::karpenter::NODE_CLASS_CONDITIONS;
 
 /// One status condition as Karpenter writes it (`lastTransitionTime` in RFC 3339); a condition
 /// that is not True carries Karpenter's message for a pending one.

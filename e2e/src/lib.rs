@@ -6,6 +6,8 @@
 //! `e2e/tests/` hold only scenarios.
 #![forbid(unsafe_code)]
 
+/// The API server's audit log of the operator's requests, compared with RBAC rules.
+pub mod audit;
 /// Observer options and fact readers for the AWS adapter tests.
 pub mod aws_observer;
 /// Seeding moto: IAM roles and profiles, VPCs, security groups, instances, EKS clusters.
@@ -308,4 +310,32 @@ pub fn kubectl(bed: &Bed, args: &[&str]) -> Result<String> {
 pub async fn install_health_crd(client: &kube::Client) -> Result<()> {
     karpenter_health_operator::crd::install(client).await?;
     Ok(())
+}
+
+/// A plain HTTP/1.0 GET on loopback (the operator's probes and metrics): status code and body.
+pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .context("no status line")?
+        .parse()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((code, body))
+}
+
+/// A TCP port on loopback that nothing listens on right now.
+pub fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }

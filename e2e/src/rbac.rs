@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 /// The RBAC the project ships; the operator under test runs with exactly these rules.
 const SHIPPED_RBAC: &str = include_str!("../../deploy/rbac.yaml");
 /// The shipped Role that lives in Karpenter's namespace (kube-system by default).
-const KARPENTER_NAMESPACE_ROLE: &str = "karpenter-health-karpenter";
+pub const KARPENTER_NAMESPACE_ROLE: &str = "karpenter-health-karpenter";
 /// The bed's token user without any permission of its own.
 pub const OPERATOR_USER: &str = "karpenter-health-operator";
 

@@ -2,24 +2,44 @@
 //! SIGTERM-style shutdown it releases the Lease so the standby takes over at once. Does IO (API
 //! server, moto).
 
-use anyhow::Result;
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::coordination::v1::Lease;
 use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use karpenter_health_e2e::{Bed, OperatorHandle, apply_yaml, install_health_crd, wait_for};
+use karpenter_health_e2e::{
+    Bed, OperatorHandle, apply_yaml, free_port, http_get, install_health_crd, wait_for,
+};
 use karpenter_health_operator::OperatorConfig;
+use karpenter_health_operator::config::ListenAddress;
 use kube::api::{Api, DeleteParams};
 use std::time::{Duration, Instant};
 
 const LEASE: &str = "kh-e2e-leader";
 
-fn replica(identity: &str) -> OperatorConfig {
+/// One replica with leader election and its HTTP endpoints on `port`.
+fn replica(identity: &str, port: u16) -> OperatorConfig {
     let mut config = OperatorConfig::for_tests();
     config.leader_elect = true;
     config.lease_name = LEASE.into();
     config.lease_namespace = "default".into();
     config.lease_identity = Some(identity.into());
+    config.http_address = ListenAddress(Some(([127, 0, 0, 1], port).into()));
     config
+}
+
+/// The value of an unlabelled metric in a replica's `/metrics`.
+async fn metric(port: u16, name: &str) -> Result<f64> {
+    let (_, body) = http_get(port, "/metrics").await?;
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .with_context(|| format!("{name} in /metrics of port {port}"))
+}
+
+/// Total AWS calls a replica's adapter made.
+fn aws_calls(port: &karpenter_health_operator::AwsPort) -> u64 {
+    port.stats
+        .as_ref()
+        .map_or(0, |s| s.call_stats().calls.iter().map(|c| c.count).sum())
 }
 
 fn node_class(name: &str) -> String {
@@ -46,20 +66,15 @@ async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
     let deadline = Duration::from_secs(30);
 
-    let first = OperatorHandle::start(
-        client.clone(),
-        replica("replica-a"),
-        bed.aws_port("us-east-2").await?,
-    );
+    let (port_a, port_b) = (free_port()?, free_port()?);
+    let aws_a = bed.aws_port("us-east-2").await?;
+    let first = OperatorHandle::start(client.clone(), replica("replica-a", port_a), aws_a.clone());
     wait_for("replica-a to hold the lease", deadline, || async {
         Ok(holder(&leases).await?.filter(|h| h == "replica-a"))
     })
     .await?;
-    let second = OperatorHandle::start(
-        client.clone(),
-        replica("replica-b"),
-        bed.aws_port("us-east-2").await?,
-    );
+    let aws_b = bed.aws_port("us-east-2").await?;
+    let second = OperatorHandle::start(client.clone(), replica("replica-b", port_b), aws_b.clone());
 
     apply_yaml(&client, &node_class("le-one")).await?;
     wait_for("the leader to write le-one's status", deadline, || async {
@@ -75,6 +90,24 @@ async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops
         Some("replica-a"),
         "the standby must not take the lease"
     );
+    // The standby serves its probes from the start and wrote nothing: no status patch, no AWS
+    // read (so no reconcile), while the leader did both.
+    wait_for("the standby's /livez", deadline, || async {
+        Ok(http_get(port_b, "/livez")
+            .await
+            .ok()
+            .filter(|(code, _)| *code == 200))
+    })
+    .await?;
+    ensure!(metric(port_a, "karpenter_health_leader").await? == 1.0);
+    ensure!(metric(port_b, "karpenter_health_leader").await? == 0.0);
+    ensure!(metric(port_a, "karpenter_health_status_patches_total").await? > 0.0);
+    ensure!(
+        metric(port_b, "karpenter_health_status_patches_total").await? == 0.0,
+        "the standby must not write any status"
+    );
+    ensure!(aws_calls(&aws_a) > 0, "the leader reads AWS");
+    ensure!(aws_calls(&aws_b) == 0, "the standby must not reconcile");
 
     // Stopping the leader releases the Lease; the standby takes it without waiting for expiry.
     let stopped_at = Instant::now();
@@ -84,6 +117,10 @@ async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops
     })
     .await?;
     let failover = stopped_at.elapsed();
+    wait_for("the new leader's gauge", deadline, || async {
+        Ok((metric(port_b, "karpenter_health_leader").await? == 1.0).then_some(()))
+    })
+    .await?;
     eprintln!("failover after a clean stop took {failover:?}");
     assert!(
         failover < Duration::from_secs(15),
@@ -102,6 +139,11 @@ async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops
         },
     )
     .await?;
+
+    ensure!(
+        metric(port_b, "karpenter_health_status_patches_total").await? > 0.0,
+        "the new leader writes"
+    );
 
     let node_classes: Api<EC2NodeClass> = Api::all(client);
     for name in ["le-one", "le-two"] {

@@ -2,39 +2,14 @@
 //! every watch has synced, and `/metrics` carries the condition gauges of each EC2NodeClass. Does
 //! IO (API server, moto, the operator's HTTP port).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use karpenter_health_e2e::{Bed, OperatorHandle, apply_yaml, install_health_crd, wait_for};
+use karpenter_health_e2e::{
+    Bed, OperatorHandle, apply_yaml, free_port, http_get as get, install_health_crd, wait_for,
+};
 use karpenter_health_operator::config::ListenAddress;
 use kube::api::{Api, DeleteParams};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A plain HTTP/1.0 GET: status code and body.
-async fn get(port: u16, path: &str) -> Result<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .context("no status line")?
-        .parse()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((code, body))
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
 
 #[tokio::test]
 async fn livez_readyz_and_metrics_tell_the_operators_state() -> Result<()> {

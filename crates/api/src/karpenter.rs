@@ -249,6 +249,39 @@ pub struct NodeClaimStatus {
 /// Label Karpenter puts on NodeClaims and Nodes naming their NodePool.
 pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 
+/// The conditions Karpenter sets on an EC2NodeClass, `Ready` last (its root condition over the
+/// others; aws/karpenter-provider-aws `pkg/apis/v1/ec2nodeclass_status.go`).
+pub const NODE_CLASS_CONDITIONS: [&str; 6] = [
+    "AMIsReady",
+    "SubnetsReady",
+    "SecurityGroupsReady",
+    "InstanceProfileReady",
+    "ValidationSucceeded",
+    "Ready",
+];
+
+impl NodePool {
+    /// Whether this NodePool's template launches from the EC2NodeClass `name`.
+    pub fn uses_ec2_node_class(&self, name: &str) -> bool {
+        self.spec
+            .template
+            .spec
+            .node_class_ref
+            .as_ref()
+            .is_some_and(|r| r.refers_to_ec2_node_class(name))
+    }
+}
+
+impl NodeClaim {
+    /// Whether this NodeClaim was launched from the EC2NodeClass `name`.
+    pub fn uses_ec2_node_class(&self, name: &str) -> bool {
+        self.spec
+            .node_class_ref
+            .as_ref()
+            .is_some_and(|r| r.refers_to_ec2_node_class(name))
+    }
+}
+
 /// The EC2 instance id in a NodeClaim `providerID` (`aws:///<az>/<i-…>`, the format of
 /// aws/karpenter-provider-aws `pkg/utils/utils.go` `ParseInstanceID`); `None` for other clouds'
 /// ids or a truncated one.

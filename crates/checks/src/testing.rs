@@ -120,17 +120,10 @@ pub fn node_class() -> EC2NodeClass {
     let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
     nc.metadata.generation = Some(1);
     nc.metadata.creation_timestamp = Some(Time(mins_ago(24 * 60)));
-    let conditions = [
-        "AMIsReady",
-        "SubnetsReady",
-        "SecurityGroupsReady",
-        "InstanceProfileReady",
-        "ValidationSucceeded",
-        "Ready",
-    ]
-    .iter()
-    .map(|t| karpenter_condition(t, "True", mins_ago(23 * 60)))
-    .collect();
+    let conditions = karpenter_health_api::karpenter::NODE_CLASS_CONDITIONS
+        .iter()
+        .map(|t| karpenter_condition(t, "True", mins_ago(23 * 60)))
+        .collect();
     nc.status = Some(EC2NodeClassStatus {
         instance_profile: Some(GENERATED_PROFILE.into()),
         security_groups: vec![ResolvedSecurityGroup {

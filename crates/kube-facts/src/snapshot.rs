@@ -49,14 +49,7 @@ pub fn cluster_facts(
         .node_pools
         .iter()
         .filter_map(|guarded| guarded.0.as_ref().ok())
-        .filter(|pool| {
-            pool.spec
-                .template
-                .spec
-                .node_class_ref
-                .as_ref()
-                .is_some_and(|r| r.refers_to_ec2_node_class(&name))
-        })
+        .filter(|pool| pool.uses_ec2_node_class(&name))
         .cloned()
         .collect();
     let all_claims = sources
@@ -70,13 +63,7 @@ pub fn cluster_facts(
         .map(str::to_owned)
         .collect();
     let node_claims = all_claims
-        .filter(|claim| {
-            claim
-                .spec
-                .node_class_ref
-                .as_ref()
-                .is_some_and(|r| r.refers_to_ec2_node_class(&name))
-        })
+        .filter(|claim| claim.uses_ec2_node_class(&name))
         .cloned()
         .collect();
     let pool_names: BTreeSet<String> = node_pools.iter().map(|p| p.name_any()).collect();

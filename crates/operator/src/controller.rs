@@ -32,7 +32,10 @@ pub async fn run(
 }
 
 /// Runs the operator with the given AWS port until `shutdown` completes; with leader election,
-/// reconciles only while holding the Lease and releases it on the way out.
+/// reconciles only while holding the Lease and releases it on the way out. The HTTP endpoints
+/// serve from the start in every replica, the standby included: `/livez` answers at once,
+/// `/readyz` turns ready once this replica's controller has synced its caches, and the
+/// `karpenter_health_leader` gauge says which replica reconciles.
 pub async fn run_with(
     client: Client,
     config: OperatorConfig,
@@ -43,25 +46,42 @@ pub async fn run_with(
         crd::install(&client).await?;
     }
     let shutdown = leader::shared(shutdown);
+    let metrics = Arc::new(Metrics::default());
+    let readiness = Readiness::default();
+    if let Some(address) = config.http_address.0 {
+        serve_probes(address, &readiness, &aws, &metrics, &shutdown);
+    }
+    let process = Process { metrics, readiness };
     if !config.leader_elect {
-        return run_controller(client, config, aws, shutdown).await;
+        return run_controller(client, config, aws, process, shutdown).await;
     }
     let lease_client = client.clone();
     let lease_config = config.clone();
     leader::while_leading(lease_client, &lease_config, shutdown, move |stop| {
-        run_controller(client, config, aws, stop)
+        run_controller(client, config, aws, process, stop)
     })
     .await
+}
+
+/// Whether this replica's controller has synced its caches; unset while it is a standby.
+type Readiness = Arc<std::sync::OnceLock<Box<dyn Fn() -> bool + Send + Sync>>>;
+
+/// What lives as long as the process, across the controller's start: metrics and readiness.
+struct Process {
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
 }
 
 async fn run_controller(
     client: Client,
     config: OperatorConfig,
     aws: AwsPort,
+    process: Process,
     shutdown: SharedShutdown,
 ) -> anyhow::Result<()> {
     let (kube_facts, inputs) = KubeFacts::new(&client, &config.watch_targets());
-    let metrics = Arc::new(Metrics::default());
+    let metrics = process.metrics.clone();
+    metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
     let health_stream = watcher(
         Api::<KarpenterHealth>::all(client.clone()),
@@ -105,8 +125,13 @@ async fn run_controller(
     let controller =
         Controller::for_stream(class_stream, classes.clone()).trigger_backoff(NoSharedBackoff);
 
-    if let Some(address) = config.http_address.0 {
-        serve_probes(address, &kube_facts, &classes, &aws, &metrics, &shutdown);
+    {
+        let ready_facts = kube_facts.clone();
+        let ready_classes = classes.clone();
+        // Set once per process: a replica that loses the Lease stops (see `leader`).
+        let _ = process.readiness.set(Box::new(move || {
+            ready_facts.is_ready() && !ready_classes.is_empty_or_unsynced()
+        }));
     }
 
     tracing::info!("karpenter-health operator started");
@@ -148,6 +173,7 @@ async fn run_controller(
             }
         })
         .await;
+    metrics.set_leader(false);
     tracing::info!("karpenter-health operator stopped");
     Ok(())
 }
@@ -155,18 +181,16 @@ async fn run_controller(
 /// Serves /metrics, /livez and /readyz until `shutdown`.
 fn serve_probes(
     address: std::net::SocketAddr,
-    kube_facts: &KubeFacts,
-    classes: &reflector::Store<DeserializeGuard<EC2NodeClass>>,
+    readiness: &Readiness,
     aws: &AwsPort,
     metrics: &Arc<Metrics>,
     shutdown: &SharedShutdown,
 ) {
-    let ready_facts = kube_facts.clone();
-    let ready_classes = classes.clone();
+    let readiness = readiness.clone();
     let stats = aws.stats.clone();
     let probes = Probes {
         metrics: metrics.clone(),
-        ready: Arc::new(move || ready_facts.is_ready() && !ready_classes.is_empty_or_unsynced()),
+        ready: Arc::new(move || readiness.get().is_some_and(|ready| ready())),
         before_scrape: Arc::new(move |m: &Metrics| {
             if let Some(observer) = &stats {
                 m.sync_aws_calls(&observer.call_stats());

@@ -50,6 +50,7 @@ pub struct Metrics {
     status_patches: Counter,
     change_to_status: Histogram,
     aws_calls: Family<AwsCallLabels, Counter>,
+    leader: Gauge,
     aws_seen: Mutex<BTreeMap<(String, String, String), u64>>,
     findings_seen: Mutex<BTreeMap<String, Vec<FindingLabels>>>,
 }
@@ -103,8 +104,15 @@ impl Default for Metrics {
             "AWS API calls by service, operation and outcome",
             aws_calls.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica reconciles (holds the Lease, or runs without leader election)",
+            leader.clone(),
+        );
         Self {
             registry,
+            leader,
             condition,
             findings,
             reconcile_duration,
@@ -201,6 +209,11 @@ impl Metrics {
                 error: label.to_owned(),
             })
             .inc();
+    }
+
+    /// Whether this replica is the one reconciling.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     pub fn status_patched(&self) {
