@@ -1,47 +1,92 @@
-//! Parses the `mapRoles` and `mapUsers` strings of `kube-system/aws-auth` into typed entries.
-//! Pure: no IO; malformed input of any shape or size is an [`AwsAuthError`] with its position,
-//! never a panic.
+//! Reads `kube-system/aws-auth` the way EKS's authenticator does
+//! (kubernetes-sigs/aws-iam-authenticator `pkg/mapper/configmap/configmap.go` `ParseMap`), so a
+//! ConfigMap that works for EKS never reads as broken here. Pure: no IO; input of any shape or size
+//! yields entries and problems, never a panic.
 //!
-//! The types are as strict as the aws-iam-authenticator's Go structs (`groups` is a list of
-//! strings; a bare string there is an error), and unknown fields are ignored, as Go's
-//! `yaml.Unmarshal` does.
+//! The authenticator's rules, each followed here:
+//! - `mapRoles` and `mapUsers` are parsed independently; a problem in one keeps the other.
+//! - Each is YAML turned into JSON and decoded by Go's `encoding/json`, which matches keys
+//!   case-insensitively (`roleARN`, `RoleArn`), ignores unknown keys, and on a value of the wrong
+//!   type skips that one field and keeps everything else ("Only saving data that was good").
+//! - An empty value, or one of just ``` `` ``` or `""`, is no list at all (`isSkippable`).
+//! - Mappings are stored by lower-cased ARN, so of several entries for one ARN the last is the one
+//!   in force.
+//! - A value that is not YAML, or not a list, yields no mappings at all.
 
 use crate::facts::AwsAuthData;
-use serde::Deserialize;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 /// A ConfigMap holds at most 1 MiB; anything much larger is not a real aws-auth and parsing it
 /// would only cost time.
 pub const MAX_INPUT_BYTES: usize = 2 * 1024 * 1024;
 
-/// One `mapRoles` entry.
+/// One `mapRoles` entry, as the authenticator keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoleMapping {
+    /// Position in `mapRoles`, from 1.
+    pub entry: usize,
     pub rolearn: String,
     pub username: Option<String>,
     pub groups: Vec<String>,
 }
 
-/// One `mapUsers` entry.
+/// One `mapUsers` entry, as the authenticator keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserMapping {
+    /// Position in `mapUsers`, from 1.
+    pub entry: usize,
     pub userarn: String,
     pub username: Option<String>,
     pub groups: Vec<String>,
 }
 
-/// Both lists of a parsed aws-auth.
+/// What the authenticator would make of aws-auth: the entries it keeps and what it would log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AwsAuth {
     pub map_roles: Vec<RoleMapping>,
     pub map_users: Vec<UserMapping>,
+    /// Every problem, in `mapRoles`, then `mapUsers` order.
+    pub problems: Vec<AwsAuthError>,
 }
 
-/// Why aws-auth could not be parsed, with the key and position (1-based) where known.
+impl AwsAuth {
+    /// Whether `mapRoles` as a whole could not be read (not YAML, not a list, too large): then
+    /// the authenticator keeps no role mapping at all.
+    pub fn map_roles_unreadable(&self) -> Option<&AwsAuthError> {
+        self.problems
+            .iter()
+            .find(|p| p.key == MAP_ROLES && p.entry.is_none())
+    }
+
+    /// The `mapRoles` entry the authenticator uses for `arn`: the last whose `rolearn` equals it,
+    /// compared lower-cased.
+    pub fn role_in_force(&self, arn: &str) -> Option<&RoleMapping> {
+        self.map_roles
+            .iter()
+            .rev()
+            .find(|m| m.rolearn.to_lowercase() == arn.to_lowercase())
+    }
+
+    /// The problems of one `mapRoles` entry.
+    pub fn problems_of_role_entry(&self, entry: usize) -> impl Iterator<Item = &AwsAuthError> {
+        self.problems
+            .iter()
+            .filter(move |p| p.key == MAP_ROLES && p.entry == Some(entry))
+    }
+}
+
+pub const MAP_ROLES: &str = "mapRoles";
+pub const MAP_USERS: &str = "mapUsers";
+
+/// A problem the authenticator would log, with the key, the entry (from 1) and the position
+/// (from 1) where known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AwsAuthError {
     /// `mapRoles` or `mapUsers`.
     pub key: &'static str,
+    /// The entry it concerns; `None` when the whole value could not be read.
+    pub entry: Option<usize>,
     pub line: Option<usize>,
     pub column: Option<usize>,
     pub message: String,
@@ -49,255 +94,336 @@ pub struct AwsAuthError {
 
 impl fmt::Display for AwsAuthError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.line, self.column) {
-            (Some(line), Some(column)) => {
-                write!(
-                    f,
-                    "{} line {line} column {column}: {}",
-                    self.key, self.message
-                )
-            }
-            _ => write!(f, "{}: {}", self.key, self.message),
+        write!(f, "{}", self.key)?;
+        if let Some(entry) = self.entry {
+            write!(f, " entry {entry}")?;
         }
+        if let (Some(line), Some(column)) = (self.line, self.column) {
+            write!(f, " line {line} column {column}")?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
 
 impl std::error::Error for AwsAuthError {}
 
-#[derive(Deserialize)]
-struct RawRole {
-    #[serde(default)]
-    rolearn: Option<String>,
-    #[serde(default)]
+/// Parses both keys independently.
+pub fn parse(data: &AwsAuthData) -> AwsAuth {
+    let (map_roles, mut problems) = parse_map_roles(data.map_roles.as_deref().unwrap_or_default());
+    let (map_users, user_problems) = parse_map_users(data.map_users.as_deref().unwrap_or_default());
+    problems.extend(user_problems);
+    AwsAuth {
+        map_roles,
+        map_users,
+        problems,
+    }
+}
+
+/// The fields of one entry after Go's decoding: the ARN under `arn_key`, `username`, `groups`.
+struct Decoded {
+    arn: Option<String>,
     username: Option<String>,
-    #[serde(default)]
-    groups: Option<Vec<String>>,
-    /// IAM Identity Center entries carry `sso` instead of `rolearn`; they never map a node role.
-    #[serde(default)]
-    sso: Option<serde_yaml::Value>,
+    groups: Vec<String>,
+    sso: bool,
 }
 
-#[derive(Deserialize)]
-struct RawUser {
-    #[serde(default)]
-    userarn: Option<String>,
-    #[serde(default)]
-    username: Option<String>,
-    #[serde(default)]
-    groups: Option<Vec<String>>,
-}
-
-/// Parses both keys; the first error wins, `mapRoles` first.
-pub fn parse(data: &AwsAuthData) -> Result<AwsAuth, AwsAuthError> {
-    Ok(AwsAuth {
-        map_roles: parse_map_roles(data.map_roles.as_deref().unwrap_or_default())?,
-        map_users: parse_map_users(data.map_users.as_deref().unwrap_or_default())?,
-    })
-}
-
-/// Parses a `mapRoles` string. Empty or `null` is an empty list, as for the authenticator.
-pub fn parse_map_roles(input: &str) -> Result<Vec<RoleMapping>, AwsAuthError> {
-    const KEY: &str = "mapRoles";
-    let raw: Vec<RawRole> = parse_list(KEY, input)?;
-    let mut out = Vec::with_capacity(raw.len());
-    for (i, entry) in raw.into_iter().enumerate() {
-        match entry.rolearn {
-            Some(rolearn) if !rolearn.trim().is_empty() => out.push(RoleMapping {
+/// Parses a `mapRoles` string into the entries the authenticator keeps and its problems.
+pub fn parse_map_roles(input: &str) -> (Vec<RoleMapping>, Vec<AwsAuthError>) {
+    let (decoded, mut problems) = parse_entries(MAP_ROLES, "rolearn", input);
+    let mut roles = Vec::with_capacity(decoded.len());
+    for (entry, fields) in decoded {
+        match fields.arn {
+            Some(rolearn) if !rolearn.trim().is_empty() => roles.push(RoleMapping {
+                entry,
                 rolearn: rolearn.trim().to_owned(),
-                username: entry.username,
-                groups: entry.groups.unwrap_or_default(),
+                username: fields.username,
+                groups: fields.groups,
             }),
-            _ if entry.sso.is_some() => {}
-            _ => return Err(entry_error(KEY, i, "has no rolearn")),
+            // IAM Identity Center entries carry `sso` instead of `rolearn`; they map no node.
+            _ if fields.sso => {}
+            _ => problems.push(entry_problem(
+                MAP_ROLES,
+                entry,
+                "has no rolearn, so it maps nothing",
+            )),
         }
     }
-    Ok(out)
+    (roles, problems)
 }
 
-/// Parses a `mapUsers` string. Empty or `null` is an empty list.
-pub fn parse_map_users(input: &str) -> Result<Vec<UserMapping>, AwsAuthError> {
-    const KEY: &str = "mapUsers";
-    let raw: Vec<RawUser> = parse_list(KEY, input)?;
-    let mut out = Vec::with_capacity(raw.len());
-    for (i, entry) in raw.into_iter().enumerate() {
-        match entry.userarn {
-            Some(userarn) if !userarn.trim().is_empty() => out.push(UserMapping {
+/// Parses a `mapUsers` string into the entries the authenticator keeps and its problems.
+pub fn parse_map_users(input: &str) -> (Vec<UserMapping>, Vec<AwsAuthError>) {
+    let (decoded, mut problems) = parse_entries(MAP_USERS, "userarn", input);
+    let mut users = Vec::with_capacity(decoded.len());
+    for (entry, fields) in decoded {
+        match fields.arn {
+            Some(userarn) if !userarn.trim().is_empty() => users.push(UserMapping {
+                entry,
                 userarn: userarn.trim().to_owned(),
-                username: entry.username,
-                groups: entry.groups.unwrap_or_default(),
+                username: fields.username,
+                groups: fields.groups,
             }),
-            _ => return Err(entry_error(KEY, i, "has no userarn")),
+            _ => problems.push(entry_problem(
+                MAP_USERS,
+                entry,
+                "has no userarn, so it maps nothing",
+            )),
         }
     }
-    Ok(out)
+    (users, problems)
 }
 
-fn parse_list<T: for<'de> Deserialize<'de>>(
-    key: &'static str,
-    input: &str,
-) -> Result<Vec<T>, AwsAuthError> {
-    if input.len() > MAX_INPUT_BYTES {
-        return Err(AwsAuthError {
-            key,
-            line: None,
-            column: None,
-            message: format!(
-                "{} bytes, more than a ConfigMap can hold ({MAX_INPUT_BYTES} accepted)",
-                input.len()
-            ),
-        });
-    }
-    if input.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    match serde_yaml::from_str::<Option<Vec<T>>>(input) {
-        Ok(list) => Ok(list.unwrap_or_default()),
-        Err(err) => {
-            let location = err.location();
-            let mut message = err.to_string();
-            // The YAML library appends the position to its message; it is kept in fields instead.
-            if let Some(at) = message.rfind(" at line ") {
-                message.truncate(at);
-            }
-            Err(AwsAuthError {
-                key,
-                line: location.as_ref().map(|l| l.line()),
-                column: location.as_ref().map(|l| l.column()),
-                message: crate::clip(&message, 512).into_owned(),
-            })
-        }
-    }
-}
-
-fn entry_error(key: &'static str, index: usize, what: &str) -> AwsAuthError {
+fn entry_problem(key: &'static str, entry: usize, message: impl Into<String>) -> AwsAuthError {
     AwsAuthError {
         key,
+        entry: Some(entry),
         line: None,
         column: None,
-        message: format!("entry {} {what}", index + 1),
+        message: message.into(),
+    }
+}
+
+fn whole_problem(key: &'static str, message: impl Into<String>) -> AwsAuthError {
+    AwsAuthError {
+        key,
+        entry: None,
+        line: None,
+        column: None,
+        message: message.into(),
+    }
+}
+
+/// `isSkippable`: nothing, or only empty quotes.
+fn is_skippable(input: &str) -> bool {
+    matches!(input.trim(), "" | "``" | "\"\"")
+}
+
+/// Go's `encoding/json` key matching: an exact match or one equal but for case.
+fn key_is(key: &str, field: &str) -> bool {
+    key == field || key.to_lowercase() == field
+}
+
+/// Decodes a list value into entries (numbered from 1) the way Go would, with its problems.
+fn parse_entries(
+    key: &'static str,
+    arn_key: &str,
+    input: &str,
+) -> (Vec<(usize, Decoded)>, Vec<AwsAuthError>) {
+    if input.len() > MAX_INPUT_BYTES {
+        let message = format!(
+            "{} bytes, more than a ConfigMap can hold ({MAX_INPUT_BYTES} accepted)",
+            input.len()
+        );
+        return (Vec::new(), vec![whole_problem(key, message)]);
+    }
+    if is_skippable(input) {
+        return (Vec::new(), Vec::new());
+    }
+    let items = match serde_yaml::from_str::<Loose>(input) {
+        Ok(Loose::Null) => return (Vec::new(), Vec::new()),
+        Ok(Loose::Seq(items)) => items,
+        Ok(other) => {
+            let message = format!("is {}, not a list, so it maps nothing", other.kind());
+            return (Vec::new(), vec![whole_problem(key, message)]);
+        }
+        Err(err) => return (Vec::new(), vec![yaml_problem(key, &err)]),
+    };
+    let mut problems = Vec::new();
+    let mut out = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let entry = index + 1;
+        let mut problem = |message: String| problems.push(entry_problem(key, entry, message));
+        let fields = match item {
+            Loose::Map(fields) => fields,
+            // Go decodes `null` into an empty entry without complaint.
+            Loose::Null => continue,
+            other => {
+                problem(format!("is {}, not a mapping", other.kind()));
+                continue;
+            }
+        };
+        let mut decoded = Decoded {
+            arn: None,
+            username: None,
+            groups: Vec::new(),
+            sso: false,
+        };
+        // In key order: a later key for the same field overwrites an earlier one, as in Go.
+        for (name, value) in fields {
+            if key_is(&name, arn_key) {
+                string_field(&name, value, &mut decoded.arn, &mut problem);
+            } else if key_is(&name, "username") {
+                string_field(&name, value, &mut decoded.username, &mut problem);
+            } else if key_is(&name, "groups") {
+                match value {
+                    Loose::Seq(groups) => {
+                        decoded.groups = groups
+                            .into_iter()
+                            .map(|g| match g {
+                                Loose::Str(s) => s,
+                                other => {
+                                    problem(format!("{name} holds {}, not a string", other.kind()));
+                                    String::new()
+                                }
+                            })
+                            .collect();
+                    }
+                    Loose::Null => {}
+                    other => problem(format!(
+                        "{name} is {}, not a list, so the entry has no groups",
+                        other.kind()
+                    )),
+                }
+            } else if key_is(&name, "sso") {
+                decoded.sso = !matches!(value, Loose::Null);
+            }
+        }
+        out.push((entry, decoded));
+    }
+    (out, problems)
+}
+
+/// A string field: a string sets it, `null` leaves it, anything else is a problem that leaves it.
+fn string_field(
+    name: &str,
+    value: Loose,
+    field: &mut Option<String>,
+    problem: &mut impl FnMut(String),
+) {
+    match value {
+        Loose::Str(s) => *field = Some(s),
+        Loose::Null => {}
+        other => problem(format!("{name} is {}, not a string", other.kind())),
+    }
+}
+
+fn yaml_problem(key: &'static str, err: &serde_yaml::Error) -> AwsAuthError {
+    let location = err.location();
+    let mut message = err.to_string();
+    // The YAML library appends the position to its message; it is kept in fields instead.
+    if let Some(at) = message.rfind(" at line ") {
+        message.truncate(at);
+    }
+    AwsAuthError {
+        key,
+        entry: None,
+        line: location.as_ref().map(|l| l.line()),
+        column: location.as_ref().map(|l| l.column()),
+        message: format!(
+            "not YAML, so it maps nothing: {}",
+            crate::clip(&message, 512)
+        ),
+    }
+}
+
+/// A YAML value as Go's YAML-to-JSON step sees it: scalars keep their JSON type, mapping keys
+/// become strings, and a repeated key keeps its last value (serde's own types would refuse it).
+#[derive(Clone, Debug, PartialEq)]
+enum Loose {
+    Null,
+    Bool,
+    Number,
+    Str(String),
+    Seq(Vec<Loose>),
+    Map(Vec<(String, Loose)>),
+}
+
+impl Loose {
+    fn kind(&self) -> &'static str {
+        match self {
+            Loose::Null => "null",
+            Loose::Bool => "a boolean",
+            Loose::Number => "a number",
+            Loose::Str(_) => "a string",
+            Loose::Seq(_) => "a list",
+            Loose::Map(_) => "a mapping",
+        }
+    }
+
+    /// The JSON object key Go's conversion makes of a mapping key.
+    fn into_key(self) -> String {
+        match self {
+            Loose::Str(s) => s,
+            Loose::Null => "null".into(),
+            other => other.kind().into(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LooseVisitor)
+    }
+}
+
+struct LooseVisitor;
+
+impl<'de> Visitor<'de> for LooseVisitor {
+    type Value = Loose;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Loose, E> {
+        Ok(Loose::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Loose, E> {
+        Ok(Loose::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Loose, D::Error> {
+        Loose::deserialize(d)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Loose, E> {
+        Ok(Loose::Bool)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Loose, E> {
+        Ok(Loose::Number)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Loose, E> {
+        Ok(Loose::Number)
+    }
+    fn visit_i128<E: de::Error>(self, _: i128) -> Result<Loose, E> {
+        Ok(Loose::Number)
+    }
+    fn visit_u128<E: de::Error>(self, _: u128) -> Result<Loose, E> {
+        Ok(Loose::Number)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Loose, E> {
+        Ok(Loose::Number)
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Loose, E> {
+        Ok(Loose::Str(s.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Loose, E> {
+        Ok(Loose::Str(s))
+    }
+    fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Loose, E> {
+        Ok(Loose::Str(String::from_utf8_lossy(b).into_owned()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Loose, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Loose>()? {
+            items.push(item);
+        }
+        Ok(Loose::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Loose, A::Error> {
+        let mut fields: Vec<(String, Loose)> = Vec::new();
+        while let Some((key, value)) = map.next_entry::<Loose, Loose>()? {
+            let key = key.into_key();
+            fields.retain(|(k, _)| *k != key);
+            fields.push((key, value));
+        }
+        Ok(Loose::Map(fields))
+    }
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Loose, A::Error> {
+        // A tagged value (`!!binary x`, `!custom y`): Go's conversion keeps the value; its type
+        // rarely matters here, so the tag is dropped and the content read.
+        let (_tag, variant) = data.variant::<de::IgnoredAny>()?;
+        de::VariantAccess::newtype_variant::<Loose>(variant)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const NODE_ENTRY: &str = "- rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-demo
-  username: system:node:{{EC2PrivateDNSName}}
-  groups:
-    - system:bootstrappers
-    - system:nodes
-";
-
-    #[test]
-    fn a_well_formed_node_entry_parses() {
-        let roles = parse_map_roles(NODE_ENTRY).unwrap();
-        assert_eq!(
-            roles,
-            vec![RoleMapping {
-                rolearn: "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo".into(),
-                username: Some("system:node:{{EC2PrivateDNSName}}".into()),
-                groups: vec!["system:bootstrappers".into(), "system:nodes".into()],
-            }]
-        );
-    }
-
-    #[test]
-    fn empty_blank_and_null_inputs_are_empty_lists() {
-        for input in ["", "   \n", "null", "~", "[]"] {
-            assert_eq!(parse_map_roles(input).unwrap(), vec![], "{input:?}");
-            assert_eq!(parse_map_users(input).unwrap(), vec![], "{input:?}");
-        }
-    }
-
-    #[test]
-    fn invalid_yaml_reports_line_and_column() {
-        let err = parse_map_roles("- rolearn: a\n  groups: [system:nodes\n").unwrap_err();
-        assert_eq!(err.key, "mapRoles");
-        assert!(err.line.is_some() && err.column.is_some(), "{err:?}");
-        assert!(err.to_string().starts_with("mapRoles line "), "{err}");
-    }
-
-    #[test]
-    fn groups_given_as_a_string_is_a_type_error_with_position() {
-        let err = parse_map_roles(
-            "- rolearn: arn:aws:iam::111122223333:role/x\n  groups: system:nodes\n",
-        )
-        .unwrap_err();
-        assert_eq!(err.line, Some(2), "{err:?}");
-        assert!(err.message.contains("invalid type"), "{err}");
-    }
-
-    #[test]
-    fn a_mapping_instead_of_a_list_is_an_error() {
-        assert!(parse_map_roles("rolearn: arn:aws:iam::111122223333:role/x").is_err());
-        assert!(parse_map_roles("42").is_err());
-    }
-
-    #[test]
-    fn an_entry_without_rolearn_is_an_error_but_sso_entries_are_skipped() {
-        let err = parse_map_roles("- username: x\n").unwrap_err();
-        assert_eq!(err.message, "entry 1 has no rolearn");
-        let sso = "- sso: {permissionSetName: Admin, accountID: '111122223333'}\n  username: a\n";
-        assert_eq!(parse_map_roles(sso).unwrap(), vec![]);
-    }
-
-    #[test]
-    fn unknown_fields_are_ignored_like_the_authenticator_does() {
-        let roles = parse_map_roles("- rolearn: arn:aws:iam::1:role/x\n  extra: 1\n").unwrap();
-        assert_eq!(roles.len(), 1);
-    }
-
-    #[test]
-    fn unicode_huge_and_hostile_inputs_are_errors_or_values_never_panics() {
-        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-        let laughs = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n";
-        let unicode =
-            "- rolearn: \"arn:aws:iam::111122223333:role/ñødé-✓\"\n  groups: [\"système\"]\n";
-        let huge = "x".repeat(MAX_INPUT_BYTES + 1);
-        let many = NODE_ENTRY.repeat(5_000);
-        for input in [
-            deep.as_str(),
-            laughs,
-            unicode,
-            huge.as_str(),
-            "\u{feff}- a",
-            "- !!binary x",
-            "\t- x",
-        ] {
-            let _ = parse_map_roles(input);
-            let _ = parse_map_users(input);
-        }
-        assert_eq!(
-            parse_map_roles(unicode).unwrap()[0].groups,
-            vec!["système".to_owned()]
-        );
-        assert_eq!(parse_map_roles(&many).unwrap().len(), 5_000);
-        assert!(
-            parse_map_roles(&huge)
-                .unwrap_err()
-                .message
-                .contains("more than a ConfigMap")
-        );
-    }
-
-    #[test]
-    fn map_users_parse_and_a_bad_map_users_fails_the_whole_configmap() {
-        let data = AwsAuthData {
-            map_roles: Some(NODE_ENTRY.into()),
-            map_users: Some(
-                "- userarn: arn:aws:iam::111122223333:user/ops\n  groups: [system:masters]\n"
-                    .into(),
-            ),
-        };
-        assert_eq!(
-            parse(&data).unwrap().map_users[0].groups,
-            vec!["system:masters".to_owned()]
-        );
-        let bad = AwsAuthData {
-            map_users: Some("- userarn: [".into()),
-            ..data
-        };
-        assert_eq!(parse(&bad).unwrap_err().key, "mapUsers");
-    }
-}
+mod tests;

@@ -46,8 +46,8 @@ warnings! {
         "Karpenter's status.securityGroups differs from what the selector terms resolve to now, so new nodes and drift use an outdated set.",
         "Wait for Karpenter's next security-group refresh (at most 5 minutes); if it persists, check Karpenter's logs.";
     AwsAuthUnparsable => NodeRoleMapped,
-        "kube-system/aws-auth cannot be parsed, so the authenticator ignores every identity mapped in it; NodeRoleMapped does not rest on it alone, because an access entry can admit the nodes.",
-        "Fix the YAML at the position named in the message, or migrate the remaining identities to access entries.";
+        "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
+        "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";
 }
 
 impl Warning {

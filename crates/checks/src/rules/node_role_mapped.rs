@@ -131,13 +131,30 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         Verdict::Unknown(why) => c.unknown(why.clone()),
     }
-    // A broken aws-auth still hurts every other identity mapped in it, unless EKS ignores it.
-    if let Some(Err(e)) = &parsed {
+    // What the authenticator skips in aws-auth still hurts the identities mapped there, unless EKS
+    // ignores aws-auth altogether; the node role's own entry was judged above.
+    if let Some(parsed) = &parsed {
+        // What the condition itself reports is not repeated: all of mapRoles unreadable, or the
+        // node role's own entry read only in part.
         let reported = matches!(verdict, Verdict::Problem(Reason::AwsAuthMalformed, _));
-        if !reported && mode != Ok(AuthMode::Api) {
+        let node_entry = node_entry_in_force(&node, parsed);
+        let others: Vec<String> = parsed
+            .problems
+            .iter()
+            .filter(|p| {
+                let own =
+                    p.key == aws_auth::MAP_ROLES && (p.entry.is_none() || p.entry == node_entry);
+                !(reported && own)
+            })
+            .map(|p| clip(&p.to_string(), 256).into_owned())
+            .collect();
+        if !others.is_empty() && mode != Ok(AuthMode::Api) {
             c.warn(
                 Warning::AwsAuthUnparsable,
-                format!("kube-system/aws-auth cannot be parsed: {e}."),
+                format!(
+                    "The authenticator skips part of kube-system/aws-auth: {}.",
+                    list_bounded(&others, 5)
+                ),
                 vec![SubjectRef::namespaced(
                     "ConfigMap",
                     "kube-system",
@@ -165,7 +182,8 @@ fn combine(mode: AuthMode, config_map: &Verdict, access: &Verdict, node: &str) -
         AuthMode::ApiAndConfigMap => match (access, config_map) {
             (Verdict::Mapped(..), _) => access.clone(),
             (Verdict::Problem(Reason::AccessEntryWrongType, _), _) => access.clone(),
-            (Verdict::Unknown(_), Verdict::Mapped(..)) => config_map.clone(),
+            // An access entry the answer did not show might shadow aws-auth (a STANDARD entry
+            // for the node role does), so aws-auth alone cannot make it True here.
             (Verdict::Unknown(_), _) => access.clone(),
             (Verdict::Problem(..), Verdict::Problem(Reason::AwsAuthMissing, _)) => {
                 Verdict::Problem(
@@ -262,11 +280,17 @@ fn is_node_mapping(entry: &RoleMapping) -> bool {
             .any(|g| NODE_GROUPS.contains(&g.as_str()))
 }
 
+/// The `mapRoles` entry EKS uses for the node role, when the node role is known.
+fn node_entry_in_force(node: &Result<IamArn, Why>, parsed: &aws_auth::AwsAuth) -> Option<usize> {
+    let node = node.as_ref().ok()?;
+    parsed.role_in_force(&node.to_string()).map(|e| e.entry)
+}
+
 fn aws_auth_verdict(
     ctx: &Context,
     node: &Result<IamArn, Why>,
     node_shown: &str,
-    parsed: Option<&Result<aws_auth::AwsAuth, aws_auth::AwsAuthError>>,
+    parsed: Option<&aws_auth::AwsAuth>,
 ) -> Verdict {
     let parsed = match (&ctx.facts.cluster.aws_auth, parsed) {
         (Observed::Unknown(u), _) => {
@@ -280,22 +304,27 @@ fn aws_auth_verdict(
                 ),
             );
         }
-        (Observed::Found(_), Some(Err(e))) => {
-            return Verdict::Problem(
-                Reason::AwsAuthMalformed,
-                format!(
-                    "kube-system/aws-auth cannot be parsed ({e}), so the authenticator ignores it."
-                ),
-            );
-        }
-        (Observed::Found(_), Some(Ok(parsed))) => parsed,
+        (Observed::Found(_), Some(parsed)) => parsed,
     };
+    if let Some(e) = parsed.map_roles_unreadable() {
+        return Verdict::Problem(
+            Reason::AwsAuthMalformed,
+            format!(
+                "kube-system/aws-auth cannot be read ({e}), so the authenticator maps no role from \
+                 it, {node_shown} included."
+            ),
+        );
+    }
     let node = match node {
         Ok(node) => node,
         Err(why) => return Verdict::Unknown(why.clone()),
     };
+    // The authenticator looks the node's path-less ARN up, lower-cased; the last entry wins.
+    if let Some(entry) = parsed.role_in_force(&node.to_string()) {
+        return in_force_verdict(parsed, entry, node_shown);
+    }
     let controller = controller_role(ctx);
-    let (mut exact, mut with_path, mut controller_instead) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut with_path, mut controller_instead) = (Vec::new(), Vec::new());
     for entry in &parsed.map_roles {
         // Entries that are not IAM ARNs map nothing; they are the authenticator's problem.
         let Ok(mapped) = arn::parse_iam(&entry.rolearn) else {
@@ -304,8 +333,6 @@ fn aws_auth_verdict(
         if mapped.same_principal(node) {
             if mapped.has_path() {
                 with_path.push((entry, mapped));
-            } else {
-                exact.push(entry);
             }
         } else if controller
             .as_ref()
@@ -315,43 +342,7 @@ fn aws_auth_verdict(
             controller_instead.push(entry);
         }
     }
-    let correct = |e: &&RoleMapping| {
-        e.username.as_deref() == Some(NODE_USERNAME)
-            && NODE_GROUPS.iter().all(|g| e.groups.iter().any(|h| h == g))
-    };
-    if exact.iter().any(correct) {
-        return Verdict::Mapped(
-            Reason::NodeRoleMappedInAwsAuth,
-            format!(
-                "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
-                NODE_GROUPS.join(", ")
-            ),
-        );
-    }
-    if let Some(entry) = exact.first() {
-        if entry.username.as_deref() != Some(NODE_USERNAME) {
-            return Verdict::Problem(
-                Reason::NodeRoleMappingWrongUsername,
-                format!(
-                    "aws-auth maps {node_shown} with username {:?}; nodes need {NODE_USERNAME}.",
-                    clip(entry.username.as_deref().unwrap_or_default(), 128)
-                ),
-            );
-        }
-        let missing: Vec<&str> = NODE_GROUPS
-            .iter()
-            .copied()
-            .filter(|g| !entry.groups.iter().any(|h| h == g))
-            .collect();
-        return Verdict::Problem(
-            Reason::NodeRoleMappingMissingGroups,
-            format!(
-                "aws-auth maps {node_shown} without the groups {}.",
-                missing.join(", ")
-            ),
-        );
-    }
-    if let Some((entry, mapped)) = with_path.first() {
+    if let Some((entry, mapped)) = with_path.last() {
         return Verdict::Problem(
             Reason::NodeRoleMappedWithPath,
             format!(
@@ -380,6 +371,58 @@ fn aws_auth_verdict(
     Verdict::Problem(
         Reason::NodeRoleNotMapped,
         format!("aws-auth has no mapRoles entry for {node_shown}, so nodes launch but never join."),
+    )
+}
+
+/// The verdict on the one entry the authenticator uses for the node role.
+fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown: &str) -> Verdict {
+    let problems: Vec<String> = parsed
+        .problems_of_role_entry(entry.entry)
+        .map(|p| clip(&p.message, 256).into_owned())
+        .collect();
+    if !problems.is_empty() {
+        return Verdict::Problem(
+            Reason::AwsAuthMalformed,
+            format!(
+                "mapRoles entry {} of kube-system/aws-auth, the one the authenticator uses for \
+                 {node_shown}, is read only in part: {}.",
+                entry.entry,
+                list_bounded(&problems, 3)
+            ),
+        );
+    }
+    if entry.username.as_deref() != Some(NODE_USERNAME) {
+        return Verdict::Problem(
+            Reason::NodeRoleMappingWrongUsername,
+            format!(
+                "aws-auth maps {node_shown} (mapRoles entry {}) with username {:?}; nodes need \
+                 {NODE_USERNAME}.",
+                entry.entry,
+                clip(entry.username.as_deref().unwrap_or_default(), 128)
+            ),
+        );
+    }
+    let missing: Vec<&str> = NODE_GROUPS
+        .iter()
+        .copied()
+        .filter(|g| !entry.groups.iter().any(|h| h == g))
+        .collect();
+    if !missing.is_empty() {
+        return Verdict::Problem(
+            Reason::NodeRoleMappingMissingGroups,
+            format!(
+                "aws-auth maps {node_shown} (mapRoles entry {}) without the groups {}.",
+                entry.entry,
+                missing.join(", ")
+            ),
+        );
+    }
+    Verdict::Mapped(
+        Reason::NodeRoleMappedInAwsAuth,
+        format!(
+            "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
+            NODE_GROUPS.join(", ")
+        ),
     )
 }
 
