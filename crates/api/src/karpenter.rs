@@ -182,12 +182,22 @@ pub struct Requirement {
     version = "v1",
     kind = "NodePool",
     plural = "nodepools",
+    status = "NodePoolStatus",
     schema = "disabled"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct NodePoolSpec {
     #[serde(default)]
     pub template: NodeClaimTemplate,
+}
+
+/// The NodePool status the checks read: its conditions (`NodeRegistrationHealthy` since
+/// Karpenter 1.4, kubernetes-sigs/karpenter #1969).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePoolStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<KarpenterCondition>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

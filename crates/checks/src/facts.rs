@@ -49,6 +49,21 @@ impl<T> Observed<T> {
         }
     }
 
+    pub fn found_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Observed::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Why it was not observed, when it was not.
+    pub fn unobserved(&self) -> Option<&Unobserved> {
+        match self {
+            Observed::Unknown(u) => Some(u),
+            _ => None,
+        }
+    }
+
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Observed<U> {
         match self {
             Observed::Found(t) => Observed::Found(f(t)),
@@ -99,15 +114,17 @@ pub struct Facts {
 pub struct ClusterFacts {
     /// The EC2NodeClass under evaluation, with Karpenter's status.
     pub node_class: EC2NodeClass,
-    /// NodePools whose nodeClassRef names this EC2NodeClass.
-    pub node_pools: Vec<NodePool>,
-    /// NodeClaims whose nodeClassRef names this EC2NodeClass.
-    pub node_claims: Vec<NodeClaim>,
-    /// EC2 instance ids of every NodeClaim in the cluster (any EC2NodeClass), from `providerID`.
-    pub claimed_instance_ids: BTreeSet<String>,
+    /// NodePools whose nodeClassRef names this EC2NodeClass; unknown until the NodePool watch
+    /// has listed them all, or while it keeps failing.
+    pub node_pools: Observed<Vec<NodePool>>,
+    /// NodeClaims whose nodeClassRef names this EC2NodeClass; unknown likewise.
+    pub node_claims: Observed<Vec<NodeClaim>>,
+    /// EC2 instance ids of every NodeClaim in the cluster (any EC2NodeClass), from `providerID`;
+    /// unknown likewise. An instance is only ever "unclaimed" against a complete list.
+    pub claimed_instance_ids: Observed<BTreeSet<String>>,
     /// Pending Pods whose scheduling constraints Karpenter would copy into NodeClaims of the
-    /// NodePools above.
-    pub pending_pods: Vec<PodScheduling>,
+    /// NodePools above; unknown while either watch is.
+    pub pending_pods: Observed<Vec<PodScheduling>>,
     /// The raw `kube-system/aws-auth` ConfigMap data; parsed by the checks.
     pub aws_auth: Observed<AwsAuthData>,
     /// The Karpenter controller as deployed (or overridden by flags).
@@ -128,10 +145,10 @@ impl Default for ClusterFacts {
     fn default() -> Self {
         Self {
             node_class: EC2NodeClass::new("", Default::default()),
-            node_pools: Vec::new(),
-            node_claims: Vec::new(),
-            claimed_instance_ids: BTreeSet::new(),
-            pending_pods: Vec::new(),
+            node_pools: Observed::default(),
+            node_claims: Observed::default(),
+            claimed_instance_ids: Observed::default(),
+            pending_pods: Observed::default(),
             aws_auth: Observed::default(),
             karpenter: Observed::default(),
             aws_node_role_arn: Observed::default(),
@@ -296,7 +313,9 @@ pub struct Settings {
     /// How long Karpenter's `ValidationSucceeded` may stay Unknown while `InstanceProfileReady`
     /// is True before `ValidationStuck`.
     pub validation_stuck_after: jiff::SignedDuration,
-    /// How long a launched NodeClaim may stay unregistered before `NodeClaimsNotRegistering`.
+    /// How long a launched NodeClaim may stay unregistered before `NodeClaimsNotRegistering`,
+    /// measured like Karpenter's own 15-minute liveness timeout, which deletes the NodeClaim:
+    /// it must stay well below that to ever fire.
     pub registration_timeout: jiff::SignedDuration,
     /// How long Karpenter's status may lag `metadata.generation` before `StatusStale`.
     pub status_stale_after: jiff::SignedDuration,
@@ -309,7 +328,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             validation_stuck_after: jiff::SignedDuration::from_mins(10),
-            registration_timeout: jiff::SignedDuration::from_mins(15),
+            registration_timeout: jiff::SignedDuration::from_mins(8),
             status_stale_after: jiff::SignedDuration::from_mins(10),
             orphan_instance_after: jiff::SignedDuration::from_mins(10),
         }

@@ -234,17 +234,22 @@ pub fn instance(id: &str, cluster: &str, vpc: &str, launched_mins_ago: i64) -> I
 fn healthy_cluster() -> ClusterFacts {
     ClusterFacts {
         node_class: node_class(),
-        node_pools: vec![node_pool(NODE_POOL)],
-        node_claims: vec![node_claim("default-abcde", HEALTHY_INSTANCE, 120, true)],
-        claimed_instance_ids: BTreeSet::from([HEALTHY_INSTANCE.to_owned()]),
-        pending_pods: vec![PodScheduling {
+        node_pools: Observed::Found(vec![node_pool(NODE_POOL)]),
+        node_claims: Observed::Found(vec![node_claim(
+            "default-abcde",
+            HEALTHY_INSTANCE,
+            120,
+            true,
+        )]),
+        claimed_instance_ids: Observed::Found(BTreeSet::from([HEALTHY_INSTANCE.to_owned()])),
+        pending_pods: Observed::Found(vec![PodScheduling {
             required_affinity: vec![vec![requirement(
                 "topology.kubernetes.io/zone",
                 "In",
                 &["us-west-2a"],
             )]],
             ..pending_pod("shop", "web-0", &[("kubernetes.io/arch", "amd64")])
-        }],
+        }]),
         aws_auth: Observed::Found(AwsAuthData {
             map_roles: Some(node_mapping(&role_arn(NODE_ROLE))),
             map_users: None,
@@ -401,11 +406,19 @@ impl Facts {
     }
 
     pub fn with_pending_pod(self, pod: PodScheduling) -> Self {
-        self.with(|f| f.cluster.pending_pods.push(pod))
+        self.with(|f| {
+            if let Some(pods) = f.cluster.pending_pods.found_mut() {
+                pods.push(pod);
+            }
+        })
     }
 
     pub fn with_node_claim(self, claim: NodeClaim) -> Self {
-        self.with(|f| f.cluster.node_claims.push(claim))
+        self.with(|f| {
+            if let Some(claims) = f.cluster.node_claims.found_mut() {
+                claims.push(claim);
+            }
+        })
     }
 
     /// Sets one of Karpenter's own EC2NodeClass conditions.

@@ -29,8 +29,8 @@ pub struct Overrides {
 /// is `Unknown`; a synced cache without the object is `Found(None)`.
 #[derive(Clone, Debug, Default)]
 pub struct Sources {
-    pub node_pools: Vec<Arc<DeserializeGuard<NodePool>>>,
-    pub node_claims: Vec<Arc<DeserializeGuard<NodeClaim>>>,
+    pub node_pools: Observed<Vec<Arc<DeserializeGuard<NodePool>>>>,
+    pub node_claims: Observed<Vec<Arc<DeserializeGuard<NodeClaim>>>>,
     pub pending_pods: Observed<Vec<Arc<Pod>>>,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
@@ -45,35 +45,53 @@ pub fn cluster_facts(
     overrides: &Overrides,
 ) -> ClusterFacts {
     let name = node_class.name_any();
-    let node_pools: Vec<NodePool> = sources
-        .node_pools
-        .iter()
-        .filter_map(|guarded| guarded.0.as_ref().ok())
-        .filter(|pool| pool.uses_ec2_node_class(&name))
-        .cloned()
-        .collect();
-    let all_claims = sources
-        .node_claims
-        .iter()
-        .filter_map(|guarded| guarded.0.as_ref().ok());
-    let claimed_instance_ids = all_claims
-        .clone()
-        .filter_map(|claim| claim.status.as_ref()?.provider_id.as_deref())
-        .filter_map(instance_id_of)
-        .map(str::to_owned)
-        .collect();
-    let node_claims = all_claims
-        .filter(|claim| claim.uses_ec2_node_class(&name))
-        .cloned()
-        .collect();
-    let pool_names: BTreeSet<String> = node_pools.iter().map(|p| p.name_any()).collect();
-    let pending_pods = match &sources.pending_pods {
-        Observed::Found(pods) => pods
+    let node_pools: Observed<Vec<NodePool>> = sources.node_pools.as_ref().map(|pools| {
+        pools
             .iter()
-            .filter(|pod| could_use_pools(pod, &pool_names))
-            .map(|pod| pod_scheduling(pod))
-            .collect(),
-        _ => Vec::new(),
+            .filter_map(|guarded| guarded.0.as_ref().ok())
+            .filter(|pool| pool.uses_ec2_node_class(&name))
+            .cloned()
+            .collect()
+    });
+    let all_claims = |claims: &Vec<Arc<DeserializeGuard<NodeClaim>>>| -> Vec<NodeClaim> {
+        claims
+            .iter()
+            .filter_map(|guarded| guarded.0.as_ref().ok())
+            .cloned()
+            .collect()
+    };
+    let all_claims = sources.node_claims.as_ref().map(all_claims);
+    let claimed_instance_ids = all_claims.as_ref().map(|claims| {
+        claims
+            .iter()
+            .filter_map(|claim| claim.status.as_ref()?.provider_id.as_deref())
+            .filter_map(instance_id_of)
+            .map(str::to_owned)
+            .collect()
+    });
+    let node_claims = all_claims.map(|claims| {
+        claims
+            .into_iter()
+            .filter(|claim| claim.uses_ec2_node_class(&name))
+            .collect()
+    });
+    // Which pending Pods charge this class depends on its NodePools: unknown while they are.
+    let pending_pods = match (&sources.pending_pods, &node_pools) {
+        (Observed::Found(pods), Observed::Found(pools)) => {
+            let pool_names: BTreeSet<String> = pools.iter().map(|p| p.name_any()).collect();
+            Observed::Found(
+                pods.iter()
+                    .filter(|pod| could_use_pools(pod, &pool_names))
+                    .map(|pod| pod_scheduling(pod))
+                    .collect(),
+            )
+        }
+        (Observed::Unknown(u), _) | (Observed::Found(_), Observed::Unknown(u)) => {
+            Observed::Unknown(u.clone())
+        }
+        (Observed::Absent, _) | (Observed::Found(_), Observed::Absent) => {
+            Observed::Found(Vec::new())
+        }
     };
 
     ClusterFacts {
@@ -253,11 +271,11 @@ mod tests {
     #[test]
     fn facts_keep_only_the_pools_claims_and_pods_of_the_node_class() {
         let sources = Sources {
-            node_pools: vec![pool("general", "default"), pool("gpu", "gpu")],
-            node_claims: vec![
+            node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
+            node_claims: Observed::Found(vec![
                 claim("general-a", "default", "aws:///us-east-1a/i-0aaa"),
                 claim("gpu-a", "gpu", "aws:///us-east-1b/i-0bbb"),
-            ],
+            ]),
             pending_pods: Observed::Found(vec![
                 pod(
                     "free",
@@ -275,11 +293,13 @@ mod tests {
             ..Sources::default()
         };
         let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
-        assert_eq!(facts.node_pools.len(), 1);
-        assert_eq!(facts.node_claims.len(), 1);
+        assert_eq!(facts.node_pools.found().map(Vec::len), Some(1));
+        assert_eq!(facts.node_claims.found().map(Vec::len), Some(1));
         let ids: Vec<_> = facts
             .claimed_instance_ids
-            .iter()
+            .found()
+            .into_iter()
+            .flatten()
             .map(String::as_str)
             .collect();
         assert_eq!(
@@ -287,7 +307,13 @@ mod tests {
             ["i-0aaa", "i-0bbb"],
             "every claim in the cluster counts as claimed"
         );
-        let pods: Vec<_> = facts.pending_pods.iter().map(|p| p.name.as_str()).collect();
+        let pods: Vec<_> = facts
+            .pending_pods
+            .found()
+            .into_iter()
+            .flatten()
+            .map(|p| p.name.as_str())
+            .collect();
         assert_eq!(pods, ["free", "pinned-here"]);
     }
 
@@ -298,14 +324,34 @@ mod tests {
             metadata: Default::default(),
         };
         let sources = Sources {
-            node_pools: vec![
+            node_pools: Observed::Found(vec![
                 Arc::new(DeserializeGuard(Err(invalid))),
                 pool("general", "default"),
-            ],
+            ]),
             ..Sources::default()
         };
         let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
-        assert_eq!(facts.node_pools.len(), 1);
+        assert_eq!(facts.node_pools.found().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn unlisted_caches_are_unknown_never_empty() {
+        // Before the first list completes (the default sources), nothing reads as "none".
+        let facts = cluster_facts(
+            &node_class("default"),
+            &Sources {
+                pending_pods: Observed::Found(Vec::new()),
+                ..Sources::default()
+            },
+            &Overrides::default(),
+        );
+        assert!(facts.node_pools.unobserved().is_some());
+        assert!(facts.node_claims.unobserved().is_some());
+        assert!(facts.claimed_instance_ids.unobserved().is_some());
+        assert!(
+            facts.pending_pods.unobserved().is_some(),
+            "which Pods charge this class is unknown while its NodePools are"
+        );
     }
 
     #[test]

@@ -45,8 +45,10 @@ pub struct OperatorConfig {
     #[arg(long, env = "KH_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_interval)]
     pub refresh_interval: Duration,
 
-    /// How long a launched NodeClaim may stay unregistered before NodeClaimsRegistered=False.
-    #[arg(long, env = "KH_REGISTRATION_TIMEOUT", default_value = "15m", value_parser = parse_duration)]
+    /// How long a launched NodeClaim may stay unregistered before NodeClaimsRegistered=False,
+    /// from its Registered condition's last transition. Below 15m: Karpenter deletes a NodeClaim
+    /// that has not registered 15 minutes after that, so a longer timeout would never fire.
+    #[arg(long, env = "KH_REGISTRATION_TIMEOUT", default_value = "8m", value_parser = parse_registration_timeout)]
     pub registration_timeout: Duration,
 
     /// How long Karpenter's ValidationSucceeded may stay Unknown (with InstanceProfileReady=True)
@@ -104,7 +106,7 @@ impl OperatorConfig {
             karpenter_deployment: "karpenter".into(),
             karpenter_service_account: "karpenter".into(),
             refresh_interval: Duration::from_secs(300),
-            registration_timeout: Duration::from_secs(900),
+            registration_timeout: Duration::from_secs(480),
             validation_stuck_after: Duration::from_secs(600),
             status_stale_after: Duration::from_secs(600),
             orphan_instance_after: Duration::from_secs(600),
@@ -165,6 +167,22 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// Karpenter deletes a NodeClaim that has not registered this long after its `Registered`
+/// condition's last transition (kubernetes-sigs/karpenter `liveness.go`, `registrationTimeout`).
+const KARPENTER_REGISTRATION_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// A registration timeout that can fire before Karpenter deletes the NodeClaim.
+pub fn parse_registration_timeout(s: &str) -> Result<Duration, String> {
+    let timeout = parse_interval(s)?;
+    if timeout >= KARPENTER_REGISTRATION_TTL {
+        return Err(format!(
+            "`{s}` would never fire: Karpenter deletes an unregistered NodeClaim 15 minutes after \
+             its Registered condition changed; use less, such as 8m"
+        ));
+    }
+    Ok(timeout)
+}
+
 /// Where to serve HTTP; `None` when turned off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListenAddress(pub Option<SocketAddr>);
@@ -200,6 +218,19 @@ mod tests {
     fn durations_never_overflow() {
         assert!(parse_duration("99999999999999999999999h").is_err());
         assert!(parse_duration(&format!("{}h", u64::MAX)).is_err());
+    }
+
+    #[test]
+    fn a_registration_timeout_karpenter_would_outrun_is_refused() {
+        assert_eq!(
+            parse_registration_timeout("8m"),
+            Ok(Duration::from_secs(480))
+        );
+        assert!(parse_registration_timeout("14m59s").is_ok());
+        let error = parse_registration_timeout("15m").unwrap_err();
+        assert!(error.contains("never fire"), "{error}");
+        assert!(parse_registration_timeout("1h").is_err());
+        assert!(parse_registration_timeout("0s").is_err());
     }
 
     #[test]

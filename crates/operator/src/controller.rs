@@ -146,10 +146,9 @@ async fn run_controller(
             inputs.node_pools,
             triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
         )
-        .watches_stream(
-            inputs.node_claims,
-            triggers.mapper(|_, claim| ClassTriggers::class_of_claim(claim)),
-        )
+        // Every NodeClaim counts for every class: the instance sweep of ClusterIdentityUnique
+        // asks whether any NodeClaim in the cluster claims an instance.
+        .watches_stream(inputs.node_claims, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(inputs.aws_auth, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(
             inputs.karpenter_deployment,
@@ -163,6 +162,9 @@ async fn run_controller(
             inputs.pending_pods,
             triggers.mapper(|t, pod| t.classes_of_pending_pod(&pod)),
         )
+        // An input becoming observable (its first list, even an empty one), or turning unknown
+        // after a lasting watch failure, or recovering, re-evaluates every class at once.
+        .reconcile_all_on(inputs.inputs_changed)
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)

@@ -2,7 +2,7 @@
 //! latency). No IO: works on the controller's caches.
 
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::{EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool};
+use karpenter_health_api::karpenter::{EC2NodeClass, NODEPOOL_LABEL, NodePool};
 use karpenter_health_kube_facts::KubeFacts;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -73,16 +73,6 @@ impl ClassTriggers {
         pool.0
             .ok()
             .and_then(|p| p.spec.template.spec.node_class_ref.map(|r| r.name))
-            .into_iter()
-            .collect()
-    }
-
-    /// The EC2NodeClass a NodeClaim points at.
-    pub fn class_of_claim(claim: DeserializeGuard<NodeClaim>) -> Vec<String> {
-        claim
-            .0
-            .ok()
-            .and_then(|c| c.spec.node_class_ref.map(|r| r.name))
             .into_iter()
             .collect()
     }

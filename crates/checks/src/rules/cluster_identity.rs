@@ -8,7 +8,7 @@
 //! another VPC than the EKS cluster, or has outlived Karpenter's garbage collection (which would
 //! have removed a genuine orphan of this cluster).
 
-use super::{Check, Context, Outcome, Why, human, list_bounded};
+use super::{Check, Context, Outcome, Why, at, human, list_bounded};
 use crate::clip;
 use crate::facts::{InstanceFacts, Observed};
 use karpenter_health_api::karpenter::{NODEPOOL_LABEL, instance_id_of};
@@ -105,6 +105,14 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             "The instances tagged with this cluster's name",
             u,
         )),
+        // Unclaimed means claimed by no NodeClaim of a complete list: without one, nothing is.
+        (Observed::Found(_), Some(_))
+            if ctx.facts.cluster.claimed_instance_ids.found().is_none() =>
+        {
+            if let Some(u) = ctx.facts.cluster.claimed_instance_ids.unobserved() {
+                c.unknown(Why::unobserved("The cluster's NodeClaims", u));
+            }
+        }
         (Observed::Found(instances), Some(name)) => {
             check_instances(ctx, &mut c, instances, name, &eks_vpc);
         }
@@ -130,13 +138,17 @@ fn check_instances(
     let claims = &ctx.facts.cluster;
     let mut claimed: BTreeSet<&str> = claims
         .claimed_instance_ids
-        .iter()
+        .found()
+        .into_iter()
+        .flatten()
         .map(String::as_str)
         .collect();
     claimed.extend(
         claims
             .node_claims
-            .iter()
+            .found()
+            .into_iter()
+            .flatten()
             .filter_map(|nc| nc.status.as_ref()?.provider_id.as_deref())
             .filter_map(instance_id_of),
     );
@@ -171,12 +183,14 @@ fn check_instances(
         if other_vpc == Some(true) {
             let vpc = clip(instance.vpc_id.as_deref().unwrap_or_default(), 64);
             foreign.push((instance, format!("{id} (in {vpc}, not the cluster's VPC)")));
-        } else if let Some(age) = age.filter(|a| *a > gc_window) {
+        } else if let (Some(_), Some(launched)) =
+            (age.filter(|a| *a > gc_window), instance.launch_time)
+        {
             foreign.push((
                 instance,
                 format!(
-                    "{id} (launched {} ago, beyond the {} garbage-collection window)",
-                    human(age),
+                    "{id} (launched at {}, older than the {} garbage-collection window)",
+                    at(launched),
                     human(gc_window)
                 ),
             ));

@@ -6,7 +6,7 @@
 //! `ValidationSucceeded` stuck Unknown (ARN profile, missing profile, stale validation cache);
 //! `Ready=True` next to a False dependent; and a status that stopped following the spec.
 
-use super::{Check, Context, Outcome, human, list_bounded};
+use super::{Check, Context, Outcome, at, list_bounded};
 use crate::clip;
 use crate::facts::Observed;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason};
@@ -65,8 +65,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             Reason::ValidationStuck,
             format!(
                 "Karpenter reports InstanceProfileReady=True, but ValidationSucceeded has been \
-                 Unknown for {}{said}. Likely causes: {}.",
-                human(ctx.age(since.0)),
+                 Unknown since {}{said}. Likely causes: {}.",
+                at(since.0),
                 causes.join("; ")
             ),
             subjects(),
@@ -111,9 +111,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             c.fail(
                 Reason::StatusStale,
                 format!(
-                    "Karpenter has written no status conditions on this EC2NodeClass, created {} \
-                     ago.",
-                    human(ctx.age(created.0))
+                    "Karpenter has written no status conditions on this EC2NodeClass, created at \
+                     {}.",
+                    at(created.0)
                 ),
                 subjects(),
             );
@@ -127,8 +127,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             Reason::StatusStale,
             format!(
                 "Karpenter's status reflects generation {observed}, but the EC2NodeClass has been \
-                 at generation {generation} for at least {}.",
-                human(ctx.age(since))
+                 at generation {generation} since {} at the latest.",
+                at(since)
             ),
             subjects(),
         );

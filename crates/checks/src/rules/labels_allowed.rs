@@ -22,7 +22,7 @@ struct KeyUse {
 fn key_uses(ctx: &Context) -> Vec<KeyUse> {
     let cluster = &ctx.facts.cluster;
     let mut uses = Vec::new();
-    for pool in &cluster.node_pools {
+    for pool in cluster.node_pools.found().into_iter().flatten() {
         let subject = SubjectRef::new(
             "NodePool",
             pool.metadata.name.as_deref().unwrap_or_default(),
@@ -43,7 +43,7 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
             });
         }
     }
-    for pod in &cluster.pending_pods {
+    for pod in cluster.pending_pods.found().into_iter().flatten() {
         let subject = SubjectRef::namespaced("Pod", pod.namespace.as_str(), pod.name.as_str());
         let affinity = pod
             .required_affinity
@@ -64,6 +64,14 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::LabelsAllowed, "labels");
+    // A key proven rejected in what was observed fails; what was not observed keeps it from True.
+    let cluster = &ctx.facts.cluster;
+    if let Some(u) = cluster.node_pools.unobserved() {
+        c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
+    }
+    if let Some(u) = cluster.pending_pods.unobserved() {
+        c.unknown(Why::unobserved("The pending Pods", u));
+    }
     let candidates: Vec<LabelRules> = match &ctx.version {
         Ok(v) => vec![LabelRules::for_version(v)],
         Err(_) => vec![LabelRules::UpTo1_8, LabelRules::From1_9],

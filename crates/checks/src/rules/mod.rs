@@ -260,6 +260,13 @@ pub(crate) fn list_bounded<S: AsRef<str>>(items: &[S], max: usize) -> String {
     }
 }
 
+/// A point in time for messages, to the second (`2026-11-22T21:10:05Z`). Messages carry absolute
+/// times, never ages: an unchanged finding then keeps its exact message, so the status is not
+/// rewritten and no Event fires again on every evaluation.
+pub(crate) fn at(t: jiff::Timestamp) -> String {
+    format!("{t:.0}")
+}
+
 /// A duration for humans: `3d4h`, `2h5m`, `12m`, `40s`.
 pub(crate) fn human(d: SignedDuration) -> String {
     let secs = d.as_secs().max(0);
@@ -449,6 +456,8 @@ mod tests {
         assert_eq!(human(SignedDuration::from_mins(125)), "2h5m");
         assert_eq!(human(SignedDuration::from_hours(76)), "3d4h");
         assert_eq!(human(SignedDuration::from_secs(-5)), "0s");
+        let t = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        assert_eq!(at(t), "2027-01-15T08:00:00Z");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! on its NodeClaim (kubernetes-sigs/karpenter `pkg/apis/v1/nodeclaim_status.go`;
 //! aws/karpenter-provider-aws #7469).
 
-use super::{Check, Context, MAX_SUBJECTS, Outcome, human, list_bounded};
+use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, at, human, list_bounded};
 use crate::clip;
+use crate::facts::Observed;
 use karpenter_health_api::karpenter::{NodeClaim, find_condition};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
@@ -19,8 +20,15 @@ const LIKELY_CAUSES: &[ConditionType] = &[
     ConditionType::ClusterIdentityUnique,
 ];
 
-/// How long `claim` has been launched without registering, if it has.
+/// Since when `claim` has been launched without registering, if it has: from its `Registered`
+/// condition's last transition, the clock Karpenter's own liveness check uses (it deletes a
+/// NodeClaim 15 minutes after it; kubernetes-sigs/karpenter
+/// `pkg/controllers/nodeclaim/lifecycle/liveness.go`), else from `Launched`'s. A NodeClaim being
+/// deleted is on its way out and waits for nothing.
 fn waiting_since(claim: &NodeClaim) -> Option<jiff::Timestamp> {
+    if claim.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
     let conditions = &claim.status.as_ref()?.conditions;
     let launched = find_condition(conditions, "Launched")?;
     if ConditionStatus::parse(&launched.status) != ConditionStatus::True {
@@ -30,9 +38,9 @@ fn waiting_since(claim: &NodeClaim) -> Option<jiff::Timestamp> {
     if registered.is_some_and(|r| ConditionStatus::parse(&r.status) == ConditionStatus::True) {
         return None;
     }
-    launched
-        .last_transition_time
-        .as_ref()
+    registered
+        .and_then(|r| r.last_transition_time.as_ref())
+        .or(launched.last_transition_time.as_ref())
         .or(claim.metadata.creation_timestamp.as_ref())
         .map(|t| t.0)
 }
@@ -43,10 +51,15 @@ pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
         "nodeclaim-registration",
     );
     let timeout = ctx.settings.registration_timeout;
-    let mut stuck: Vec<(&str, jiff::SignedDuration)> = ctx
-        .facts
-        .cluster
-        .node_claims
+    let claims = match &ctx.facts.cluster.node_claims {
+        Observed::Found(claims) => claims.as_slice(),
+        Observed::Absent => &[],
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The NodeClaims of this EC2NodeClass", u));
+            return c.finish(Reason::NodeClaimsRegistering, String::new());
+        }
+    };
+    let mut stuck: Vec<(&str, jiff::Timestamp)> = claims
         .iter()
         .filter(|claim| {
             claim
@@ -56,18 +69,48 @@ pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
                 .is_none_or(|r| r.refers_to_ec2_node_class(ctx.node_class_name))
         })
         .filter_map(|claim| {
-            let waited = ctx.age(waiting_since(claim)?);
-            (waited > timeout).then(|| (claim.metadata.name.as_deref().unwrap_or_default(), waited))
+            let since = waiting_since(claim)?;
+            (ctx.age(since) > timeout)
+                .then(|| (claim.metadata.name.as_deref().unwrap_or_default(), since))
         })
         .collect();
     stuck.sort();
     stuck.dedup_by(|a, b| a.0 == b.0);
 
-    let launched = ctx.facts.cluster.node_claims.len();
+    // Karpenter's own evidence, which outlives the NodeClaims it deleted for not registering.
+    for pool in ctx.facts.cluster.node_pools.found().into_iter().flatten() {
+        let unhealthy = pool
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.conditions, "NodeRegistrationHealthy"))
+            .filter(|c| ConditionStatus::parse(&c.status) == ConditionStatus::False);
+        if let Some(condition) = unhealthy {
+            let name = pool.metadata.name.as_deref().unwrap_or_default();
+            let said = condition
+                .message
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {}", clip(m, 256)))
+                .unwrap_or_default();
+            c.fail(
+                Reason::NodeClaimsNotRegistering,
+                format!(
+                    "Karpenter reports NodeRegistrationHealthy=False on NodePool {} ({}{said}): \
+                     its recent nodes failed to register. {}",
+                    clip(name, 128),
+                    clip(condition.reason.as_deref().unwrap_or("no reason"), 64),
+                    likely_cause(others)
+                ),
+                vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)],
+            );
+        }
+    }
+
+    let launched = claims.len();
     if !stuck.is_empty() {
         let described: Vec<String> = stuck
             .iter()
-            .map(|(name, waited)| format!("{} (launched {} ago)", clip(name, 128), human(*waited)))
+            .map(|(name, since)| format!("{} (waiting since {})", clip(name, 128), at(*since)))
             .collect();
         let mut subjects = vec![ctx.node_class_subject()];
         subjects.extend(

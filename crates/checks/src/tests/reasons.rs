@@ -204,7 +204,7 @@ sentences! {
     well_known_labels_only_are_no_restricted_labels:
         Facts::healthy() => LabelsAllowed is True because NoRestrictedLabels;
     a_nodepool_label_in_karpenter_sh_is_restricted_label_domain:
-        Facts::healthy().with(|f| { f.cluster.node_pools[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
+        Facts::healthy().with(|f| { f.cluster.node_pools.found_mut().unwrap()[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
         => LabelsAllowed is False because RestrictedLabelDomain;
 
     // KarpenterStatusConsistent.

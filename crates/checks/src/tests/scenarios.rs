@@ -603,3 +603,139 @@ fn last_transition_time_is_kept_while_the_status_holds_and_moves_when_it_flips()
         assert_eq!(c.last_transition_time.0, want, "{}", c.type_);
     }
 }
+
+/// At every start and leader change the operator evaluates before its caches have listed
+/// everything. Nothing may be judged from a list that was never read.
+#[test]
+fn before_the_cluster_caches_are_listed_nothing_is_judged_from_them() {
+    let cold = |f: &mut Facts| {
+        let unlisted = || UnknownCause::NotObserved;
+        f.cluster.node_pools = Observed::unknown(unlisted(), "nodepools cache not synced yet");
+        f.cluster.node_claims = Observed::unknown(unlisted(), "nodeclaims cache not synced yet");
+        f.cluster.claimed_instance_ids =
+            Observed::unknown(unlisted(), "nodeclaims cache not synced yet");
+        f.cluster.pending_pods = Observed::unknown(unlisted(), "pending pods cache not synced yet");
+    };
+    // Hours-old instances of this cluster: claimed by NodeClaims the cache has not listed yet.
+    let facts = Facts::healthy()
+        .with_cluster_instance(instance("i-0old1", CLUSTER, VPC, 300))
+        .with_cluster_instance(instance("i-0old2", CLUSTER, VPC, 600))
+        .with(cold);
+    let cold_status = status(&facts);
+    assert!(
+        failures(&cold_status).is_empty(),
+        "{:?}",
+        failures(&cold_status)
+    );
+    for ty in [
+        ConditionType::ClusterIdentityUnique,
+        ConditionType::LabelsAllowed,
+        ConditionType::NodeClaimsRegistered,
+    ] {
+        let c = cold_status.condition(ty).unwrap();
+        assert_eq!(c.status, "Unknown", "{ty}: {}", c.message);
+        assert_eq!(c.reason, "NotObserved", "{ty}: {}", c.message);
+        assert!(c.message.contains("not synced yet"), "{ty}: {}", c.message);
+    }
+    // Once listed, the same instances are judged: unclaimed and old, they are another cluster's.
+    let listed = Facts::healthy()
+        .with_cluster_instance(instance("i-0old1", CLUSTER, VPC, 300))
+        .with_cluster_instance(instance("i-0old2", CLUSTER, VPC, 600));
+    assert!(failures(&status(&listed)).contains(&pair(
+        ConditionType::ClusterIdentityUnique,
+        Reason::ClusterNameSharedWithOtherCluster
+    )));
+}
+
+#[test]
+fn a_restricted_label_proven_in_a_listed_nodepool_fails_even_while_pods_are_unlisted() {
+    let facts = Facts::healthy().with(|f| {
+        f.cluster.node_pools.found_mut().unwrap()[0]
+            .spec
+            .template
+            .metadata
+            .labels
+            .insert("karpenter.sh/team".into(), "a".into());
+        f.cluster.pending_pods = Observed::unknown(UnknownCause::AccessDenied, "403");
+    });
+    assert_eq!(
+        failures(&status(&facts)),
+        vec![pair(
+            ConditionType::LabelsAllowed,
+            Reason::RestrictedLabelDomain
+        )]
+    );
+}
+
+#[test]
+fn karpenters_node_registration_healthy_false_on_a_nodepool_is_proof_after_the_claims_are_gone() {
+    use karpenter_health_api::karpenter::NodePoolStatus;
+    let with_pool_condition = |status: &str| {
+        let status = status.to_owned();
+        Facts::healthy().with(move |f| {
+            f.cluster.node_claims = Observed::Found(Vec::new());
+            let pool = &mut f.cluster.node_pools.found_mut().unwrap()[0];
+            pool.status = Some(NodePoolStatus {
+                conditions: vec![karpenter_health_api::karpenter::KarpenterCondition {
+                    reason: Some("RegistrationFailed".into()),
+                    message: Some("Failed to register 3 nodes".into()),
+                    ..karpenter_condition("NodeRegistrationHealthy", &status, mins_ago(3))
+                }],
+            });
+        })
+    };
+    let status = status(&with_pool_condition("False"));
+    assert_eq!(
+        failures(&status),
+        vec![pair(
+            ConditionType::NodeClaimsRegistered,
+            Reason::NodeClaimsNotRegistering
+        )]
+    );
+    let m = message(&status, ConditionType::NodeClaimsRegistered);
+    assert!(
+        m.contains(NODE_POOL) && m.contains("RegistrationFailed") && m.contains("3 nodes"),
+        "{m}"
+    );
+    assert!(failures(&self::status(&with_pool_condition("True"))).is_empty());
+    assert!(failures(&self::status(&with_pool_condition("Unknown"))).is_empty());
+}
+
+#[test]
+fn registration_is_timed_from_the_registered_condition_and_deleting_claims_are_skipped() {
+    let claim_with = |registered_mins_ago: i64, deleting: bool| {
+        let mut claim = node_claim("slow", "i-0slow", 60, false);
+        if let Some(status) = claim.status.as_mut() {
+            for c in &mut status.conditions {
+                if c.type_ == "Registered" {
+                    c.last_transition_time =
+                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            mins_ago(registered_mins_ago),
+                        ));
+                }
+            }
+        }
+        if deleting {
+            claim.metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(mins_ago(1)),
+            );
+        }
+        Facts::healthy().with_node_claim(claim)
+    };
+    // Launched an hour ago, but Registered changed 5 minutes ago (a retry): not late yet.
+    assert!(failures(&status(&claim_with(5, false))).is_empty());
+    assert_eq!(
+        failures(&status(&claim_with(9, false))),
+        vec![pair(
+            ConditionType::NodeClaimsRegistered,
+            Reason::NodeClaimsNotRegistering
+        )]
+    );
+    assert!(failures(&status(&claim_with(9, true))).is_empty());
+    let late = status(&claim_with(9, false));
+    let m = message(&late, ConditionType::NodeClaimsRegistered);
+    assert!(
+        m.contains("waiting since 20"),
+        "an absolute time, never an age: {m}"
+    );
+}

@@ -21,9 +21,13 @@ pub(super) enum Fact {
     AccessEntries,
     SecurityGroups,
     ClusterInstances,
+    NodePools,
+    /// The NodeClaim watch: this class's NodeClaims and every claimed instance id.
+    NodeClaims,
+    PendingPods,
 }
 
-pub(super) const ALL_FACTS: [Fact; 11] = [
+pub(super) const ALL_FACTS: [Fact; 14] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -35,12 +39,18 @@ pub(super) const ALL_FACTS: [Fact; 11] = [
     Fact::AccessEntries,
     Fact::SecurityGroups,
     Fact::ClusterInstances,
+    Fact::NodePools,
+    Fact::NodeClaims,
+    Fact::PendingPods,
 ];
 
-/// Makes `fact` unknown (`cause = Some`) or absent (`None`).
+/// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
 pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
     fn to<T>(cause: Option<UnknownCause>) -> Observed<T> {
         cause.map_or(Observed::Absent, unknown)
+    }
+    fn list<T: Default>(cause: Option<UnknownCause>) -> Observed<T> {
+        cause.map_or(Observed::Found(T::default()), unknown)
     }
     match fact {
         Fact::AwsAuth => f.cluster.aws_auth = to(cause),
@@ -66,6 +76,12 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
         Fact::AccessEntries => f.aws.node_role_access_entries = to(cause),
         Fact::SecurityGroups => f.aws.security_groups = to(cause),
         Fact::ClusterInstances => f.aws.cluster_instances = to(cause),
+        Fact::NodePools => f.cluster.node_pools = list(cause),
+        Fact::NodeClaims => {
+            f.cluster.node_claims = list(cause);
+            f.cluster.claimed_instance_ids = list(cause);
+        }
+        Fact::PendingPods => f.cluster.pending_pods = list(cause),
     }
 }
 
@@ -255,8 +271,8 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
             claimed,
             state,
         } => {
-            if *claimed {
-                f.cluster.claimed_instance_ids.insert(id.clone());
+            if let (true, Some(ids)) = (*claimed, f.cluster.claimed_instance_ids.found_mut()) {
+                ids.insert(id.clone());
             }
             *f = f.clone().with_cluster_instance(InstanceFacts {
                 state: state.clone(),
@@ -264,14 +280,16 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
             });
         }
         Mutation::PodKey(key, op) => {
-            let pod = PodScheduling {
-                preferred_affinity: vec![vec![requirement(key, op, &[])]],
-                ..pending_pod("ns", &format!("pod-{}", f.cluster.pending_pods.len()), &[])
-            };
-            f.cluster.pending_pods.push(pod);
+            if let Some(pods) = f.cluster.pending_pods.found_mut() {
+                let pod = PodScheduling {
+                    preferred_affinity: vec![vec![requirement(key, op, &[])]],
+                    ..pending_pod("ns", &format!("pod-{}", pods.len()), &[])
+                };
+                pods.push(pod);
+            }
         }
         Mutation::PoolLabel(key) => {
-            if let Some(pool) = f.cluster.node_pools.first_mut() {
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
                 pool.spec
                     .template
                     .metadata
@@ -280,13 +298,15 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
             }
         }
         Mutation::PoolRequirement(key) => {
-            let mut pool = node_pool(&format!("pool-{}", f.cluster.node_pools.len()));
-            pool.spec
-                .template
-                .spec
-                .requirements
-                .push(requirement(key, "Exists", &[]));
-            f.cluster.node_pools.push(pool);
+            if let Some(pools) = f.cluster.node_pools.found_mut() {
+                let mut pool = node_pool(&format!("pool-{}", pools.len()));
+                pool.spec
+                    .template
+                    .spec
+                    .requirements
+                    .push(requirement(key, "Exists", &[]));
+                pools.push(pool);
+            }
         }
         Mutation::KarpenterCondition(t, s, age) => {
             *f = f
@@ -296,10 +316,12 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
         Mutation::DropKarpenterStatus => f.cluster.node_class.status = None,
         Mutation::NodeClaim(name, age, registered) => {
             let id = format!("i-0claim{name}");
-            f.cluster.claimed_instance_ids.insert(id.clone());
-            f.cluster
-                .node_claims
-                .push(node_claim(name, &id, *age, *registered));
+            if let Some(ids) = f.cluster.claimed_instance_ids.found_mut() {
+                ids.insert(id.clone());
+            }
+            if let Some(claims) = f.cluster.node_claims.found_mut() {
+                claims.push(node_claim(name, &id, *age, *registered));
+            }
         }
         Mutation::Generation(g, seen) => {
             f.cluster.node_class.metadata.generation = Some(*g);
@@ -335,12 +357,14 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
                     })
         }
         Mutation::ManyBadPods(n) => {
-            for i in 0..*n {
-                f.cluster.pending_pods.push(pending_pod(
-                    "bulk",
-                    &format!("p{i}"),
-                    &[(&format!("karpenter.sh/k{i}"), "x")],
-                ));
+            if let Some(pods) = f.cluster.pending_pods.found_mut() {
+                for i in 0..*n {
+                    pods.push(pending_pod(
+                        "bulk",
+                        &format!("p{i}"),
+                        &[(&format!("karpenter.sh/k{i}"), "x")],
+                    ));
+                }
             }
         }
     }
