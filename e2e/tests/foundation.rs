@@ -153,6 +153,80 @@ async fn each_node_class_gets_one_owned_health_that_is_collected_with_it() -> Re
     operator.stop().await
 }
 
+/// The status is the operator's: a deleted KarpenterHealth comes back with its full status at
+/// once, and a hand edit of its status is put back, both long before the periodic refresh (5m
+/// here), so from the watch on KarpenterHealths alone.
+#[tokio::test]
+async fn a_deleted_or_hand_edited_health_gets_its_full_status_back_at_once() -> Result<()> {
+    let bed = Bed::from_env()?;
+    let client = bed.admin_client().await?;
+    install_health_crd(&client).await?;
+    let operator =
+        OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
+    apply_yaml(&client, &node_class_yaml("fnd-restored")).await?;
+    let healths: Api<KarpenterHealth> = Api::all(client.clone());
+    let complete = |h: &KarpenterHealth| {
+        h.status
+            .as_ref()
+            .is_some_and(|s| s.conditions.len() == ConditionType::ALL.len())
+    };
+    let first = wait_for("fnd-restored's status", DEADLINE, || async {
+        Ok(healths.get_opt("fnd-restored").await?.filter(complete))
+    })
+    .await?;
+    let decided = first.status.clone().expect("status");
+    // Settle: the first evaluation may still be followed by one more as caches fill.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let decided = healths.get("fnd-restored").await?.status.unwrap_or(decided);
+    let ready_of = |s: &karpenter_health_api::KarpenterHealthStatus| {
+        s.condition(ConditionType::Ready)
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    };
+
+    healths
+        .delete("fnd-restored", &DeleteParams::default())
+        .await?;
+    let restored = wait_for(
+        "the re-created KarpenterHealth with its status",
+        DEADLINE,
+        || async {
+            Ok(healths
+                .get_opt("fnd-restored")
+                .await?
+                .filter(|h| h.metadata.uid != first.metadata.uid)
+                .filter(complete))
+        },
+    )
+    .await?;
+    assert_eq!(
+        ready_of(restored.status.as_ref().expect("status")),
+        ready_of(&decided),
+        "the re-created object carries the decided status, not Pending"
+    );
+
+    // Someone edits the status by hand; the operator puts its own back.
+    let edited = serde_json::json!({"status": {"observedGeneration": 999}});
+    healths
+        .patch_status(
+            "fnd-restored",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&edited),
+        )
+        .await?;
+    wait_for("the hand edit to be put back", DEADLINE, || async {
+        let status = healths.get("fnd-restored").await?.status;
+        Ok(status
+            .filter(|s| s.observed_generation != Some(999))
+            .map(|_| ()))
+    })
+    .await?;
+
+    Api::<EC2NodeClass>::all(client)
+        .delete("fnd-restored", &DeleteParams::default())
+        .await?;
+    operator.stop().await
+}
+
 /// The EC2NodeClass CRD with every served version's schema loosened to "any spec, any status",
 /// like an older or hand-edited CRD under which a malformed object could be stored.
 fn loosened(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {

@@ -57,8 +57,16 @@ async fn reconcile_in_span(
         ctx.metrics.forget(&name);
         return Ok(Action::await_change());
     }
+    // The KarpenterHealth cache must be listed before it is read: read empty at a start or a
+    // leader change, every class would be re-created and flash through Pending.
+    if ctx.healths.wait_until_ready().await.is_err() {
+        return Ok(Action::requeue(ctx.config.refresh_interval));
+    }
     let healths: Api<KarpenterHealth> = Api::all(ctx.client.clone());
     let stored = ensure_owned_health(&ctx, &healths, node_class).await?;
+    // What the API server holds now (a re-created object holds no status, a hand edit holds
+    // someone else's); `previous` is what this operator last decided, for transitions.
+    let on_server = stored.status.clone();
     let mut previous = ctx.previous_status(&name, Some(&stored));
     if previous.as_ref().is_none_or(|s| s.conditions.is_empty()) {
         // Show every check as Pending at once: the first AWS reads may take seconds.
@@ -75,8 +83,11 @@ async fn reconcile_in_span(
     // 2. evaluate and 3. render (pure)
     let now = jiff::Timestamp::now();
     let status = karpenter_health_checks::evaluate(&facts, &ctx.settings, previous.as_ref(), now);
-    // 4. patch (IO), only when something changed, then announce the transitions
-    if needs_write(previous.as_ref(), &status, ctx.config.refresh_interval) {
+    // 4. patch (IO), only when something changed or the server holds something else (a deleted
+    // and re-created object, a hand edit), then announce the transitions
+    let server_differs =
+        on_server.as_ref().map(without_last_evaluated) != Some(without_last_evaluated(&status));
+    if server_differs || needs_write(previous.as_ref(), &status, ctx.config.refresh_interval) {
         health_object::patch_status(&healths, &name, &status).await?;
         ctx.metrics.status_patched();
         if let Ok(mut written) = ctx.written.lock() {
@@ -127,6 +138,14 @@ fn take_trigger_time(ctx: &Context, name: &str) -> Option<Instant> {
         .and_then(|mut m| m.remove(name))
 }
 
+/// A status without its `lastEvaluated` stamp, to compare what was decided.
+fn without_last_evaluated(status: &KarpenterHealthStatus) -> KarpenterHealthStatus {
+    KarpenterHealthStatus {
+        last_evaluated: None,
+        ..status.clone()
+    }
+}
+
 /// Whether `next` must be written: something but `lastEvaluated` changed, or `lastEvaluated` is
 /// older than half a refresh (so it moves about once per refresh and a status write never
 /// triggers another).
@@ -138,11 +157,7 @@ pub fn needs_write(
     let Some(previous) = previous else {
         return true;
     };
-    let strip = |s: &KarpenterHealthStatus| KarpenterHealthStatus {
-        last_evaluated: None,
-        ..s.clone()
-    };
-    if strip(previous) != strip(next) {
+    if without_last_evaluated(previous) != without_last_evaluated(next) {
         return true;
     }
     match (&previous.last_evaluated, &next.last_evaluated) {
