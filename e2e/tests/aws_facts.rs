@@ -176,7 +176,8 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
         );
     }
 
-    // An ARN is not a name: absent, and IAM is not asked.
+    // An ARN where Karpenter wants a name is looked up by the name in it: the engine reports
+    // the ARN, and the facts about the profile it names are IAM's (never "does not exist").
     let before = proxy.count("iam", "GetInstanceProfile");
     let arn = format!("arn:aws:iam::{MOTO_ACCOUNT}:instance-profile/{profile}");
     let facts = obs
@@ -185,9 +186,17 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
             ..request.clone()
         })
         .await;
-    assert_eq!(facts.instance_profile, Some(Observed::Absent));
-    assert_eq!(facts.node_role, None);
-    assert_eq!(proxy.count("iam", "GetInstanceProfile"), before);
+    let found = facts
+        .instance_profile
+        .as_ref()
+        .and_then(|p| p.found())
+        .context("the profile the ARN names")?;
+    assert_eq!(found.name, profile);
+    assert!(matches!(facts.node_role, Some(Observed::Found(_))));
+    assert!(
+        proxy.count("iam", "GetInstanceProfile") <= before + 1,
+        "at most one call (cached)"
+    );
 
     // A profile without a role names no node role.
     let facts = obs

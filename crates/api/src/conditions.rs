@@ -248,6 +248,9 @@ reasons! {
     NodeRoleNotFound => Only(C::NodeRoleReady), False,
         "IAM has no role of that name.",
         "Create the node role, or fix spec.role.";
+    NodeRoleIsArn => Only(C::NodeRoleReady), False,
+        "spec.role is an IAM role ARN; Karpenter uses it as a role name when it creates the instance profile, which IAM refuses.",
+        "Set spec.role to the role's name: the part after role/ and any path.";
     NodeRoleNameTooLong => Only(C::NodeRoleReady), False,
         "The role name is longer than IAM's 64-character limit.",
         "Use a shorter role name (the default KarpenterNodeRole-<cluster> overflows with long cluster names).";
@@ -269,8 +272,8 @@ reasons! {
         "The cluster authenticates through aws-auth, but kube-system/aws-auth does not exist.",
         "Create kube-system/aws-auth with a mapRoles entry for the node role, or create an access entry.";
     AwsAuthMalformed => Only(C::NodeRoleMapped), False,
-        "kube-system/aws-auth cannot be parsed, so the authenticator ignores it.",
-        "Fix the YAML at the position named in the message.";
+        "The node role's own mapping in kube-system/aws-auth cannot be read: mapRoles is not a YAML list, or the node role's entry has a field of the wrong type, so the authenticator does not map the node role as written.",
+        "Fix mapRoles or the entry at the position named in the message (groups must be a list of strings).";
     NodeRoleNotMapped => Only(C::NodeRoleMapped), False,
         "Neither aws-auth nor an access entry maps the node role, so nodes launch but never join.",
         "Map the node role: an EC2_LINUX access entry, or a mapRoles entry with the node username and groups.";

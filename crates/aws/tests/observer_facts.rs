@@ -58,14 +58,29 @@ async fn every_fact_is_filled_from_the_answers() {
 }
 
 #[tokio::test]
-async fn names_iam_would_reject_are_absent_without_a_call() {
+async fn an_arn_is_looked_up_by_its_name_and_nothing_is_absent_without_an_answer() {
     let fake = FakeAws::new(world());
     let obs = observer(&fake, options());
-    for bad in [
-        format!("arn:aws:iam::{ACCOUNT}:instance-profile/demo_profile"),
-        "has space".to_owned(),
-        "x".repeat(129),
-    ] {
+    // The engine reports the ARN itself; the facts about the profile it names are IAM's.
+    let req = AwsRequest {
+        instance_profile: Some(format!(
+            "arn:aws:iam::{ACCOUNT}:instance-profile/demo_profile"
+        )),
+        role: None,
+        ..request()
+    };
+    let facts = obs.observe(&req).await;
+    match &facts.instance_profile {
+        Some(Observed::Found(profile)) => assert_eq!(profile.name, "demo_profile"),
+        other => panic!("an ARN naming an existing profile must be found, got {other:?}"),
+    }
+    assert!(
+        matches!(facts.node_role, Some(Observed::Found(_))),
+        "the role comes from the profile the ARN names"
+    );
+    assert_eq!(fake.calls("GetInstanceProfile"), 1);
+    // Names IAM cannot hold are asked too: absent only from IAM's answer.
+    for bad in ["has space".to_owned(), "x".repeat(129)] {
         let req = AwsRequest {
             instance_profile: Some(bad),
             role: None,
@@ -75,13 +90,14 @@ async fn names_iam_would_reject_are_absent_without_a_call() {
         assert_eq!(facts.instance_profile, Some(Observed::Absent));
         assert_eq!(facts.node_role, None, "no role name is known");
     }
-    assert_eq!(fake.calls("GetInstanceProfile"), 0);
+    assert_eq!(fake.calls("GetInstanceProfile"), 3);
     let req = AwsRequest {
         role: Some("arn:aws:iam::1:role/x".into()),
         ..request()
     };
     assert_eq!(obs.observe(&req).await.node_role, Some(Observed::Absent));
-    assert_eq!(fake.calls("GetRole"), 0);
+    // One GetRole for the profile's role above, one for the name x.
+    assert_eq!(fake.calls("GetRole"), 2, "looked up by the name x");
 }
 
 #[tokio::test]

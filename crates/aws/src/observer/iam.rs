@@ -2,22 +2,32 @@
 //! through the profile) and its attached managed policies, each cached by name. Does IO (through
 //! the IAM port).
 //!
-//! Names IAM would reject are answered `Absent` without a call: IAM's answer would be
-//! `ValidationError`, and Karpenter, which passes them as names, cannot launch with them either.
+//! An ARN given where Karpenter wants a name (`spec.instanceProfile`, `spec.role`) is looked up by
+//! the name in it: the engine reports the ARN itself, and every other answer about the object
+//! comes from IAM (an ARN naming an existing profile is never "does not exist"). Any other name
+//! is asked as given; IAM's `ValidationError` for a name it cannot hold is its answer that no
+//! such object exists. Nothing is answered without a call.
 
 use super::AwsObserver;
 use super::shared::{Paged, because, good, not_observed};
 use crate::cache::Read;
 use crate::ports::{RoleData, Service};
 use futures::join;
-use karpenter_health_checks::arn::is_valid_iam_name;
+use karpenter_health_checks::arn;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, InstanceProfileFacts, Observed, RoleFacts, Unobserved,
 };
 
-/// IAM's length limits for the names the observer looks up.
-const MAX_PROFILE_NAME: usize = 128;
-const MAX_ROLE_NAME: usize = 64;
+/// The name to ask IAM for: the name inside an ARN of `resource_type`, else `given` itself.
+fn lookup_name(given: &str, resource_type: &str) -> String {
+    let given = given.trim();
+    match arn::parse_iam(given) {
+        Ok(parsed) if parsed.resource_type == resource_type && !parsed.name.is_empty() => {
+            parsed.name
+        }
+        _ => given.to_owned(),
+    }
+}
 
 /// The node role's reads, and why access entries could not be looked up if so.
 #[derive(Default)]
@@ -32,8 +42,7 @@ pub(super) struct RoleReads {
 
 pub(super) struct RoleRead {
     pub(super) role: Read<RoleData>,
-    /// `None` when the name was rejected without a call.
-    pub(super) attached: Option<Read<Vec<String>>>,
+    pub(super) attached: Read<Vec<String>>,
 }
 
 fn role_facts(role: RoleData, attached: Observed<Vec<String>>) -> RoleFacts {
@@ -60,16 +69,11 @@ impl RoleReads {
             return Some(Observed::Unknown(u.clone()));
         }
         let r = self.role.as_ref()?;
-        let attached = || {
-            r.attached
-                .as_ref()
-                .map_or(Observed::Absent, |a| a.current.clone())
-        };
         Some(
             r.role
                 .current
                 .clone()
-                .map(|data| role_facts(data, attached())),
+                .map(|data| role_facts(data, r.attached.current.clone())),
         )
     }
 
@@ -78,7 +82,7 @@ impl RoleReads {
             return Some(Observed::default());
         }
         let r = self.role.as_ref()?;
-        let attached = || r.attached.as_ref().and_then(good).unwrap_or_default();
+        let attached = || good(&r.attached).unwrap_or_default();
         Some(match &r.role.last_good {
             Some((obs, _)) => obs.clone().map(|data| role_facts(data, attached())),
             None => Observed::default(),
@@ -94,14 +98,9 @@ pub(super) fn path_stripped_role_arn(arn: &str, name: &str) -> Option<String> {
 }
 
 impl AwsObserver {
-    pub(super) async fn instance_profile(&self, name: &str) -> Read<InstanceProfileFacts> {
-        if !is_valid_iam_name(name, MAX_PROFILE_NAME) {
-            // IAM would answer ValidationError (no such name can exist): spare the call. ARNs land
-            // here; the engine recognises them from the spec and says so.
-            return Read::answered(Observed::Absent);
-        }
+    pub(super) async fn instance_profile(&self, given: &str) -> Read<InstanceProfileFacts> {
         let this = self.clone();
-        let name = name.to_owned();
+        let name = lookup_name(given, "instance-profile");
         self.inner
             .profiles
             .get(name.clone(), move || async move {
@@ -123,7 +122,7 @@ impl AwsObserver {
         profile: Option<&Read<InstanceProfileFacts>>,
     ) -> RoleReads {
         let name = match spec_role.filter(|r| !r.is_empty()) {
-            Some(r) => r.to_owned(),
+            Some(r) => lookup_name(r, "role"),
             None => match profile.map(|p| &p.current) {
                 Some(Observed::Found(p)) => match p.roles.first() {
                     Some(role) => role.name.clone(),
@@ -143,16 +142,6 @@ impl AwsObserver {
                 None => return RoleReads::no_role("no node role or instance profile is known"),
             },
         };
-        if !is_valid_iam_name(&name, MAX_ROLE_NAME) {
-            return RoleReads {
-                role: Some(RoleRead {
-                    role: Read::answered(Observed::Absent),
-                    attached: None,
-                }),
-                undetermined: None,
-                access_blocked: None,
-            };
-        }
         let attached = self.attached_policies(name.clone());
         let this = self.clone();
         let key = name.clone();
@@ -163,10 +152,7 @@ impl AwsObserver {
         });
         let (role, attached) = join!(role, attached);
         RoleReads {
-            role: Some(RoleRead {
-                role,
-                attached: Some(attached),
-            }),
+            role: Some(RoleRead { role, attached }),
             undetermined: None,
             access_blocked: None,
         }

@@ -41,9 +41,8 @@ pub struct AwsRequest {
     /// `None` when not known: EKS and instance facts are then unknown (not observed).
     pub cluster_name: Option<String>,
     /// `spec.instanceProfile`, else `status.instanceProfile`, as written. A value IAM would
-    /// reject as a name (an ARN, a `/`, a space, over 128 characters) is reported `Absent`
-    /// without a call: IAM's answer would be `ValidationError`, and Karpenter, which passes it as
-    /// `IamInstanceProfile.Name`, cannot launch with it. The engine tells ARNs apart itself.
+    /// reject as a name is asked anyway (IAM's `ValidationError` is its answer); an ARN is looked
+    /// up by the name in it, and the engine reports the ARN itself.
     pub instance_profile: Option<String>,
     /// `spec.role`. When `None`, the node role is the instance profile's role.
     pub role: Option<String>,
@@ -242,10 +241,7 @@ impl AwsObserver {
         );
         note(
             "node_role.attached_policy_arns",
-            role.role
-                .as_ref()
-                .and_then(|r| r.attached.as_ref())
-                .and_then(Read::stale_age),
+            role.role.as_ref().and_then(|r| r.attached.stale_age()),
         );
         note("eks_cluster", eks.as_ref().and_then(Read::stale_age));
         note(

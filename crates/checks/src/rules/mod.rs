@@ -404,12 +404,8 @@ fn node_role_name(facts: &Facts) -> RoleName {
             "The EC2NodeClass names neither spec.role nor spec.instanceProfile.".into(),
         );
     };
+    // An ARN is looked up by the name in it, so its answer resolves the role like a name's.
     let profile = clip(profile, 128);
-    if profile.starts_with("arn:") {
-        return RoleName::Unresolvable(format!(
-            "spec.instanceProfile {profile} is an ARN, so the node role cannot be resolved from it."
-        ));
-    }
     match &facts.aws.instance_profile {
         None => RoleName::Unobserved(Why::new(
             Reason::NotObserved,

@@ -44,6 +44,26 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         ]
     };
 
+    if let Some(given) = ctx
+        .facts
+        .cluster
+        .node_class
+        .spec
+        .role
+        .as_deref()
+        .filter(|r| r.trim_start().starts_with("arn:"))
+    {
+        c.fail(
+            Reason::NodeRoleIsArn,
+            format!(
+                "spec.role is the ARN {}; Karpenter needs the role's name. Set spec.role to {:?}.",
+                clip(given, 256),
+                clip(name, 128)
+            ),
+            subjects(),
+        );
+        return c.finish(Reason::NodeRoleValid, "");
+    }
     if name.chars().count() > MAX_ROLE_NAME {
         c.fail(
             Reason::NodeRoleNameTooLong,

@@ -116,6 +116,9 @@ sentences! {
     a_role_absent_from_iam_is_node_role_not_found:
         Facts::healthy().with(|f| f.aws.node_role = Some(Observed::Absent))
         => NodeRoleReady is False because NodeRoleNotFound;
+    a_role_given_as_an_arn_is_node_role_is_arn:
+        Facts::healthy().with(|f| f.cluster.node_class.spec.role = Some(role_arn(NODE_ROLE)))
+        => NodeRoleReady is False because NodeRoleIsArn;
     a_role_name_of_65_characters_is_node_role_name_too_long:
         Facts::healthy().with(|f| { f.cluster.node_class.spec.role = Some(format!("KarpenterNodeRole-{}", "c".repeat(47))); f.aws.node_role = Some(Observed::Absent) })
         => NodeRoleReady is False because NodeRoleNameTooLong;
