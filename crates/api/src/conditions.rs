@@ -300,6 +300,9 @@ reasons! {
     SecurityGroupsNotFound => Only(C::SecurityGroupsReady), False,
         "The security-group selector terms match no security group.",
         "Fix spec.securityGroupSelectorTerms or tag the intended groups.";
+    SecurityGroupInOtherVpc => Only(C::SecurityGroupsReady), False,
+        "A selected security group is in another VPC than the cluster's, so every launch with it fails.",
+        "Select security groups of the cluster's VPC (fix spec.securityGroupSelectorTerms or the groups' tags).";
     SecurityGroupTaggedForOtherCluster => Only(C::SecurityGroupsReady), False,
         "A selected security group is tagged for another cluster and not for this one.",
         "Narrow the selector so it only matches this cluster's groups.";

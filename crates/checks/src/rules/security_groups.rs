@@ -155,6 +155,35 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
     }
 
+    // A group in another VPC than the cluster's: Karpenter reports this only after a launch
+    // failed (`SecurityGroupSubnetVPCMismatch`, aws/karpenter-provider-aws #9090).
+    match &ctx.facts.aws.eks_cluster {
+        Observed::Found(eks) => {
+            if let Some(cluster_vpc) = eks.vpc_id.as_deref() {
+                for group in selected
+                    .iter()
+                    .filter(|g| g.vpc_id.as_deref().is_some_and(|vpc| vpc != cluster_vpc))
+                {
+                    c.fail(
+                        Reason::SecurityGroupInOtherVpc,
+                        format!(
+                            "Security group {} ({}) is in {}, not in the cluster's VPC {}, so \
+                             launches with it fail.",
+                            clip(&group.id, 64),
+                            clip(&group.name, 128),
+                            clip(group.vpc_id.as_deref().unwrap_or_default(), 64),
+                            clip(cluster_vpc, 64)
+                        ),
+                        sg_subjects(&[group]),
+                    );
+                }
+            }
+        }
+        Observed::Unknown(u) => c.unknown(Why::unobserved("The cluster's VPC", u)),
+        // No EKS cluster of that name: ClusterIdentityUnique says so.
+        Observed::Absent => {}
+    }
+
     let in_status: BTreeSet<&str> = ctx
         .facts
         .cluster

@@ -34,6 +34,7 @@ const DECIDABLE_WITHOUT_OBSERVED_FACTS: &[Reason] = &[
     Reason::InstanceProfileIsArn,
     Reason::InstanceProfileNameInvalid,
     Reason::NodeRoleNameTooLong,
+    Reason::NodeRoleIsArn,
     Reason::RestrictedLabelDomain,
     Reason::ValidationStuck,
     Reason::ReadyContradictsDependents,

@@ -179,6 +179,9 @@ sentences! {
             security_group("sg-0prod", &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/prod", "owned")]),
         ]))
         => SecurityGroupsReady is False because SecurityGroupTaggedForOtherCluster;
+    a_selected_group_in_another_vpc_is_security_group_in_other_vpc:
+        Facts::healthy().with(|f| if let Observed::Found(groups) = &mut f.aws.security_groups { groups[0].vpc_id = Some("vpc-0elsewhere".into()) })
+        => SecurityGroupsReady is False because SecurityGroupInOtherVpc;
 
     // ClusterIdentityUnique.
     a_matching_name_and_only_claimed_instances_are_cluster_identity_verified:
