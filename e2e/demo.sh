@@ -14,13 +14,20 @@ source "$bed_dir/env"
 
 echo "demo: building karpenter-health" >&2
 cargo build --quiet --locked -p karpenter-health
-binary="$root/target/debug/karpenter-health"
+binary="${CARGO_TARGET_DIR:-$root/target}/debug/karpenter-health"
 
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL="$KH_MOTO_URL"
 "$cache_root/moto-venv/bin/python" e2e/demo/seed_aws.py
 "$binary" crd | kubectl apply -f - >/dev/null
 kubectl apply -f e2e/demo/seed.yaml >/dev/null
+# The bed runs no scheduler: write its verdict on the demo's Pod as kube-scheduler would, so the
+# Pod is one Karpenter provisions for.
+curl -sf --cacert "$bed_dir/pki/ca.crt" -H "Authorization: Bearer $(cat "$bed_dir/pki/admin.token")" \
+  -X PATCH -H 'Content-Type: application/merge-patch+json' \
+  "https://127.0.0.1:$KH_APISERVER_PORT/api/v1/namespaces/default/pods/web/status" \
+  -d '{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/0 nodes are available"}]}}' \
+  >/dev/null
 
 if [ -f "$bed_dir/pids/operator.pid" ] && kill -0 "$(cat "$bed_dir/pids/operator.pid")" 2>/dev/null; then
   kill "$(cat "$bed_dir/pids/operator.pid")"; sleep 1

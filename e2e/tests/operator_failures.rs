@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::jiff::SignedDuration;
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_api::{ConditionType, Reason};
-use karpenter_health_e2e::fixture::{Fixture, rfc3339_ago};
+use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
 use karpenter_health_e2e::health_status::{assert_only_failed, finding_names, message};
 use karpenter_health_e2e::names::unique;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -226,6 +226,20 @@ async fn a_pending_pod_selecting_a_node_role_label_is_named_up_to_karpenter_1_8_
             Err(e) => return Err(e.into()),
         }
         pods.create(&PostParams::default(), &pod).await?;
+        // The bed runs no scheduler; its verdict on the Pod is written as kube-scheduler writes
+        // it. Until then the Pod is not one Karpenter provisions for, and nothing is judged.
+        tokio::time::sleep(REFRESH * 2).await;
+        // A Pending Pod without PodScheduled=False/Unschedulable must not count.
+        fx.wait_healthy("while the scheduler has not judged the Pod")
+            .await?;
+        pods.patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/0 nodes are available"}]}})),
+        )
+        .await?;
         let status = fx
             .wait_failed(&[(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)])
             .await?;

@@ -189,6 +189,10 @@ pub struct PodScheduling {
     pub required_affinity: Vec<Vec<Requirement>>,
     /// Preferred terms' expressions (Karpenter also tries them, relaxing later).
     pub preferred_affinity: Vec<Vec<Requirement>>,
+    /// This EC2NodeClass is the only one whose NodePools could take the Pod (it pins one of
+    /// them, or no other class has a NodePool it could use), so what the Pod breaks, it breaks
+    /// here. `false`: Karpenter chooses among several classes, and a finding is only a warning.
+    pub only_this_class: bool,
 }
 
 /// Facts read from AWS for one EC2NodeClass. Shared reads are de-duplicated by the adapter.

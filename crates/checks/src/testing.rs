@@ -200,6 +200,7 @@ pub fn pending_pod(namespace: &str, name: &str, selector: &[(&str, &str)]) -> Po
             .collect(),
         required_affinity: Vec::new(),
         preferred_affinity: Vec::new(),
+        only_this_class: true,
     }
 }
 

@@ -45,6 +45,9 @@ warnings! {
     SecurityGroupStatusStale => SecurityGroupsReady,
         "Karpenter's status.securityGroups differs from what the selector terms resolve to now, so new nodes and drift use an outdated set.",
         "Wait for Karpenter's next security-group refresh (at most 5 minutes); if it persists, check Karpenter's logs.";
+    RestrictedLabelOnSharedPod => LabelsAllowed,
+        "A pending Pod that NodePools of several EC2NodeClasses could take selects on a label key the installed Karpenter rejects: whichever class Karpenter picks cannot create the NodeClaim. It is a warning on each candidate class, not a failure of any one of them.",
+        "Remove the key from the Pod's node selector and affinity (for kubernetes.io keys, Karpenter 1.9 and later accept them).";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

@@ -14,7 +14,7 @@ use karpenter_health_checks::facts::{
 };
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Operator flags that replace what would otherwise be read from the cluster, for clusters where
@@ -37,6 +37,9 @@ pub struct Sources {
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
 }
+
+/// The label (and tag) naming the EC2NodeClass a node was launched from.
+const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
 
 /// Builds the cluster facts of `node_class`.
 pub fn cluster_facts(
@@ -75,14 +78,29 @@ pub fn cluster_facts(
             .filter(|claim| claim.uses_ec2_node_class(&name))
             .collect()
     });
-    // Which pending Pods charge this class depends on its NodePools: unknown while they are.
-    let pending_pods = match (&sources.pending_pods, &node_pools) {
+    // Which pending Pods charge this class depends on every NodePool: unknown while they are.
+    let pending_pods = match (&sources.pending_pods, &sources.node_pools) {
         (Observed::Found(pods), Observed::Found(pools)) => {
-            let pool_names: BTreeSet<String> = pools.iter().map(|p| p.name_any()).collect();
+            let class_of_pool: BTreeMap<String, String> = pools
+                .iter()
+                .filter_map(|guarded| guarded.0.as_ref().ok())
+                .filter_map(|p| {
+                    Some((
+                        p.name_any(),
+                        p.spec.template.spec.node_class_ref.as_ref()?.name.clone(),
+                    ))
+                })
+                .collect();
             Observed::Found(
                 pods.iter()
-                    .filter(|pod| could_use_pools(pod, &pool_names))
-                    .map(|pod| pod_scheduling(pod))
+                    .filter(|pod| karpenter_provisions_for(pod))
+                    .filter_map(|pod| {
+                        let classes = candidate_classes(pod, &class_of_pool);
+                        classes.contains(&name).then(|| PodScheduling {
+                            only_this_class: classes.len() == 1,
+                            ..pod_scheduling(pod)
+                        })
+                    })
                     .collect(),
             )
         }
@@ -112,17 +130,50 @@ pub fn cluster_facts(
     }
 }
 
-/// A Pod could land on this EC2NodeClass's NodePools unless it pins another NodePool by label.
-fn could_use_pools(pod: &Pod, pools: &BTreeSet<String>) -> bool {
-    if pools.is_empty() {
-        return false;
-    }
-    let pinned = pod
+/// Whether Karpenter would provision for a Pending Pod (kubernetes-sigs/karpenter
+/// `pkg/utils/pod/scheduling.go` `IsProvisionable`): the scheduler found no node for it
+/// (`PodScheduled=False`, reason `Unschedulable`), no scheduling gate holds it, and it is not a
+/// DaemonSet's or a static Pod (owned by a Node). A Pod merely Pending for a moment before the
+/// scheduler binds it is not one.
+pub fn karpenter_provisions_for(pod: &Pod) -> bool {
+    let unschedulable = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        });
+    let gated = pod
         .spec
         .as_ref()
-        .and_then(|s| s.node_selector.as_ref())
-        .and_then(|selector| selector.get(NODEPOOL_LABEL));
-    pinned.is_none_or(|pool| pools.contains(pool))
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty());
+    let owned_by_daemon_set_or_node = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "DaemonSet" || o.kind == "Node");
+    unschedulable && !gated && !owned_by_daemon_set_or_node
+}
+
+/// The EC2NodeClasses whose NodePools could take `pod`: those of the NodePool it pins by
+/// `karpenter.sh/nodepool`, or the class it pins by `karpenter.k8s.aws/ec2nodeclass`, else every
+/// class that has a NodePool.
+fn candidate_classes(pod: &Pod, class_of_pool: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let selector = pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
+    let pinned_pool = selector.and_then(|s| s.get(NODEPOOL_LABEL));
+    let pinned_class = selector.and_then(|s| s.get(NODE_CLASS_LABEL));
+    class_of_pool
+        .iter()
+        .filter(|(pool, _)| pinned_pool.is_none_or(|p| p == *pool))
+        .filter(|(_, class)| pinned_class.is_none_or(|c| c == *class))
+        .map(|(_, class)| class.clone())
+        .collect()
 }
 
 fn requirement(expression: &NodeSelectorRequirement) -> Requirement {
@@ -169,6 +220,7 @@ pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
         .map(|terms| terms.iter().map(|t| requirements(&t.preference)).collect())
         .unwrap_or_default();
     PodScheduling {
+        only_this_class: true,
         namespace: pod.namespace().unwrap_or_default(),
         name: pod.name_any(),
         node_selector: spec
@@ -258,14 +310,110 @@ mod tests {
         Arc::new(DeserializeGuard(Ok(claim)))
     }
 
+    /// A Pending Pod the scheduler found no node for.
     fn pod(name: &str, selector: serde_json::Value) -> Arc<Pod> {
+        pod_with(name, selector, serde_json::json!({}), "Unschedulable")
+    }
+
+    fn pod_with(
+        name: &str,
+        selector: serde_json::Value,
+        extra_metadata: serde_json::Value,
+        scheduled_reason: &str,
+    ) -> Arc<Pod> {
+        let mut metadata = serde_json::json!({"name": name, "namespace": "apps"});
+        if let (Some(m), Some(extra)) = (metadata.as_object_mut(), extra_metadata.as_object()) {
+            m.extend(extra.clone());
+        }
         Arc::new(
             serde_json::from_value(serde_json::json!({
-                "metadata": {"name": name, "namespace": "apps"},
-                "spec": {"containers": [], "nodeSelector": selector}
+                "metadata": metadata,
+                "spec": {"containers": [], "nodeSelector": selector},
+                "status": {"phase": "Pending", "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": scheduled_reason}]}
             }))
             .unwrap(),
         )
+    }
+
+    #[test]
+    fn only_pods_karpenter_provisions_for_count() {
+        let ds_owner = serde_json::json!({"ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "1"}]});
+        let static_owner = serde_json::json!({"ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "2"}]});
+        let none = serde_json::json!({});
+        let selector = serde_json::json!({"node-role.kubernetes.io/web": ""});
+        let pods = vec![
+            pod("unschedulable", selector.clone()),
+            pod_with(
+                "binding-soon",
+                selector.clone(),
+                none.clone(),
+                "SchedulerError",
+            ),
+            pod_with("daemon", selector.clone(), ds_owner, "Unschedulable"),
+            pod_with("static", selector.clone(), static_owner, "Unschedulable"),
+            Arc::new(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "no-verdict-yet", "namespace": "apps"},
+                    "spec": {"containers": [], "nodeSelector": selector},
+                    "status": {"phase": "Pending"}
+                }))
+                .unwrap(),
+            ),
+        ];
+        let sources = Sources {
+            node_pools: Observed::Found(vec![pool("general", "default")]),
+            node_claims: Observed::Found(Vec::new()),
+            pending_pods: Observed::Found(pods),
+            ..Sources::default()
+        };
+        let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
+        let names: Vec<&str> = facts
+            .pending_pods
+            .found()
+            .into_iter()
+            .flatten()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["unschedulable"]);
+    }
+
+    #[test]
+    fn a_pod_that_several_classes_could_take_is_nobodys_alone() {
+        let sources = Sources {
+            node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
+            node_claims: Observed::Found(Vec::new()),
+            pending_pods: Observed::Found(vec![
+                pod("free", serde_json::json!({})),
+                pod(
+                    "pinned-pool",
+                    serde_json::json!({"karpenter.sh/nodepool": "general"}),
+                ),
+                pod(
+                    "pinned-class",
+                    serde_json::json!({"karpenter.k8s.aws/ec2nodeclass": "default"}),
+                ),
+            ]),
+            ..Sources::default()
+        };
+        let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
+        let only: Vec<(&str, bool)> = facts
+            .pending_pods
+            .found()
+            .into_iter()
+            .flatten()
+            .map(|p| (p.name.as_str(), p.only_this_class))
+            .collect();
+        assert_eq!(
+            only,
+            [
+                ("free", false),
+                ("pinned-pool", true),
+                ("pinned-class", true)
+            ]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, list_bounded};
 use crate::clip;
 use crate::labels::{KeyContext, LabelRules};
+use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeMap;
 
@@ -17,6 +18,9 @@ struct KeyUse {
     subject: SubjectRef,
     key: String,
     context: KeyContext,
+    /// A rejected key here breaks this class for certain (a NodePool of it, or a Pod only its
+    /// NodePools could take); otherwise Karpenter may choose another class, and it is a warning.
+    decisive: bool,
 }
 
 fn key_uses(ctx: &Context) -> Vec<KeyUse> {
@@ -33,6 +37,7 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
                 subject: subject.clone(),
                 key: key.clone(),
                 context: KeyContext::NodePoolLabel,
+                decisive: true,
             });
         }
         for req in &template.spec.requirements {
@@ -40,6 +45,7 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
                 subject: subject.clone(),
                 key: req.key.clone(),
                 context: KeyContext::Requirement,
+                decisive: true,
             });
         }
     }
@@ -56,6 +62,7 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
                 subject: subject.clone(),
                 key: key.clone(),
                 context: KeyContext::Requirement,
+                decisive: pod.only_this_class,
             });
         }
     }
@@ -79,6 +86,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     // subject -> key -> Karpenter's words, for keys every candidate rule set rejects.
     let mut rejected: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> = BTreeMap::new();
     let mut undecided: BTreeMap<String, Vec<SubjectRef>> = BTreeMap::new();
+    // Rejected keys of Pods that other classes' NodePools could take as well.
+    let mut rejected_elsewhere_too: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> =
+        BTreeMap::new();
     for u in key_uses(ctx) {
         let verdicts: Vec<Option<&'static str>> = candidates
             .iter()
@@ -87,7 +97,14 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         if let Some(Some(why)) = verdicts.first()
             && verdicts.iter().all(Option::is_some)
         {
-            rejected.entry(u.subject).or_default().insert(u.key, why);
+            let into = if u.decisive {
+                &mut rejected
+            } else {
+                &mut rejected_elsewhere_too
+            };
+            into.entry(u.subject).or_default().insert(u.key, why);
+        } else if !u.decisive {
+            // Which class Karpenter picks and which version decides are both open: nothing to say.
         } else if verdicts.iter().any(Option::is_some) {
             undecided.entry(u.key).or_default().push(u.subject);
         }
@@ -137,6 +154,25 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 describe(&keys)
             ),
             subjects,
+        );
+    }
+    for (subject, keys) in rejected_elsewhere_too {
+        let keys: Vec<(String, &'static str)> = keys.into_iter().collect();
+        let name = format!(
+            "{}/{}",
+            subject.namespace.as_deref().unwrap_or_default(),
+            subject.name
+        );
+        c.warn(
+            Warning::RestrictedLabelOnSharedPod,
+            format!(
+                "Pending Pod {} selects on {}, which {rules_name} rejects; NodePools of several \
+                 EC2NodeClasses could take it, so whichever Karpenter picks cannot create its \
+                 NodeClaim.",
+                clip(&name, 128),
+                describe(&keys)
+            ),
+            vec![ctx.node_class_subject(), subject],
         );
     }
     if !c.has_failed()

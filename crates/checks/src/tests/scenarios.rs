@@ -739,3 +739,37 @@ fn registration_is_timed_from_the_registered_condition_and_deleting_claims_are_s
         "an absolute time, never an age: {m}"
     );
 }
+
+#[test]
+fn a_restricted_key_on_a_pod_other_classes_could_take_is_a_warning_not_a_failure() {
+    let shared = PodScheduling {
+        only_this_class: false,
+        ..pending_pod("shop", "web-1", &[("node-role.kubernetes.io/web", "")])
+    };
+    let status = status(&Facts::healthy().with_pending_pod(shared.clone()));
+    assert!(failures(&status).is_empty(), "{:?}", failures(&status));
+    let warning = status
+        .findings
+        .iter()
+        .find(|f| f.reason == "RestrictedLabelOnSharedPod")
+        .expect("a warning on the candidate class");
+    assert!(
+        warning.message.contains("shop/web-1"),
+        "{}",
+        warning.message
+    );
+    // Pinned to this class's NodePool, the same Pod fails it.
+    let pinned = PodScheduling {
+        only_this_class: true,
+        ..shared
+    };
+    assert_eq!(
+        failures(&super::reasons::status(
+            &Facts::healthy().with_pending_pod(pinned)
+        )),
+        vec![pair(
+            ConditionType::LabelsAllowed,
+            Reason::RestrictedLabelDomain
+        )]
+    );
+}
