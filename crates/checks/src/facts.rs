@@ -129,6 +129,8 @@ pub struct ClusterFacts {
     pub aws_auth: Observed<AwsAuthData>,
     /// The Karpenter controller as deployed (or overridden by flags).
     pub karpenter: Observed<KarpenterFacts>,
+    /// The label rules of the installed NodePool CRD, which decide over the controller version.
+    pub crd_label_rules: CrdLabelRules,
     /// `eks.amazonaws.com/role-arn` of `kube-system/aws-node`: `Found(None)` when the
     /// ServiceAccount has no annotation (the CNI then uses the node role).
     pub aws_node_role_arn: Observed<Option<String>>,
@@ -151,6 +153,7 @@ impl Default for ClusterFacts {
             pending_pods: Observed::default(),
             aws_auth: Observed::default(),
             karpenter: Observed::default(),
+            crd_label_rules: Observed::default(),
             aws_node_role_arn: Observed::default(),
             configured_cluster_name: None,
             node_class_generation_seen_at: None,
@@ -177,6 +180,11 @@ pub struct KarpenterFacts {
     /// `ISOLATED_VPC` setting.
     pub isolated_vpc: bool,
 }
+
+/// The label rules the installed `nodepools.karpenter.sh` CRD enforces: `Found(Some)` from its
+/// validation rules, `Found(None)` when the API server serves it without them (before 1.25),
+/// `Absent` when no such CRD is installed.
+pub type CrdLabelRules = Observed<Option<crate::labels::LabelRules>>;
 
 /// What of one pending Pod's spec Karpenter turns into NodeClaim requirements.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -36,6 +36,28 @@ impl LabelRules {
         }
     }
 
+    /// The rule set a NodePool CRD enforces, from its validation rules (the CEL
+    /// `x-kubernetes-validations` that reject label domains), or `None` when the CRD carries no
+    /// such rules: API servers before 1.25 drop them, and then only the version can tell.
+    /// `helm upgrade` does not upgrade Karpenter's CRDs, so a 1.9 controller can run with 1.8
+    /// CRDs that still reject `kubernetes.io`: the installed CRD is what decides.
+    pub fn from_crd(crd: &serde_json::Value) -> Option<Self> {
+        let mut messages = Vec::new();
+        collect_validation_messages(crd, &mut messages);
+        let restricts_domains = messages.iter().any(|m| m.starts_with("label domain "));
+        if !restricts_domains {
+            return None;
+        }
+        let kubernetes_io = messages
+            .iter()
+            .any(|m| m.contains(r#"label domain "kubernetes.io" is restricted"#));
+        Some(if kubernetes_io {
+            Self::UpTo1_8
+        } else {
+            Self::From1_9
+        })
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Self::UpTo1_8 => "Karpenter up to v1.8",
@@ -178,6 +200,32 @@ fn restriction_up_to_1_8(key: &str, domain: &str, context: KeyContext) -> Option
             .then_some("label domain \"k8s.io\" is restricted");
     }
     None
+}
+
+/// Every `x-kubernetes-validations[].message` anywhere in `value`.
+fn collect_validation_messages<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(rules) = map
+                .get("x-kubernetes-validations")
+                .and_then(serde_json::Value::as_array)
+            {
+                out.extend(
+                    rules
+                        .iter()
+                        .filter_map(|r| r.get("message").and_then(serde_json::Value::as_str)),
+                );
+            }
+            map.values()
+                .for_each(|v| collect_validation_messages(v, out));
+        }
+        serde_json::Value::Array(items) => {
+            items
+                .iter()
+                .for_each(|v| collect_validation_messages(v, out));
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

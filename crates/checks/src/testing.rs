@@ -261,6 +261,8 @@ fn healthy_cluster() -> ClusterFacts {
             controller_role_arn: Some(role_arn(CONTROLLER_ROLE)),
             isolated_vpc: false,
         }),
+        // Served without validation rules (an API server before 1.25): the version decides.
+        crd_label_rules: Observed::Found(None),
         aws_node_role_arn: Observed::Found(None),
         configured_cluster_name: None,
         node_class_generation_seen_at: None,

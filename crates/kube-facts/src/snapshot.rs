@@ -6,6 +6,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
     ConfigMap, NodeSelectorRequirement, NodeSelectorTerm, Pod, ServiceAccount,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{
     EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool, Requirement, instance_id_of,
 };
@@ -36,6 +37,8 @@ pub struct Sources {
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
+    /// `nodepools.karpenter.sh`, trimmed to the label rules it enforces.
+    pub node_pool_crd: Observed<Option<Arc<CustomResourceDefinition>>>,
 }
 
 /// The label (and tag) naming the EC2NodeClass a node was launched from.
@@ -120,6 +123,11 @@ pub fn cluster_facts(
         pending_pods,
         aws_auth: aws_auth(&sources.aws_auth),
         karpenter: karpenter(sources, overrides),
+        crd_label_rules: match &sources.node_pool_crd {
+            Observed::Found(Some(crd)) => Observed::Found(crate::trim::label_rules_of(crd)),
+            Observed::Found(None) | Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        },
         aws_node_role_arn: sources
             .aws_node_service_account
             .as_ref()

@@ -3,7 +3,9 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::NodeClaim;
+use karpenter_health_checks::labels::LabelRules;
 use kube::Resource;
 
 /// Drops what no check reads from any object's metadata: managed fields (about half of a typical
@@ -116,6 +118,42 @@ pub fn deployment(deployment: &mut Deployment) {
     deployment.status = None;
 }
 
+/// Where a trimmed CRD keeps the label rules its validation rules enforce.
+pub const LABEL_RULES_ANNOTATION: &str = "karpenter-health.io/label-rules";
+
+/// Keeps of the NodePool CRD only the label rules its validation rules enforce (read once per
+/// change, in an annotation of the cached copy), not its schema of thousands of lines.
+pub fn node_pool_crd(crd: &mut CustomResourceDefinition) {
+    let rules = serde_json::to_value(&*crd)
+        .ok()
+        .and_then(|value| LabelRules::from_crd(&value));
+    metadata(crd);
+    crd.spec.versions = Vec::new();
+    crd.status = None;
+    let marker = match rules {
+        Some(LabelRules::UpTo1_8) => "UpTo1_8",
+        Some(LabelRules::From1_9) => "From1_9",
+        None => "none",
+    };
+    crd.metadata.annotations =
+        Some([(LABEL_RULES_ANNOTATION.to_owned(), marker.to_owned())].into());
+}
+
+/// The label rules a CRD trimmed by [`node_pool_crd`] enforces; `None` when it carries none.
+pub fn label_rules_of(crd: &CustomResourceDefinition) -> Option<LabelRules> {
+    match crd
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(LABEL_RULES_ANNOTATION)?
+        .as_str()
+    {
+        "UpTo1_8" => Some(LabelRules::UpTo1_8),
+        "From1_9" => Some(LabelRules::From1_9),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +234,41 @@ mod tests {
         assert_eq!(owners.len(), 1);
         assert_eq!(owners[0].kind, "DaemonSet");
         assert_eq!(pod.spec.unwrap().scheduling_gates.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_trimmed_node_pool_crd_keeps_only_its_label_rules() {
+        let crd = |message: Option<&str>| -> CustomResourceDefinition {
+            let mut schema = serde_json::json!({"type": "object"});
+            if let Some(message) = message {
+                schema["x-kubernetes-validations"] =
+                    serde_json::json!([{"message": message, "rule": "true"}]);
+            }
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "nodepools.karpenter.sh"},
+                "spec": {"group": "karpenter.sh", "scope": "Cluster",
+                         "names": {"kind": "NodePool", "plural": "nodepools"},
+                         "versions": [{"name": "v1", "served": true, "storage": true,
+                                       "schema": {"openAPIV3Schema": schema}}]}
+            }))
+            .unwrap()
+        };
+        let cases = [
+            (
+                Some(r#"label domain "kubernetes.io" is restricted"#),
+                Some(LabelRules::UpTo1_8),
+            ),
+            (
+                Some(r#"label domain "karpenter.sh" is restricted"#),
+                Some(LabelRules::From1_9),
+            ),
+            (None, None),
+        ];
+        for (message, expected) in cases {
+            let mut trimmed = crd(message);
+            super::node_pool_crd(&mut trimmed);
+            assert!(trimmed.spec.versions.is_empty(), "the schema is dropped");
+            assert_eq!(super::label_rules_of(&trimmed), expected, "{message:?}");
+        }
     }
 }

@@ -8,6 +8,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_health_checks::facts::{ClusterFacts, Observed, UnknownCause};
 use kube::core::DeserializeGuard;
@@ -49,6 +50,8 @@ pub struct Triggers {
     pub aws_auth: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
+    /// The NodePool CRD (its label rules).
+    pub node_pool_crd: Touched<CustomResourceDefinition>,
     /// Fires when a watched input became observable (first list done, even an empty one) or
     /// stopped or resumed being so; every class reads some of them, so all are re-evaluated.
     pub inputs_changed: BoxStream<'static, ()>,
@@ -214,6 +217,7 @@ const AWS_AUTH: &str = "kube-system/aws-auth";
 const KARPENTER_DEPLOYMENT: &str = "karpenter deployment";
 const KARPENTER_SA: &str = "karpenter serviceaccount";
 const AWS_NODE_SA: &str = "kube-system/aws-node serviceaccount";
+const NODE_POOL_CRD: &str = "nodepools.karpenter.sh CRD";
 const ALL_WATCHES: &[&str] = &[
     NODE_POOLS,
     NODE_CLAIMS,
@@ -222,6 +226,7 @@ const ALL_WATCHES: &[&str] = &[
     KARPENTER_DEPLOYMENT,
     KARPENTER_SA,
     AWS_NODE_SA,
+    NODE_POOL_CRD,
 ];
 
 /// Starts a trimmed, reflected watch and returns its cache and its touched-object stream.
@@ -285,6 +290,7 @@ pub struct KubeFacts {
     karpenter_deployment: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
     aws_node_service_account: Store<ServiceAccount>,
+    node_pool_crd: Store<CustomResourceDefinition>,
     health: WatchHealth,
 }
 
@@ -354,6 +360,14 @@ impl KubeFacts {
             &health,
             trim::metadata_keep_annotations,
         );
+        // The NodePool CRD's validation rules decide which label keys Karpenter rejects.
+        let (node_pool_crd, node_pool_crd_stream) = reflected(
+            Api::all(client.clone()),
+            by_name("nodepools.karpenter.sh"),
+            NODE_POOL_CRD,
+            &health,
+            trim::node_pool_crd,
+        );
         let facts = Self {
             node_pools,
             node_claims,
@@ -362,6 +376,7 @@ impl KubeFacts {
             karpenter_deployment,
             karpenter_service_account,
             aws_node_service_account,
+            node_pool_crd,
             health,
         };
         let triggers = Triggers {
@@ -373,6 +388,7 @@ impl KubeFacts {
             service_accounts: futures::stream::select(karpenter_sa_stream, aws_node_sa_stream)
                 .map_err(|e| e)
                 .boxed(),
+            node_pool_crd: node_pool_crd_stream,
             inputs_changed: facts.health.changes(),
         };
         (facts, triggers)
@@ -406,6 +422,9 @@ impl KubeFacts {
             aws_node_service_account: self
                 .health
                 .observe(AWS_NODE_SA, || single(&self.aws_node_service_account)),
+            node_pool_crd: self.health.observe(NODE_POOL_CRD, || {
+                self.node_pool_crd.state().into_iter().next()
+            }),
         };
         cluster_facts(node_class, &sources, overrides)
     }

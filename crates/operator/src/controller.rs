@@ -159,6 +159,10 @@ async fn run_controller(
             triggers.mapper(|t, _| t.all_classes()),
         )
         .watches_stream(
+            inputs.node_pool_crd,
+            triggers.mapper(|t, _| t.all_classes()),
+        )
+        .watches_stream(
             inputs.pending_pods,
             triggers.mapper(|t, pod| t.classes_of_pending_pod(&pod)),
         )

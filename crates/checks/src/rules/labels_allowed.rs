@@ -8,6 +8,7 @@
 
 use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, list_bounded};
 use crate::clip;
+use crate::facts::Observed;
 use crate::labels::{KeyContext, LabelRules};
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -79,9 +80,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     if let Some(u) = cluster.pending_pods.unobserved() {
         c.unknown(Why::unobserved("The pending Pods", u));
     }
-    let candidates: Vec<LabelRules> = match &ctx.version {
-        Ok(v) => vec![LabelRules::for_version(v)],
-        Err(_) => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
+    // The installed CRD's own rules decide when it carries them; else the controller version.
+    let from_crd = match &ctx.facts.cluster.crd_label_rules {
+        Observed::Found(Some(rules)) => Some(*rules),
+        _ => None,
+    };
+    let candidates: Vec<LabelRules> = match (from_crd, &ctx.version) {
+        (Some(rules), _) => vec![rules],
+        (None, Ok(v)) => vec![LabelRules::for_version(v)],
+        (None, Err(_)) => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
     };
     // subject -> key -> Karpenter's words, for keys every candidate rule set rejects.
     let mut rejected: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> = BTreeMap::new();
@@ -110,9 +117,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
     }
 
-    let (rules_name, ok_rules) = match &ctx.version {
-        Ok(v) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
-        Err(_) => (
+    let (rules_name, ok_rules) = match (from_crd, &ctx.version) {
+        (Some(_), _) => (
+            "the installed NodePool CRD".to_owned(),
+            "the installed NodePool CRD".to_owned(),
+        ),
+        (None, Ok(v)) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
+        (None, Err(_)) => (
             "every Karpenter version".to_owned(),
             "any Karpenter version".to_owned(),
         ),
@@ -177,6 +188,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     }
     if !c.has_failed()
         && !undecided.is_empty()
+        && from_crd.is_none()
         && let Err(why) = &ctx.version
     {
         let keys: Vec<String> = undecided

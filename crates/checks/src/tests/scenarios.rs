@@ -773,3 +773,32 @@ fn a_restricted_key_on_a_pod_other_classes_could_take_is_a_warning_not_a_failure
         )]
     );
 }
+
+#[test]
+fn the_installed_crds_rules_win_over_the_controller_version() {
+    use crate::labels::LabelRules;
+    let pod = pending_pod("shop", "web-2", &[("node-role.kubernetes.io/web", "")]);
+    // A 1.9 controller with 1.8 CRDs left behind by `helm upgrade`: the CRD still rejects it.
+    let old_crds = Facts::healthy()
+        .with_karpenter_version("1.9.0")
+        .with_pending_pod(pod.clone())
+        .with(|f| f.cluster.crd_label_rules = Observed::Found(Some(LabelRules::UpTo1_8)));
+    let status = status(&old_crds);
+    assert_eq!(
+        failures(&status),
+        vec![pair(
+            ConditionType::LabelsAllowed,
+            Reason::RestrictedLabelDomain
+        )]
+    );
+    let m = message(&status, ConditionType::LabelsAllowed);
+    assert!(
+        m.contains("the installed NodePool CRD"),
+        "says which rules were used: {m}"
+    );
+    // A 1.8 controller whose CRDs were already upgraded: the CRD accepts it.
+    let new_crds = Facts::healthy()
+        .with_pending_pod(pod)
+        .with(|f| f.cluster.crd_label_rules = Observed::Found(Some(LabelRules::From1_9)));
+    assert!(failures(&super::reasons::status(&new_crds)).is_empty());
+}
