@@ -119,6 +119,20 @@ impl AwsSeeder {
         Ok(arn)
     }
 
+    /// Detaches the AWS-managed policy `policy` (a name) from the role `role_arn`.
+    pub async fn detach_policy(&self, role_arn: &str, policy: &str) -> Result<()> {
+        let (partition, _) = partition_and_account(role_arn);
+        let name = role_arn.rsplit('/').next().unwrap_or(role_arn);
+        self.iam
+            .detach_role_policy()
+            .role_name(name)
+            .policy_arn(managed_policy_arn(&partition, policy))
+            .send()
+            .await
+            .with_context(|| format!("detaching {policy} from {name}"))?;
+        Ok(())
+    }
+
     /// An instance profile holding `role`, or no role.
     pub async fn instance_profile(&self, name: &str, role: Option<&str>) -> Result<()> {
         self.iam

@@ -84,6 +84,7 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
             tag_term("karpenter.sh/discovery", &cluster),
             tag_term("team", "*"),
         ],
+        pod_identity_service_accounts: Vec::new(),
     };
     let facts = obs.observe(&request).await;
 
@@ -228,6 +229,7 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
                 ..Default::default()
             },
         ],
+        pod_identity_service_accounts: Vec::new(),
     };
     let facts = obs.observe(&missing).await;
     assert_eq!(facts.instance_profile, Some(Observed::Absent));
@@ -281,6 +283,7 @@ async fn api_authentication_mode_reads_the_node_roles_access_entry() -> Result<(
         instance_profile: None,
         role: Some(role.clone()),
         security_group_selector_terms: vec![],
+        pod_identity_service_accounts: Vec::new(),
     };
     let facts = obs.observe(&request).await;
     let eks = facts.eks_cluster.found().context("cluster")?;
@@ -385,6 +388,7 @@ async fn endpoint_override_child() -> Result<()> {
             instance_profile: None,
             role: Some(unique("kh-env-missing-role")),
             security_group_selector_terms: vec![tag_term("kh-env", "*")],
+            pod_identity_service_accounts: Vec::new(),
         })
         .await;
     assert_eq!(facts.region.as_deref(), Some("af-south-1"));

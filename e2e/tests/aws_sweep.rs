@@ -125,6 +125,7 @@ async fn twenty_node_classes_over_2000_instances_stay_within_the_call_budget() -
             instance_profile: None,
             role: Some(role.clone()),
             security_group_selector_terms: sets[n % 3].clone(),
+            pod_identity_service_accounts: Vec::new(),
         })
         .collect();
 

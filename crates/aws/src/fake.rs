@@ -8,7 +8,8 @@
 
 use crate::observer::AwsFactsSource;
 use crate::ports::{
-    CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData, StsApi,
+    CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData,
+    ServiceAccountRef, StsApi,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -31,8 +32,10 @@ pub struct FakeState {
     pub clusters: BTreeMap<String, EksClusterFacts>,
     /// Access entries by cluster name.
     pub access_entries: BTreeMap<String, Vec<AccessEntryFacts>>,
-    /// `false` answers access-entry calls like moto does (an HTML 404).
+    /// `false` answers access-entry and Pod Identity calls like moto does (an HTML 404).
     pub access_entries_supported: bool,
+    /// Pod Identity associations by cluster: (ServiceAccount, association id, role ARN).
+    pub pod_identity: BTreeMap<String, Vec<(ServiceAccountRef, String, String)>>,
     pub security_groups: Vec<SecurityGroupFacts>,
     pub instances: Vec<InstanceFacts>,
     /// IAM `MaxItems` of ListAttachedRolePolicies pages.
@@ -56,6 +59,7 @@ impl Default for FakeState {
             clusters: BTreeMap::new(),
             access_entries: BTreeMap::new(),
             access_entries_supported: true,
+            pod_identity: BTreeMap::new(),
             security_groups: Vec::new(),
             instances: Vec::new(),
             iam_page_size: 100,
@@ -381,6 +385,50 @@ impl EksApi for FakeAws {
                 .get(&cluster)
                 .and_then(|es| es.iter().find(|e| e.principal_arn == arn))
                 .cloned()
+                .ok_or_else(|| absent("ResourceNotFoundException"))
+        })
+    }
+
+    fn list_pod_identity_associations<'a>(
+        &'a self,
+        cluster: &'a str,
+        service_account: &'a ServiceAccountRef,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        let (cluster, service_account) = (cluster.to_owned(), service_account.clone());
+        self.answer("ListPodIdentityAssociations", move |s| {
+            if !s.access_entries_supported {
+                return Err(unsupported());
+            }
+            if !s.clusters.contains_key(&cluster) {
+                return Err(absent("ResourceNotFoundException"));
+            }
+            let ids = s
+                .pod_identity
+                .get(&cluster)
+                .into_iter()
+                .flatten()
+                .filter(|(sa, _, _)| *sa == service_account)
+                .map(|(_, id, _)| id.clone())
+                .collect();
+            page(ids, s.eks_page_size, next_token)
+        })
+    }
+
+    fn describe_pod_identity_association<'a>(
+        &'a self,
+        cluster: &'a str,
+        association_id: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>> {
+        let (cluster, id) = (cluster.to_owned(), association_id.to_owned());
+        self.answer("DescribePodIdentityAssociation", move |s| {
+            if !s.access_entries_supported {
+                return Err(unsupported());
+            }
+            s.pod_identity
+                .get(&cluster)
+                .and_then(|all| all.iter().find(|(_, i, _)| *i == id))
+                .map(|(_, _, role)| role.clone())
                 .ok_or_else(|| absent("ResourceNotFoundException"))
         })
     }

@@ -18,6 +18,7 @@ pub mod sdk;
 pub use limits::{Rate, RateLimits};
 pub use metrics::{CallCount, CallStats, Outcome};
 pub use observer::{
-    AwsFactsSource, AwsObservation, AwsObserver, AwsRequest, ObserverOptions, StaleFact,
+    AwsFactsSource, AwsObservation, AwsObserver, AwsRequest, ObserverOptions, ServiceAccountRef,
+    StaleFact,
 };
 pub use sdk::{SdkOptions, Timeouts};

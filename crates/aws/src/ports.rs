@@ -195,6 +195,32 @@ pub trait EksApi: Send + Sync {
         cluster: &'a str,
         principal_arn: &'a str,
     ) -> BoxFuture<'a, PortResult<AccessEntryFacts>>;
+    /// One page of the ids of the Pod Identity associations of one ServiceAccount.
+    fn list_pod_identity_associations<'a>(
+        &'a self,
+        cluster: &'a str,
+        service_account: &'a ServiceAccountRef,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>>;
+    /// The IAM role ARN of one Pod Identity association.
+    fn describe_pod_identity_association<'a>(
+        &'a self,
+        cluster: &'a str,
+        association_id: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>>;
+}
+
+/// A Kubernetes ServiceAccount by namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceAccountRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for ServiceAccountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
 }
 
 pub trait StsApi: Send + Sync {

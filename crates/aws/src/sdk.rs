@@ -8,7 +8,7 @@
 use crate::classify::classify;
 use crate::ports::{
     CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData, Service,
-    StsApi,
+    ServiceAccountRef, StsApi,
 };
 use aws_config::SdkConfig;
 use aws_smithy_types::retry::RetryConfig;
@@ -400,6 +400,58 @@ impl EksApi for SdkPorts {
                 type_: text(e.r#type()),
                 username: e.username().map(str::to_owned),
             })
+        }
+        .boxed()
+    }
+
+    fn list_pod_identity_associations<'a>(
+        &'a self,
+        cluster: &'a str,
+        service_account: &'a ServiceAccountRef,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        async move {
+            let out = self
+                .eks
+                .list_pod_identity_associations()
+                .cluster_name(cluster)
+                .namespace(&service_account.namespace)
+                .service_account(&service_account.name)
+                .max_results(100)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Eks, &e))?;
+            Ok(Page {
+                items: out
+                    .associations()
+                    .iter()
+                    .filter_map(|a| a.association_id().map(str::to_owned))
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_pod_identity_association<'a>(
+        &'a self,
+        cluster: &'a str,
+        association_id: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>> {
+        async move {
+            let out = self
+                .eks
+                .describe_pod_identity_association()
+                .cluster_name(cluster)
+                .association_id(association_id)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Eks, &e))?;
+            out.association()
+                .and_then(|a| a.role_arn())
+                .map(str::to_owned)
+                .ok_or_else(|| missing(Service::Eks, "association.roleArn"))
         }
         .boxed()
     }

@@ -4,9 +4,9 @@
 mod common;
 
 use common::{ACCOUNT, CLUSTER, cause, id_term, observer, options, request, role_arn, world};
-use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::{FakeAws, FakeState};
 use karpenter_health_aws::ports::{CallError, ErrorKind};
+use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
 use karpenter_health_checks::facts::{AccessEntryFacts, Observed, UnknownCause};
 
 #[tokio::test]
@@ -109,6 +109,7 @@ async fn missing_things_are_proven_absent_and_a_profile_without_role_names_no_ro
         instance_profile: Some("missing".into()),
         role: None,
         security_group_selector_terms: vec![id_term("sg-404")],
+        pod_identity_service_accounts: Vec::new(),
     };
     let facts = obs.observe(&req).await;
     assert_eq!(facts.instance_profile, Some(Observed::Absent));
@@ -226,4 +227,58 @@ async fn access_entries_and_attached_policies_are_read_across_pages() {
         2
     );
     assert_eq!(fake.calls("ListAttachedRolePolicies"), 2);
+}
+
+#[tokio::test]
+async fn pod_identity_roles_are_read_only_for_the_service_accounts_asked_about() {
+    let sa = |namespace: &str, name: &str| ServiceAccountRef {
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    let cni_role = role_arn("/", "AmazonEKSPodIdentityAmazonVPCCNIRole");
+    let mut state = world();
+    state.pod_identity.insert(
+        CLUSTER.into(),
+        vec![(
+            sa("kube-system", "aws-node"),
+            "a-1".into(),
+            cni_role.clone(),
+        )],
+    );
+    let fake = FakeAws::new(state);
+    let obs = observer(&fake, options());
+
+    // Not asked: no call.
+    obs.observe(&request()).await;
+    assert_eq!(fake.calls("ListPodIdentityAssociations"), 0);
+
+    let asked = AwsRequest {
+        pod_identity_service_accounts: vec![
+            sa("kube-system", "aws-node"),
+            sa("kube-system", "karpenter"),
+        ],
+        ..request()
+    };
+    let facts = obs.observe(&asked).await;
+    assert_eq!(
+        facts.pod_identity_role("kube-system/aws-node"),
+        Observed::Found(Some(cni_role))
+    );
+    assert_eq!(
+        facts.pod_identity_role("kube-system/karpenter"),
+        Observed::Found(None),
+        "no association is an answer, not an absence"
+    );
+    assert_eq!(fake.calls("ListPodIdentityAssociations"), 2);
+    assert_eq!(fake.calls("DescribePodIdentityAssociation"), 1);
+
+    // An endpoint without the API (moto) is unknown, never "no association".
+    let mut moto_like = world();
+    moto_like.access_entries_supported = false;
+    let fake = FakeAws::new(moto_like);
+    let facts = observer(&fake, options()).observe(&asked).await;
+    assert_eq!(
+        cause(&facts.pod_identity_role("kube-system/aws-node")),
+        UnknownCause::Unsupported
+    );
 }

@@ -179,6 +179,9 @@ pub struct KarpenterFacts {
     pub controller_role_arn: Option<String>,
     /// `ISOLATED_VPC` setting.
     pub isolated_vpc: bool,
+    /// The controller's ServiceAccount as `namespace/name`, whose Pod Identity role is the
+    /// controller role when it has no IRSA annotation.
+    pub service_account: Option<String>,
 }
 
 /// The label rules the installed `nodepools.karpenter.sh` CRD enforces: `Found(Some)` from its
@@ -219,6 +222,11 @@ pub struct AwsFacts {
     pub eks_cluster: Observed<EksClusterFacts>,
     /// Access entries whose principal is the node role (EKS ListAccessEntries/DescribeAccessEntry).
     pub node_role_access_entries: Observed<Vec<AccessEntryFacts>>,
+    /// The IAM role EKS Pod Identity gives ServiceAccounts that have no IRSA annotation, by
+    /// `namespace/name` (EKS ListPodIdentityAssociations/DescribePodIdentityAssociation):
+    /// `Found(None)` when no association exists. Only asked for the ServiceAccounts the checks
+    /// need a role of (the Karpenter controller's, `kube-system/aws-node`).
+    pub pod_identity_roles: BTreeMap<String, Observed<Option<String>>>,
     /// What the security-group selector terms resolve to now (an empty list: proven no match).
     pub security_groups: Observed<Vec<SecurityGroupFacts>>,
     /// Instances tagged with this cluster's name (`eks:eks-cluster-name` or
@@ -236,9 +244,25 @@ impl Default for AwsFacts {
             node_role: None,
             eks_cluster: Observed::unknown(pending(), "not observed yet"),
             node_role_access_entries: Observed::unknown(pending(), "not observed yet"),
+            pod_identity_roles: BTreeMap::new(),
             security_groups: Observed::unknown(pending(), "not observed yet"),
             cluster_instances: Observed::unknown(pending(), "not observed yet"),
         }
+    }
+}
+
+impl AwsFacts {
+    /// The EKS Pod Identity role of the ServiceAccount `namespace/name`; not observed when it was
+    /// not asked for.
+    pub fn pod_identity_role(&self, service_account: &str) -> Observed<Option<String>> {
+        self.pod_identity_roles
+            .get(service_account)
+            .cloned()
+            .unwrap_or_else(|| {
+                Observed::not_observed(format!(
+                    "the Pod Identity association of {service_account} was not looked up"
+                ))
+            })
     }
 }
 

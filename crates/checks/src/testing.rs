@@ -23,6 +23,8 @@ pub const REGION: &str = "us-west-2";
 pub const VPC: &str = "vpc-0demo";
 pub const NODE_CLASS: &str = "default";
 pub const NODE_POOL: &str = "default";
+/// The Karpenter controller's ServiceAccount, as a Pod Identity key.
+pub const KARPENTER_SERVICE_ACCOUNT: &str = "kube-system/karpenter";
 pub const NODE_ROLE: &str = "KarpenterNodeRole-demo";
 pub const CONTROLLER_ROLE: &str = "KarpenterControllerRole-demo";
 /// The profile Karpenter generated for `spec.role` (`<cluster>_<hash>`).
@@ -260,6 +262,7 @@ fn healthy_cluster() -> ClusterFacts {
             cluster_name: Some(CLUSTER.into()),
             controller_role_arn: Some(role_arn(CONTROLLER_ROLE)),
             isolated_vpc: false,
+            service_account: Some(KARPENTER_SERVICE_ACCOUNT.into()),
         }),
         // Served without validation rules (an API server before 1.25): the version decides.
         crd_label_rules: Observed::Found(None),
@@ -311,6 +314,11 @@ fn healthy_aws() -> AwsFacts {
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
         }),
         node_role_access_entries: Observed::Found(Vec::new()),
+        // Neither ServiceAccount has a Pod Identity association (IRSA or the node role instead).
+        pod_identity_roles: BTreeMap::from([
+            ("kube-system/aws-node".to_owned(), Observed::Found(None)),
+            (KARPENTER_SERVICE_ACCOUNT.to_owned(), Observed::Found(None)),
+        ]),
         security_groups: Observed::Found(vec![SecurityGroupFacts {
             name: "demo-nodes".into(),
             ..security_group(

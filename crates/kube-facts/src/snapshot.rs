@@ -266,15 +266,23 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         }
     };
     let settings = settings.unwrap_or_default();
-    let controller_role_arn = match &sources.karpenter_service_account {
-        Observed::Found(Some(sa)) => role_arn(sa),
-        _ => None,
+    let (controller_role_arn, service_account) = match &sources.karpenter_service_account {
+        Observed::Found(Some(sa)) => (
+            role_arn(sa),
+            Some(format!(
+                "{}/{}",
+                sa.namespace().unwrap_or_default(),
+                sa.name_any()
+            )),
+        ),
+        _ => (None, None),
     };
     Observed::Found(KarpenterFacts {
         version: overrides.karpenter_version.clone().or(settings.version),
         cluster_name: settings.cluster_name,
         controller_role_arn,
         isolated_vpc: settings.isolated_vpc,
+        service_account,
     })
 }
 

@@ -6,9 +6,12 @@ use crate::metrics::Metrics;
 use crate::triggers::TriggerTimes;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
-use karpenter_health_aws::{AwsFactsSource, AwsObserver, AwsRequest, ObserverOptions};
+use karpenter_health_aws::{
+    AwsFactsSource, AwsObserver, AwsRequest, ObserverOptions, ServiceAccountRef,
+};
 use karpenter_health_checks::Facts;
-use karpenter_health_checks::facts::ClusterFacts;
+use karpenter_health_checks::facts::{ClusterFacts, Observed};
+use karpenter_health_checks::rules::node_role::AWS_NODE_SERVICE_ACCOUNT;
 use karpenter_health_kube_facts::{KubeFacts, Overrides};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
@@ -95,7 +98,30 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
         }),
         role: node_class.spec.role.clone(),
         security_group_selector_terms: node_class.spec.security_group_selector_terms.clone(),
+        pod_identity_service_accounts: pod_identity_service_accounts(facts),
     }
+}
+
+/// The ServiceAccounts whose role can only come from EKS Pod Identity: those that exist without
+/// an IRSA annotation. Asked only then, so clusters on IRSA make no extra calls.
+fn pod_identity_service_accounts(facts: &ClusterFacts) -> Vec<ServiceAccountRef> {
+    let parse = |key: &str| {
+        let (namespace, name) = key.split_once('/')?;
+        Some(ServiceAccountRef {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })
+    };
+    let mut wanted = Vec::new();
+    if facts.aws_node_role_arn == Observed::Found(None) {
+        wanted.extend(parse(AWS_NODE_SERVICE_ACCOUNT));
+    }
+    if let Some(karpenter) = facts.karpenter.found()
+        && karpenter.controller_role_arn.is_none()
+    {
+        wanted.extend(karpenter.service_account.as_deref().and_then(parse));
+    }
+    wanted
 }
 
 impl Context {

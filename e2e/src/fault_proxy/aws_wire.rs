@@ -2,6 +2,7 @@
 //! is (SigV4 credential scope, JSON target, EKS REST path, query `Action`), the error each
 //! protocol really sends for a fault, and EKS access entries served from test data. Pure, no IO.
 
+use super::PodIdentityAssociation;
 use super::{AccessEntry, Fault};
 use bytes::Bytes;
 use http_body_util::Full;
@@ -14,9 +15,12 @@ use percent_encoding::percent_decode_str;
 pub(super) struct Call {
     pub(super) service: String,
     pub(super) operation: String,
-    /// EKS: the cluster and the access entry's principal named in the path.
+    /// EKS: the cluster and the access entry's principal (or the Pod Identity association's
+    /// id) named in the path.
     pub(super) cluster: Option<String>,
     pub(super) principal: Option<String>,
+    /// EKS ListPodIdentityAssociations: the `namespace` and `serviceAccount` query parameters.
+    pub(super) service_account: Option<(String, String)>,
 }
 
 pub(super) fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
@@ -34,6 +38,7 @@ pub(super) fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
         operation: "unknown".into(),
         cluster: None,
         principal: None,
+        service_account: None,
     };
     if let Some(target) = req
         .headers()
@@ -65,6 +70,36 @@ pub(super) fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
                 call.cluster = Some(name.clone());
                 call.principal = Some(principal.clone());
                 "DescribeAccessEntry".into()
+            }
+            ("GET", [c, name, a]) if c == "clusters" && a == "pod-identity-associations" => {
+                call.cluster = Some(name.clone());
+                let query: Vec<(String, String)> = req
+                    .uri()
+                    .query()
+                    .unwrap_or_default()
+                    .split('&')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| {
+                        (
+                            k.to_owned(),
+                            percent_decode_str(v).decode_utf8_lossy().into_owned(),
+                        )
+                    })
+                    .collect();
+                let param = |key: &str| {
+                    query
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default()
+                };
+                call.service_account = Some((param("namespace"), param("serviceAccount")));
+                "ListPodIdentityAssociations".into()
+            }
+            ("GET", [c, name, a, id]) if c == "clusters" && a == "pod-identity-associations" => {
+                call.cluster = Some(name.clone());
+                call.principal = Some(id.clone());
+                "DescribePodIdentityAssociation".into()
             }
             ("POST", [c]) if c == "clusters" => "CreateCluster".into(),
             _ => format!("{method} {}", req.uri().path()),
@@ -199,5 +234,74 @@ pub(super) fn access_entries(call: &Call, entries: &[AccessEntry]) -> Response<F
                 serde_json::json!({ "message": format!("The specified access entry resource is not found. Principal: {principal}") }).to_string(),
             ),
         },
+    }
+}
+
+/// ListPodIdentityAssociations / DescribePodIdentityAssociation from test data, as EKS answers
+/// them.
+pub(super) fn pod_identity_associations(
+    call: &Call,
+    associations: &[PodIdentityAssociation],
+) -> Response<Full<Bytes>> {
+    let cluster = call.cluster.clone().unwrap_or_default();
+    let arn = |a: &PodIdentityAssociation| {
+        format!(
+            "arn:aws:eks:us-east-1:123456789012:podidentityassociation/{cluster}/{}",
+            a.id
+        )
+    };
+    match (&call.principal, &call.service_account) {
+        (Some(id), _) => match associations.iter().find(|a| &a.id == id) {
+            Some(a) => respond(
+                200,
+                "application/json",
+                &[],
+                serde_json::json!({ "association": {
+                    "clusterName": cluster,
+                    "namespace": a.namespace,
+                    "serviceAccount": a.service_account,
+                    "roleArn": a.role_arn,
+                    "associationArn": arn(a),
+                    "associationId": a.id,
+                    "tags": {},
+                    "createdAt": 1_700_000_000,
+                    "modifiedAt": 1_700_000_000,
+                }})
+                .to_string(),
+            ),
+            None => respond(
+                404,
+                "application/json",
+                &[("x-amzn-errortype", "ResourceNotFoundException")],
+                serde_json::json!({ "message": format!("Pod identity association {id} not found") })
+                    .to_string(),
+            ),
+        },
+        (None, wanted) => {
+            let listed: Vec<serde_json::Value> = associations
+                .iter()
+                .filter(|a| {
+                    wanted.as_ref().is_none_or(|(ns, sa)| {
+                        (ns.is_empty() || *ns == a.namespace)
+                            && (sa.is_empty() || *sa == a.service_account)
+                    })
+                })
+                .map(|a| {
+                    serde_json::json!({
+                        "clusterName": cluster,
+                        "namespace": a.namespace,
+                        "serviceAccount": a.service_account,
+                        "associationArn": arn(a),
+                        "associationId": a.id,
+                    })
+                })
+                .collect();
+            respond(
+                200,
+                "application/json",
+                &[],
+                serde_json::json!({ "associations": listed }).to_string(),
+            )
+        }
     }
 }

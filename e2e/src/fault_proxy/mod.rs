@@ -9,7 +9,7 @@
 mod aws_wire;
 
 use anyhow::Result;
-use aws_wire::{Call, access_entries, aws_error, identify};
+use aws_wire::{Call, access_entries, aws_error, identify, pod_identity_associations};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -53,6 +53,15 @@ pub struct AccessEntry {
     pub username: Option<String>,
 }
 
+/// An EKS Pod Identity association the proxy serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodIdentityAssociation {
+    pub namespace: String,
+    pub service_account: String,
+    pub id: String,
+    pub role_arn: String,
+}
+
 #[derive(Clone, Debug)]
 struct Rule {
     service: String,
@@ -69,6 +78,7 @@ struct Rule {
 struct State {
     rules: Vec<Rule>,
     access_entries: BTreeMap<String, Vec<AccessEntry>>,
+    pod_identity: BTreeMap<String, Vec<PodIdentityAssociation>>,
     authentication_modes: BTreeMap<String, String>,
     counts: BTreeMap<(String, String), usize>,
 }
@@ -187,6 +197,13 @@ impl FaultProxy {
             .insert(cluster.to_owned(), entries);
     }
 
+    /// Serve the Pod Identity associations of `cluster` from `associations` (moto has none).
+    pub fn set_pod_identity(&self, cluster: &str, associations: Vec<PodIdentityAssociation>) {
+        lock(&self.state)
+            .pod_identity
+            .insert(cluster.to_owned(), associations);
+    }
+
     /// Add `accessConfig.authenticationMode` to moto's DescribeCluster answer for `cluster`.
     pub fn set_authentication_mode(&self, cluster: &str, mode: &str) {
         lock(&self.state)
@@ -294,6 +311,21 @@ async fn handle(
             .and_then(|c| lock(&state).access_entries.get(c).cloned());
         if let Some(entries) = served {
             return Ok(access_entries(&call, &entries));
+        }
+    }
+
+    if call.service == "eks"
+        && matches!(
+            call.operation.as_str(),
+            "ListPodIdentityAssociations" | "DescribePodIdentityAssociation"
+        )
+    {
+        let served = call
+            .cluster
+            .as_ref()
+            .and_then(|c| lock(&state).pod_identity.get(c).cloned());
+        if let Some(associations) = served {
+            return Ok(pod_identity_associations(&call, &associations));
         }
     }
 

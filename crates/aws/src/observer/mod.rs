@@ -12,6 +12,7 @@ mod ec2;
 mod eks;
 mod iam;
 mod options;
+mod pod_identity;
 mod shared;
 mod sts;
 
@@ -21,9 +22,10 @@ pub use options::ObserverOptions;
 use crate::cache::{Cache, Read, Ttls};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
+pub use crate::ports::ServiceAccountRef;
 use crate::ports::{Ec2Api, EksApi, IamApi, RoleData, StsApi};
 use crate::sdk::SdkPorts;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, join_all};
 use futures::{FutureExt, join};
 use karpenter_health_api::karpenter::SelectorTerm;
 use karpenter_health_checks::facts::{
@@ -47,6 +49,9 @@ pub struct AwsRequest {
     /// `spec.role`. When `None`, the node role is the instance profile's role.
     pub role: Option<String>,
     pub security_group_selector_terms: Vec<SelectorTerm>,
+    /// ServiceAccounts whose EKS Pod Identity role the checks need (those without an IRSA
+    /// annotation: the Karpenter controller's, `kube-system/aws-node`).
+    pub pod_identity_service_accounts: Vec<ServiceAccountRef>,
 }
 
 /// One fact whose latest read failed while an older good answer is kept.
@@ -98,6 +103,8 @@ struct Inner {
     clusters: Cache<String, EksClusterFacts>,
     /// Keyed by (cluster, node role ARN): ListAccessEntries then DescribeAccessEntry.
     access: Cache<(String, String), Vec<AccessEntryFacts>>,
+    /// Keyed by (cluster, ServiceAccount): the role of its Pod Identity association, if any.
+    pod_identity: Cache<(String, ServiceAccountRef), Option<String>>,
     security_groups: Cache<SelectorTerm, Vec<SecurityGroupFacts>>,
     instances: Cache<String, Vec<InstanceFacts>>,
 }
@@ -160,6 +167,7 @@ impl AwsObserver {
                 attached: Cache::new(ttls),
                 clusters: Cache::new(ttls),
                 access: Cache::new(ttls),
+                pod_identity: Cache::new(ttls),
                 security_groups: Cache::new(ttls),
                 instances: Cache::new(ttls),
                 options,
@@ -222,7 +230,15 @@ impl AwsObserver {
             self.security_groups(&request.security_group_selector_terms),
             instances_read,
         );
-        let access = self.access_entries(cluster, eks.as_ref(), &role).await;
+        let eks_read = eks.as_ref();
+        let pod_identity_reads = request
+            .pod_identity_service_accounts
+            .iter()
+            .map(|sa| async move { (sa, self.pod_identity_role(cluster, eks_read, sa).await) });
+        let (access, pod_identity) = join!(
+            self.access_entries(cluster, eks.as_ref(), &role),
+            join_all(pod_identity_reads)
+        );
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
@@ -248,6 +264,12 @@ impl AwsObserver {
             "node_role_access_entries",
             access.as_ref().and_then(Read::stale_age),
         );
+        for (_, read) in &pod_identity {
+            note(
+                "pod_identity_roles",
+                read.as_ref().and_then(Read::stale_age),
+            );
+        }
         note("security_groups", sgs.stale_age());
         note(
             "cluster_instances",
@@ -265,6 +287,13 @@ impl AwsObserver {
                 (None, Some(why)) => why.clone(),
                 (None, None) => no_cluster(),
             },
+            pod_identity_roles: pod_identity
+                .iter()
+                .map(|(sa, read)| {
+                    let current = read.as_ref().map_or_else(no_cluster, |r| r.current.clone());
+                    (sa.to_string(), current)
+                })
+                .collect(),
             security_groups: sgs.current.clone(),
             cluster_instances: instances
                 .as_ref()
@@ -277,6 +306,15 @@ impl AwsObserver {
             node_role: role.last_good(),
             eks_cluster: eks.as_ref().and_then(good).unwrap_or_default(),
             node_role_access_entries: access.as_ref().and_then(good).unwrap_or_default(),
+            pod_identity_roles: pod_identity
+                .iter()
+                .map(|(sa, read)| {
+                    (
+                        sa.to_string(),
+                        read.as_ref().and_then(good).unwrap_or_default(),
+                    )
+                })
+                .collect(),
             security_groups: good(&sgs).unwrap_or_default(),
             cluster_instances: instances.as_ref().and_then(good).unwrap_or_default(),
         };

@@ -178,6 +178,7 @@ pub fn request() -> AwsRequest {
             tag_term("karpenter.sh/discovery", CLUSTER),
             tag_term("team", "*"),
         ],
+        pod_identity_service_accounts: Vec::new(),
     }
 }
 

@@ -22,6 +22,8 @@ const ECR: [&str; 2] = [
     "AmazonEC2ContainerRegistryReadOnly",
 ];
 const SSM: &str = "AmazonSSMManagedInstanceCore";
+/// The VPC CNI's ServiceAccount, as a Pod Identity key.
+pub const AWS_NODE_SERVICE_ACCOUNT: &str = "kube-system/aws-node";
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::NodeRoleReady, "node-role");
@@ -156,11 +158,20 @@ fn check_policies(
     }
     let mut cni_unknown = None;
     if !has(CNI) {
-        // CNI permissions may come through IRSA on aws-node instead (troubleshooting page).
+        // CNI permissions may come to aws-node through IRSA or an EKS Pod Identity association
+        // instead (Karpenter's getting-started guide uses Pod Identity).
         match &ctx.facts.cluster.aws_node_role_arn {
-            Observed::Found(None) => missing.push(CNI.to_owned()),
+            Observed::Found(None) => {
+                match ctx.facts.aws.pod_identity_role(AWS_NODE_SERVICE_ACCOUNT) {
+                    Observed::Found(None) => missing.push(CNI.to_owned()),
+                    Observed::Found(Some(_)) | Observed::Absent => {}
+                    Observed::Unknown(u) => {
+                        cni_unknown = Some(("The aws-node Pod Identity association", u))
+                    }
+                }
+            }
             Observed::Found(Some(_)) | Observed::Absent => {}
-            Observed::Unknown(u) => cni_unknown = Some(u),
+            Observed::Unknown(u) => cni_unknown = Some(("The aws-node ServiceAccount", u.clone())),
         }
     }
     if !missing.is_empty() {
@@ -172,8 +183,8 @@ fn check_policies(
             ),
             subjects.clone(),
         );
-    } else if let Some(u) = cni_unknown {
-        let why = Why::unobserved("The aws-node ServiceAccount", u);
+    } else if let Some((what, u)) = cni_unknown {
+        let why = Why::unobserved(what, &u);
         c.unknown(Why::new(
             why.reason,
             format!(

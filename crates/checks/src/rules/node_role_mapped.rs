@@ -263,9 +263,23 @@ fn node_role_identity(ctx: &Context) -> Result<IamArn, Why> {
     }
 }
 
+/// The controller's role: its ServiceAccount's IRSA annotation, else its EKS Pod Identity role.
 fn controller_role(ctx: &Context) -> Option<IamArn> {
     let karpenter = ctx.facts.cluster.karpenter.found()?;
-    arn::parse_iam(karpenter.controller_role_arn.as_deref()?).ok()
+    let from_pod_identity = || {
+        let sa = karpenter.service_account.as_deref()?;
+        ctx.facts
+            .aws
+            .pod_identity_role(sa)
+            .found()
+            .cloned()
+            .flatten()
+    };
+    let arn = karpenter
+        .controller_role_arn
+        .clone()
+        .or_else(from_pod_identity)?;
+    arn::parse_iam(&arn).ok()
 }
 
 /// Whether an entry is meant to admit nodes (so mapping the wrong role there is the mistake).

@@ -25,9 +25,11 @@ pub(super) enum Fact {
     /// The NodeClaim watch: this class's NodeClaims and every claimed instance id.
     NodeClaims,
     PendingPods,
+    /// The EKS Pod Identity roles of aws-node and the Karpenter controller.
+    PodIdentity,
 }
 
-pub(super) const ALL_FACTS: [Fact; 14] = [
+pub(super) const ALL_FACTS: [Fact; 15] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -42,6 +44,7 @@ pub(super) const ALL_FACTS: [Fact; 14] = [
     Fact::NodePools,
     Fact::NodeClaims,
     Fact::PendingPods,
+    Fact::PodIdentity,
 ];
 
 /// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
@@ -82,6 +85,11 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
             f.cluster.claimed_instance_ids = list(cause);
         }
         Fact::PendingPods => f.cluster.pending_pods = list(cause),
+        Fact::PodIdentity => {
+            for role in f.aws.pod_identity_roles.values_mut() {
+                *role = cause.map_or(Observed::Found(None), unknown);
+            }
+        }
     }
 }
 

@@ -1,0 +1,57 @@
+//! The shipped IAM policy (deploy/iam-policy.json) grants exactly the calls the adapter makes:
+//! a full observation against the fake, with every optional read asked for, makes each granted
+//! action at least once and no other. Reads the policy file (IO in a test only).
+
+mod common;
+
+use common::{CLUSTER, observer, options, request, role_arn, world};
+use karpenter_health_aws::fake::FakeAws;
+use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
+use std::collections::BTreeSet;
+
+const POLICY: &str = include_str!("../../../deploy/iam-policy.json");
+
+fn granted() -> BTreeSet<String> {
+    let policy: serde_json::Value = serde_json::from_str(POLICY).expect("policy JSON");
+    policy["Statement"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .flat_map(|s| s["Action"].as_array().cloned().unwrap_or_default())
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
+    let aws_node = ServiceAccountRef {
+        namespace: "kube-system".into(),
+        name: "aws-node".into(),
+    };
+    let mut state = world();
+    state.pod_identity.insert(
+        CLUSTER.into(),
+        vec![(aws_node.clone(), "a-1".into(), role_arn("/", "CniRole"))],
+    );
+    let fake = FakeAws::new(state);
+    let obs = observer(&fake, options());
+    obs.observe(&AwsRequest {
+        pod_identity_service_accounts: vec![aws_node],
+        ..request()
+    })
+    .await;
+    let made: BTreeSet<String> = obs
+        .call_stats()
+        .calls
+        .iter()
+        .map(|c| format!("{}:{}", c.service, c.operation))
+        .collect();
+    let granted = granted();
+    let missing: Vec<&String> = made.difference(&granted).collect();
+    let unused: Vec<&String> = granted.difference(&made).collect();
+    assert!(
+        missing.is_empty(),
+        "calls the policy does not grant: {missing:?}"
+    );
+    assert!(unused.is_empty(), "granted but never called: {unused:?}");
+}
