@@ -2,6 +2,8 @@
 //! a full observation against the fake, with every optional read asked for, makes each granted
 //! action at least once and no other. Reads the policy file (IO in a test only).
 
+// This test uses only part of the shared fixture.
+#[allow(dead_code)]
 mod common;
 
 use common::{CLUSTER, observer, options, request, role_arn, world};

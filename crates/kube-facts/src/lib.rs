@@ -4,8 +4,10 @@
 #![forbid(unsafe_code)]
 
 pub mod karpenter_settings;
+pub mod pods;
 pub mod snapshot;
 pub mod trim;
+pub mod watch_health;
 pub mod watches;
 
 pub use snapshot::Overrides;

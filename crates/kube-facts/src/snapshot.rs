@@ -2,20 +2,17 @@
 //! Pure: no IO, callers pass the cache contents in.
 
 use crate::karpenter_settings::{controller_settings, role_arn};
+use crate::pods;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, NodeSelectorRequirement, NodeSelectorTerm, Pod, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::{
-    EC2NodeClass, NODEPOOL_LABEL, NodeClaim, NodePool, Requirement, instance_id_of,
-};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool, instance_id_of};
 use karpenter_health_checks::facts::{
     AwsAuthData, ClusterFacts, KarpenterFacts, Observed, PodScheduling,
 };
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Operator flags that replace what would otherwise be read from the cluster, for clusters where
@@ -40,9 +37,6 @@ pub struct Sources {
     /// `nodepools.karpenter.sh`, trimmed to the label rules it enforces.
     pub node_pool_crd: Observed<Option<Arc<CustomResourceDefinition>>>,
 }
-
-/// The label (and tag) naming the EC2NodeClass a node was launched from.
-const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
 
 /// Builds the cluster facts of `node_class`.
 pub fn cluster_facts(
@@ -96,12 +90,12 @@ pub fn cluster_facts(
                 .collect();
             Observed::Found(
                 pods.iter()
-                    .filter(|pod| karpenter_provisions_for(pod))
+                    .filter(|pod| pods::karpenter_provisions_for(pod))
                     .filter_map(|pod| {
-                        let classes = candidate_classes(pod, &class_of_pool);
+                        let classes = pods::candidate_classes(pod, &class_of_pool);
                         classes.contains(&name).then(|| PodScheduling {
                             only_this_class: classes.len() == 1,
-                            ..pod_scheduling(pod)
+                            ..pods::pod_scheduling(pod)
                         })
                     })
                     .collect(),
@@ -135,107 +129,6 @@ pub fn cluster_facts(
         configured_cluster_name: overrides.cluster_name.clone(),
         // The controller knows when it saw the current generation; it fills this in.
         node_class_generation_seen_at: None,
-    }
-}
-
-/// Whether Karpenter would provision for a Pending Pod (kubernetes-sigs/karpenter
-/// `pkg/utils/pod/scheduling.go` `IsProvisionable`): the scheduler found no node for it
-/// (`PodScheduled=False`, reason `Unschedulable`), no scheduling gate holds it, and it is not a
-/// DaemonSet's or a static Pod (owned by a Node). A Pod merely Pending for a moment before the
-/// scheduler binds it is not one.
-pub fn karpenter_provisions_for(pod: &Pod) -> bool {
-    let unschedulable = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c.type_ == "PodScheduled"
-                && c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
-        });
-    let gated = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_gates.as_ref())
-        .is_some_and(|g| !g.is_empty());
-    let owned_by_daemon_set_or_node = pod
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.kind == "DaemonSet" || o.kind == "Node");
-    unschedulable && !gated && !owned_by_daemon_set_or_node
-}
-
-/// The EC2NodeClasses whose NodePools could take `pod`: those of the NodePool it pins by
-/// `karpenter.sh/nodepool`, or the class it pins by `karpenter.k8s.aws/ec2nodeclass`, else every
-/// class that has a NodePool.
-fn candidate_classes(pod: &Pod, class_of_pool: &BTreeMap<String, String>) -> BTreeSet<String> {
-    let selector = pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
-    let pinned_pool = selector.and_then(|s| s.get(NODEPOOL_LABEL));
-    let pinned_class = selector.and_then(|s| s.get(NODE_CLASS_LABEL));
-    class_of_pool
-        .iter()
-        .filter(|(pool, _)| pinned_pool.is_none_or(|p| p == *pool))
-        .filter(|(_, class)| pinned_class.is_none_or(|c| c == *class))
-        .map(|(_, class)| class.clone())
-        .collect()
-}
-
-fn requirement(expression: &NodeSelectorRequirement) -> Requirement {
-    Requirement {
-        key: expression.key.clone(),
-        operator: expression.operator.clone(),
-        values: expression.values.clone().unwrap_or_default(),
-    }
-}
-
-/// The match expressions of one node selector term as requirements.
-fn requirements(term: &NodeSelectorTerm) -> Vec<Requirement> {
-    term.match_expressions
-        .iter()
-        .flatten()
-        .map(requirement)
-        .collect()
-}
-
-/// What Karpenter copies from a Pod into NodeClaim requirements.
-pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
-    let spec = pod.spec.as_ref();
-    let node_affinity = spec
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.node_affinity.as_ref());
-    let required = node_affinity
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|selector| {
-            selector
-                .node_selector_terms
-                .iter()
-                .map(requirements)
-                .collect()
-        })
-        .unwrap_or_default();
-    let preferred = node_affinity
-        .and_then(|n| {
-            n.preferred_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|terms| terms.iter().map(|t| requirements(&t.preference)).collect())
-        .unwrap_or_default();
-    PodScheduling {
-        only_this_class: true,
-        namespace: pod.namespace().unwrap_or_default(),
-        name: pod.name_any(),
-        node_selector: spec
-            .and_then(|s| s.node_selector.clone())
-            .unwrap_or_default(),
-        required_affinity: required,
-        preferred_affinity: preferred,
     }
 }
 
@@ -289,6 +182,7 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pods::pod_scheduling;
     use karpenter_health_api::karpenter::{
         EC2NodeClassSpec, NodeClaimSpec, NodeClassRef, NodePoolSpec,
     };
