@@ -217,6 +217,17 @@ impl AwsSeeder {
         Ok(sg.group_id().context("group id")?.to_owned())
     }
 
+    /// Deletes the security group `id`.
+    pub async fn delete_security_group(&self, id: &str) -> Result<()> {
+        self.ec2
+            .delete_security_group()
+            .group_id(id)
+            .send()
+            .await
+            .with_context(|| format!("deleting security group {id}"))?;
+        Ok(())
+    }
+
     /// `count` instances in `subnet` with `tags`, in batches of at most 1,000 per RunInstances.
     pub async fn instances(
         &self,

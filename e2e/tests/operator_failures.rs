@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::jiff::SignedDuration;
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_e2e::fault_proxy::FaultProxy;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
 use karpenter_health_e2e::health_status::{assert_only_failed, finding_names, message};
 use karpenter_health_e2e::names::unique;
@@ -402,6 +403,48 @@ async fn karpenter_before_1_7_in_an_isolated_region_fails_metadata_options_and_1
 
         fx.set_karpenter_version("1.7.0").await?;
         fx.wait_healthy("after upgrading to 1.7.0 again").await?;
+        operator.stop().await
+    }
+    .await;
+    fx.finish(outcome).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selected_security_group_in_another_vpc_is_caught_before_any_launch_fails() -> Result<()>
+{
+    let fx = Fixture::seed("sgvpc", "eu-north-1", "1.8.6").await?;
+    let outcome: Result<()> = async {
+        // moto's DescribeCluster leaves the VPC out; the proxy adds it as EKS answers.
+        let proxy = FaultProxy::start(fx.bed.moto_url()?).await?;
+        proxy.set_cluster_vpc(&fx.cluster, &fx.vpc);
+        let operator = fx.start_operator(Some(&proxy.url()), true).await?;
+        fx.wait_healthy("with the cluster's VPC known").await?;
+
+        // A group of another VPC carries the discovery tag the selector matches.
+        let other_vpc = fx.aws.vpc("10.42.0.0/16", &[]).await?;
+        let stray = fx
+            .aws
+            .security_group(
+                &other_vpc,
+                &format!("{}-stray", fx.cluster),
+                &[("karpenter.sh/discovery", fx.cluster.as_str())],
+            )
+            .await?;
+        let status = fx
+            .wait_failed(&[(
+                ConditionType::SecurityGroupsReady,
+                Reason::SecurityGroupInOtherVpc,
+            )])
+            .await?;
+        assert_only_failed(&status, &[ConditionType::SecurityGroupsReady]);
+        let text = message(&status, ConditionType::SecurityGroupsReady);
+        assert!(
+            text.contains(&stray) && text.contains(&other_vpc) && text.contains(&fx.vpc),
+            "names the group and both VPCs: {text}"
+        );
+
+        fx.aws.delete_security_group(&stray).await?;
+        fx.wait_healthy("after the stray group is gone").await?;
         operator.stop().await
     }
     .await;

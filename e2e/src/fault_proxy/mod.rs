@@ -80,6 +80,7 @@ struct State {
     access_entries: BTreeMap<String, Vec<AccessEntry>>,
     pod_identity: BTreeMap<String, Vec<PodIdentityAssociation>>,
     authentication_modes: BTreeMap<String, String>,
+    cluster_vpcs: BTreeMap<String, String>,
     counts: BTreeMap<(String, String), usize>,
 }
 
@@ -209,6 +210,14 @@ impl FaultProxy {
         lock(&self.state)
             .authentication_modes
             .insert(cluster.to_owned(), mode.to_owned());
+    }
+
+    /// Add `resourcesVpcConfig.vpcId` to moto's DescribeCluster answer for `cluster` (moto
+    /// leaves it out).
+    pub fn set_cluster_vpc(&self, cluster: &str, vpc: &str) {
+        lock(&self.state)
+            .cluster_vpcs
+            .insert(cluster.to_owned(), vpc.to_owned());
     }
 
     /// Requests received for `service`/`operation` (whatever happened to them).
@@ -356,18 +365,34 @@ async fn handle(
         .map_err(std::io::Error::other)?;
 
     if call.operation == "DescribeCluster" && parts.status == StatusCode::OK {
-        let mode = call
-            .cluster
-            .as_ref()
-            .and_then(|c| lock(&state).authentication_modes.get(c).cloned());
-        if let Some(mode) = mode
+        let (mode, vpc) = match call.cluster.as_ref() {
+            Some(c) => {
+                let state = lock(&state);
+                (
+                    state.authentication_modes.get(c).cloned(),
+                    state.cluster_vpcs.get(c).cloned(),
+                )
+            }
+            None => (None, None),
+        };
+        if (mode.is_some() || vpc.is_some())
             && let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body)
             && let Some(cluster) = json.get_mut("cluster").and_then(|c| c.as_object_mut())
         {
-            cluster.insert(
-                "accessConfig".into(),
-                serde_json::json!({ "authenticationMode": mode }),
-            );
+            if let Some(mode) = mode {
+                cluster.insert(
+                    "accessConfig".into(),
+                    serde_json::json!({ "authenticationMode": mode }),
+                );
+            }
+            if let Some(vpc) = vpc {
+                let config = cluster
+                    .entry("resourcesVpcConfig")
+                    .or_insert_with(|| serde_json::json!({}));
+                if let Some(config) = config.as_object_mut() {
+                    config.insert("vpcId".into(), serde_json::json!(vpc));
+                }
+            }
             body = Bytes::from(json.to_string());
         }
     }
