@@ -12,7 +12,9 @@ use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_e2e::fixture::{DEADLINE, Fixture};
 use karpenter_health_e2e::status_log::StatusLog;
 use karpenter_health_e2e::wait_for;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use serde_json::json;
 use std::time::Duration;
 
@@ -25,7 +27,9 @@ const LABEL: &str = "karpenter-health.io/e2e-scale";
 /// Creates `NodeClaims` of the fixture's class, the first claiming `instances`, with the status
 /// Karpenter writes once a node joined.
 async fn seed_node_claims(fx: &Fixture, instances: &[String]) -> Result<()> {
-    let api: Api<NodeClaim> = Api::all(fx.admin.clone());
+    // Dynamic objects: the read-only mirror would drop the fields the CRD requires.
+    let api: Api<DynamicObject> =
+        Api::all_with(fx.admin.clone(), &ApiResource::erase::<NodeClaim>(&()));
     let now = jiff::Timestamp::now().to_string();
     futures::stream::iter(0..NODE_CLAIMS)
         .map(|n| {
@@ -37,13 +41,15 @@ async fn seed_node_claims(fx: &Fixture, instances: &[String]) -> Result<()> {
             let now = now.clone();
             async move {
                 let name = format!("{}-{n}", fx.name);
-                let claim: NodeClaim = serde_json::from_value(json!({
+                let claim: DynamicObject = serde_json::from_value(json!({
                     "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
                     "metadata": {"name": name, "labels": {LABEL: fx.name, "karpenter.sh/nodepool": fx.name}},
                     "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": fx.name},
                              "requirements": []},
                 }))?;
-                api.create(&PostParams::default(), &claim).await?;
+                api.create(&PostParams::default(), &claim)
+                    .await
+                    .with_context(|| format!("creating NodeClaim {name}"))?;
                 let condition = |t: &str| json!({"type": t, "status": "True", "reason": t, "lastTransitionTime": now});
                 api.patch_status(
                     &name,
@@ -53,7 +59,8 @@ async fn seed_node_claims(fx: &Fixture, instances: &[String]) -> Result<()> {
                         "conditions": [condition("Launched"), condition("Registered")],
                     }})),
                 )
-                .await?;
+                .await
+                .with_context(|| format!("writing the status of NodeClaim {name}"))?;
                 anyhow::Ok(())
             }
         })
