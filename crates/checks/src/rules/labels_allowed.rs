@@ -85,10 +85,18 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Observed::Found(Some(rules)) => Some(*rules),
         _ => None,
     };
-    let candidates: Vec<LabelRules> = match (from_crd, &ctx.version) {
-        (Some(rules), _) => vec![rules],
-        (None, Ok(v)) => vec![LabelRules::for_version(v)],
-        (None, Err(_)) => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
+    // Why the rule set is open, if it is: the CRD could not be read (its rules, not the
+    // controller's version, decide), or neither it nor the version is known.
+    let open_because: Option<Why> = match (&ctx.facts.cluster.crd_label_rules, &ctx.version) {
+        (Observed::Found(Some(_)), _) => None,
+        (Observed::Unknown(u), _) => Some(Why::unobserved("The NodePool CRD's label rules", u)),
+        (_, Err(why)) => Some(why.clone()),
+        (_, Ok(_)) => None,
+    };
+    let candidates: Vec<LabelRules> = match (from_crd, &open_because, &ctx.version) {
+        (Some(rules), _, _) => vec![rules],
+        (None, None, Ok(v)) => vec![LabelRules::for_version(v)],
+        _ => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
     };
     // subject -> key -> Karpenter's words, for keys every candidate rule set rejects.
     let mut rejected: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> = BTreeMap::new();
@@ -117,13 +125,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
     }
 
-    let (rules_name, ok_rules) = match (from_crd, &ctx.version) {
-        (Some(_), _) => (
+    let (rules_name, ok_rules) = match (from_crd, &open_because, &ctx.version) {
+        (Some(_), _, _) => (
             "the installed NodePool CRD".to_owned(),
             "the installed NodePool CRD".to_owned(),
         ),
-        (None, Ok(v)) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
-        (None, Err(_)) => (
+        (None, None, Ok(v)) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
+        _ => (
             "every Karpenter version".to_owned(),
             "any Karpenter version".to_owned(),
         ),
@@ -188,8 +196,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     }
     if !c.has_failed()
         && !undecided.is_empty()
-        && from_crd.is_none()
-        && let Err(why) = &ctx.version
+        && let Some(why) = &open_because
     {
         let keys: Vec<String> = undecided
             .keys()

@@ -271,3 +271,39 @@ fn roles_from_eks_pod_identity_count_like_irsa_and_unknown_associations_never_fa
         )]
     );
 }
+
+#[test]
+fn an_unreadable_crd_leaves_only_what_every_rule_set_rejects_proven() {
+    let unreadable = |f: &mut Facts| {
+        f.cluster.crd_label_rules = Observed::unknown(UnknownCause::AccessDenied, "403 on the CRD")
+    };
+    // Karpenter 1.8.6 would reject this key, but 1.9 CRDs may be installed beside it: unknown.
+    let kubernetes_io = Facts::healthy()
+        .with_pending_pod(pending_pod(
+            "shop",
+            "web-3",
+            &[("node-role.kubernetes.io/web", "")],
+        ))
+        .with(unreadable);
+    let status = status(&kubernetes_io);
+    assert!(failures(&status).is_empty(), "{:?}", failures(&status));
+    let c = status.condition(ConditionType::LabelsAllowed).unwrap();
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("Unknown", "AwsAccessDenied"),
+        "{}",
+        c.message
+    );
+    assert!(c.message.contains("CRD"), "{}", c.message);
+    // Every Karpenter rejects karpenter.sh keys: still proven.
+    let karpenter_sh = Facts::healthy()
+        .with_pending_pod(pending_pod("shop", "web-4", &[("karpenter.sh/team", "a")]))
+        .with(unreadable);
+    assert_eq!(
+        failures(&super::reasons::status(&karpenter_sh)),
+        vec![pair(
+            ConditionType::LabelsAllowed,
+            Reason::RestrictedLabelDomain
+        )]
+    );
+}
