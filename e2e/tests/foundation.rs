@@ -153,6 +153,41 @@ async fn each_node_class_gets_one_owned_health_that_is_collected_with_it() -> Re
     operator.stop().await
 }
 
+/// Several EC2NodeClasses waiting at a cold start are all evaluated: their first reconciles all
+/// find the KarpenterHealth cache not yet listed, and none of them may be left behind.
+#[tokio::test]
+async fn every_node_class_present_at_a_cold_start_is_evaluated() -> Result<()> {
+    let bed = Bed::from_env()?;
+    let client = bed.admin_client().await?;
+    install_health_crd(&client).await?;
+    let names = [
+        "fnd-cold-a",
+        "fnd-cold-b",
+        "fnd-cold-c",
+        "fnd-cold-d",
+        "fnd-cold-e",
+    ];
+    for name in names {
+        apply_yaml(&client, &node_class_yaml(name)).await?;
+    }
+    let operator =
+        OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
+    let healths: Api<KarpenterHealth> = Api::all(client.clone());
+    for name in names {
+        wait_for(
+            &format!("KarpenterHealth {name} with status"),
+            DEADLINE,
+            || async { Ok(healths.get_opt(name).await?.filter(|h| h.status.is_some())) },
+        )
+        .await?;
+    }
+    let node_classes: Api<EC2NodeClass> = Api::all(client);
+    for name in names {
+        node_classes.delete(name, &DeleteParams::default()).await?;
+    }
+    operator.stop().await
+}
+
 /// The status is the operator's: a deleted KarpenterHealth comes back with its full status at
 /// once, and a hand edit of its status is put back, both long before the periodic refresh (5m
 /// here), so from the watch on KarpenterHealths alone.

@@ -4,6 +4,7 @@
 
 use crate::context::Context;
 use crate::error::{Error, Retry};
+use crate::triggers::StoreReady;
 use crate::{events, health_object};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -58,9 +59,11 @@ async fn reconcile_in_span(
         return Ok(Action::await_change());
     }
     // The KarpenterHealth cache must be listed before it is read: read empty at a start or a
-    // leader change, every class would be re-created and flash through Pending.
-    if ctx.healths.wait_until_ready().await.is_err() {
-        return Ok(Action::requeue(ctx.config.refresh_interval));
+    // leader change, every class would be re-created and flash through Pending. Polled, not
+    // awaited: of several reconciles awaiting the store's readiness at once, kube-runtime 5's
+    // `wait_until_ready` woke only one, and the others hung for good (seen with three classes).
+    if ctx.healths.is_empty_or_unsynced() {
+        return Ok(Action::requeue(HEALTHS_NOT_LISTED_RETRY));
     }
     let healths: Api<KarpenterHealth> = Api::all(ctx.client.clone());
     let stored = ensure_owned_health(&ctx, &healths, node_class).await?;
@@ -168,6 +171,9 @@ pub fn needs_write(
         _ => true,
     }
 }
+
+/// How soon a reconcile that found the KarpenterHealth cache not listed yet runs again.
+const HEALTHS_NOT_LISTED_RETRY: Duration = Duration::from_millis(500);
 
 /// First retry of a transient failure; each further one waits twice as long, up to the cap.
 const TRANSIENT_FIRST_RETRY: Duration = Duration::from_secs(1);
