@@ -46,6 +46,20 @@ pub struct FakeState {
     pub latency: Duration,
 }
 
+impl FakeState {
+    /// What the EKS APIs newer than moto (access entries, Pod Identity) answer before looking at
+    /// data: unsupported like moto's 404 when switched off, and not found for an unknown cluster.
+    fn newer_eks_api(&self, cluster: Option<&str>) -> PortResult<()> {
+        if !self.access_entries_supported {
+            return Err(unsupported());
+        }
+        match cluster {
+            Some(c) if !self.clusters.contains_key(c) => Err(absent("ResourceNotFoundException")),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Default for FakeState {
     fn default() -> Self {
         Self {
@@ -356,12 +370,7 @@ impl EksApi for FakeAws {
     ) -> BoxFuture<'a, PortResult<Page<String>>> {
         let cluster = cluster.to_owned();
         self.answer("ListAccessEntries", move |s| {
-            if !s.access_entries_supported {
-                return Err(unsupported());
-            }
-            if !s.clusters.contains_key(&cluster) {
-                return Err(absent("ResourceNotFoundException"));
-            }
+            s.newer_eks_api(Some(&cluster))?;
             let arns = s
                 .access_entries
                 .get(&cluster)
@@ -378,9 +387,7 @@ impl EksApi for FakeAws {
     ) -> BoxFuture<'a, PortResult<AccessEntryFacts>> {
         let (cluster, arn) = (cluster.to_owned(), principal_arn.to_owned());
         self.answer("DescribeAccessEntry", move |s| {
-            if !s.access_entries_supported {
-                return Err(unsupported());
-            }
+            s.newer_eks_api(None)?;
             s.access_entries
                 .get(&cluster)
                 .and_then(|es| es.iter().find(|e| e.principal_arn == arn))
@@ -397,12 +404,7 @@ impl EksApi for FakeAws {
     ) -> BoxFuture<'a, PortResult<Page<String>>> {
         let (cluster, service_account) = (cluster.to_owned(), service_account.clone());
         self.answer("ListPodIdentityAssociations", move |s| {
-            if !s.access_entries_supported {
-                return Err(unsupported());
-            }
-            if !s.clusters.contains_key(&cluster) {
-                return Err(absent("ResourceNotFoundException"));
-            }
+            s.newer_eks_api(Some(&cluster))?;
             let ids = s
                 .pod_identity
                 .get(&cluster)
@@ -422,9 +424,7 @@ impl EksApi for FakeAws {
     ) -> BoxFuture<'a, PortResult<String>> {
         let (cluster, id) = (cluster.to_owned(), association_id.to_owned());
         self.answer("DescribePodIdentityAssociation", move |s| {
-            if !s.access_entries_supported {
-                return Err(unsupported());
-            }
+            s.newer_eks_api(None)?;
             s.pod_identity
                 .get(&cluster)
                 .and_then(|all| all.iter().find(|(_, i, _)| *i == id))
