@@ -50,8 +50,19 @@ fn false_conditions(status: &KarpenterHealthStatus) -> BTreeSet<&str> {
 pub fn assert_only_failed(status: &KarpenterHealthStatus, expected: &[ConditionType]) {
     let want: BTreeSet<&str> = expected.iter().map(|c| c.as_str()).collect();
     assert_eq!(false_conditions(status), want, "{}", summary(status));
+    // Ready names the one reason of the failing conditions, or says there are several.
+    let reasons: BTreeSet<&str> = status
+        .conditions
+        .iter()
+        .filter(|c| c.status == "False" && c.type_ != ConditionType::Ready.as_str())
+        .map(|c| c.reason.as_str())
+        .collect();
+    let ready_reason = match reasons.iter().collect::<Vec<_>>().as_slice() {
+        [only] => Reason::parse(only).unwrap_or(Reason::MultipleChecksFailed),
+        _ => Reason::MultipleChecksFailed,
+    };
     assert!(
-        condition_is(status, ConditionType::Ready, "False", Reason::ChecksFailed),
+        condition_is(status, ConditionType::Ready, "False", ready_reason),
         "{}",
         summary(status)
     );

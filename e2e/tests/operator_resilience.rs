@@ -68,12 +68,7 @@ async fn hold_outage(
         );
     }
     assert!(
-        condition_is(
-            &status,
-            ConditionType::Ready,
-            "Unknown",
-            Reason::ChecksUnknown
-        ),
+        condition_is(&status, ConditionType::Ready, "Unknown", reason),
         "{}",
         summary(&status)
     );

@@ -360,20 +360,25 @@ reasons! {
     AllChecksPassed => Only(C::Ready), True,
         "Every sub-condition is True.",
         "Nothing to do.";
-    ChecksFailed => Only(C::Ready), False,
-        "At least one sub-condition is False.",
-        "Fix the False conditions listed in the message.";
-    ChecksUnknown => Only(C::Ready), Unknown,
-        "No sub-condition is False, but at least one is Unknown.",
-        "See the Unknown conditions listed in the message.";
+    MultipleChecksFailed => Only(C::Ready), False,
+        "Sub-conditions are False for more than one reason (one reason alone is named instead).",
+        "Fix the False conditions listed in the message and in `notReady`.";
+    MultipleChecksUnknown => Only(C::Ready), Unknown,
+        "No sub-condition is False, and the Unknown ones have more than one reason.",
+        "See the Unknown conditions listed in the message and in `notReady`.";
 }
 
 impl Reason {
-    /// Whether this reason may be used on `condition` (the closed list per condition).
+    /// Whether this reason may be used on `condition` (the closed list per condition). `Ready`
+    /// carries its own reasons, or the one reason of the sub-conditions that keep it from `True`,
+    /// so `kubectl get` names the problem rather than a category.
     pub fn applies_to(self, condition: ConditionType) -> bool {
-        match self.meta().scope {
-            ReasonScope::Only(c) => c == condition,
-            ReasonScope::AnySubCondition => condition != ConditionType::Ready,
+        let meta = self.meta();
+        match meta.scope {
+            ReasonScope::Only(c) if c == condition => true,
+            _ if condition == ConditionType::Ready => meta.status != ConditionStatus::True,
+            ReasonScope::Only(_) => false,
+            ReasonScope::AnySubCondition => true,
         }
     }
 
@@ -444,9 +449,12 @@ mod tests {
     }
 
     #[test]
-    fn shared_unknown_causes_never_apply_to_the_summary() {
+    fn the_summary_may_carry_any_reason_that_keeps_a_sub_condition_from_true() {
         assert!(Reason::AwsThrottled.applies_to(ConditionType::NodeRoleReady));
-        assert!(!Reason::AwsThrottled.applies_to(ConditionType::Ready));
+        assert!(Reason::AwsThrottled.applies_to(ConditionType::Ready));
+        assert!(Reason::InstanceProfileIsArn.applies_to(ConditionType::Ready));
+        assert!(!Reason::InstanceProfileValid.applies_to(ConditionType::Ready));
         assert!(!Reason::InstanceProfileIsArn.applies_to(ConditionType::NodeRoleReady));
+        assert!(!Reason::MultipleChecksFailed.applies_to(ConditionType::NodeRoleReady));
     }
 }

@@ -28,11 +28,12 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     status = "KarpenterHealthStatus",
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
-    printcolumn = r#"{"name":"Profile","type":"string","jsonPath":".status.conditions[?(@.type==\"InstanceProfileReady\")].status"}"#,
-    printcolumn = r#"{"name":"Role","type":"string","jsonPath":".status.conditions[?(@.type==\"NodeRoleReady\")].status"}"#,
-    printcolumn = r#"{"name":"Mapped","type":"string","jsonPath":".status.conditions[?(@.type==\"NodeRoleMapped\")].status"}"#,
-    printcolumn = r#"{"name":"SGs","type":"string","jsonPath":".status.conditions[?(@.type==\"SecurityGroupsReady\")].status"}"#,
-    printcolumn = r#"{"name":"Registered","type":"string","jsonPath":".status.conditions[?(@.type==\"NodeClaimsRegistered\")].status"}"#,
+    printcolumn = r#"{"name":"Not Ready","type":"string","description":"Sub-conditions that are False, then those Unknown (marked ?)","jsonPath":".status.notReady"}"#,
+    printcolumn = r#"{"name":"Profile","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"InstanceProfileReady\")].status"}"#,
+    printcolumn = r#"{"name":"Role","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"NodeRoleReady\")].status"}"#,
+    printcolumn = r#"{"name":"Mapped","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"NodeRoleMapped\")].status"}"#,
+    printcolumn = r#"{"name":"SGs","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"SecurityGroupsReady\")].status"}"#,
+    printcolumn = r#"{"name":"Registered","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"NodeClaimsRegistered\")].status"}"#,
     printcolumn = r#"{"name":"Identity","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"ClusterIdentityUnique\")].status"}"#,
     printcolumn = r#"{"name":"Metadata","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"MetadataOptionsSupported\")].status"}"#,
     printcolumn = r#"{"name":"Labels","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"LabelsAllowed\")].status"}"#,
@@ -72,6 +73,44 @@ pub struct KarpenterHealthStatus {
     /// What the operator detected about the cluster and Karpenter while evaluating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detected: Option<DetectedEnvironment>,
+    /// The sub-conditions keeping `Ready` from `True`, by their short column names: the `False`
+    /// ones, then the `Unknown` ones marked `?` (`Labels,SGs?`), cut to fit a `kubectl get`
+    /// column with `+N` counting the rest. Absent when `Ready` is `True`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub not_ready: Option<String>,
+}
+
+/// The longest `notReady` summary: with `kubectl get`'s other default columns (name, Ready, a
+/// reason, age) it keeps a line within 120 columns for EC2NodeClass names up to 24 characters.
+pub const MAX_NOT_READY_CHARS: usize = 40;
+
+/// Joins short condition names with commas, keeping as many as fit in `MAX_NOT_READY_CHARS` with
+/// a trailing `+N` for the rest.
+pub fn summarize_not_ready(names: &[String]) -> String {
+    let mut summary = String::new();
+    for (shown, name) in names.iter().enumerate() {
+        let rest = names.len() - shown - 1;
+        let separator = usize::from(!summary.is_empty());
+        let tail = if rest == 0 {
+            0
+        } else {
+            format!(",+{rest}").len()
+        };
+        if summary.len() + separator + name.len() + tail > MAX_NOT_READY_CHARS {
+            let more = format!("+{}", names.len() - shown);
+            if !summary.is_empty() {
+                summary.push(',');
+            }
+            summary.push_str(&more);
+            return summary;
+        }
+        if separator == 1 {
+            summary.push(',');
+        }
+        summary.push_str(name);
+    }
+    summary
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -156,11 +195,7 @@ impl KarpenterHealthStatus {
         let conditions = ConditionType::ALL
             .iter()
             .map(|&ty| {
-                let reason = if ty == ConditionType::Ready {
-                    Reason::ChecksUnknown
-                } else {
-                    Reason::Pending
-                };
+                let reason = Reason::Pending;
                 Condition {
                     type_: ty.as_str().to_owned(),
                     status: ConditionStatus::Unknown.as_str().to_owned(),
@@ -175,9 +210,14 @@ impl KarpenterHealthStatus {
                 }
             })
             .collect();
+        let every_check: Vec<String> = ConditionType::sub_conditions()
+            .iter()
+            .map(|ty| format!("{}?", ty.column()))
+            .collect();
         Self {
             observed_generation: generation,
             conditions,
+            not_ready: Some(summarize_not_ready(&every_check)),
             ..Self::default()
         }
     }
@@ -192,6 +232,31 @@ impl KarpenterHealthStatus {
 mod tests {
     use super::*;
     use kube::CustomResourceExt;
+
+    #[test]
+    fn the_not_ready_summary_fits_its_column_and_counts_what_it_leaves_out() {
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(summarize_not_ready(&[]), "");
+        assert_eq!(summarize_not_ready(&names(&["Labels"])), "Labels");
+        assert_eq!(
+            summarize_not_ready(&names(&["Mapped", "SGs", "Registered?"])),
+            "Mapped,SGs,Registered?"
+        );
+        let every: Vec<String> = ConditionType::sub_conditions()
+            .iter()
+            .map(|t| format!("{}?", t.column()))
+            .collect();
+        let summary = summarize_not_ready(&every);
+        assert!(summary.len() <= MAX_NOT_READY_CHARS, "{summary}");
+        let shown = summary.split(',').filter(|s| !s.starts_with('+')).count();
+        let more: usize = summary
+            .rsplit_once(",+")
+            .and_then(|(_, n)| n.parse().ok())
+            .unwrap_or_default();
+        assert!(more > 0, "{summary}");
+        assert_eq!(shown + more, every.len(), "{summary}");
+        assert!(summary.starts_with("Profile?,Role?"), "{summary}");
+    }
 
     #[test]
     fn crd_is_cluster_scoped_with_status_shortname_and_category() {

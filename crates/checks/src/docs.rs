@@ -69,14 +69,17 @@ pub fn docs_markdown() -> String {
         w,
         "- `True` (`AllChecksPassed`) only if every sub-condition is `True`;"
     );
+    let _ = writeln!(w, "- `False` if any sub-condition is `False`;");
+    let _ = writeln!(w, "- otherwise `Unknown`.\n");
     let _ = writeln!(
         w,
-        "- `False` (`ChecksFailed`) if any sub-condition is `False`;"
-    );
-    let _ = writeln!(w, "- otherwise `Unknown` (`ChecksUnknown`).\n");
-    let _ = writeln!(
-        w,
-        "The message lists the `False` and `Unknown` sub-conditions with their reasons.\n\n\
+        "When `Ready` is not `True`, its reason is the reason of the sub-conditions that decide \
+         its status (the `False` ones, else the `Unknown` ones) when they share one, such as \
+         `RestrictedLabelDomain` or `AwsUnavailable`, so `kubectl get karpenterhealth` names the \
+         problem; `MultipleChecksFailed` or `MultipleChecksUnknown` when their reasons differ. \
+         The message lists the `False` and `Unknown` sub-conditions with their reasons, and \
+         `status.notReady` (the `NOT READY` column) their short names, `Unknown` ones marked \
+         `?`.\n\n\
          **kstatus.** KarpenterHealth relies on kstatus' `Ready` fallback: `Ready` is always \
          present and is set to `False` or `Unknown` as well as `True`; there is no \
          `Reconciling`/`Stalled` pair. `status.observedGeneration` and every condition's \

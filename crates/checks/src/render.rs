@@ -18,37 +18,40 @@ const MAX_CONDITION_MESSAGE: usize = 32_768;
 const MAX_FINDING_MESSAGE: usize = 2_048;
 
 /// The summary: `True` only if every sub-condition is True, `False` if any is False, otherwise
-/// `Unknown`; the message lists the failing or unknown sub-conditions.
+/// `Unknown`. The reason is the one reason of the sub-conditions that decide the status when they
+/// share one (so `kubectl get` names the problem), else `MultipleChecksFailed`/`…Unknown`; the
+/// message lists the failing or unknown sub-conditions.
 pub fn fold_ready(outcomes: &[Outcome]) -> (ConditionStatus, Reason, String) {
-    let subs = ConditionType::sub_conditions();
-    let status_of = |ty: ConditionType| -> (ConditionStatus, Reason) {
-        outcomes
+    let failed = not_true(outcomes, ConditionStatus::False);
+    let unknown = not_true(outcomes, ConditionStatus::Unknown);
+    let listed = |conditions: &[(ConditionType, Reason)]| -> String {
+        conditions
             .iter()
-            .find(|o| o.condition == ty)
-            .map_or((ConditionStatus::Unknown, Reason::Pending), |o| {
-                (o.status, o.reason)
-            })
+            .map(|(ty, reason)| format!("{ty} ({reason})"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    let listed = |wanted: ConditionStatus| -> Vec<String> {
-        subs.iter()
-            .map(|&ty| (ty, status_of(ty)))
-            .filter(|(_, (status, _))| *status == wanted)
-            .map(|(ty, (_, reason))| format!("{ty} ({reason})"))
-            .collect()
-    };
-    let failed = listed(ConditionStatus::False);
-    let unknown = listed(ConditionStatus::Unknown);
-    if !failed.is_empty() {
-        let mut message = format!("False: {}.", failed.join(", "));
-        if !unknown.is_empty() {
-            message.push_str(&format!(" Unknown: {}.", unknown.join(", ")));
+    let the_one_reason = |conditions: &[(ConditionType, Reason)], several: Reason| {
+        let mut reasons = conditions.iter().map(|(_, reason)| *reason);
+        let first = reasons.next().unwrap_or(several);
+        if reasons.all(|r| r == first) {
+            first
+        } else {
+            several
         }
-        (ConditionStatus::False, Reason::ChecksFailed, message)
+    };
+    if !failed.is_empty() {
+        let mut message = format!("False: {}.", listed(&failed));
+        if !unknown.is_empty() {
+            message.push_str(&format!(" Unknown: {}.", listed(&unknown)));
+        }
+        let reason = the_one_reason(&failed, Reason::MultipleChecksFailed);
+        (ConditionStatus::False, reason, message)
     } else if !unknown.is_empty() {
         (
             ConditionStatus::Unknown,
-            Reason::ChecksUnknown,
-            format!("Unknown: {}.", unknown.join(", ")),
+            the_one_reason(&unknown, Reason::MultipleChecksUnknown),
+            format!("Unknown: {}.", listed(&unknown)),
         )
     } else {
         (
@@ -57,6 +60,39 @@ pub fn fold_ready(outcomes: &[Outcome]) -> (ConditionStatus, Reason, String) {
             "Every check passed.".to_owned(),
         )
     }
+}
+
+/// The sub-conditions with status `wanted`, with their reasons, in condition order; a missing
+/// outcome counts as `Unknown` (`Pending`).
+fn not_true(outcomes: &[Outcome], wanted: ConditionStatus) -> Vec<(ConditionType, Reason)> {
+    ConditionType::sub_conditions()
+        .iter()
+        .map(|&ty| {
+            outcomes
+                .iter()
+                .find(|o| o.condition == ty)
+                .map_or((ty, ConditionStatus::Unknown, Reason::Pending), |o| {
+                    (ty, o.status, o.reason)
+                })
+        })
+        .filter(|(_, status, _)| *status == wanted)
+        .map(|(ty, _, reason)| (ty, reason))
+        .collect()
+}
+
+/// The `notReady` column: the short names of the False sub-conditions, then of the Unknown ones
+/// marked `?`, cut to fit a `kubectl get` column (`+N` counts the rest). Empty when Ready.
+pub fn not_ready_summary(outcomes: &[Outcome]) -> String {
+    let names: Vec<String> = not_true(outcomes, ConditionStatus::False)
+        .into_iter()
+        .map(|(ty, _)| ty.column().to_owned())
+        .chain(
+            not_true(outcomes, ConditionStatus::Unknown)
+                .into_iter()
+                .map(|(ty, _)| format!("{}?", ty.column())),
+        )
+        .collect();
+    karpenter_health_api::health::summarize_not_ready(&names)
 }
 
 /// Builds the full status. Conditions come in `ConditionType::ALL` order; a condition keeps its
@@ -110,6 +146,7 @@ pub fn render(
         findings,
         findings_omitted,
         detected: Some(detected(facts)),
+        not_ready: Some(not_ready_summary(outcomes)).filter(|s| !s.is_empty()),
     }
 }
 

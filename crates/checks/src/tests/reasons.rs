@@ -236,12 +236,32 @@ sentences! {
     // Ready.
     all_sub_conditions_true_is_all_checks_passed:
         Facts::healthy() => Ready is True because AllChecksPassed;
-    one_false_sub_condition_is_checks_failed:
-        Facts::healthy().with(|f| f.aws.node_role = Some(Observed::Absent))
-        => Ready is False because ChecksFailed;
-    one_unknown_and_no_false_sub_condition_is_checks_unknown:
+    one_false_sub_condition_names_its_reason_on_ready:
+        Facts::healthy().with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
+        => Ready is False because InstanceProfileIsArn;
+    false_sub_conditions_with_different_reasons_are_multiple_checks_failed:
+        Facts::healthy()
+            .with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
+            .with(|f| f.aws.security_groups = Observed::Found(vec![security_group("sg-0unrelated", &[("team", "x")])]))
+        => Ready is False because MultipleChecksFailed;
+    one_unknown_and_no_false_sub_condition_names_its_cause_on_ready:
         Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
-        => Ready is Unknown because ChecksUnknown;
+        => Ready is Unknown because AwsThrottled;
+    unknown_sub_conditions_with_different_causes_are_multiple_checks_unknown:
+        Facts::healthy().with(|f| {
+            f.aws.security_groups = unknown(UnknownCause::Throttled);
+            f.aws.node_role = Some(unknown(UnknownCause::AccessDenied));
+        })
+        => Ready is Unknown because MultipleChecksUnknown;
+}
+
+#[test]
+fn not_ready_names_the_false_then_the_unknown_sub_conditions_and_is_absent_when_ready() {
+    assert_eq!(status(&Facts::healthy()).not_ready, None);
+    let broken = Facts::healthy()
+        .with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
+        .with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled));
+    assert_eq!(status(&broken).not_ready.as_deref(), Some("Profile,SGs?"));
 }
 
 #[test]
