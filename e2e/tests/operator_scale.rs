@@ -106,7 +106,7 @@ async fn ten_thousand_node_claims_never_read_as_unclaimed_instances_through_star
             move |config: &mut karpenter_health_operator::OperatorConfig| {
                 config.leader_elect = true;
                 config.lease_identity = Some(identity.into());
-                config.orphan_instance_after = Duration::from_secs(1);
+                config.evaluation.orphan_instance_after = Duration::from_secs(1);
             }
         };
         // Cold start.

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod karpenter_settings;
+pub mod listed;
 pub mod pods;
 pub mod snapshot;
 pub mod trim;

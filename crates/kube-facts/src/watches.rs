@@ -63,19 +63,30 @@ impl std::fmt::Debug for Triggers {
     }
 }
 
-/// Classifies a watch failure: 403 is a permission problem, 404 a kind the server lacks.
+/// Classifies a watch failure by the API error inside it.
 fn cause_of(error: &watcher::Error) -> UnknownCause {
-    let status_code = match error {
-        watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status)) => Some(status.code),
-        watcher::Error::WatchError(status) => Some(status.code),
-        _ => None,
-    };
-    match status_code {
-        Some(403) | Some(401) => UnknownCause::AccessDenied,
-        Some(404) => UnknownCause::Unsupported,
-        Some(429) => UnknownCause::Throttled,
+    match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => cause_of_api_error(error),
+        watcher::Error::WatchError(status) => cause_of_status_code(status.code),
+        _ => UnknownCause::Unavailable,
+    }
+}
+
+/// Classifies a failed API call: 403 is a permission problem, 404 a kind the server lacks.
+pub(crate) fn cause_of_api_error(error: &kube::Error) -> UnknownCause {
+    match error {
+        kube::Error::Api(status) => cause_of_status_code(status.code),
+        _ => UnknownCause::Unavailable,
+    }
+}
+
+fn cause_of_status_code(code: u16) -> UnknownCause {
+    match code {
+        403 | 401 => UnknownCause::AccessDenied,
+        404 => UnknownCause::Unsupported,
+        429 => UnknownCause::Throttled,
         _ => UnknownCause::Unavailable,
     }
 }
@@ -131,11 +142,11 @@ where
 
 /// Guarded objects are trimmed only when they deserialized; a malformed one is kept as the error
 /// the snapshot skips, and logged once per change.
-fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
+pub(crate) fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
     trim_guarded_with(guarded, trim::metadata);
 }
 
-fn trim_guarded_claim(guarded: &mut DeserializeGuard<NodeClaim>) {
+pub(crate) fn trim_guarded_claim(guarded: &mut DeserializeGuard<NodeClaim>) {
     trim_guarded_with(guarded, trim::node_claim);
 }
 
@@ -172,7 +183,7 @@ impl std::fmt::Debug for KubeFacts {
     }
 }
 
-fn by_name(name: &str) -> watcher::Config {
+pub(crate) fn by_name(name: &str) -> watcher::Config {
     watcher::Config::default().fields(&format!("metadata.name={name}"))
 }
 

@@ -5,9 +5,10 @@ use karpenter_health_kube_facts::{Overrides, WatchTargets};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Flags of `karpenter-health run`; each can also be set by the environment variable named.
+/// What every evaluation needs to know, shared by `run` and `check`; each flag can also be set
+/// by the environment variable named.
 #[derive(Clone, Debug, clap::Args)]
-pub struct OperatorConfig {
+pub struct EvaluationConfig {
     /// The EKS cluster's real name. Karpenter's own setting is compared against it; without it,
     /// Karpenter's CLUSTER_NAME is used for the AWS lookups.
     #[arg(long, env = "KH_CLUSTER_NAME")]
@@ -40,11 +41,6 @@ pub struct OperatorConfig {
     )]
     pub karpenter_service_account: String,
 
-    /// How often every EC2NodeClass is re-evaluated, to notice AWS-side changes; Kubernetes-side
-    /// changes are acted on immediately.
-    #[arg(long, env = "KH_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_interval)]
-    pub refresh_interval: Duration,
-
     /// How long a launched NodeClaim may stay unregistered before NodeClaimsRegistered=False,
     /// from its Registered condition's last transition. Below 15m: Karpenter deletes a NodeClaim
     /// that has not registered 15 minutes after that, so a longer timeout would never fire.
@@ -64,6 +60,18 @@ pub struct OperatorConfig {
     /// cluster's (Karpenter garbage-collects its own orphans well within this).
     #[arg(long, env = "KH_ORPHAN_INSTANCE_AFTER", default_value = "10m", value_parser = parse_duration)]
     pub orphan_instance_after: Duration,
+}
+
+/// Flags of `karpenter-health run`; each can also be set by the environment variable named.
+#[derive(Clone, Debug, clap::Args)]
+pub struct OperatorConfig {
+    #[command(flatten)]
+    pub evaluation: EvaluationConfig,
+
+    /// How often every EC2NodeClass is re-evaluated, to notice AWS-side changes; Kubernetes-side
+    /// changes are acted on immediately.
+    #[arg(long, env = "KH_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_interval)]
+    pub refresh_interval: Duration,
 
     /// How many EC2NodeClasses are reconciled at once.
     #[arg(long, env = "KH_CONCURRENCY", default_value_t = 4)]
@@ -94,10 +102,9 @@ pub struct OperatorConfig {
     pub lease_identity: Option<String>,
 }
 
-impl OperatorConfig {
-    /// Defaults for tests and embedding: what `karpenter-health run` does without flags, minus
-    /// the HTTP endpoints.
-    pub fn for_tests() -> Self {
+impl EvaluationConfig {
+    /// What the flags default to.
+    pub fn defaults() -> Self {
         Self {
             cluster_name: None,
             region: None,
@@ -105,18 +112,10 @@ impl OperatorConfig {
             karpenter_namespace: "kube-system".into(),
             karpenter_deployment: "karpenter".into(),
             karpenter_service_account: "karpenter".into(),
-            refresh_interval: Duration::from_secs(300),
             registration_timeout: Duration::from_secs(480),
             validation_stuck_after: Duration::from_secs(600),
             status_stale_after: Duration::from_secs(600),
             orphan_instance_after: Duration::from_secs(600),
-            concurrency: 4,
-            install_crd: false,
-            http_address: ListenAddress(None),
-            leader_elect: false,
-            lease_namespace: "kube-system".into(),
-            lease_name: "karpenter-health".into(),
-            lease_identity: None,
         }
     }
 
@@ -145,6 +144,36 @@ impl OperatorConfig {
             karpenter_version: self.karpenter_version.clone(),
             cluster_name: self.cluster_name.clone(),
         }
+    }
+}
+
+impl OperatorConfig {
+    /// Defaults for tests and embedding: what `karpenter-health run` does without flags, minus
+    /// the HTTP endpoints.
+    pub fn for_tests() -> Self {
+        Self {
+            evaluation: EvaluationConfig::defaults(),
+            refresh_interval: Duration::from_secs(300),
+            concurrency: 4,
+            install_crd: false,
+            http_address: ListenAddress(None),
+            leader_elect: false,
+            lease_namespace: "kube-system".into(),
+            lease_name: "karpenter-health".into(),
+            lease_identity: None,
+        }
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.evaluation.settings()
+    }
+
+    pub fn watch_targets(&self) -> WatchTargets {
+        self.evaluation.watch_targets()
+    }
+
+    pub fn overrides(&self) -> Overrides {
+        self.evaluation.overrides()
     }
 }
 
@@ -263,7 +292,7 @@ mod tests {
     #[test]
     fn thresholds_reach_the_engine() {
         let mut config = OperatorConfig::for_tests();
-        config.registration_timeout = Duration::from_secs(60);
+        config.evaluation.registration_timeout = Duration::from_secs(60);
         assert_eq!(
             config.settings().registration_timeout,
             jiff::SignedDuration::from_secs(60)

@@ -27,7 +27,7 @@ pub async fn run(
     config: OperatorConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
-    let aws = AwsPort::from_environment(config.region.clone()).await;
+    let aws = AwsPort::from_environment(config.evaluation.region.clone()).await;
     run_with(client, config, aws, shutdown).await
 }
 

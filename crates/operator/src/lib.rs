@@ -12,11 +12,12 @@ pub mod health_object;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod one_shot;
 pub mod reconcile;
 pub mod signals;
 pub mod triggers;
 
-pub use config::OperatorConfig;
+pub use config::{EvaluationConfig, OperatorConfig};
 pub use context::AwsPort;
 pub use controller::{run, run_with};
 pub use error::Error;

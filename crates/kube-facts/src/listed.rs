@@ -1,0 +1,159 @@
+//! One-shot reads of what the checks need from the cluster, for `karpenter-health check`: the
+//! same objects the watches follow, listed once (paged, read-only) and trimmed the same way, into
+//! the same [`Sources`] the operator's caches produce. Does IO (list calls).
+
+use crate::snapshot::Sources;
+use crate::trim;
+use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded, trim_guarded_claim};
+use k8s_openapi::api::core::v1::Pod;
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_checks::facts::Observed;
+use kube::api::ListParams;
+use kube::core::DeserializeGuard;
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Objects per list page: what the watches' initial lists use too, so a large cluster is read
+/// in bounded chunks.
+const PAGE_SIZE: u32 = 500;
+
+/// Lists every object `params` selects, page by page.
+async fn list_all<K>(api: &Api<K>, params: &ListParams) -> Result<Vec<K>, kube::Error>
+where
+    K: Resource + Clone + Debug + DeserializeOwned,
+{
+    let mut items = Vec::new();
+    let mut params = params.clone().limit(PAGE_SIZE);
+    loop {
+        let page = api.list(&params).await?;
+        items.extend(page.items);
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(items),
+        }
+    }
+}
+
+/// Lists, trims, and turns a failure into `Unknown` with its cause, naming what was read.
+async fn observe_list<K>(
+    api: Api<K>,
+    params: ListParams,
+    what: &str,
+    trim: fn(&mut K),
+) -> Observed<Vec<Arc<K>>>
+where
+    K: Resource + Clone + Debug + DeserializeOwned,
+{
+    match list_all(&api, &params).await {
+        Ok(items) => Observed::Found(
+            items
+                .into_iter()
+                .map(|mut item| {
+                    trim(&mut item);
+                    Arc::new(item)
+                })
+                .collect(),
+        ),
+        Err(error) => Observed::unknown(
+            cause_of_api_error(&error),
+            format!("listing {what}: {error}"),
+        ),
+    }
+}
+
+/// One named object, read the way the operator's watch reads it (a list by field selector, so
+/// the same `list` permission suffices): `Found(None)` when the list proves it absent.
+async fn observe_named<K>(
+    api: Api<K>,
+    name: &str,
+    what: &str,
+    trim: fn(&mut K),
+) -> Observed<Option<Arc<K>>>
+where
+    K: Resource + Clone + Debug + DeserializeOwned,
+{
+    let params = ListParams::default().fields(&format!("metadata.name={name}"));
+    observe_list(api, params, what, trim)
+        .await
+        .map(|items| items.into_iter().next())
+}
+
+/// Reads every input the checks need besides the EC2NodeClasses, concurrently.
+pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
+    let karpenter_ns = &targets.karpenter_namespace;
+    let pending = ListParams::default().fields("status.phase=Pending,spec.nodeName=");
+    let (
+        node_pools,
+        node_claims,
+        pending_pods,
+        aws_auth,
+        karpenter_deployment,
+        karpenter_service_account,
+        aws_node_service_account,
+        node_pool_crd,
+    ) = futures::join!(
+        observe_list(
+            Api::all(client.clone()),
+            ListParams::default(),
+            "NodePools",
+            trim_guarded
+        ),
+        observe_list(
+            Api::all(client.clone()),
+            ListParams::default(),
+            "NodeClaims",
+            trim_guarded_claim
+        ),
+        observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", trim::pod),
+        observe_named(
+            Api::namespaced(client.clone(), "kube-system"),
+            "aws-auth",
+            "ConfigMap kube-system/aws-auth",
+            trim::metadata
+        ),
+        observe_named(
+            Api::namespaced(client.clone(), karpenter_ns),
+            &targets.karpenter_deployment,
+            "the Karpenter Deployment",
+            trim::deployment
+        ),
+        observe_named(
+            Api::namespaced(client.clone(), karpenter_ns),
+            &targets.karpenter_service_account,
+            "the Karpenter ServiceAccount",
+            trim::metadata_keep_annotations
+        ),
+        observe_named(
+            Api::namespaced(client.clone(), "kube-system"),
+            "aws-node",
+            "ServiceAccount kube-system/aws-node",
+            trim::metadata_keep_annotations
+        ),
+        observe_named(
+            Api::all(client.clone()),
+            "nodepools.karpenter.sh",
+            "CRD nodepools.karpenter.sh",
+            trim::node_pool_crd
+        ),
+    );
+    Sources {
+        node_pools,
+        node_claims,
+        pending_pods,
+        aws_auth,
+        karpenter_deployment,
+        karpenter_service_account,
+        aws_node_service_account,
+        node_pool_crd,
+    }
+}
+
+/// Every EC2NodeClass, malformed ones kept as the error that names them. A failure here means
+/// there is nothing to check, so it is returned rather than folded into `Unknown`.
+pub async fn list_node_classes(
+    client: &Client,
+) -> Result<Vec<DeserializeGuard<EC2NodeClass>>, kube::Error> {
+    list_all(&Api::all(client.clone()), &ListParams::default()).await
+}
