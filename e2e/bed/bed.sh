@@ -145,8 +145,10 @@ up() {
   make_pki
   admin_token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
   operator_token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-  printf '%s,admin,admin,"system:masters"\n%s,karpenter-health-operator,karpenter-health-operator\n' \
-    "$admin_token" "$operator_token" > "$dir/pki/tokens.csv"
+  reader_token="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  # The reader is who runs `karpenter-health check` in the tests: bound to read verbs only.
+  printf '%s,admin,admin,"system:masters"\n%s,karpenter-health-operator,karpenter-health-operator\n%s,karpenter-health-reader,karpenter-health-reader\n' \
+    "$admin_token" "$operator_token" "$reader_token" > "$dir/pki/tokens.csv"
 
   "$etcd_bin" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
     --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
@@ -156,15 +158,16 @@ up() {
   echo $! > "$dir/pids/etcd.pid"
   wait_http "http://127.0.0.1:$etcd_port/health" etcd 30
 
-  # Every request of the operator's identity is audited (nobody else's, to keep the log small):
-  # the RBAC test compares the shipped Roles with the requests the operator really made.
+  # Every request of the operator's and the reader's identities is audited (nobody else's, to
+  # keep the log small): the RBAC test compares the shipped Roles with the requests the operator
+  # really made, the check test proves `check` only reads.
   cat > "$dir/audit-policy.yaml" <<'POLICY'
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
   - level: Metadata
-    users: [karpenter-health-operator]
+    users: [karpenter-health-operator, karpenter-health-reader]
   - level: None
 POLICY
   # Kept in a file so `restart-apiserver` can bring the same server back (outage tests).
@@ -177,6 +180,7 @@ ARGS
 
   write_kubeconfig "$dir/kubeconfig" admin "$admin_token"
   write_kubeconfig "$dir/operator.kubeconfig" karpenter-health-operator "$operator_token"
+  write_kubeconfig "$dir/reader.kubeconfig" karpenter-health-reader "$reader_token"
 
   "$kcm" --kubeconfig "$dir/kubeconfig" \
     --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token \

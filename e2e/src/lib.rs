@@ -86,6 +86,12 @@ impl Bed {
         self.dir.join("operator.kubeconfig")
     }
 
+    /// Path of the kubeconfig of the `karpenter-health-reader` user, who has no permission until
+    /// a test binds it (to read verbs only, for `karpenter-health check`).
+    pub fn reader_kubeconfig(&self) -> PathBuf {
+        self.dir.join("reader.kubeconfig")
+    }
+
     pub async fn admin_client(&self) -> Result<kube::Client> {
         client_from(&self.admin_kubeconfig()).await
     }
@@ -304,6 +310,24 @@ pub fn kubectl(bed: &Bed, args: &[&str]) -> Result<String> {
         );
     }
     Ok(String::from_utf8(output.stdout)?)
+}
+
+/// The `karpenter-health` binary built beside this test (`make e2e` builds it first).
+pub fn karpenter_health_binary() -> Result<PathBuf> {
+    // A test runs as <target>/<profile>/deps/<test>-<hash>; the binary is <target>/<profile>/.
+    let exe = std::env::current_exe()?;
+    let binary = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|profile| profile.join("karpenter-health"))
+        .context("locating the target directory")?;
+    if !binary.exists() {
+        bail!(
+            "{} is missing: build it with `cargo build -p karpenter-health`",
+            binary.display()
+        );
+    }
+    Ok(binary)
 }
 
 /// Installs the KarpenterHealth CRD the way `karpenter-health run --install-crd` does.
