@@ -46,6 +46,10 @@ done
 echo
 kubectl get karpenterhealth
 echo
+echo "The same checks once, without the operator (what an on-call engineer runs):"
+echo "\$ karpenter-health check --node-class batch"
+"$binary" check --node-class batch || echo "(exit code $?: 1 means a problem was proven)"
+echo
 echo "Details of one EC2NodeClass:   kubectl describe kh batch     (KUBECONFIG=$KUBECONFIG)"
 echo "Operator logs:                 $bed_dir/logs/operator.log"
 echo "Stop the bed and the operator: make e2e-down"
