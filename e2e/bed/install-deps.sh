@@ -46,3 +46,11 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import moto.server, f
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$moto_version"
 fi
+
+# What the image and chart tests need (podman and its tools; helm, Prometheus, Alertmanager),
+# each in a script of its own.
+for extra in install-image-tools.sh install-chart-tools.sh; do
+  if [ -f "$(dirname "$0")/$extra" ]; then
+    bash "$(dirname "$0")/$extra"
+  fi
+done
