@@ -22,6 +22,8 @@ pub mod health_status;
 pub mod karpenter;
 /// Unique names for tests sharing a bed.
 pub mod names;
+/// The `karpenter-health` binary as a child process (signals, kills, its log).
+pub mod process;
 /// The shipped RBAC bound to the bed's operator user, and authorizer questions.
 pub mod rbac;
 /// Every status a KarpenterHealth had while a test ran.

@@ -109,6 +109,13 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                     ks,
                     Some("karpenter-health"),
                 ),
+                // A standby watches its Lease to contend the moment it is released.
+                attributes(
+                    "watch",
+                    "coordination.k8s.io:leases",
+                    ks,
+                    Some("karpenter-health"),
+                ),
             ];
             for attrs in must_allow {
                 ensure!(
@@ -150,6 +157,7 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                     ks,
                     Some("kube-controller-manager"),
                 ),
+                attributes("watch", "coordination.k8s.io:leases", ks, None),
                 attributes("list", "nodes", None, None),
                 attributes(
                     "create",

@@ -8,9 +8,11 @@ use crate::crd;
 use crate::http::{self, Probes};
 use crate::leader::{self, SharedShutdown};
 use crate::metrics::Metrics;
+use crate::readiness::Readiness;
 use crate::reconcile::{error_policy, reconcile};
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_kube_facts::KubeFacts;
@@ -51,20 +53,63 @@ pub async fn run_with(
     if let Some(address) = config.http_address.0 {
         serve_probes(address, &readiness, &aws, &metrics, &shutdown);
     }
+    // A first run before the CRDs are installed says what to do, once a minute, instead of
+    // failing every watch every few seconds.
+    if !crd::wait_until_served(&client, &readiness, shutdown.clone()).await {
+        return Ok(());
+    }
     let process = Process { metrics, readiness };
     if !config.leader_elect {
         return run_controller(client, config, aws, process, shutdown).await;
     }
+    // The standby keeps caches of its own, so its /readyz says whether it could take over (RBAC,
+    // API server reachable); they are dropped the moment it leads and the controller's start.
+    let standby = standby_caches(&client, &config, &process.readiness);
     let lease_client = client.clone();
     let lease_config = config.clone();
     leader::while_leading(lease_client, &lease_config, shutdown, move |stop| {
+        standby.abort();
         run_controller(client, config, aws, process, stop)
     })
     .await
 }
 
-/// Whether this replica's controller has synced its caches; unset while it is a standby.
-type Readiness = Arc<std::sync::OnceLock<Box<dyn Fn() -> bool + Send + Sync>>>;
+/// Runs the watches a leader would run, without reconciling, and reports their sync to
+/// `readiness`; abort the returned task to stop them.
+fn standby_caches(
+    client: &Client,
+    config: &OperatorConfig,
+    readiness: &Readiness,
+) -> tokio::task::JoinHandle<()> {
+    let (kube_facts, inputs) = KubeFacts::new(client, &config.watch_targets());
+    let (classes, class_writer) = reflector::store();
+    let class_stream = watcher(
+        Api::<DeserializeGuard<EC2NodeClass>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(class_writer)
+    .applied_objects();
+    readiness.set_caches(move || kube_facts.is_ready() && !classes.is_empty_or_unsynced());
+    fn drained<T>(
+        stream: impl futures::Stream<Item = T> + Send + 'static,
+    ) -> BoxStream<'static, ()> {
+        stream.map(|_| ()).boxed()
+    }
+    let streams = vec![
+        drained(class_stream),
+        drained(inputs.node_pools),
+        drained(inputs.node_claims),
+        drained(inputs.pending_pods),
+        drained(inputs.aws_auth),
+        drained(inputs.karpenter_deployment),
+        drained(inputs.service_accounts),
+        drained(inputs.node_pool_crd),
+        inputs.inputs_changed,
+    ];
+    // Polling the streams is what fills the caches; the events themselves are not needed.
+    tokio::spawn(futures::stream::select_all(streams).for_each(|()| async {}))
+}
 
 /// What lives as long as the process, across the controller's start: metrics and readiness.
 struct Process {
@@ -128,10 +173,9 @@ async fn run_controller(
     {
         let ready_facts = kube_facts.clone();
         let ready_classes = classes.clone();
-        // Set once per process: a replica that loses the Lease stops (see `leader`).
-        let _ = process.readiness.set(Box::new(move || {
-            ready_facts.is_ready() && !ready_classes.is_empty_or_unsynced()
-        }));
+        process
+            .readiness
+            .set_caches(move || ready_facts.is_ready() && !ready_classes.is_empty_or_unsynced());
     }
 
     tracing::info!("karpenter-health operator started");
@@ -196,7 +240,7 @@ fn serve_probes(
     let stats = aws.stats.clone();
     let probes = Probes {
         metrics: metrics.clone(),
-        ready: Arc::new(move || readiness.get().is_some_and(|ready| ready())),
+        ready: Arc::new(move || readiness.check()),
         before_scrape: Arc::new(move |m: &Metrics| {
             if let Some(observer) = &stats {
                 m.sync_aws_calls(&observer.call_stats());

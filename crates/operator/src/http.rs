@@ -1,6 +1,7 @@
 //! The operator's HTTP endpoints: `/metrics` (Prometheus text), `/livez` (the process answers;
 //! never touches the API server or AWS, so an outage cannot cause restart loops) and `/readyz`
-//! (every watch cache has synced). Does IO (serves HTTP).
+//! (the CRDs are served and this replica's watch caches have synced; the reason when not).
+//! Does IO (serves HTTP).
 
 use crate::metrics::Metrics;
 use axum::Router;
@@ -15,8 +16,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Probes {
     pub metrics: Arc<Metrics>,
-    /// Whether the operator is ready to serve (caches synced).
-    pub ready: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// Whether the operator is ready to serve (CRDs served, caches synced), else why not.
+    pub ready: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
     /// Refreshes counters kept elsewhere (the AWS adapter's) before a scrape.
     pub before_scrape: Arc<dyn Fn(&Metrics) + Send + Sync>,
 }
@@ -42,11 +43,10 @@ async fn livez() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(probes): State<Probes>) -> (StatusCode, &'static str) {
-    if (probes.ready)() {
-        (StatusCode::OK, "ready")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+async fn readyz(State(probes): State<Probes>) -> (StatusCode, String) {
+    match (probes.ready)() {
+        Ok(()) => (StatusCode::OK, "ready".into()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 

@@ -1,10 +1,15 @@
 //! Leader election on a Lease: runs the controller only while this replica holds it, and
-//! releases it on the way out so a standby takes over at once. Does IO (the Lease).
+//! releases it on the way out; a standby watches the Lease and contends the moment it is
+//! released, so a clean hand-over takes a round trip, not a lease period. Does IO (the Lease).
 
 use crate::config::OperatorConfig;
 use futures::future::{BoxFuture, Shared};
-use kube::Client;
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Api, Client};
 use std::future::Future;
+use std::time::Duration;
 
 /// A stop signal several tasks can wait on.
 pub type SharedShutdown = Shared<BoxFuture<'static, ()>>;
@@ -38,27 +43,11 @@ where
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let identity = identity(config);
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client, &config.lease_name)
-        .with_namespace(&config.lease_namespace)
-        .with_identity(&identity)
-        .with_duration(15)
-        .with_grace(5)
-        .build()
-        .await?;
-    let (mut leader, lease_task) = manager.watch().await;
     tracing::info!(%identity, lease = %config.lease_name, "waiting to become leader");
-    let became_leader = async {
-        while !*leader.borrow_and_update() {
-            if leader.changed().await.is_err() {
-                return false;
-            }
-        }
-        true
+    let Some((leader, lease_task)) = contend(&client, config, &identity, &shutdown).await? else {
+        return Ok(());
     };
-    let proceed = tokio::select! {
-        leading = became_leader => leading,
-        _ = shutdown.clone() => false,
-    };
+    let proceed = *leader.borrow();
     let mut result = Ok(());
     if proceed {
         tracing::info!(%identity, "became leader");
@@ -84,4 +73,102 @@ where
         Err(error) => tracing::warn!(%error, "lease task failed"),
     }
     result
+}
+
+/// The lease manager's task; it releases the Lease (if held) once its receiver is dropped.
+type LeaseManagerTask =
+    tokio::task::JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>;
+
+/// Contends for the Lease until this replica holds it (`Some`) or `shutdown` (`None`). The lease
+/// manager, while another replica holds the Lease, sleeps until that lease would expire; so a
+/// watch on the Lease restarts the contention as soon as the holder releases it.
+async fn contend(
+    client: &Client,
+    config: &OperatorConfig,
+    identity: &str,
+    shutdown: &SharedShutdown,
+) -> anyhow::Result<Option<(tokio::sync::watch::Receiver<bool>, LeaseManagerTask)>> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &config.lease_namespace);
+    loop {
+        let manager =
+            kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &config.lease_name)
+                .with_namespace(&config.lease_namespace)
+                .with_identity(identity)
+                .with_duration(LEASE_SECONDS)
+                .with_grace(LEASE_GRACE_SECONDS)
+                .build()
+                .await?;
+        let (mut leader, lease_task) = manager.watch().await;
+        let became_leader = async {
+            while !*leader.borrow_and_update() {
+                if leader.changed().await.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        tokio::select! {
+            leading = became_leader => {
+                if leading {
+                    return Ok(Some((leader, lease_task)));
+                }
+                // The lease task ended on an error of its own: start over after a pause.
+                finish(lease_task).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            () = released_by_its_holder(&leases, &config.lease_name, identity) => {
+                // Dropping the receiver ends the manager's sleep; a fresh one takes the free Lease.
+                drop(leader);
+                finish(lease_task).await;
+                tracing::debug!("the lease was released; contending at once");
+            }
+            () = shutdown.clone() => {
+                drop(leader);
+                finish(lease_task).await;
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// How long a Lease is valid after its last renewal, and how long before that the holder renews.
+/// A killed leader is replaced within `LEASE_SECONDS` plus a round trip.
+pub const LEASE_SECONDS: u64 = 15;
+const LEASE_GRACE_SECONDS: u64 = 5;
+
+async fn finish(task: LeaseManagerTask) {
+    match task.await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "lease manager stopped"),
+        Err(error) => tracing::warn!(%error, "lease manager task failed"),
+    }
+}
+
+/// Completes once the Lease, after being seen held by another replica, is released (no holder)
+/// or deleted. Watch failures only delay it: the lease manager's own expiry check still applies.
+async fn released_by_its_holder(leases: &Api<Lease>, name: &str, identity: &str) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut seen_held = false;
+    let mut events = watcher(leases.clone(), config)
+        .default_backoff()
+        .touched_objects()
+        .boxed();
+    loop {
+        match events.try_next().await {
+            Ok(Some(lease)) => {
+                let holder = lease
+                    .spec
+                    .and_then(|s| s.holder_identity)
+                    .filter(|h| !h.is_empty());
+                match holder {
+                    Some(h) if h != identity => seen_held = true,
+                    Some(_) => {}
+                    None if seen_held => return,
+                    None => {}
+                }
+            }
+            Ok(None) => return futures::future::pending().await,
+            Err(error) => tracing::debug!(%error, "lease watch failed; retrying"),
+        }
+    }
 }

@@ -13,6 +13,7 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod one_shot;
+pub mod readiness;
 pub mod reconcile;
 pub mod signals;
 pub mod triggers;
