@@ -29,6 +29,8 @@ enum Command {
     Run(Box<karpenter_health_operator::OperatorConfig>),
     /// Print the KarpenterHealth CRD as YAML.
     Crd,
+    /// Lint manifests offline (no cluster, no AWS): exit 1 on findings at or above --fail-on.
+    Lint(karpenter_health_lint::LintArgs),
 }
 
 fn init_logging(format: LogFormat) {
@@ -50,6 +52,10 @@ async fn main() -> anyhow::Result<()> {
         Command::Crd => {
             print!("{}", serde_yaml::to_string(&KarpenterHealth::crd())?);
             Ok(())
+        }
+        Command::Lint(args) => {
+            let code = karpenter_health_lint::run(&args, &mut std::io::stdout().lock())?;
+            std::process::exit(code)
         }
         Command::Run(config) => {
             let shutdown = karpenter_health_operator::shutdown_signal();
