@@ -303,16 +303,29 @@ fn invalid(e: &serde_yaml::Error, offset: usize, first_line: usize, what: &str) 
         .map(|l| offset + l.line().saturating_sub(1))
         .unwrap_or(first_line)
         .max(first_line);
-    // serde_norway appends its own, document-relative position; the finding carries the file's.
-    let text = e.to_string();
-    let detail = match text.rfind(" at line ") {
-        Some(at) => &text[..at],
-        None => &text,
-    };
     Object::Invalid {
         line,
-        message: format!("the document {what}: {detail}"),
+        message: format!("the document {what}: {}", without_positions(&e.to_string())),
     }
+}
+
+/// serde_norway's message without its ` at line N column M` parts: those count from the
+/// document's own start, while the finding carries the file's line.
+fn without_positions(message: &str) -> String {
+    const AT: &str = " at line ";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(AT) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + AT.len()..];
+        let skip = after
+            .char_indices()
+            .find(|&(_, c)| !(c.is_ascii_digit() || c == ' ' || "column".contains(c)))
+            .map_or(after.len(), |(i, _)| i);
+        rest = &after[skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Builds the field-line index with saphyr's markers; a document saphyr cannot read (it and
