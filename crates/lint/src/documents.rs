@@ -136,6 +136,7 @@ fn read_document(index: usize, offset: usize, first_line: usize, lines: Vec<Stri
         .map(|l| if l.starts_with('%') { "" } else { l.as_str() })
         .collect::<Vec<_>>()
         .join("\n");
+    let last_line = offset + lines.len().saturating_sub(1);
     let mut doc = Document {
         index,
         first_line,
@@ -150,12 +151,31 @@ fn read_document(index: usize, offset: usize, first_line: usize, lines: Vec<Stri
         Ok(v) => v,
         Err(e) => {
             doc.object = invalid(&e, offset, first_line, "is not valid YAML");
+            doc.object = clamp(doc.object, last_line);
             return doc;
         }
     };
     doc.positions = index_positions(&text, offset);
-    doc.object = classify(&value, &text, offset, first_line);
+    doc.object = clamp(classify(&value, &text, offset, first_line), last_line);
     doc
+}
+
+/// An error at the end of the input is marked one line past it; the finding names the last line.
+fn clamp(object: Object, last_line: usize) -> Object {
+    match object {
+        Object::Invalid { line, message } => Object::Invalid {
+            line: line.min(last_line),
+            message,
+        },
+        other => other,
+    }
+}
+
+impl Document {
+    /// The document's last line in the file.
+    pub fn last_line(&self) -> usize {
+        self.offset + self.lines.len().saturating_sub(1)
+    }
 }
 
 fn classify(value: &serde_yaml::Value, text: &str, offset: usize, first_line: usize) -> Object {
@@ -395,5 +415,92 @@ pub fn sequence_item_lines(text: &str) -> Vec<usize> {
             _ => Vec::new(),
         },
         Err(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn documents_are_cut_at_markers_and_counted_without_empty_ones() {
+        let docs = read_stream(
+            "---\n# only a comment\n---\na: 1\n--- {b: 2}\n...\n%YAML 1.2\n---\nc: [\n",
+        );
+        let summary: Vec<(usize, usize)> = docs.iter().map(|d| (d.index, d.first_line)).collect();
+        assert_eq!(summary, vec![(0, 4), (1, 5), (2, 9)]);
+        assert!(matches!(docs[2].object, Object::Invalid { .. }));
+        assert_eq!(docs[0].positions.line(&["a"]), Some(4));
+        assert_eq!(docs[1].positions.line(&["b"]), Some(5));
+    }
+
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("---".to_owned()),
+            Just("...".to_owned()),
+            Just("apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass".to_owned()),
+            Just("apiVersion: karpenter.sh/v1\nkind: NodePool".to_owned()),
+            Just("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: aws-auth}".to_owned()),
+            Just("apiVersion: apps/v1\nkind: Deployment".to_owned()),
+            Just("spec:\n  role: arn:aws:iam::1:role/x\n  instanceProfile: a b".to_owned()),
+            Just("spec: {template: {metadata: {labels: {karpenter.sh/x: y}}}}".to_owned()),
+            Just(
+                "data:\n  mapRoles: |\n    - rolearn: arn:aws:iam::1:role/p/n\n      groups: x"
+                    .to_owned()
+            ),
+            Just("spec: 5".to_owned()),
+            Just("a: &x [*x]".to_owned()),
+            Just("  - [".to_owned()),
+            "[ -~\t]{0,20}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the text, reading never panics and every position is inside the input.
+        #[test]
+        fn any_stream_reads_without_panic_and_positions_stay_in_the_input(
+            parts in proptest::collection::vec(fragment(), 0..12)
+        ) {
+            let text = parts.join("\n");
+            let lines = text.lines().count().max(1);
+            for doc in read_stream(&text) {
+                prop_assert!(doc.first_line >= 1 && doc.first_line <= lines);
+                if let Object::Invalid { line, .. } = doc.object {
+                    prop_assert!(line >= 1 && line <= lines, "{line} > {lines}");
+                }
+            }
+            let options = crate::Options {
+                karpenter_version: Some(semver::Version::new(1, 6, 0)),
+                region: Some("us-iso-east-1".into()),
+                node_role: Some("n".into()),
+                controller_role: Some("arn:aws:iam::1:role/c".into()),
+            };
+            let sources = [crate::Source { path: "-", text: &text }];
+            for f in crate::lint::lint(&sources, &options) {
+                prop_assert!(f.line >= 1 && f.line <= lines, "{f:?} outside {lines} lines");
+            }
+        }
+
+        /// Mutations of a real multi-document file: cut, duplicated or corrupted bytes.
+        #[test]
+        fn mutated_fixtures_read_without_panic(
+            cut in 0usize..4000, at in 0usize..4000, byte in any::<u8>()
+        ) {
+            let base = include_str!("../tests/fixtures/helm/rendered.yaml");
+            let mut bytes = base.as_bytes().to_vec();
+            bytes.truncate(cut.max(1).min(bytes.len()));
+            if !bytes.is_empty() {
+                let i = at % bytes.len();
+                bytes[i] = byte;
+            }
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let lines = text.lines().count().max(1);
+            let sources = [crate::Source { path: "-", text: &text }];
+            for f in crate::lint::lint(&sources, &crate::Options::default()) {
+                prop_assert!(f.line >= 1 && f.line <= lines, "{f:?} outside {lines} lines");
+            }
+        }
     }
 }

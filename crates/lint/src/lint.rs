@@ -68,7 +68,8 @@ pub fn lint(sources: &[Source<'_>], options: &Options) -> Vec<Finding> {
             for (rule, message, line) in lint_document(doc, options, &roles) {
                 findings.push(Finding {
                     path: (*path).to_owned(),
-                    line,
+                    // Parsers mark an error at the end of a value one line past it.
+                    line: line.clamp(doc.first_line, doc.last_line().max(doc.first_line)),
                     document: doc.index,
                     rule,
                     message,
