@@ -331,3 +331,18 @@ fn sarif_output_reads_back_through_the_typed_model() {
         "{message}"
     );
 }
+
+#[test]
+fn the_readme_documents_every_flag_of_lint() {
+    use clap::CommandFactory;
+    let readme = include_str!("../../../README.md");
+    let command = Cli::command();
+    for arg in command.get_arguments() {
+        if let Some(long) = arg.get_long() {
+            assert!(
+                readme.contains(&format!("`--{long}`")),
+                "README lacks `--{long}`"
+            );
+        }
+    }
+}
