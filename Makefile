@@ -100,6 +100,6 @@ FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZ_SECONDS (installs cargo-fuzz from crates.io if missing)
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
-	@for t in aws_auth arn trust_policy; do mkdir -p fuzz/corpus/$$t; \
+	@for t in aws_auth arn trust_policy lint_documents; do mkdir -p fuzz/corpus/$$t; \
 	  RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -s none $$t fuzz/corpus/$$t fuzz/seeds/$$t -- \
 	  -max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; done

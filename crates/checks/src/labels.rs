@@ -65,6 +65,21 @@ impl LabelRules {
         }
     }
 
+    /// Why every one of `candidates` rejects `key` in `context` (the first one's words); `None`
+    /// if any accepts it or there is no candidate. With the rule set open (version unknown),
+    /// only a key every rule set rejects is proven rejected.
+    pub fn rejected_by_all(
+        candidates: &[LabelRules],
+        key: &str,
+        context: KeyContext,
+    ) -> Option<&'static str> {
+        let (first, rest) = candidates.split_first()?;
+        let why = first.restriction(key, context)?;
+        rest.iter()
+            .all(|rules| rules.restriction(key, context).is_some())
+            .then_some(why)
+    }
+
     /// Why Karpenter rejects `key` in `context`, in Karpenter's own words; `None` if it is allowed.
     pub fn restriction(self, key: &str, context: KeyContext) -> Option<&'static str> {
         let domain = match key.split_once('/') {

@@ -36,6 +36,8 @@ enum Command {
     Check(Box<check::CheckArgs>),
     /// Print the KarpenterHealth CRD as YAML.
     Crd,
+    /// Lint manifests offline (no cluster, no AWS): exit 1 on findings at or above --fail-on.
+    Lint(karpenter_health_lint::LintArgs),
 }
 
 /// Logs to stderr; RUST_LOG overrides `default_filter`.
@@ -89,6 +91,17 @@ async fn main() -> anyhow::Result<()> {
             init_logging(cli.log_format, "warn,kube=error");
             let code = check::run(&args, &mut std::io::stdout().lock()).await?;
             std::process::exit(code as i32)
+        }
+        Command::Lint(args) => {
+            // Findings exit 1; a run that could not read its input exits 2, so CI tells a broken
+            // manifest from a broken pipeline.
+            match karpenter_health_lint::run(&args, &mut std::io::stdout().lock()) {
+                Ok(code) => std::process::exit(code),
+                Err(error) => {
+                    eprintln!("karpenter-health lint could not run: {error:#}");
+                    std::process::exit(2)
+                }
+            }
         }
         Command::Run(config) => {
             let shutdown = karpenter_health_operator::shutdown_signal();

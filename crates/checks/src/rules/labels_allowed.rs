@@ -109,9 +109,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             .iter()
             .map(|rules| rules.restriction(&u.key, u.context))
             .collect();
-        if let Some(Some(why)) = verdicts.first()
-            && verdicts.iter().all(Option::is_some)
-        {
+        if let Some(why) = LabelRules::rejected_by_all(&candidates, &u.key, u.context) {
             let into = if u.decisive {
                 &mut rejected
             } else {

@@ -283,7 +283,7 @@ fn controller_role(ctx: &Context) -> Option<IamArn> {
 }
 
 /// Whether an entry is meant to admit nodes (so mapping the wrong role there is the mistake).
-fn is_node_mapping(entry: &RoleMapping) -> bool {
+pub fn is_node_mapping(entry: &RoleMapping) -> bool {
     entry
         .username
         .as_deref()
@@ -357,30 +357,12 @@ fn aws_auth_verdict(
         }
     }
     if let Some((entry, mapped)) = with_path.last() {
-        return Verdict::Problem(
-            Reason::NodeRoleMappedWithPath,
-            format!(
-                "aws-auth maps the node role as {} with the IAM path {}, which the authenticator \
-                 never matches; write {} instead.",
-                clip(&entry.rolearn, 256),
-                clip(&mapped.path, 128),
-                mapped.without_path()
-            ),
-        );
+        let (reason, message) = mapped_with_path(entry, mapped);
+        return Verdict::Problem(reason, message);
     }
     if !controller_instead.is_empty() {
-        let arns: Vec<String> = controller_instead
-            .iter()
-            .map(|e| clip(&e.rolearn, 256).into_owned())
-            .collect();
-        return Verdict::Problem(
-            Reason::ControllerRoleMappedInstead,
-            format!(
-                "aws-auth maps the Karpenter controller's role {} as a node, but not the node role \
-                 {node_shown}; change that entry's rolearn to {node_shown}.",
-                list_bounded(&arns, 3)
-            ),
-        );
+        let (reason, message) = controller_mapped_instead(&controller_instead, node_shown);
+        return Verdict::Problem(reason, message);
     }
     Verdict::Problem(
         Reason::NodeRoleNotMapped,
@@ -388,14 +370,63 @@ fn aws_auth_verdict(
     )
 }
 
+/// The node role's entry names it with an IAM path (`mapped` is `entry.rolearn` parsed).
+pub fn mapped_with_path(entry: &RoleMapping, mapped: &IamArn) -> (Reason, String) {
+    (
+        Reason::NodeRoleMappedWithPath,
+        format!(
+            "aws-auth maps the node role as {} with the IAM path {}, which the authenticator \
+             never matches; write {} instead.",
+            clip(&entry.rolearn, 256),
+            clip(&mapped.path, 128),
+            mapped.without_path()
+        ),
+    )
+}
+
+/// `entries` map the controller's role as a node while `node_shown` is not mapped.
+pub fn controller_mapped_instead(entries: &[&RoleMapping], node_shown: &str) -> (Reason, String) {
+    let arns: Vec<String> = entries
+        .iter()
+        .map(|e| clip(&e.rolearn, 256).into_owned())
+        .collect();
+    (
+        Reason::ControllerRoleMappedInstead,
+        format!(
+            "aws-auth maps the Karpenter controller's role {} as a node, but not the node role \
+             {node_shown}; change that entry's rolearn to {node_shown}.",
+            list_bounded(&arns, 3)
+        ),
+    )
+}
+
 /// The verdict on the one entry the authenticator uses for the node role.
 fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown: &str) -> Verdict {
+    match node_entry_problem(parsed, entry, node_shown) {
+        Some((reason, message)) => Verdict::Problem(reason, message),
+        None => Verdict::Mapped(
+            Reason::NodeRoleMappedInAwsAuth,
+            format!(
+                "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
+                NODE_GROUPS.join(", ")
+            ),
+        ),
+    }
+}
+
+/// What is wrong with the one entry the authenticator uses for the node role (read only in
+/// part, wrong username, missing groups), if anything. Shared with the offline lint.
+pub fn node_entry_problem(
+    parsed: &aws_auth::AwsAuth,
+    entry: &RoleMapping,
+    node_shown: &str,
+) -> Option<(Reason, String)> {
     let problems: Vec<String> = parsed
         .problems_of_role_entry(entry.entry)
         .map(|p| clip(&p.message, 256).into_owned())
         .collect();
     if !problems.is_empty() {
-        return Verdict::Problem(
+        return Some((
             Reason::AwsAuthMalformed,
             format!(
                 "mapRoles entry {} of kube-system/aws-auth, the one the authenticator uses for \
@@ -403,10 +434,10 @@ fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown:
                 entry.entry,
                 list_bounded(&problems, 3)
             ),
-        );
+        ));
     }
     if entry.username.as_deref() != Some(NODE_USERNAME) {
-        return Verdict::Problem(
+        return Some((
             Reason::NodeRoleMappingWrongUsername,
             format!(
                 "aws-auth maps {node_shown} (mapRoles entry {}) with username {:?}; nodes need \
@@ -414,7 +445,7 @@ fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown:
                 entry.entry,
                 clip(entry.username.as_deref().unwrap_or_default(), 128)
             ),
-        );
+        ));
     }
     let missing: Vec<&str> = NODE_GROUPS
         .iter()
@@ -422,22 +453,16 @@ fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown:
         .filter(|g| !entry.groups.iter().any(|h| h == g))
         .collect();
     if !missing.is_empty() {
-        return Verdict::Problem(
+        return Some((
             Reason::NodeRoleMappingMissingGroups,
             format!(
                 "aws-auth maps {node_shown} (mapRoles entry {}) without the groups {}.",
                 entry.entry,
                 missing.join(", ")
             ),
-        );
+        ));
     }
-    Verdict::Mapped(
-        Reason::NodeRoleMappedInAwsAuth,
-        format!(
-            "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
-            NODE_GROUPS.join(", ")
-        ),
-    )
+    None
 }
 
 fn access_entry_verdict(ctx: &Context, node_shown: &str) -> Verdict {
