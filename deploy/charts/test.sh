@@ -119,7 +119,33 @@ rust_types="$(sed -n '/^condition_types! {/,/^}/p' "$repo/crates/api/src/conditi
 chart_types="$(sed -n '/define "karpenter-health.conditionTypes"/{n;p}' "$chart/templates/_rules.tpl")"
 [ -n "$rust_types" ] && [ "$rust_types" = "$chart_types" ] \
   || fail "alerted condition types ($chart_types) differ from conditions.rs ($rust_types)"
-echo "render: lint x3, default, every value, monitoring gating, CRD, RBAC, KSM, dashboard: ok"
+python3 - "$chart/values.yaml" "$chart/README.md" <<'PY' || fail "the chart README's values table drifts from values.yaml"
+import re, sys, yaml
+values = yaml.safe_load(open(sys.argv[1]))
+keys = re.findall(r"^\| `([A-Za-z][\w.]*)` \|", open(sys.argv[2]).read().split("## Values", 1)[1], re.M)
+def has(path):
+    v = values
+    for p in path.split("."):
+        if not isinstance(v, dict) or p not in v:
+            return False
+        v = v[p]
+    return True
+stale = [k for k in keys if not has(k)]
+assert not stale, f"README documents values that do not exist: {stale}"
+def leaves(v, prefix=""):
+    for k, x in v.items():
+        path = prefix + k
+        if path in keys:
+            continue
+        if isinstance(x, dict) and x:
+            yield from leaves(x, path + ".")
+        else:
+            yield path
+undocumented = list(leaves(values))
+assert not undocumented, f"values missing from the README table: {undocumented}"
+print(f"README: {len(keys)} values documented")
+PY
+echo "render: lint x3, default, every value, monitoring gating, CRD, RBAC, KSM, dashboard, README: ok"
 
 # ---------------------------------------------------------------------------------------------
 step "3. alert rules: promtool check and unit tests"
