@@ -94,7 +94,7 @@ python3 "$testdata/check-render.py" all "$tmp/all.yaml" || fail "render with eve
 render kh "$chart" --namespace ops -f "$chart/ci/all-values.yaml" >"$tmp/all-no-monitoring.yaml"
 python3 "$testdata/check-render.py" absent "$tmp/all-no-monitoring.yaml" \
   || fail "ServiceMonitor/PrometheusRule rendered without the Prometheus Operator API"
-grep -q '^kind: ServiceMonitor' "$tmp/all.yaml" && grep -q '^kind: PrometheusRule' "$tmp/all.yaml" \
+{ grep -q '^kind: ServiceMonitor' "$tmp/all.yaml" && grep -q '^kind: PrometheusRule' "$tmp/all.yaml"; } \
   || fail "ServiceMonitor/PrometheusRule missing with --api-versions monitoring.coreos.com/v1"
 if render kh "$chart" --set settings.httpAddress=off >/dev/null 2>&1; then
   fail "settings.httpAddress=off must be refused (the probes need the endpoints)"
@@ -117,7 +117,7 @@ promtool check rules "$tmp/dashboard-rules.yaml" >"$tmp/promtool.log" \
 rust_types="$(sed -n '/^condition_types! {/,/^}/p' "$repo/crates/api/src/conditions.rs" \
   | sed -n 's/^ *\([A-Za-z]*\), "[^"]*";$/\1/p' | grep -v '^Ready$' | tr '\n' ' ' | sed 's/ $//')"
 chart_types="$(sed -n '/define "karpenter-health.conditionTypes"/{n;p}' "$chart/templates/_rules.tpl")"
-[ -n "$rust_types" ] && [ "$rust_types" = "$chart_types" ] \
+{ [ -n "$rust_types" ] && [ "$rust_types" = "$chart_types" ]; } \
   || fail "alerted condition types ($chart_types) differ from conditions.rs ($rust_types)"
 python3 - "$chart/values.yaml" "$chart/README.md" <<'PY' || fail "the chart README's values table drifts from values.yaml"
 import re, sys, yaml
@@ -282,7 +282,7 @@ wait_file 10 "the webhook receiver" "$e2e/webhook.port"
 if [ -n "${KH_METRICS_TARGET:-}" ]; then
   target="$KH_METRICS_TARGET"
   mode="the operator at $target"
-  [ -n "${KH_BREAK_CMD:-}" ] && [ -n "${KH_REPAIR_CMD:-}" ] \
+  { [ -n "${KH_BREAK_CMD:-}" ] && [ -n "${KH_REPAIR_CMD:-}" ]; } \
     || fail "KH_METRICS_TARGET needs KH_BREAK_CMD and KH_REPAIR_CMD (break and repair $node_class)"
   break_it() { bash -c "$KH_BREAK_CMD"; }
   repair_it() { bash -c "$KH_REPAIR_CMD"; }

