@@ -6,6 +6,7 @@ BED := e2e/bed/bed.sh
 BED_DIR ?= $(CURDIR)/e2e/.bed
 export KH_BED_DIR := $(BED_DIR)
 CRD_FILE := crds/karpenter-health.io_karpenterhealths.yaml
+CHART_DIR := deploy/charts/karpenter-health
 
 .PHONY: help
 help: ## list the targets
@@ -36,6 +37,7 @@ test-unit: ## unit, property and adapter tests (no bed)
 crds: ## regenerate the KarpenterHealth CRD from the Rust types
 	$(CARGO) run --quiet --locked -p karpenter-health -- crd > $(CRD_FILE)
 	cp $(CRD_FILE) deploy/crds/
+	cp $(CRD_FILE) $(CHART_DIR)/crds/
 
 .PHONY: crds-check
 crds-check: ## fail when the committed CRD drifts from the Rust types
@@ -43,6 +45,25 @@ crds-check: ## fail when the committed CRD drifts from the Rust types
 	  || { echo "CRD drift: run 'make crds' and commit $(CRD_FILE)"; exit 1; }
 	@diff -u $(CRD_FILE) deploy/crds/$(notdir $(CRD_FILE)) \
 	  || { echo "deploy/crds is stale: run 'make crds'"; exit 1; }
+	@diff -u $(CRD_FILE) $(CHART_DIR)/crds/$(notdir $(CRD_FILE)) \
+	  || { echo "$(CHART_DIR)/crds is stale: run 'make crds'"; exit 1; }
+
+RBAC_FILE := deploy/rbac.yaml
+.PHONY: rbac
+rbac: ## regenerate deploy/rbac.yaml (the e2e tests' RBAC) from the chart's RBAC templates
+	@bash e2e/bed/install-chart-tools.sh
+	bash deploy/render-rbac.sh > $(RBAC_FILE)
+
+.PHONY: rbac-check
+rbac-check: ## fail when deploy/rbac.yaml drifts from the chart's RBAC templates
+	@bash e2e/bed/install-chart-tools.sh
+	@bash deploy/render-rbac.sh | diff -u $(RBAC_FILE) - \
+	  || { echo "RBAC drift: run 'make rbac' and commit $(RBAC_FILE)"; exit 1; }
+
+.PHONY: chart-test
+chart-test: ## the Helm chart: lint, render, a real install on its own bed, alert unit tests, Prometheus + Alertmanager end to end
+	@bash e2e/bed/install-chart-tools.sh
+	@bash deploy/charts/test.sh
 
 CARGO_DENY_VERSION := 0.20.2
 .PHONY: deny
@@ -86,7 +107,7 @@ bench: ## the benchmark on its own bed: 10,000 NodeClaims, 50 NodePools, 20 EC2N
 	@bash e2e/bench.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check purity-check deny e2e ## everything CI runs
+test: deps fmt-check lint test-unit crds-check rbac-check purity-check deny e2e chart-test ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth

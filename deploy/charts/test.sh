@@ -1,0 +1,392 @@
+#!/usr/bin/env bash
+# The Helm chart's tests (make chart-test):
+#   1. helm lint (default values, --strict, ci/all-values.yaml) and helm template with default
+#      and with every value set, asserting the rendered objects (testdata/check-render.py);
+#      the chart's CRD byte-identical to crds/; deploy/rbac.yaml equal to a fresh render;
+#      kube-state-metrics paths against the CRD schema; the dashboard's queries through promtool.
+#   2. A bed of its own (e2e/bed/bed.sh): every rendered object applied with --dry-run=server
+#      (except the Prometheus Operator kinds, whose CRDs the bed lacks), then a real
+#      `helm install` into kube-system, its objects checked against the render (no Pod runs: the
+#      bed has no deployment controller, scheduler or kubelet), and `helm uninstall` removing them.
+#   3. The alerts: the PrometheusRule's groups through `promtool check rules` and the unit tests
+#      in karpenter-health/tests/*.test.yaml, every alert covered.
+#   4. Prometheus and Alertmanager on loopback: Prometheus scrapes the operator's metrics and
+#      evaluates the chart's rules (short `for` via values); the alert for a broken EC2NodeClass
+#      reaches Alertmanager's webhook, then resolves after the repair.
+#      Metrics target: KH_METRICS_TARGET (host:port of a real `karpenter-health run`) when set,
+#      with KH_BREAK_CMD / KH_REPAIR_CMD (shell commands that break and repair the EC2NodeClass
+#      KH_ALERT_NODE_CLASS, default `broken`, on NodeRoleMapped unless KH_ALERT_TYPE says
+#      otherwise); else testdata/metrics-mimic.py, which serves the operator's exposition with
+#      the condition read from a state file that the test flips from False to True.
+# KH_CHART_TEST_SKIP_BED=1 skips step 2 (no kube binaries).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+chart="$here/karpenter-health"
+testdata="$here/testdata"
+cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+helm="${HELM:-$cache_root/bin/helm}"
+alertmanager_bin="$(command -v prometheus-alertmanager || command -v alertmanager || true)"
+
+step() { echo "== chart-test: $*"; }
+fail() { echo "FAIL: chart-test: $*" >&2; exit 1; }
+
+for tool in "$helm" promtool prometheus "$alertmanager_bin" python3 curl; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] \
+    || fail "missing $tool: run e2e/bed/install-chart-tools.sh (make deps)"
+done
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/kh-chart-test.XXXXXX")"
+pids=()
+bed_dir=""
+cleanup() {
+  local status=$?
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [ -n "$bed_dir" ]; then bash "$repo/e2e/bed/bed.sh" down "$bed_dir" >/dev/null 2>&1 || true; fi
+  if [ "$status" -ne 0 ] && [ "${KH_CHART_TEST_KEEP:-}" = 1 ]; then
+    echo "chart-test: kept $tmp" >&2
+  else
+    rm -rf "$tmp"
+  fi
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+wait_for() { # seconds, description, command...
+  local secs="$1" what="$2"; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "$what did not happen within ${secs}s"
+    sleep 0.5
+  done
+}
+wait_file() { wait_for "$1" "$2 wrote $3" test -s "$3"; }
+
+monitoring=(--api-versions monitoring.coreos.com/v1)
+render() { "$helm" template "$@"; }
+# The rule groups of the chart's PrometheusRule as a plain Prometheus rules file.
+render_rules() { # out, extra helm args...
+  local out="$1"; shift
+  render karpenter-health "$chart" --namespace kube-system "${monitoring[@]}" \
+    --set prometheusRule.enabled=true --show-only templates/prometheusrule.yaml "$@" \
+    | python3 -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(sys.stdin)["spec"], sys.stdout)' > "$out"
+}
+
+# ---------------------------------------------------------------------------------------------
+step "1. lint and render"
+"$helm" lint "$chart" >"$tmp/lint.log" || { cat "$tmp/lint.log"; fail "helm lint with default values"; }
+"$helm" lint --strict "$chart" >"$tmp/lint.log" || { cat "$tmp/lint.log"; fail "helm lint --strict"; }
+"$helm" lint --strict "$chart" -f "$chart/ci/all-values.yaml" >"$tmp/lint.log" \
+  || { cat "$tmp/lint.log"; fail "helm lint --strict with ci/all-values.yaml"; }
+
+render karpenter-health "$chart" --namespace kube-system >"$tmp/default.yaml"
+render karpenter-health "$chart" --namespace kube-system "${monitoring[@]}" >"$tmp/default-monitoring.yaml"
+python3 "$testdata/check-render.py" default "$tmp/default-monitoring.yaml" \
+  || fail "default render (even with the Prometheus Operator API, monitoring objects are opt-in)"
+render kh "$chart" --namespace ops -f "$chart/ci/all-values.yaml" "${monitoring[@]}" >"$tmp/all.yaml"
+python3 "$testdata/check-render.py" all "$tmp/all.yaml" || fail "render with every value set"
+render kh "$chart" --namespace ops -f "$chart/ci/all-values.yaml" >"$tmp/all-no-monitoring.yaml"
+python3 "$testdata/check-render.py" absent "$tmp/all-no-monitoring.yaml" \
+  || fail "ServiceMonitor/PrometheusRule rendered without the Prometheus Operator API"
+{ grep -q '^kind: ServiceMonitor' "$tmp/all.yaml" && grep -q '^kind: PrometheusRule' "$tmp/all.yaml"; } \
+  || fail "ServiceMonitor/PrometheusRule missing with --api-versions monitoring.coreos.com/v1"
+if render kh "$chart" --set settings.httpAddress=off >/dev/null 2>&1; then
+  fail "settings.httpAddress=off must be refused (the probes need the endpoints)"
+fi
+
+crd="karpenter-health.io_karpenterhealths.yaml"
+cmp -s "$repo/crds/$crd" "$chart/crds/$crd" \
+  || fail "$chart/crds/$crd differs from crds/$crd: run make crds"
+bash "$repo/deploy/render-rbac.sh" | diff -u "$repo/deploy/rbac.yaml" - >"$tmp/rbac.diff" \
+  || { cat "$tmp/rbac.diff"; fail "deploy/rbac.yaml drifts from the chart: run make rbac"; }
+
+python3 "$testdata/check-render.py" ksm "$chart/crds/$crd" "$chart/files/kube-state-metrics.yaml" \
+  || fail "kube-state-metrics customResourceState paths"
+python3 "$testdata/check-render.py" dashboard "$chart/files/dashboard.json" "$tmp/dashboard-rules.yaml" \
+  "$repo/crates/operator/src/metrics.rs" || fail "dashboard queries"
+promtool check rules "$tmp/dashboard-rules.yaml" >"$tmp/promtool.log" \
+  || { cat "$tmp/promtool.log"; fail "a dashboard query does not parse as PromQL"; }
+
+# The chart's condition types are the closed list of crates/api/src/conditions.rs.
+rust_types="$(sed -n '/^condition_types! {/,/^}/p' "$repo/crates/api/src/conditions.rs" \
+  | sed -n 's/^ *\([A-Za-z]*\), "[^"]*";$/\1/p' | grep -v '^Ready$' | tr '\n' ' ' | sed 's/ $//')"
+chart_types="$(sed -n '/define "karpenter-health.conditionTypes"/{n;p}' "$chart/templates/_rules.tpl")"
+{ [ -n "$rust_types" ] && [ "$rust_types" = "$chart_types" ]; } \
+  || fail "alerted condition types ($chart_types) differ from conditions.rs ($rust_types)"
+python3 - "$chart/values.yaml" "$chart/README.md" <<'PY' || fail "the chart README's values table drifts from values.yaml"
+import re, sys, yaml
+values = yaml.safe_load(open(sys.argv[1]))
+keys = re.findall(r"^\| `([A-Za-z][\w.]*)` \|", open(sys.argv[2]).read().split("## Values", 1)[1], re.M)
+def has(path):
+    v = values
+    for p in path.split("."):
+        if not isinstance(v, dict) or p not in v:
+            return False
+        v = v[p]
+    return True
+stale = [k for k in keys if not has(k)]
+assert not stale, f"README documents values that do not exist: {stale}"
+def leaves(v, prefix=""):
+    for k, x in v.items():
+        path = prefix + k
+        if path in keys:
+            continue
+        if isinstance(x, dict) and x:
+            yield from leaves(x, path + ".")
+        else:
+            yield path
+undocumented = list(leaves(values))
+assert not undocumented, f"values missing from the README table: {undocumented}"
+print(f"README: {len(keys)} values documented")
+PY
+echo "render: lint x3, default, every value, monitoring gating, CRD, RBAC, KSM, dashboard, README: ok"
+
+# ---------------------------------------------------------------------------------------------
+step "3. alert rules: promtool check and unit tests"
+mkdir -p "$tmp/rules"
+render_rules "$tmp/rules/rules.yaml"
+promtool check rules "$tmp/rules/rules.yaml" >"$tmp/promtool.log" \
+  || { cat "$tmp/promtool.log"; fail "promtool check rules on the chart's PrometheusRule"; }
+cp "$chart"/tests/*.test.yaml "$tmp/rules/"
+promtool test rules "$tmp/rules/"*.test.yaml >"$tmp/promtool.log" 2>&1 \
+  || { cat "$tmp/promtool.log"; fail "promtool test rules"; }
+python3 - "$tmp/rules/rules.yaml" "$tmp/rules/"*.test.yaml <<'PY' || fail "an alert has no unit test"
+import sys, yaml
+rules = yaml.safe_load(open(sys.argv[1]))
+alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
+for r in (r for g in rules["groups"] for r in g["rules"]):
+    assert r.get("for") and r["labels"].get("severity") and r["annotations"].get("runbook_url"), \
+        f"{r['alert']}: needs for, a severity label and a runbook_url (conditions.md rule 16)"
+tested = {t["alertname"]: t for f in sys.argv[2:] for g in yaml.safe_load(open(f))["tests"]
+          for t in g.get("alert_rule_test", [])}
+missing = alerts - set(tested)
+fired = {a for a in alerts if any(t.get("exp_alerts") for f in sys.argv[2:]
+         for g in yaml.safe_load(open(f))["tests"] for t in g.get("alert_rule_test", [])
+         if t["alertname"] == a)}
+assert not missing, f"alerts without a test: {sorted(missing)}"
+assert fired == alerts, f"alerts never expected to fire: {sorted(alerts - fired)}"
+print(f"alerts: {len(alerts)} alerts, each tested firing and silent")
+PY
+grep -A2 'SUCCESS' "$tmp/promtool.log" | head -n 2
+
+# ---------------------------------------------------------------------------------------------
+if [ "${KH_CHART_TEST_SKIP_BED:-}" = 1 ]; then
+  step "2. bed: skipped (KH_CHART_TEST_SKIP_BED=1)"
+else
+  step "2. bed: server-side dry run of every object, helm install and uninstall"
+  bed_dir="$tmp/bed"
+  bash "$repo/e2e/bed/bed.sh" up "$bed_dir" >"$tmp/bed.log" 2>&1 || { tail -n 30 "$tmp/bed.log"; fail "bed up"; }
+  # shellcheck disable=SC1091
+  source "$bed_dir/env"
+  kubectl version -o json 2>/dev/null | python3 -c 'import sys,json; v=json.load(sys.stdin)["serverVersion"]; print("bed: Kubernetes", v["gitVersion"])'
+  kubectl create namespace ops >/dev/null
+  kubectl create namespace karpenter >/dev/null
+  kubectl create namespace monitoring >/dev/null
+  kubectl apply -f "$chart/crds/$crd" >/dev/null
+  # --validate renders with the API server's own capabilities (PDB policy/v1beta1 on 1.20; no
+  # monitoring.coreos.com, so the ServiceMonitor and PrometheusRule stay out though enabled).
+  for values in default all; do
+    if [ "$values" = default ]; then
+      render karpenter-health "$chart" --namespace kube-system --validate --set serviceMonitor.enabled=true \
+        --set prometheusRule.enabled=true --set dashboard.enabled=true \
+        --set kubeStateMetrics.customResourceState.enabled=true >"$tmp/dry.yaml"
+    else
+      render kh "$chart" --namespace ops --validate -f "$chart/ci/all-values.yaml" >"$tmp/dry.yaml"
+    fi
+    python3 - "$tmp/dry.yaml" "$tmp/dry-core.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+keep = [d for d in docs if not d["apiVersion"].startswith("monitoring.coreos.com/")]
+kinds = sorted({d["kind"] for d in keep})
+print(f"dry run: {len(keep)} objects: {', '.join(kinds)}")
+yaml.safe_dump_all(keep, open(sys.argv[2], "w"))
+PY
+    kubectl apply --dry-run=server -f "$tmp/dry-core.yaml" >"$tmp/dry.log" 2>&1 \
+      || { cat "$tmp/dry.log"; fail "the API server refuses the $values render"; }
+  done
+  grep -q 'apiVersion: policy/v1beta1' "$tmp/dry-core.yaml" \
+    || fail "on Kubernetes 1.20 the PodDisruptionBudget must be policy/v1beta1"
+
+  "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false >"$tmp/install.log" 2>&1 \
+    || { cat "$tmp/install.log"; fail "helm install"; }
+  expect=(deployment/karpenter-health service/karpenter-health serviceaccount/karpenter-health
+    poddisruptionbudget/karpenter-health role/karpenter-health-kube-system
+    rolebinding/karpenter-health-kube-system role/karpenter-health-karpenter
+    rolebinding/karpenter-health-karpenter role/karpenter-health-leader-election
+    rolebinding/karpenter-health-leader-election)
+  for object in "${expect[@]}"; do
+    kubectl -n kube-system get "$object" >/dev/null 2>&1 || fail "helm install did not create kube-system/$object"
+  done
+  kubectl get clusterrole/karpenter-health clusterrolebinding/karpenter-health >/dev/null 2>&1 \
+    || fail "helm install did not create the ClusterRole and its binding"
+  # What was installed is what was rendered: rules, replicas, env, affinity.
+  kubectl get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=karpenter-health -o yaml >"$tmp/live-cluster.yaml"
+  kubectl -n kube-system get role,rolebinding,deployment,poddisruptionbudget -l app.kubernetes.io/instance=karpenter-health -o yaml >"$tmp/live-ns.yaml"
+  python3 - "$tmp/default.yaml" "$tmp/live-cluster.yaml" "$tmp/live-ns.yaml" <<'PY' || fail "installed objects differ from the render"
+import sys, yaml
+rendered = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+live = {}
+for path in sys.argv[2:]:
+    for item in yaml.safe_load(open(path))["items"]:
+        live[(item["kind"], item["metadata"]["name"])] = item
+for key, doc in rendered.items():
+    if key[0] in ("ClusterRole", "Role"):
+        assert live[key]["rules"] == doc["rules"], f"{key}: rules differ"
+    if key[0] in ("ClusterRoleBinding", "RoleBinding"):
+        assert live[key]["subjects"] == doc["subjects"] and live[key]["roleRef"] == doc["roleRef"], f"{key}: binding differs"
+dep = live[("Deployment", "karpenter-health")]["spec"]
+assert dep["replicas"] == 2, dep["replicas"]
+pod = dep["template"]["spec"]
+assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0] == \
+    {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}
+assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+assert pod["priorityClassName"] == "system-cluster-critical"
+pdb = live[("PodDisruptionBudget", "karpenter-health")]
+assert pdb["apiVersion"] in ("policy/v1beta1", "policy/v1") and pdb["spec"]["maxUnavailable"] == 1
+print(f"install: {len(live)} live objects match the render")
+PY
+  # The bed's controller-manager runs no deployment controller and there is no scheduler or
+  # kubelet: no Pod runs here, the objects themselves are what is checked.
+  "$helm" uninstall karpenter-health --namespace kube-system >"$tmp/uninstall.log" 2>&1 \
+    || { cat "$tmp/uninstall.log"; fail "helm uninstall"; }
+  for object in "${expect[@]}"; do
+    if kubectl -n kube-system get "$object" >/dev/null 2>&1; then fail "helm uninstall left kube-system/$object"; fi
+  done
+  if kubectl get clusterrole/karpenter-health >/dev/null 2>&1; then fail "helm uninstall left the ClusterRole"; fi
+  kubectl get crd karpenterhealths.karpenter-health.io >/dev/null \
+    || fail "the CRD must survive helm uninstall (Helm never deletes crds/)"
+  echo "bed: install created ${#expect[@]} namespaced objects + ClusterRole/Binding as rendered; uninstall removed them, the CRD stays"
+  bash "$repo/e2e/bed/bed.sh" down "$bed_dir" >/dev/null 2>&1 || true
+  bed_dir=""
+fi
+
+# ---------------------------------------------------------------------------------------------
+step "4. Prometheus + Alertmanager: the alert of a broken EC2NodeClass fires and resolves"
+node_class="${KH_ALERT_NODE_CLASS:-broken}"
+condition="${KH_ALERT_TYPE:-NodeRoleMapped}"
+alertname="KarpenterHealth${condition}False"
+e2e="$tmp/e2e"
+mkdir -p "$e2e/prometheus" "$e2e/alertmanager"
+
+python3 "$testdata/webhook-recorder.py" --out "$e2e/webhook.jsonl" --port-file "$e2e/webhook.port" \
+  >"$e2e/webhook.log" 2>&1 &
+pids+=($!)
+wait_file 10 "the webhook receiver" "$e2e/webhook.port"
+
+if [ -n "${KH_METRICS_TARGET:-}" ]; then
+  target="$KH_METRICS_TARGET"
+  mode="the operator at $target"
+  { [ -n "${KH_BREAK_CMD:-}" ] && [ -n "${KH_REPAIR_CMD:-}" ]; } \
+    || fail "KH_METRICS_TARGET needs KH_BREAK_CMD and KH_REPAIR_CMD (break and repair $node_class)"
+  break_it() { bash -c "$KH_BREAK_CMD"; }
+  repair_it() { bash -c "$KH_REPAIR_CMD"; }
+else
+  echo "$node_class $condition False" >"$e2e/state"
+  echo "healthy" >>"$e2e/state"
+  python3 "$testdata/metrics-mimic.py" --state "$e2e/state" --port-file "$e2e/mimic.port" \
+    >"$e2e/mimic.log" 2>&1 &
+  pids+=($!)
+  wait_file 10 "the metrics mimic" "$e2e/mimic.port"
+  target="127.0.0.1:$(cat "$e2e/mimic.port")"
+  mode="testdata/metrics-mimic.py at $target (not the Rust operator; set KH_METRICS_TARGET for it)"
+  break_it() { :; }  # the state file starts broken
+  repair_it() { printf '%s\n' "$node_class" healthy >"$e2e/state"; }
+fi
+echo "metrics: $mode"
+
+am_port="$(free_port)"
+cat >"$e2e/alertmanager.yml" <<EOF
+route:
+  receiver: webhook
+  group_by: [alertname, node_class]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+  - name: webhook
+    webhook_configs:
+      - url: http://127.0.0.1:$(cat "$e2e/webhook.port")/
+        send_resolved: true
+EOF
+"$alertmanager_bin" --config.file="$e2e/alertmanager.yml" --storage.path="$e2e/alertmanager" \
+  --web.listen-address="127.0.0.1:$am_port" --cluster.listen-address= >"$e2e/alertmanager.log" 2>&1 &
+pids+=($!)
+wait_for 30 "Alertmanager ready" curl -fsS "http://127.0.0.1:$am_port/-/ready"
+
+render_rules "$e2e/rules.yaml" --set prometheusRule.conditionFalse.for=3s \
+  --set prometheusRule.conditionUnknown.for=3s --set prometheusRule.noLeader.for=3s
+prom_port="$(free_port)"
+cat >"$e2e/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [$e2e/rules.yaml]
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["127.0.0.1:$am_port"]
+scrape_configs:
+  - job_name: karpenter-health
+    static_configs:
+      - targets: ["$target"]
+EOF
+promtool check config "$e2e/prometheus.yml" >"$e2e/check.log" 2>&1 || { cat "$e2e/check.log"; fail "prometheus config"; }
+prometheus --config.file="$e2e/prometheus.yml" --storage.tsdb.path="$e2e/prometheus" \
+  --web.listen-address="127.0.0.1:$prom_port" --rules.alert.resend-delay=1s \
+  >"$e2e/prometheus.log" 2>&1 &
+pids+=($!)
+wait_for 30 "Prometheus ready" curl -fsS "http://127.0.0.1:$prom_port/-/ready"
+wait_for 30 "Prometheus scraping $target" bash -c \
+  "curl -fsS 'http://127.0.0.1:$prom_port/api/v1/query?query=up' | grep -q '\"value\":\\[[0-9.]*,\"1\"\\]'"
+
+# Whether the webhook got a notification for the alert with this status (firing/resolved).
+webhook_has() { # status
+  python3 - "$e2e/webhook.jsonl" "$alertname" "$node_class" "$1" <<'PY'
+import json, sys
+path, alertname, node_class, status = sys.argv[1:]
+try:
+    lines = open(path).read().splitlines()
+except FileNotFoundError:
+    sys.exit(1)
+for line in lines:
+    for alert in json.loads(line)["alerts"]:
+        labels = alert["labels"]
+        if labels.get("alertname") == alertname and labels.get("node_class") == node_class and alert["status"] == status:
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
+break_it
+started=$SECONDS
+wait_for 90 "$alertname for $node_class firing at the webhook" webhook_has firing
+fired_after=$((SECONDS - started))
+python3 - "$e2e/webhook.jsonl" "$alertname" "$node_class" "$condition" <<'PY' || fail "the firing notification's labels/annotations"
+import json, sys
+path, alertname, node_class, condition = sys.argv[1:]
+alerts = [a for line in open(path) for a in json.loads(line)["alerts"]
+          if a["labels"].get("alertname") == alertname and a["status"] == "firing"]
+a = alerts[0]
+assert a["labels"]["severity"] == "warning", a["labels"]
+assert a["labels"]["type"] == condition and a["labels"]["status"] == "False", a["labels"]
+assert "instance" not in a["labels"], "per-replica labels must be aggregated away"
+assert a["annotations"]["runbook_url"].endswith("docs/checks.md#condition-" + condition.lower()), a["annotations"]
+assert a["annotations"]["summary"] == f"EC2NodeClass {node_class}: {condition} is False", a["annotations"]
+others = {x["labels"].get("node_class") for line in open(path) for x in json.loads(line)["alerts"]
+          if x["labels"].get("alertname", "").endswith("False")}
+assert others == {node_class}, f"only {node_class} may alert, got {others}"
+print(f"webhook: {alertname} firing for {node_class}, labels and runbook as expected")
+PY
+repair_it
+started=$SECONDS
+wait_for 90 "$alertname for $node_class resolved at the webhook" webhook_has resolved
+resolved_after=$((SECONDS - started))
+echo "alerting: fired ${fired_after}s after the break (for: 3s), resolved ${resolved_after}s after the repair; $(wc -l <"$e2e/webhook.jsonl") webhook notifications"
+
+step "all chart tests passed"
