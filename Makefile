@@ -63,6 +63,7 @@ rbac-check: ## fail when deploy/rbac.yaml drifts from the chart's RBAC templates
 .PHONY: chart-test
 chart-test: ## the Helm chart: lint, render, a real install on its own bed, alert unit tests, Prometheus + Alertmanager end to end
 	@bash e2e/bed/install-chart-tools.sh
+	@$(CARGO) build --quiet --locked -p karpenter-health
 	@bash deploy/charts/test.sh
 
 CARGO_DENY_VERSION := 0.20.2

@@ -13,11 +13,10 @@
 #   4. Prometheus and Alertmanager on loopback: Prometheus scrapes the operator's metrics and
 #      evaluates the chart's rules (short `for` via values); the alert for a broken EC2NodeClass
 #      reaches Alertmanager's webhook, then resolves after the repair.
-#      Metrics target: KH_METRICS_TARGET (host:port of a real `karpenter-health run`) when set,
-#      with KH_BREAK_CMD / KH_REPAIR_CMD (shell commands that break and repair the EC2NodeClass
-#      KH_ALERT_NODE_CLASS, default `broken`, on NodeRoleMapped unless KH_ALERT_TYPE says
-#      otherwise); else testdata/metrics-mimic.py, which serves the operator's exposition with
-#      the condition read from a state file that the test flips from False to True.
+#      The metrics come from the real operator (the debug build of `karpenter-health`, built by
+#      `make chart-test`) on a bed seeded with the demo's broken setups: EC2NodeClass `default`
+#      fails LabelsAllowed (RestrictedLabelDomain) because of the Pod `web`, and deleting that
+#      Pod repairs it.
 # KH_CHART_TEST_SKIP_BED=1 skips step 2 (no kube binaries).
 set -euo pipefail
 
@@ -268,9 +267,6 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 step "4. Prometheus + Alertmanager: the alert of a broken EC2NodeClass fires and resolves"
-node_class="${KH_ALERT_NODE_CLASS:-broken}"
-condition="${KH_ALERT_TYPE:-NodeRoleMapped}"
-alertname="KarpenterHealth${condition}False"
 e2e="$tmp/e2e"
 mkdir -p "$e2e/prometheus" "$e2e/alertmanager"
 
@@ -279,25 +275,33 @@ python3 "$testdata/webhook-recorder.py" --out "$e2e/webhook.jsonl" --port-file "
 pids+=($!)
 wait_file 10 "the webhook receiver" "$e2e/webhook.port"
 
-if [ -n "${KH_METRICS_TARGET:-}" ]; then
-  target="$KH_METRICS_TARGET"
-  mode="the operator at $target"
-  { [ -n "${KH_BREAK_CMD:-}" ] && [ -n "${KH_REPAIR_CMD:-}" ]; } \
-    || fail "KH_METRICS_TARGET needs KH_BREAK_CMD and KH_REPAIR_CMD (break and repair $node_class)"
-  break_it() { bash -c "$KH_BREAK_CMD"; }
-  repair_it() { bash -c "$KH_REPAIR_CMD"; }
-else
-  echo "$node_class $condition False" >"$e2e/state"
-  echo "healthy" >>"$e2e/state"
-  python3 "$testdata/metrics-mimic.py" --state "$e2e/state" --port-file "$e2e/mimic.port" \
-    >"$e2e/mimic.log" 2>&1 &
-  pids+=($!)
-  wait_file 10 "the metrics mimic" "$e2e/mimic.port"
-  target="127.0.0.1:$(cat "$e2e/mimic.port")"
-  mode="testdata/metrics-mimic.py at $target (not the Rust operator; set KH_METRICS_TARGET for it)"
-  break_it() { :; }  # the state file starts broken
-  repair_it() { printf '%s\n' "$node_class" healthy >"$e2e/state"; }
-fi
+node_class=default condition=LabelsAllowed reason=RestrictedLabelDomain
+binary="${KH_BINARY:-${CARGO_TARGET_DIR:-$repo/target}/debug/karpenter-health}"
+[ -x "$binary" ] || fail "no operator binary at $binary: run cargo build -p karpenter-health (make chart-test does)"
+bed_dir="$tmp/bed-alerts"
+bash "$repo/e2e/bed/bed.sh" up "$bed_dir" >"$tmp/bed-alerts.log" 2>&1 || { tail -n 30 "$tmp/bed-alerts.log"; fail "bed up"; }
+# shellcheck disable=SC1091
+source "$bed_dir/env"
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL="$KH_MOTO_URL"
+"$cache_root/moto-venv/bin/python" "$repo/e2e/demo/seed_aws.py" >"$e2e/seed.log" 2>&1 \
+  || { cat "$e2e/seed.log"; fail "seeding AWS"; }
+"$binary" crd | kubectl apply -f - >/dev/null
+kubectl apply -f "$repo/e2e/demo/seed.yaml" >/dev/null
+# The bed runs no scheduler: write its verdict on the Pod, as e2e/demo.sh does.
+curl -sf --cacert "$bed_dir/pki/ca.crt" -H "Authorization: Bearer $(cat "$bed_dir/pki/admin.token")" \
+  -X PATCH -H 'Content-Type: application/merge-patch+json' \
+  "https://127.0.0.1:$KH_APISERVER_PORT/api/v1/namespaces/default/pods/web/status" \
+  -d '{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/0 nodes are available"}]}}' \
+  >/dev/null || fail "marking the demo Pod unschedulable"
+operator_port="$(free_port)"
+"$binary" run --leader-elect --lease-namespace default --http-address "127.0.0.1:$operator_port" \
+  --refresh-interval 30s >"$e2e/operator.log" 2>&1 &
+pids+=($!)
+target="127.0.0.1:$operator_port"
+mode="the operator ($binary) at $target"
+repair_it() { kubectl delete pod web --namespace default --wait=false >/dev/null; }
+alertname="KarpenterHealth${condition}False"
 echo "metrics: $mode"
 
 am_port="$(free_port)"
@@ -363,24 +367,24 @@ sys.exit(1)
 PY
 }
 
-break_it
 started=$SECONDS
 wait_for 90 "$alertname for $node_class firing at the webhook" webhook_has firing
 fired_after=$((SECONDS - started))
-python3 - "$e2e/webhook.jsonl" "$alertname" "$node_class" "$condition" <<'PY' || fail "the firing notification's labels/annotations"
+python3 - "$e2e/webhook.jsonl" "$alertname" "$node_class" "$condition" "$reason" <<'PY' || fail "the firing notification's labels/annotations"
 import json, sys
-path, alertname, node_class, condition = sys.argv[1:]
+path, alertname, node_class, condition, reason = sys.argv[1:]
 alerts = [a for line in open(path) for a in json.loads(line)["alerts"]
           if a["labels"].get("alertname") == alertname and a["status"] == "firing"]
 a = alerts[0]
 assert a["labels"]["severity"] == "warning", a["labels"]
 assert a["labels"]["type"] == condition and a["labels"]["status"] == "False", a["labels"]
 assert "instance" not in a["labels"], "per-replica labels must be aggregated away"
-assert a["annotations"]["runbook_url"].endswith("docs/checks.md#condition-" + condition.lower()), a["annotations"]
+assert a["labels"]["reason"] == reason, a["labels"]
+assert a["annotations"]["runbook_url"].endswith("docs/checks.md#" + reason.lower()), a["annotations"]
 assert a["annotations"]["summary"] == f"EC2NodeClass {node_class}: {condition} is False", a["annotations"]
 others = {x["labels"].get("node_class") for line in open(path) for x in json.loads(line)["alerts"]
-          if x["labels"].get("alertname", "").endswith("False")}
-assert others == {node_class}, f"only {node_class} may alert, got {others}"
+          if x["labels"].get("alertname") == alertname}
+assert others == {node_class}, f"only {node_class} fails {condition}, got {others}"
 print(f"webhook: {alertname} firing for {node_class}, labels and runbook as expected")
 PY
 repair_it

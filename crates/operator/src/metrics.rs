@@ -18,6 +18,9 @@ struct ConditionLabels {
     node_class: String,
     r#type: String,
     status: String,
+    /// The condition's reason on the series of its current status (so an alert can link to that
+    /// reason's runbook); empty, which Prometheus reads as absent, on the others.
+    reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -53,6 +56,8 @@ pub struct Metrics {
     leader: Gauge,
     aws_seen: Mutex<BTreeMap<(String, String, String), u64>>,
     findings_seen: Mutex<BTreeMap<String, Vec<FindingLabels>>>,
+    /// The current-status series (the one carrying a reason) per EC2NodeClass and type.
+    conditions_seen: Mutex<BTreeMap<(String, String), ConditionLabels>>,
 }
 
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -122,6 +127,7 @@ impl Default for Metrics {
             aws_calls,
             aws_seen: Mutex::default(),
             findings_seen: Mutex::default(),
+            conditions_seen: Mutex::default(),
         }
     }
 }
@@ -130,23 +136,33 @@ impl Metrics {
     /// Records the conditions and findings of one EC2NodeClass's latest status.
     pub fn record_status(&self, node_class: &str, status: &KarpenterHealthStatus) {
         for ty in ConditionType::ALL {
-            let current = status
+            let (current, reason) = status
                 .condition(*ty)
-                .map(|c| ConditionStatus::parse(&c.status))
-                .unwrap_or(ConditionStatus::Unknown);
+                .map_or((ConditionStatus::Unknown, String::new()), |c| {
+                    (ConditionStatus::parse(&c.status), c.reason.clone())
+                });
             for candidate in [
                 ConditionStatus::True,
                 ConditionStatus::False,
                 ConditionStatus::Unknown,
             ] {
+                let is_current = candidate == current;
                 let labels = ConditionLabels {
                     node_class: node_class.to_owned(),
                     r#type: ty.as_str().to_owned(),
                     status: candidate.as_str().to_owned(),
+                    reason: if is_current {
+                        reason.clone()
+                    } else {
+                        String::new()
+                    },
                 };
+                if is_current {
+                    self.replace_current_condition(&labels);
+                }
                 self.condition
                     .get_or_create(&labels)
-                    .set(i64::from(candidate == current));
+                    .set(i64::from(is_current));
             }
         }
         let mut counts: BTreeMap<(String, Severity), i64> = BTreeMap::new();
@@ -182,10 +198,34 @@ impl Metrics {
                     node_class: node_class.to_owned(),
                     r#type: ty.as_str().to_owned(),
                     status: status.as_str().to_owned(),
+                    reason: String::new(),
                 });
+            }
+            if let Ok(mut seen) = self.conditions_seen.lock()
+                && let Some(old) = seen.remove(&(node_class.to_owned(), ty.as_str().to_owned()))
+            {
+                self.condition.remove(&old);
             }
         }
         self.replace_findings(node_class, Vec::new());
+    }
+
+    /// Makes `current` the one series of its condition carrying a reason: the one it replaces
+    /// (another status or reason) is removed, and so is the empty-reason twin of `current`.
+    fn replace_current_condition(&self, current: &ConditionLabels) {
+        let Ok(mut seen) = self.conditions_seen.lock() else {
+            return;
+        };
+        let key = (current.node_class.clone(), current.r#type.clone());
+        if let Some(old) = seen.insert(key, current.clone())
+            && old != *current
+        {
+            self.condition.remove(&old);
+        }
+        self.condition.remove(&ConditionLabels {
+            reason: String::new(),
+            ..current.clone()
+        });
     }
 
     fn replace_findings(&self, node_class: &str, current: Vec<FindingLabels>) {
@@ -269,11 +309,34 @@ mod tests {
         metrics.record_status("default", &status);
         let text = metrics.encode();
         assert!(text.contains(
-            r#"karpenter_health_condition{node_class="default",type="Ready",status="Unknown"} 1"#
-        ));
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="Unknown",reason="Pending"} 1"#
+        ), "{text}");
         assert!(text.contains(
-            r#"karpenter_health_condition{node_class="default",type="Ready",status="True"} 0"#
-        ));
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="True",reason=""} 0"#
+        ), "{text}");
+        // A new reason or status moves the reason: exactly one series per condition carries one.
+        let mut changed = status.clone();
+        for condition in &mut changed.conditions {
+            if condition.type_ == "Ready" {
+                condition.status = "False".into();
+                condition.reason = "InstanceProfileIsArn".into();
+            }
+        }
+        metrics.record_status("default", &changed);
+        let text = metrics.encode();
+        let ready: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with(r#"karpenter_health_condition{node_class="default",type="Ready""#)
+            })
+            .collect();
+        let want: std::collections::BTreeSet<&str> = [
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="False",reason="InstanceProfileIsArn"} 1"#,
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="True",reason=""} 0"#,
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="Unknown",reason=""} 0"#,
+        ]
+        .into();
+        assert_eq!(ready, want, "{text}");
         metrics.forget("default");
         assert!(!metrics.encode().contains(r#"node_class="default""#));
     }

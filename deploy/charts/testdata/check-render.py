@@ -197,7 +197,7 @@ def check_all(path):
     mapped = alerts["KarpenterHealthNodeRoleMappedFalse"]
     check(mapped["for"] == "1m" and mapped["labels"] == {"severity": "page", "team": "platform"},
           f"all: per-alert override: {mapped['for']} {mapped['labels']}")
-    check(mapped["annotations"]["runbook_url"] == "https://docs.example.com/karpenter-health/checks.md#condition-noderolemapped",
+    check(mapped["annotations"]["runbook_url"] == "https://docs.example.com/karpenter-health/checks.md#{{ $labels.reason | toLower }}",
           f"all: docsBaseURL (trailing slash dropped): {mapped['annotations']['runbook_url']}")
     sg = alerts["KarpenterHealthSecurityGroupsReadyFalse"]
     check(sg["for"] == "10m" and sg["labels"]["severity"] == "critical", "all: conditionFalse defaults")

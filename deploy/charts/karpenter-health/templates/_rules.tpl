@@ -2,13 +2,13 @@
 The alerting rules, shared by the PrometheusRule and the chart tests (which render them into a
 plain rules file for promtool). Conditions have positive polarity: False means a check ran and
 proved a problem, Unknown that a check could not run (conditions.md rules 5 and 16), so each
-sub-condition's False gets an alert of its own (runbook: that condition's section of
-docs/checks.md, which lists its reasons) and Unknown one alert of its own kind (runbook: why a
-condition is Unknown). Ready=False is not alerted: it only repeats its False sub-conditions.
+sub-condition's False gets an alert of its own and Unknown one alert of its own kind. Ready=False
+is not alerted: it only repeats its False sub-conditions.
 
-The metric has no reason label (karpenter_health_condition{node_class,type,status}), so the
-runbook resolves to the condition's section; `kubectl describe kh <node_class>` names the reason.
-Only the replica holding the Lease exports conditions that are current, so each expression keeps
+The series of a condition's current status carries its reason
+(karpenter_health_condition{node_class,type,status,reason}), so every alert keeps the reason as a
+label and its runbook resolves to that reason's section of docs/checks.md (anchors are the reason
+in lower case). Only the replica holding the Lease exports conditions that are current, so each expression keeps
 the series of the leader (karpenter_health_leader == 1) and drops the per-replica labels, so a
 fail-over does not restart the alert's `for`.
 */}}
@@ -48,13 +48,13 @@ groups:
       {{- $expr := printf "max without (instance, pod) ((karpenter_health_condition{type=%q,status=\"False\"} == 1) %s)" . $leader }}
       {{- $summary := printf "EC2NodeClass {{ $labels.node_class }}: %s is False" . }}
       {{- $description := printf "A check of %s ran and found a problem for EC2NodeClass {{ $labels.node_class }}. `kubectl describe karpenterhealth {{ $labels.node_class }}` names the reason and the fix." . }}
-      {{- $runbook := printf "%s#condition-%s" $docs (lower .) }}
+      {{- $runbook := printf "%s#{{ $labels.reason | toLower }}" $docs }}
       {{- with include "karpenter-health.alert" (list $ (printf "KarpenterHealth%sFalse" .) $p.conditionFalse $expr $summary $description $runbook) }}{{ . | nindent 6 }}{{ end }}
       {{- end }}
       {{- $expr := printf "max without (instance, pod) ((karpenter_health_condition{type!=\"Ready\",status=\"Unknown\"} == 1) %s)" $leader }}
       {{- $summary := "EC2NodeClass {{ $labels.node_class }}: {{ $labels.type }} could not be checked" }}
       {{- $description := "The check of {{ $labels.type }} for EC2NodeClass {{ $labels.node_class }} could not run (AWS access denied or throttled, AWS unreachable, or a fact not observed yet). `kubectl describe karpenterhealth {{ $labels.node_class }}` names the reason." }}
-      {{- $runbook := printf "%s#why-a-condition-is-unknown" $docs }}
+      {{- $runbook := printf "%s#{{ $labels.reason | toLower }}" $docs }}
       {{- with include "karpenter-health.alert" (list $ "KarpenterHealthConditionUnknown" $p.conditionUnknown $expr $summary $description $runbook) }}{{ . | nindent 6 }}{{ end }}
       {{- $summary := "No karpenter-health replica is reconciling" }}
       {{- $description := "No scraped karpenter-health replica holds the leader-election Lease (or none is scraped at all), so KarpenterHealth conditions are not kept current." }}
