@@ -185,8 +185,6 @@ step "every EC2NodeClass evaluated after ${evaluated_s}s"
 holder() { kubectl get lease -n kube-system karpenter-health -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
 holds_lease() { [ "$(holder)" = "$pod_name" ]; }
 wait_until 30 "the Lease to be held by $pod_name" holds_lease
-kh_podman logs "$container" 2>&1 | head -1 | python3 -c 'import json,sys; json.loads(sys.stdin.readline())' \
-  || fail "the log is not JSON (--log-format json)"
 
 # --- 4. SIGTERM: a clean exit within the grace period, the Lease released ------------------------
 t="$(now_ms)"
@@ -197,7 +195,10 @@ exit_code="$(kh_podman inspect --format '{{.State.ExitCode}}' "$container")"
 stop_ms=$(($(now_ms) - t))
 [ "$stop_ms" -lt $((GRACE * 1000)) ] || fail "stopping took ${stop_s}s, not within the ${GRACE}s grace period"
 [ -z "$(holder)" ] || fail "the Lease is still held by '$(holder)' after the operator stopped"
-kh_podman logs "$container" 2>&1 | grep -q 'lease released' || fail "the log does not say the lease was released"
+kh_podman logs "$container" > "$work/container.log" 2>&1 || fail "cannot read the container's log"
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip()]' "$work/container.log" \
+  || fail "a log line is not JSON (--log-format json): $(head -3 "$work/container.log")"
+grep -q 'lease released' "$work/container.log" || fail "the log does not say the lease was released"
 step "SIGTERM: exit code 0 after ${stop_s}s (grace ${GRACE}s), Lease released"
 
 echo "image-test: measured: builds ${build1}s and ${build2}s, digest $digest1 twice;" \
