@@ -87,6 +87,8 @@ bench: ## the benchmark on its own bed: 10,000 NodeClaims, 50 NodePools, 20 EC2N
 
 .PHONY: image
 image: ## the container image FROM scratch (podman, no daemon), reproducible; an oci-archive in the target dir's image/
+	@bash e2e/bed/install-image-tools.sh
+	shellcheck -x image/build.sh image/test.sh image/lib.sh e2e/bed/install-image-tools.sh
 	@bash image/build.sh >/dev/null
 
 .PHONY: image-test
