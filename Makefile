@@ -107,8 +107,18 @@ e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever ha
 bench: ## the benchmark on its own bed: 10,000 NodeClaims, 50 NodePools, 20 EC2NodeClasses (see docs/benchmarks.md)
 	@bash e2e/bench.sh
 
+.PHONY: image
+image: ## the container image FROM scratch (podman, no daemon), reproducible; an oci-archive in the target dir's image/
+	@bash e2e/bed/install-image-tools.sh
+	shellcheck -x image/build.sh image/test.sh image/lib.sh e2e/bed/install-image-tools.sh
+	@bash image/build.sh >/dev/null
+
+.PHONY: image-test
+image-test: image ## the image on a bed of its own: digest twice, in-cluster config, probes, SIGTERM, Lease
+	@bash image/test.sh
+
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check rbac-check purity-check deny e2e chart-test ## everything CI runs
+test: deps fmt-check lint test-unit crds-check rbac-check purity-check deny e2e chart-test image-test ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth
