@@ -115,6 +115,7 @@ image: ## the container image FROM scratch (podman, no daemon), reproducible; an
 
 .PHONY: image-test
 image-test: image ## the image on a bed of its own: digest twice, in-cluster config, probes, SIGTERM, Lease
+	@bash e2e/bed/install-chart-tools.sh
 	@bash image/test.sh
 
 .PHONY: test

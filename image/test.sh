@@ -103,13 +103,22 @@ kh_podman run --rm --read-only --user 65532:65532 --network none "$tag" crd > "$
   || fail "karpenter-health crd in the image failed"
 kubectl apply -f "$work/crd.yaml" >/dev/null || fail "applying the CRD printed by the image failed"
 kubectl apply -f e2e/demo/seed.yaml >/dev/null || fail "applying e2e/demo/seed.yaml failed"
-# The shipped RBAC, with the bed's operator user (whose token the container gets) added to every
-# binding: the image runs with exactly the permissions a cluster would grant it.
-kubectl apply -f deploy/rbac.yaml >/dev/null || fail "applying deploy/rbac.yaml failed"
+# The chart, installed for real (its RBAC, ServiceAccount, Deployment, Service, PDB) with this
+# image; the container below runs with the installed Deployment's args, env and security context.
+# The bed's operator user (whose token the container gets) is added to every binding, so the image
+# runs with exactly the permissions the chart grants.
+helm="${HELM:-$cache_root/bin/helm}"
+http_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+"$helm" install karpenter-health deploy/charts/karpenter-health --namespace kube-system --skip-crds \
+  --set image.repository="${tag%:*}" --set image.tag="${tag##*:}" \
+  --set settings.httpAddress="127.0.0.1:$http_port" >"$work/helm-install.log" 2>&1 \
+  || { cat "$work/helm-install.log" >&2; fail "helm install of the chart failed"; }
+kubectl get deployment karpenter-health --namespace kube-system -o json > "$work/deployment.json" \
+  || fail "the chart installed no Deployment"
 user_subject='[{"op":"add","path":"/subjects/-","value":{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"karpenter-health-operator"}}]'
 bindings="$(kubectl get clusterrolebindings,rolebindings -A -l app.kubernetes.io/name=karpenter-health \
   -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}/{.metadata.namespace}{"\n"}{end}')"
-[ -n "$bindings" ] || fail "deploy/rbac.yaml created no bindings"
+[ -n "$bindings" ] || fail "the chart created no bindings"
 while IFS=/ read -r kind name namespace; do
   kubectl patch "$kind" "$name" ${namespace:+-n "$namespace"} --type=json -p "$user_subject" >/dev/null \
     || fail "cannot bind the operator user to $kind/$name"
@@ -129,20 +138,45 @@ printf kube-system > "$sa/namespace"
 # The container runs as 65532: the mount must be readable by anyone, as a projected volume is.
 chmod 0755 "$work" "$sa"; chmod 0644 "$sa"/*
 
-http_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 pod_name="karpenter-health-image-test"
+# The installed Deployment's container, as podman flags: its image, args and env (the downward
+# API's Pod name and namespace filled in), and its security context, which must ask for what
+# the flags below give (non-root 65532, read-only root, no privilege escalation, no capabilities).
+python3 - "$work/deployment.json" "$pod_name" "$work/container" <<'PY' || fail "the chart's Deployment"
+import json, sys
+deployment, pod_name, out = sys.argv[1:]
+spec = json.load(open(deployment))["spec"]["template"]["spec"]
+container = spec["containers"][0]
+security = container.get("securityContext", {})
+pod_security = spec.get("securityContext", {})
+assert security.get("readOnlyRootFilesystem") is True, security
+assert security.get("allowPrivilegeEscalation") is False, security
+assert security.get("capabilities", {}).get("drop") == ["ALL"], security
+assert (security.get("runAsUser") or pod_security.get("runAsUser")) == 65532, (security, pod_security)
+fields = {"metadata.name": pod_name, "metadata.namespace": "kube-system"}
+with open(out + ".env", "w") as env:
+    for var in container.get("env", []):
+        value = var.get("value")
+        if value is None:
+            value = fields[var["valueFrom"]["fieldRef"]["fieldPath"]]
+        env.write(f"{var['name']}={value}\n")
+open(out + ".args", "w").write("\n".join(container.get("args", [])) + "\n")
+open(out + ".image", "w").write(container["image"])
+PY
+[ "$(cat "$work/container.image")" = "$tag" ] || fail "the Deployment runs $(cat "$work/container.image"), not $tag"
+mapfile -t chart_args <"$work/container.args"
+step "the chart's container: args ${chart_args[*]}; env $(cut -d= -f1 "$work/container.env" | tr '\n' ' ')"
 container="kh-image-test-$$"
 t_start="$(now_ms)"
 kh_podman run --detach --name "$container" \
   --read-only --read-only-tmpfs=false --cap-drop=ALL --security-opt=no-new-privileges \
   --user 65532:65532 --network host \
   --volume "$sa:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
-  --env POD_NAME="$pod_name" --env POD_NAMESPACE=kube-system \
-  --env KH_HTTP_ADDRESS="127.0.0.1:$http_port" \
+  --env-file "$work/container.env" \
   --env AWS_ENDPOINT_URL="$KH_MOTO_URL" --env AWS_ACCESS_KEY_ID=testing \
   --env AWS_SECRET_ACCESS_KEY=testing --env AWS_REGION=us-east-1 \
   --env KUBERNETES_SERVICE_HOST=127.0.0.1 --env KUBERNETES_SERVICE_PORT="$KH_APISERVER_PORT" \
-  "$tag" run --leader-elect --log-format json >/dev/null || fail "podman run failed"
+  "$tag" "${chart_args[@]}" >/dev/null || fail "podman run failed"
 
 running() { [ "$(kh_podman inspect --format '{{.State.Running}}' "$container" 2>/dev/null)" = true ]; }
 # wait_until SECONDS WHAT COMMAND...: polls every 0.2s; fails (with the container's log) at the deadline.

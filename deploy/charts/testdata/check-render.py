@@ -91,7 +91,7 @@ def check_default(path):
     pod = dep["spec"]["template"]["spec"]
     container, env = common_pod_checks(pod, SELECTOR, "default")
     check(pod["priorityClassName"] == "system-cluster-critical", "default: priorityClassName system-cluster-critical")
-    check(container["image"] == "ghcr.io/karpenter-health/karpenter-health:0.1.0",
+    check(container["image"] == "karpenter-health:0.1.0",
           f"default: image tag defaults to appVersion, is {container['image']}")
     check(container["args"] == ["run", "--log-format", "json"], f"default: args {container['args']}")
     kh = sorted(k for k in env if k.startswith("KH_") or k == "RUST_LOG")
