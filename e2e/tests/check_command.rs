@@ -243,7 +243,11 @@ async fn scenario(fx: &Fixture) -> Result<()> {
     let yaml_status: KarpenterHealthStatus =
         serde_json::from_value(from_yaml["items"][0]["status"].clone())?;
     // Two runs, so the times differ; the verdicts and findings may not.
-    assert_eq!(verdicts(&yaml_status), verdicts(&from_check), "yaml and json");
+    assert_eq!(
+        verdicts(&yaml_status),
+        verdicts(&from_check),
+        "yaml and json"
+    );
     assert_eq!(yaml_status.findings, from_check.findings, "yaml and json");
 
     // The operator, reading the same cluster and AWS, reaches the same verdicts.
