@@ -52,11 +52,12 @@ async fn before_the_crd_is_installed_readyz_says_what_to_do_and_the_log_says_it_
         bed.dir.join("logs/first-run.log"),
     )?;
     let outcome = async {
-        let (_, body) = wait_for("/readyz to say why it is not ready", deadline, || async {
+        // The first answers may precede the first look at the CRDs; then it names the fix.
+        let (_, body) = wait_for("/readyz to say what to do", deadline, || async {
             Ok(http_get(port, "/readyz")
                 .await
                 .ok()
-                .filter(|(code, _)| *code == 503))
+                .filter(|(code, body)| *code == 503 && body.contains(ADVICE)))
         })
         .await?;
         ensure!(body.contains(ADVICE), "/readyz body: {body}");

@@ -50,6 +50,7 @@ pub async fn run_with(
     let shutdown = leader::shared(shutdown);
     let metrics = Arc::new(Metrics::default());
     let readiness = Readiness::default();
+    readiness.set_blocked(Some("checking that the CRDs are served".into()));
     if let Some(address) = config.http_address.0 {
         serve_probes(address, &readiness, &aws, &metrics, &shutdown);
     }
