@@ -30,5 +30,7 @@ if [ -n "$(git status --porcelain --untracked-files=no -- crates Cargo.lock 2>/d
 fi
 info="Operator: release build (\`cargo build --release\`) of $commit, $(rustc -V | cut -d' ' -f1-2); bench: debug build; moto $("${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}/moto-venv/bin/python" -c 'import moto; print(moto.__version__)' 2>/dev/null || echo '?'). Command: \`make bench\` (= \`bash e2e/bench.sh$(printf ' %s' "$@")\`)."
 
-target/debug/bench --out "$out" --build-info "$info" "$@" | tee "$out/bench.log"
+# Cargo's target directory, wherever CARGO_TARGET_DIR puts it (CI keeps it in a cache).
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+"$target_dir/debug/bench" --out "$out" --build-info "$info" "$@" | tee "$out/bench.log"
 echo "bench: results in ${out#"$root"/}/results.md" >&2

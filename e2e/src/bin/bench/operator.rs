@@ -94,9 +94,11 @@ impl Operator {
 
 /// The default operator binary: the release build of this workspace.
 pub fn default_binary() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("target")
-        .join("release")
-        .join("karpenter-health")
+    // The release build beside this (debug) bench binary: <target>/debug/bench → <target>/release.
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("release/karpenter-health")))
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/karpenter-health")
+        })
 }
