@@ -211,6 +211,14 @@ async fn every_permission_the_shipped_rbac_grants_is_used_by_the_operator() -> R
     let outcome: Result<()> = async {
         let operator = fx.start_operator(None, true).await?;
         fx.wait_healthy("for the seeded setup").await?;
+        // A second replica stands by: it watches the Lease (to take it the moment it is released)
+        // and keeps caches of its own, so those grants are exercised too.
+        let standby = fx
+            .start_operator_with(None, |config| {
+                config.leader_elect = true;
+                config.lease_identity = Some("standby".into());
+            })
+            .await?;
         // The same transition twice: the second Event repeats the first and is patched as a
         // series rather than created again.
         for round in ["first", "second"] {
@@ -225,7 +233,18 @@ async fn every_permission_the_shipped_rbac_grants_is_used_by_the_operator() -> R
             fx.wait_healthy(&format!("after the {round} repair"))
                 .await?;
         }
+        // The leader stops and releases the Lease; the standby takes over and reconciles.
         operator.stop().await?;
+        fx.map_roles(&[&fx.controller_role_arn]).await?;
+        fx.wait_failed(&[(
+            ConditionType::NodeRoleMapped,
+            Reason::ControllerRoleMappedInstead,
+        )])
+        .await
+        .context("break after the hand-over")?;
+        fx.map_roles(&[&fx.node_role_arn]).await?;
+        fx.wait_healthy("after the hand-over").await?;
+        standby.stop().await?;
 
         let requests = audit::requests_since(&audit_log, from, OPERATOR_USER)?;
         ensure!(

@@ -53,14 +53,14 @@ pub fn cluster_facts(
             .cloned()
             .collect()
     });
-    let all_claims = |claims: &Vec<Arc<DeserializeGuard<NodeClaim>>>| -> Vec<NodeClaim> {
+    // Every NodeClaim counts for the instance sweep, but only this class's are cloned: with 10,000
+    // NodeClaims and 20 classes, cloning all of them per reconcile dominated the latency.
+    let all_claims: Observed<Vec<&NodeClaim>> = sources.node_claims.as_ref().map(|claims| {
         claims
             .iter()
             .filter_map(|guarded| guarded.0.as_ref().ok())
-            .cloned()
             .collect()
-    };
-    let all_claims = sources.node_claims.as_ref().map(all_claims);
+    });
     let claimed_instance_ids = all_claims.as_ref().map(|claims| {
         claims
             .iter()
@@ -73,6 +73,7 @@ pub fn cluster_facts(
         claims
             .into_iter()
             .filter(|claim| claim.uses_ec2_node_class(&name))
+            .cloned()
             .collect()
     });
     // Which pending Pods charge this class depends on every NodePool: unknown while they are.

@@ -63,15 +63,38 @@ pub async fn run_with(
     if !config.leader_elect {
         return run_controller(client, config, aws, process, shutdown).await;
     }
-    // The standby keeps caches of its own, so its /readyz says whether it could take over (RBAC,
-    // API server reachable); they are dropped the moment it leads and the controller's start.
-    let standby = standby_caches(&client, &config, &process.readiness);
+    // A standby keeps caches of its own, so its /readyz says whether it could take over (RBAC,
+    // API server reachable). They start only once another replica is seen holding the Lease (a
+    // replica that takes a free Lease at once would list everything twice), and are dropped the
+    // moment it leads.
+    let standby: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>> = Arc::default();
+    let start_standby = {
+        let (standby, client, config, readiness) = (
+            standby.clone(),
+            client.clone(),
+            config.clone(),
+            process.readiness.clone(),
+        );
+        move || {
+            if let Ok(mut slot) = standby.lock() {
+                *slot = Some(standby_caches(&client, &config, &readiness));
+            }
+        }
+    };
     let lease_client = client.clone();
     let lease_config = config.clone();
-    leader::while_leading(lease_client, &lease_config, shutdown, move |stop| {
-        standby.abort();
-        run_controller(client, config, aws, process, stop)
-    })
+    leader::while_leading(
+        lease_client,
+        &lease_config,
+        shutdown,
+        start_standby,
+        move |stop| {
+            if let Some(caches) = standby.lock().ok().and_then(|mut slot| slot.take()) {
+                caches.abort();
+            }
+            run_controller(client, config, aws, process, stop)
+        },
+    )
     .await
 }
 

@@ -31,11 +31,13 @@ fn identity(config: &OperatorConfig) -> String {
 }
 
 /// Waits for the Lease, then runs `lead` with a stop signal that completes on `shutdown` or when
-/// leadership is lost; releases the Lease when `lead` returns.
+/// leadership is lost; releases the Lease when `lead` returns. `on_standby` runs once, the first
+/// time the Lease is seen held by another replica (not when this one takes a free Lease at once).
 pub async fn while_leading<F, Fut>(
     client: Client,
     config: &OperatorConfig,
     shutdown: SharedShutdown,
+    on_standby: impl FnOnce() + Send,
     lead: F,
 ) -> anyhow::Result<()>
 where
@@ -44,7 +46,10 @@ where
 {
     let identity = identity(config);
     tracing::info!(%identity, lease = %config.lease_name, "waiting to become leader");
-    let Some((leader, lease_task)) = contend(&client, config, &identity, &shutdown).await? else {
+    let mut on_standby = Some(on_standby);
+    let Some((leader, lease_task)) =
+        contend(&client, config, &identity, &shutdown, &mut on_standby).await?
+    else {
         return Ok(());
     };
     let proceed = *leader.borrow();
@@ -87,6 +92,7 @@ async fn contend(
     config: &OperatorConfig,
     identity: &str,
     shutdown: &SharedShutdown,
+    on_standby: &mut Option<impl FnOnce()>,
 ) -> anyhow::Result<Option<(tokio::sync::watch::Receiver<bool>, LeaseManagerTask)>> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), &config.lease_namespace);
     loop {
@@ -116,7 +122,7 @@ async fn contend(
                 finish(lease_task).await;
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            () = released_by_its_holder(&leases, &config.lease_name, identity) => {
+            () = released_by_its_holder(&leases, &config.lease_name, identity, on_standby) => {
                 // Dropping the receiver ends the manager's sleep; a fresh one takes the free Lease.
                 drop(leader);
                 finish(lease_task).await;
@@ -146,7 +152,12 @@ async fn finish(task: LeaseManagerTask) {
 
 /// Completes once the Lease, after being seen held by another replica, is released (no holder)
 /// or deleted. Watch failures only delay it: the lease manager's own expiry check still applies.
-async fn released_by_its_holder(leases: &Api<Lease>, name: &str, identity: &str) {
+async fn released_by_its_holder(
+    leases: &Api<Lease>,
+    name: &str,
+    identity: &str,
+    on_standby: &mut Option<impl FnOnce()>,
+) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut seen_held = false;
     let mut events = watcher(leases.clone(), config)
@@ -161,7 +172,12 @@ async fn released_by_its_holder(leases: &Api<Lease>, name: &str, identity: &str)
                     .and_then(|s| s.holder_identity)
                     .filter(|h| !h.is_empty());
                 match holder {
-                    Some(h) if h != identity => seen_held = true,
+                    Some(h) if h != identity => {
+                        seen_held = true;
+                        if let Some(standing_by) = on_standby.take() {
+                            standing_by();
+                        }
+                    }
                     Some(_) => {}
                     None if seen_held => return,
                     None => {}
