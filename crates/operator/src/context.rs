@@ -47,12 +47,21 @@ impl AwsPort {
 
     /// The real adapter over the standard credential chain and endpoint overrides.
     pub async fn from_environment(region: Option<String>) -> Self {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-        if let Some(region) = region {
-            loader = loader.region(aws_config::Region::new(region));
-        }
-        Self::from_sdk_config(&loader.load().await, ObserverOptions::default())
+        Self::from_sdk_config(
+            &sdk_config_from_environment(region).await,
+            ObserverOptions::default(),
+        )
     }
+}
+
+/// The SDK configuration from the standard chain (environment, profile, SSO, IRSA, Pod Identity,
+/// instance metadata), with `region` overriding the chain's region when given.
+pub async fn sdk_config_from_environment(region: Option<String>) -> aws_config::SdkConfig {
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(region) = region {
+        loader = loader.region(aws_config::Region::new(region));
+    }
+    loader.load().await
 }
 
 /// Shared state of all reconciles.

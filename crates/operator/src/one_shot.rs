@@ -3,7 +3,7 @@
 //! Does IO (list calls, AWS reads).
 
 use crate::config::EvaluationConfig;
-use crate::context::{AwsPort, aws_request};
+use crate::context::{AwsPort, aws_request, sdk_config_from_environment};
 use aws_credential_types::provider::ProvideCredentials as _;
 use karpenter_health_api::KarpenterHealthStatus;
 use karpenter_health_api::karpenter::EC2NodeClass;
@@ -46,11 +46,7 @@ pub struct ClassReport {
 /// The AWS side from the standard credential chain; refuses to start without credentials or a
 /// region, since every AWS-derived check would be Unknown for a reason the user can fix now.
 pub async fn aws_from_environment(region: Option<String>) -> Result<AwsPort, CannotRun> {
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-    if let Some(region) = region {
-        loader = loader.region(aws_config::Region::new(region));
-    }
-    let sdk_config = loader.load().await;
+    let sdk_config = sdk_config_from_environment(region).await;
     if sdk_config.region().is_none() {
         return Err(CannotRun::NoRegion);
     }
