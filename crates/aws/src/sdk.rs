@@ -7,8 +7,8 @@
 
 use crate::classify::classify;
 use crate::ports::{
-    CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData, Service,
-    ServiceAccountRef, StsApi,
+    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, Page, PortResult,
+    QueueAttributes, RoleData, Service, ServiceAccountRef, Simulation, SqsApi, StsApi,
 };
 use aws_config::SdkConfig;
 use aws_smithy_types::retry::RetryConfig;
@@ -16,8 +16,8 @@ use aws_smithy_types::timeout::TimeoutConfig;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts, RoleRef,
-    SecurityGroupFacts,
+    AccessEntryFacts, AccountFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
+    InstanceProfileFacts, RoleRef, SecurityGroupFacts, SimulatedDecision,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,13 +76,15 @@ impl Default for SdkOptions {
     }
 }
 
-/// The four service clients behind the ports.
+/// The service clients behind the ports.
 #[derive(Clone, Debug)]
 pub struct SdkPorts {
     iam: aws_sdk_iam::Client,
     ec2: aws_sdk_ec2::Client,
     eks: aws_sdk_eks::Client,
     sts: aws_sdk_sts::Client,
+    sqs: aws_sdk_sqs::Client,
+    events: aws_sdk_eventbridge::Client,
     sweep_timeouts: TimeoutConfig,
 }
 
@@ -119,6 +121,8 @@ impl SdkPorts {
             ec2: client!(aws_sdk_ec2, "ec2"),
             eks: client!(aws_sdk_eks, "eks"),
             sts: client!(aws_sdk_sts, "sts"),
+            sqs: client!(aws_sdk_sqs, "sqs"),
+            events: client!(aws_sdk_eventbridge, "events"),
             sweep_timeouts: options.sweep_timeouts.config(),
         }
     }
@@ -209,6 +213,10 @@ impl IamApi for SdkPorts {
                 arn: r.arn().to_owned(),
                 path: r.path().to_owned(),
                 assume_role_policy_document: r.assume_role_policy_document().map(str::to_owned),
+                permissions_boundary_arn: r
+                    .permissions_boundary()
+                    .and_then(|b| b.permissions_boundary_arn())
+                    .map(str::to_owned),
             })
         }
         .boxed()
@@ -240,6 +248,281 @@ impl IamApi for SdkPorts {
                 } else {
                     None
                 },
+            })
+        }
+        .boxed()
+    }
+
+    fn simulate_principal_policy<'a>(
+        &'a self,
+        simulation: &'a Simulation,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SimulatedDecision>>> {
+        use aws_sdk_iam::types::{ContextEntry, ContextKeyTypeEnum};
+        async move {
+            let context = simulation
+                .context
+                .iter()
+                .map(|(key, values)| {
+                    ContextEntry::builder()
+                        .context_key_name(key)
+                        .set_context_key_values(Some(values.clone()))
+                        .context_key_type(if values.len() == 1 {
+                            ContextKeyTypeEnum::String
+                        } else {
+                            ContextKeyTypeEnum::StringList
+                        })
+                        .build()
+                })
+                .collect();
+            let out = self
+                .iam
+                .simulate_principal_policy()
+                .policy_source_arn(&simulation.policy_source_arn)
+                .set_action_names(Some(simulation.actions.clone()))
+                .set_resource_arns(Some(simulation.resources.clone()))
+                .set_context_entries(Some(context))
+                .set_marker(marker)
+                .max_items(1000)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            let mut items = Vec::new();
+            for r in out.evaluation_results() {
+                let action = r.eval_action_name().to_owned();
+                let boundary = |d: Option<&aws_sdk_iam::types::PermissionsBoundaryDecisionDetail>| {
+                    d.is_some_and(|d| !d.allowed_by_permissions_boundary())
+                };
+                let organizations = r
+                    .organizations_decision_detail()
+                    .is_some_and(|d| !d.allowed_by_organizations());
+                let matched = |statements: &[aws_sdk_iam::types::Statement]| {
+                    statements
+                        .iter()
+                        .filter_map(|s| s.source_policy_id().map(str::to_owned))
+                        .collect::<Vec<_>>()
+                };
+                if r.resource_specific_results().is_empty() {
+                    items.push(SimulatedDecision {
+                        action,
+                        resource: text(r.eval_resource_name()),
+                        decision: r.eval_decision().as_str().to_owned(),
+                        denied_by_boundary: boundary(r.permissions_boundary_decision_detail()),
+                        denied_by_organizations: organizations,
+                        missing_context: r.missing_context_values().to_vec(),
+                        matched: matched(r.matched_statements()),
+                    });
+                } else {
+                    for rr in r.resource_specific_results() {
+                        items.push(SimulatedDecision {
+                            action: action.clone(),
+                            resource: rr.eval_resource_name().to_owned(),
+                            decision: rr.eval_resource_decision().as_str().to_owned(),
+                            denied_by_boundary: boundary(rr.permissions_boundary_decision_detail()),
+                            denied_by_organizations: organizations,
+                            missing_context: rr.missing_context_values().to_vec(),
+                            matched: matched(rr.matched_statements()),
+                        });
+                    }
+                }
+            }
+            Ok(Page {
+                items,
+                next: if out.is_truncated() {
+                    next_page(out.marker())
+                } else {
+                    None
+                },
+            })
+        }
+        .boxed()
+    }
+
+    fn list_role_policies<'a>(
+        &'a self,
+        role_name: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        async move {
+            let out = self
+                .iam
+                .list_role_policies()
+                .role_name(role_name)
+                .set_marker(marker)
+                .max_items(100)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            Ok(Page {
+                items: out.policy_names().to_vec(),
+                next: if out.is_truncated() {
+                    next_page(out.marker())
+                } else {
+                    None
+                },
+            })
+        }
+        .boxed()
+    }
+
+    fn get_role_policy<'a>(
+        &'a self,
+        role_name: &'a str,
+        policy_name: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>> {
+        async move {
+            let out = self
+                .iam
+                .get_role_policy()
+                .role_name(role_name)
+                .policy_name(policy_name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            Ok(out.policy_document().to_owned())
+        }
+        .boxed()
+    }
+
+    fn get_policy<'a>(&'a self, arn: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        async move {
+            let out = self
+                .iam
+                .get_policy()
+                .policy_arn(arn)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            out.policy()
+                .and_then(|p| p.default_version_id())
+                .map(str::to_owned)
+                .ok_or_else(|| missing(Service::Iam, "Policy.DefaultVersionId"))
+        }
+        .boxed()
+    }
+
+    fn get_policy_version<'a>(
+        &'a self,
+        arn: &'a str,
+        version: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>> {
+        async move {
+            let out = self
+                .iam
+                .get_policy_version()
+                .policy_arn(arn)
+                .version_id(version)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            out.policy_version()
+                .and_then(|v| v.document())
+                .map(str::to_owned)
+                .ok_or_else(|| missing(Service::Iam, "PolicyVersion.Document"))
+        }
+        .boxed()
+    }
+
+    fn list_open_id_connect_providers(&self) -> BoxFuture<'_, PortResult<Vec<String>>> {
+        async move {
+            let out = self
+                .iam
+                .list_open_id_connect_providers()
+                .send()
+                .await
+                .map_err(|e| classify(Service::Iam, &e))?;
+            Ok(out
+                .open_id_connect_provider_list()
+                .iter()
+                .filter_map(|p| p.arn().map(str::to_owned))
+                .collect())
+        }
+        .boxed()
+    }
+}
+
+impl SqsApi for SdkPorts {
+    fn get_queue_url<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        async move {
+            let out = self
+                .sqs
+                .get_queue_url()
+                .queue_name(name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Sqs, &e))?;
+            out.queue_url()
+                .map(str::to_owned)
+                .ok_or_else(|| missing(Service::Sqs, "QueueUrl"))
+        }
+        .boxed()
+    }
+
+    fn get_queue_attributes<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> BoxFuture<'a, PortResult<QueueAttributes>> {
+        use aws_sdk_sqs::types::QueueAttributeName;
+        async move {
+            let out = self
+                .sqs
+                .get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::QueueArn)
+                .attribute_names(QueueAttributeName::Policy)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Sqs, &e))?;
+            let attributes = out.attributes();
+            let get = |name: QueueAttributeName| attributes.and_then(|a| a.get(&name)).cloned();
+            Ok(QueueAttributes {
+                arn: get(QueueAttributeName::QueueArn)
+                    .ok_or_else(|| missing(Service::Sqs, "QueueArn"))?,
+                policy: get(QueueAttributeName::Policy).filter(|p| !p.is_empty()),
+            })
+        }
+        .boxed()
+    }
+}
+
+impl EventsApi for SdkPorts {
+    fn list_rule_names_by_target<'a>(
+        &'a self,
+        target_arn: &'a str,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        async move {
+            let out = self
+                .events
+                .list_rule_names_by_target()
+                .target_arn(target_arn)
+                .limit(100)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Events, &e))?;
+            Ok(Page {
+                items: out.rule_names().to_vec(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EventRuleFacts>> {
+        async move {
+            let out = self
+                .events
+                .describe_rule()
+                .name(name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Events, &e))?;
+            Ok(EventRuleFacts {
+                name: out.name().unwrap_or(name).to_owned(),
+                arn: text(out.arn()),
+                state: out.state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+                event_pattern: out.event_pattern().map(str::to_owned),
             })
         }
         .boxed()
@@ -350,6 +633,11 @@ impl EksApi for SdkPorts {
                     .access_config()
                     .and_then(|a| a.authentication_mode())
                     .map(|m| m.as_str().to_owned()),
+                oidc_issuer: c
+                    .identity()
+                    .and_then(|i| i.oidc())
+                    .and_then(|o| o.issuer())
+                    .map(str::to_owned),
             })
         }
         .boxed()

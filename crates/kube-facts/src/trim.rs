@@ -92,7 +92,7 @@ pub fn pod(pod: &mut Pod) {
     });
 }
 
-/// Keeps of the Karpenter Deployment only its containers' names, images and env.
+/// Keeps of the Karpenter Deployment only its containers' names, images, args and env.
 pub fn deployment(deployment: &mut Deployment) {
     metadata(deployment);
     if let Some(spec) = deployment.spec.as_mut()
@@ -104,6 +104,7 @@ pub fn deployment(deployment: &mut Deployment) {
             .map(|c| k8s_openapi::api::core::v1::Container {
                 name: c.name,
                 image: c.image,
+                args: c.args,
                 env: c.env,
                 ..Default::default()
             })
