@@ -410,7 +410,9 @@ impl IamApi for FakeAws {
     }
 
     fn list_open_id_connect_providers(&self) -> BoxFuture<'_, PortResult<Vec<String>>> {
-        self.answer("ListOpenIDConnectProviders", |s| Ok(s.oidc_providers.clone()))
+        self.answer("ListOpenIDConnectProviders", |s| {
+            Ok(s.oidc_providers.clone())
+        })
     }
 }
 

@@ -172,6 +172,8 @@ pub struct Simulation {
     /// Context keys and their values; several values make a `stringList` key.
     pub context: Vec<(String, Vec<String>)>,
 }
+
+pub trait IamApi: Send + Sync {
     fn get_instance_profile<'a>(
         &'a self,
         name: &'a str,
@@ -224,7 +226,10 @@ pub struct QueueAttributes {
 pub trait SqsApi: Send + Sync {
     /// The queue's URL; absent when no queue has the name.
     fn get_queue_url<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<String>>;
-    fn get_queue_attributes<'a>(&'a self, url: &'a str) -> BoxFuture<'a, PortResult<QueueAttributes>>;
+    fn get_queue_attributes<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> BoxFuture<'a, PortResult<QueueAttributes>>;
 }
 
 pub trait EventsApi: Send + Sync {

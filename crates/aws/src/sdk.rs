@@ -290,9 +290,10 @@ impl IamApi for SdkPorts {
             let mut items = Vec::new();
             for r in out.evaluation_results() {
                 let action = r.eval_action_name().to_owned();
-                let boundary = |d: Option<&aws_sdk_iam::types::PermissionsBoundaryDecisionDetail>| {
-                    d.is_some_and(|d| !d.allowed_by_permissions_boundary())
-                };
+                let boundary =
+                    |d: Option<&aws_sdk_iam::types::PermissionsBoundaryDecisionDetail>| {
+                        d.is_some_and(|d| !d.allowed_by_permissions_boundary())
+                    };
                 let organizations = r
                     .organizations_decision_detail()
                     .is_some_and(|d| !d.allowed_by_organizations());
@@ -521,7 +522,10 @@ impl EventsApi for SdkPorts {
             Ok(EventRuleFacts {
                 name: out.name().unwrap_or(name).to_owned(),
                 arn: text(out.arn()),
-                state: out.state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+                state: out
+                    .state()
+                    .map(|s| s.as_str().to_owned())
+                    .unwrap_or_default(),
                 event_pattern: out.event_pattern().map(str::to_owned),
             })
         }

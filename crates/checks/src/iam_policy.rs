@@ -469,10 +469,7 @@ fn principal_match(s: &Statement, principal: Option<&Principal>) -> Tri {
     };
     let named = listed.everyone
         || match principal {
-            Principal::Service(svc) => listed
-                .services
-                .iter()
-                .any(|s| s.eq_ignore_ascii_case(svc)),
+            Principal::Service(svc) => listed.services.iter().any(|s| s.eq_ignore_ascii_case(svc)),
             Principal::Federated(arn) => listed.federated.iter().any(|f| f == arn),
             Principal::Aws(arn) => listed.aws.iter().any(|a| a == arn),
         };
@@ -621,7 +618,8 @@ mod tests {
     fn karpenters_pass_role_statement_allows_the_node_role_to_ec2_only() {
         let doc = r#"{"Statement":[{"Sid":"AllowPassingInstanceRole","Effect":"Allow","Resource":"arn:aws:iam::111122223333:role/KarpenterNodeRole-demo","Action":"iam:PassRole","Condition":{"StringEquals":{"iam:PassedToService":["ec2.amazonaws.com","ec2.amazonaws.com.cn"]}}}]}"#;
         assert!(decide(doc, "iam:PassRole", NODE_ROLE, &pass_role_context()).is_allowed());
-        let to_lambda = RequestContext::new().with_value("iam:PassedToService", "lambda.amazonaws.com");
+        let to_lambda =
+            RequestContext::new().with_value("iam:PassedToService", "lambda.amazonaws.com");
         assert_eq!(
             decide(doc, "iam:PassRole", NODE_ROLE, &to_lambda),
             Decision::ImplicitDeny
@@ -695,7 +693,12 @@ mod tests {
         ));
         let policy_variable = r#"{"Statement":[{"Effect":"Allow","Action":"iam:PassRole","Resource":"arn:aws:iam::1:role/${aws:PrincipalTag/team}-*"}]}"#;
         assert!(matches!(
-            decide(policy_variable, "iam:PassRole", "arn:aws:iam::1:role/a-b", &ctx),
+            decide(
+                policy_variable,
+                "iam:PassRole",
+                "arn:aws:iam::1:role/a-b",
+                &ctx
+            ),
             Decision::Undecided(_)
         ));
     }
@@ -705,7 +708,10 @@ mod tests {
         let doc = r#"{"Statement":[{"Effect":"Allow","Action":["ec2:RunInstances"],"Resource":"*","Condition":{"StringEquals":{"aws:RequestTag/kubernetes.io/cluster/demo":"owned","aws:RequestTag/eks:eks-cluster-name":"demo"},"StringLike":{"aws:RequestTag/karpenter.sh/nodepool":"*"}}}]}"#;
         let tags = |cluster: &str| {
             RequestContext::new()
-                .with_value(&format!("aws:RequestTag/kubernetes.io/cluster/{cluster}"), "owned")
+                .with_value(
+                    &format!("aws:RequestTag/kubernetes.io/cluster/{cluster}"),
+                    "owned",
+                )
                 .with_value("aws:RequestTag/eks:eks-cluster-name", cluster)
                 .with_value("aws:RequestTag/karpenter.sh/nodepool", "default")
                 .all_given_under("aws:RequestTag/")
@@ -723,20 +729,41 @@ mod tests {
         let ctx = RequestContext::new()
             .with("aws:TagKeys", &["Name", "karpenter.sh/nodeclaim"])
             .all_given_under("aws:RequestTag/");
-        let check = |cond: &str| decide(&format!(r#"{{"Statement":{{"Effect":"Allow","Action":"*","Resource":"*","Condition":{cond}}}}}"#), "ec2:CreateTags", "*", &ctx);
+        let check = |cond: &str| {
+            decide(
+                &format!(
+                    r#"{{"Statement":{{"Effect":"Allow","Action":"*","Resource":"*","Condition":{cond}}}}}"#
+                ),
+                "ec2:CreateTags",
+                "*",
+                &ctx,
+            )
+        };
         assert!(check(r#"{"StringEqualsIfExists":{"aws:RequestTag/x":"y"}}"#).is_allowed());
-        assert_eq!(check(r#"{"StringEquals":{"aws:RequestTag/x":"y"}}"#), Decision::ImplicitDeny);
+        assert_eq!(
+            check(r#"{"StringEquals":{"aws:RequestTag/x":"y"}}"#),
+            Decision::ImplicitDeny
+        );
         assert!(check(r#"{"StringNotEquals":{"aws:RequestTag/x":"y"}}"#).is_allowed());
         assert!(check(r#"{"Null":{"aws:RequestTag/x":"true"}}"#).is_allowed());
         assert!(check(r#"{"ForAllValues:StringEquals":{"aws:TagKeys":["Name","karpenter.sh/nodeclaim","eks:eks-cluster-name"]}}"#).is_allowed());
-        assert_eq!(check(r#"{"ForAllValues:StringEquals":{"aws:TagKeys":["Name"]}}"#), Decision::ImplicitDeny);
-        assert!(check(r#"{"ForAnyValue:StringLike":{"aws:TagKeys":"karpenter.sh/*"}}"#).is_allowed());
-        assert!(matches!(check(r#"{"NumericLessThan":{"aws:TagKeys":"3"}}"#), Decision::Undecided(_)));
+        assert_eq!(
+            check(r#"{"ForAllValues:StringEquals":{"aws:TagKeys":["Name"]}}"#),
+            Decision::ImplicitDeny
+        );
+        assert!(
+            check(r#"{"ForAnyValue:StringLike":{"aws:TagKeys":"karpenter.sh/*"}}"#).is_allowed()
+        );
+        assert!(matches!(
+            check(r#"{"NumericLessThan":{"aws:TagKeys":"3"}}"#),
+            Decision::Undecided(_)
+        ));
     }
 
     #[test]
     fn trust_policies_match_principals_and_web_identity_conditions() {
-        let provider = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC";
+        let provider =
+            "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC";
         let doc = format!(
             r#"{{"Statement":[{{"Effect":"Allow","Principal":{{"Federated":"{provider}"}},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{{"StringEquals":{{"oidc.eks.us-west-2.amazonaws.com/id/ABC:sub":"system:serviceaccount:kube-system:karpenter","oidc.eks.us-west-2.amazonaws.com/id/ABC:aud":"sts.amazonaws.com"}}}}}}]}}"#
         );
@@ -744,17 +771,34 @@ mod tests {
         let ask = |sa: &str, principal: &Principal| {
             let ctx = RequestContext::new()
                 .with_value("oidc.eks.us-west-2.amazonaws.com/id/ABC:sub", sa)
-                .with_value("oidc.eks.us-west-2.amazonaws.com/id/ABC:aud", "sts.amazonaws.com");
+                .with_value(
+                    "oidc.eks.us-west-2.amazonaws.com/id/ABC:aud",
+                    "sts.amazonaws.com",
+                );
             evaluate(
-                &[Named { name: "trust", policy: &policy }],
-                &Request { principal: Some(principal), action: "sts:AssumeRoleWithWebIdentity", resource: "*", context: &ctx },
+                &[Named {
+                    name: "trust",
+                    policy: &policy,
+                }],
+                &Request {
+                    principal: Some(principal),
+                    action: "sts:AssumeRoleWithWebIdentity",
+                    resource: "*",
+                    context: &ctx,
+                },
             )
         };
         let ours = Principal::Federated(provider.into());
         assert!(ask("system:serviceaccount:kube-system:karpenter", &ours).is_allowed());
-        assert_eq!(ask("system:serviceaccount:karpenter:karpenter", &ours), Decision::ImplicitDeny);
+        assert_eq!(
+            ask("system:serviceaccount:karpenter:karpenter", &ours),
+            Decision::ImplicitDeny
+        );
         let other = Principal::Federated(provider.replace("ABC", "XYZ"));
-        assert_eq!(ask("system:serviceaccount:kube-system:karpenter", &other), Decision::ImplicitDeny);
+        assert_eq!(
+            ask("system:serviceaccount:kube-system:karpenter", &other),
+            Decision::ImplicitDeny
+        );
         let service = Principal::Service("pods.eks.amazonaws.com".into());
         assert_eq!(ask("x", &service), Decision::ImplicitDeny);
     }
@@ -767,7 +811,14 @@ mod tests {
         )
         .to_string();
         assert!(decide(&encoded, "a:b", "*", &RequestContext::new()).is_allowed());
-        for doc in ["", "{", "[]", r#"{"Statement":3}"#, r#"{"Statement":[{"Effect":"Maybe"}]}"#, r#"{"Statement":[{"Effect":"Allow","Condition":{"StringEquals":"x"}}]}"#] {
+        for doc in [
+            "",
+            "{",
+            "[]",
+            r#"{"Statement":3}"#,
+            r#"{"Statement":[{"Effect":"Maybe"}]}"#,
+            r#"{"Statement":[{"Effect":"Allow","Condition":{"StringEquals":"x"}}]}"#,
+        ] {
             assert!(parse(doc).is_err(), "{doc}");
         }
     }
@@ -786,13 +837,27 @@ mod properties {
     use proptest::prelude::*;
 
     fn action() -> impl Strategy<Value = String> {
-        prop::sample::select(vec!["iam:PassRole", "ec2:RunInstances", "ec2:CreateFleet", "sqs:SendMessage", "s3:GetObject"])
-            .prop_map(str::to_owned)
+        prop::sample::select(vec![
+            "iam:PassRole",
+            "ec2:RunInstances",
+            "ec2:CreateFleet",
+            "sqs:SendMessage",
+            "s3:GetObject",
+        ])
+        .prop_map(str::to_owned)
     }
 
     fn pattern() -> impl Strategy<Value = String> {
-        prop::sample::select(vec!["*", "iam:*", "ec2:Run*", "ec2:CreateFleet", "sqs:SendMessage", "s3:?etObject", "x:y"])
-            .prop_map(str::to_owned)
+        prop::sample::select(vec![
+            "*",
+            "iam:*",
+            "ec2:Run*",
+            "ec2:CreateFleet",
+            "sqs:SendMessage",
+            "s3:?etObject",
+            "x:y",
+        ])
+        .prop_map(str::to_owned)
     }
 
     fn statement() -> impl Strategy<Value = String> {
@@ -813,13 +878,25 @@ mod properties {
     }
 
     fn policy() -> impl Strategy<Value = String> {
-        prop::collection::vec(statement(), 0..5).prop_map(|s| format!(r#"{{"Statement":[{}]}}"#, s.join(",")))
+        prop::collection::vec(statement(), 0..5)
+            .prop_map(|s| format!(r#"{{"Statement":[{}]}}"#, s.join(",")))
     }
 
     fn decide(doc: &str, action: &str) -> Decision {
         let policy = parse(doc).expect("generated policies parse");
         let context = RequestContext::new().with_value("iam:PassedToService", "ec2.amazonaws.com");
-        evaluate(&[Named { name: "p", policy: &policy }], &Request { principal: None, action, resource: "arn:aws:iam::1:role/r", context: &context })
+        evaluate(
+            &[Named {
+                name: "p",
+                policy: &policy,
+            }],
+            &Request {
+                principal: None,
+                action,
+                resource: "arn:aws:iam::1:role/r",
+                context: &context,
+            },
+        )
     }
 
     proptest! {

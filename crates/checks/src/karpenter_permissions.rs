@@ -77,12 +77,20 @@ impl ClassInputs {
         let mut pools: Vec<String> = cluster
             .node_pools
             .found()
-            .map(|pools| pools.iter().filter_map(|p| p.metadata.name.clone()).collect())
+            .map(|pools| {
+                pools
+                    .iter()
+                    .filter_map(|p| p.metadata.name.clone())
+                    .collect()
+            })
             .unwrap_or_default();
         pools.sort();
         Some(Self {
             cluster: cluster_name,
-            node_pool: pools.into_iter().next().unwrap_or_else(|| node_class.clone()),
+            node_pool: pools
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| node_class.clone()),
             node_class,
             node_class_uid: class.metadata.uid.clone().unwrap_or_default(),
             spec_tags: class.spec.tags.clone(),
@@ -95,7 +103,13 @@ impl ClassInputs {
     }
 
     /// The full inputs, with what AWS told: the account, the region and the node role's ARN.
-    pub fn complete(&self, partition: &str, account: &str, region: &str, node_role_arn: &str) -> Inputs {
+    pub fn complete(
+        &self,
+        partition: &str,
+        account: &str,
+        region: &str,
+        node_role_arn: &str,
+    ) -> Inputs {
         Inputs {
             partition: partition.to_owned(),
             account: account.to_owned(),
@@ -152,9 +166,10 @@ impl Inputs {
             action: PASS_ROLE,
             resource: self.node_role_arn.clone(),
         }];
-        for (action, resource) in LAUNCH_ACTIONS
-            .iter()
-            .zip(["instance/*", "fleet/*", "launch-template/*"])
+        for (action, resource) in
+            LAUNCH_ACTIONS
+                .iter()
+                .zip(["instance/*", "fleet/*", "launch-template/*"])
         {
             out.push(Question {
                 group: Group::Launch,
@@ -258,8 +273,14 @@ mod tests {
         assert_eq!(inputs(false).questions().len(), 4);
         let all = inputs(true).questions();
         assert_eq!(all.len(), 7);
-        assert_eq!(all[0].resource, "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo");
-        assert_eq!(all[1].resource, "arn:aws:ec2:us-west-2:111122223333:instance/*");
+        assert_eq!(
+            all[0].resource,
+            "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo"
+        );
+        assert_eq!(
+            all[1].resource,
+            "arn:aws:ec2:us-west-2:111122223333:instance/*"
+        );
         assert!(all[6].resource.starts_with(
             "arn:aws:iam::111122223333:instance-profile/karpenter/us-west-2/demo/uid-1/"
         ));
@@ -272,7 +293,11 @@ mod tests {
             .entries()
             .map(|(k, v)| (k.to_owned(), v.to_vec()))
             .collect();
-        let has = |k: &str, v: &str| launch.iter().any(|(key, vals)| key == k && vals == &[v.to_owned()]);
+        let has = |k: &str, v: &str| {
+            launch
+                .iter()
+                .any(|(key, vals)| key == k && vals == &[v.to_owned()])
+        };
         assert!(has("aws:RequestTag/kubernetes.io/cluster/demo", "owned"));
         assert!(has("aws:RequestTag/karpenter.sh/nodepool", "general"));
         assert!(has("aws:RequestTag/team", "a"));

@@ -361,7 +361,10 @@ pub fn oidc_provider_arn() -> String {
 /// A percent-encoded IRSA trust policy admitting `service_account` (`namespace/name`) through
 /// the cluster's OIDC provider.
 pub fn irsa_trust_policy(service_account: &str) -> String {
-    let sub = format!("system:serviceaccount:{}", service_account.replace('/', ":"));
+    let sub = format!(
+        "system:serviceaccount:{}",
+        service_account.replace('/', ":")
+    );
     let json = format!(
         r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"Federated":"{}"}},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{{"StringEquals":{{"{OIDC_ISSUER}:sub":"{sub}","{OIDC_ISSUER}:aud":"sts.amazonaws.com"}}}}}}]}}"#,
         oidc_provider_arn()
@@ -376,7 +379,8 @@ pub fn pod_identity_trust_policy() -> String {
 
 /// The permission questions of the healthy facts.
 pub fn permission_inputs(facts: &Facts) -> crate::karpenter_permissions::Inputs {
-    let class = crate::karpenter_permissions::ClassInputs::of(&facts.cluster).expect("class inputs");
+    let class =
+        crate::karpenter_permissions::ClassInputs::of(&facts.cluster).expect("class inputs");
     class.complete("aws", ACCOUNT, REGION, &role_arn(NODE_ROLE))
 }
 
@@ -410,7 +414,9 @@ pub fn healthy_queue() -> QueueFacts {
         name: name.into(),
         arn: format!("arn:aws:events:{REGION}:{ACCOUNT}:rule/{name}"),
         state: "ENABLED".into(),
-        event_pattern: Some(format!(r#"{{"source":["{source}"],"detail-type":["{detail}"]}}"#)),
+        event_pattern: Some(format!(
+            r#"{{"source":["{source}"],"detail-type":["{detail}"]}}"#
+        )),
     };
     QueueFacts {
         name: QUEUE.into(),
@@ -419,10 +425,18 @@ pub fn healthy_queue() -> QueueFacts {
         policy: Some(policy),
         rules: Observed::Found(vec![
             rule("spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
-            rule("rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"),
+            rule(
+                "rebalance",
+                "aws.ec2",
+                "EC2 Instance Rebalance Recommendation",
+            ),
             rule("state", "aws.ec2", "EC2 Instance State-change Notification"),
             rule("health", "aws.health", "AWS Health Event"),
-            rule("odcr", "aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+            rule(
+                "odcr",
+                "aws.ec2",
+                "EC2 Capacity Reservation Instance Interruption Warning",
+            ),
         ]),
     }
 }
@@ -537,7 +551,11 @@ impl Facts {
     }
 
     /// Configures the interruption queue `setting` and what AWS says about it.
-    pub fn with_interruption_queue(self, setting: &str, queue: Option<Observed<QueueFacts>>) -> Self {
+    pub fn with_interruption_queue(
+        self,
+        setting: &str,
+        queue: Option<Observed<QueueFacts>>,
+    ) -> Self {
         self.with(|f| {
             if let Observed::Found(k) = &mut f.cluster.karpenter {
                 k.interruption_queue = Setting::Value(setting.into());
@@ -565,7 +583,11 @@ impl Facts {
     /// Answers `decision` for `action` from IAM's simulator, `allowed` for the rest.
     pub fn with_simulated(self, action: &str, change: impl Fn(&mut SimulatedDecision)) -> Self {
         self.with(|f| {
-            if let Some(PermissionFacts { simulated: Observed::Found(list), .. }) = &mut f.aws.controller_permissions {
+            if let Some(PermissionFacts {
+                simulated: Observed::Found(list),
+                ..
+            }) = &mut f.aws.controller_permissions
+            {
                 for d in list.iter_mut().filter(|d| d.action == action) {
                     change(d);
                 }

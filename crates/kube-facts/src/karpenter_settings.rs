@@ -209,9 +209,14 @@ mod tests {
             "env": [{"name": "INTERRUPTION_QUEUE", "value": "demo"}, {"name": "DISABLE_DRY_RUN", "value": "true"}]}));
         assert_eq!(s.interruption_queue, Setting::Value("from-flag".into()));
         assert!(!s.dry_run_disabled);
-        let s = controller(serde_json::json!({"name": "controller", "args": ["--disable-dry-run"],
-            "env": [{"name": "INTERRUPTION_QUEUE", "valueFrom": {"configMapKeyRef": {"name": "k", "key": "q"}}}]}));
+        let s = controller(
+            serde_json::json!({"name": "controller", "args": ["--disable-dry-run"],
+            "env": [{"name": "INTERRUPTION_QUEUE", "valueFrom": {"configMapKeyRef": {"name": "k", "key": "q"}}}]}),
+        );
         assert!(s.dry_run_disabled);
-        assert_eq!(s.interruption_queue, Setting::Unresolved("from ConfigMap k key q".into()));
+        assert_eq!(
+            s.interruption_queue,
+            Setting::Unresolved("from ConfigMap k key q".into())
+        );
     }
 }

@@ -145,8 +145,8 @@ impl AwsObserver {
             let this = self.clone();
             async move {
                 let key = simulation.clone();
-                this.inner
-                    .simulations
+                let cache = this.inner.simulations.clone();
+                cache
                     .get(key, move || async move {
                         let iam = &this.inner.iam;
                         let mut all = Vec::new();
@@ -185,47 +185,51 @@ impl AwsObserver {
         let inline = {
             let this = self.clone();
             let name = name.clone();
-            self.inner.inline_policies.get(name.clone(), move || async move {
-                let iam = &this.inner.iam;
-                let mut names = Vec::new();
-                let listed = this
-                    .pages(
-                        Service::Iam,
-                        "ListRolePolicies",
-                        &name,
-                        |marker| iam.list_role_policies(&name, marker),
-                        |page| names.extend(page),
-                    )
-                    .await?;
-                if listed == Paged::Absent {
-                    return Ok(None);
-                }
-                let mut docs = Vec::new();
-                for policy in names {
-                    let doc = this
-                        .load(
+            self.inner
+                .inline_policies
+                .get(name.clone(), move || async move {
+                    let iam = &this.inner.iam;
+                    let mut names = Vec::new();
+                    let listed = this
+                        .pages(
                             Service::Iam,
-                            "GetRolePolicy",
-                            &format!("{name} {policy}"),
-                            iam.get_role_policy(&name, &policy),
+                            "ListRolePolicies",
+                            &name,
+                            |marker| iam.list_role_policies(&name, marker),
+                            |page| names.extend(page),
                         )
                         .await?;
-                    if let Some(document) = doc {
-                        docs.push(PolicyDocument {
-                            name: format!("inline policy {policy}"),
-                            document,
-                        });
+                    if listed == Paged::Absent {
+                        return Ok(None);
                     }
-                }
-                Ok(Some(docs))
-            })
+                    let mut docs = Vec::new();
+                    for policy in names {
+                        let doc = this
+                            .load(
+                                Service::Iam,
+                                "GetRolePolicy",
+                                &format!("{name} {policy}"),
+                                iam.get_role_policy(&name, &policy),
+                            )
+                            .await?;
+                        if let Some(document) = doc {
+                            docs.push(PolicyDocument {
+                                name: format!("inline policy {policy}"),
+                                document,
+                            });
+                        }
+                    }
+                    Ok(Some(docs))
+                })
         };
         let attached = self.attached_policies(name.clone());
         let (inline, attached) = futures::join!(inline, attached);
         let inline = match inline.current {
             Observed::Found(d) => d,
             Observed::Absent => return Observed::Absent,
-            Observed::Unknown(u) => return Observed::Unknown(because("inline policies not read", &u)),
+            Observed::Unknown(u) => {
+                return Observed::Unknown(because("inline policies not read", &u));
+            }
         };
         let attached = match attached.current {
             Observed::Found(a) => a,

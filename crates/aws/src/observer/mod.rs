@@ -314,7 +314,9 @@ impl AwsObserver {
                 .ok_or_else(|| unobserved("the AWS region is not known"))?;
             let node_role = match role.current() {
                 Some(Observed::Found(r)) => r.arn,
-                Some(Observed::Unknown(u)) => return Err(shared::because("node role not read", &u)),
+                Some(Observed::Unknown(u)) => {
+                    return Err(shared::because("node role not read", &u));
+                }
                 _ => return Err(unobserved("the node role is not known in IAM")),
             };
             Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
@@ -336,7 +338,11 @@ impl AwsObserver {
             }
         };
         let queue_read = async {
-            match request.interruption_queue.as_deref().filter(|q| !q.is_empty()) {
+            match request
+                .interruption_queue
+                .as_deref()
+                .filter(|q| !q.is_empty())
+            {
                 Some(name) => Some(self.interruption_queue(name).await),
                 None => None,
             }
@@ -351,7 +357,8 @@ impl AwsObserver {
                 None
             }
         };
-        let (controller, oidc, queue, slr) = join!(controller_read, oidc_read, queue_read, slr_read);
+        let (controller, oidc, queue, slr) =
+            join!(controller_read, oidc_read, queue_read, slr_read);
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
@@ -388,7 +395,10 @@ impl AwsObserver {
             "controller_role",
             controller.as_ref().and_then(|c| c.role.stale_age()),
         );
-        note("interruption_queue", queue.as_ref().and_then(Read::stale_age));
+        note(
+            "interruption_queue",
+            queue.as_ref().and_then(Read::stale_age),
+        );
         note(
             "cluster_instances",
             instances.as_ref().and_then(Read::stale_age),
@@ -424,9 +434,7 @@ impl AwsObserver {
                 .map_or_else(|| shared::not_observed("not asked"), |r| r.current.clone()),
             controller_permissions: controller.as_ref().and_then(|c| c.permissions.clone()),
             interruption_queue: queue.as_ref().map(|r| r.current.clone()),
-            spot_service_linked_role: slr
-                .as_ref()
-                .map(|r| r.current.clone().map(|role| role.arn)),
+            spot_service_linked_role: slr.as_ref().map(|r| r.current.clone().map(|role| role.arn)),
         };
         let last_good = AwsFacts {
             region: inner.region.clone(),

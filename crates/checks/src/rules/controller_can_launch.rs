@@ -66,17 +66,26 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .service_account
         .clone()
         .unwrap_or_else(|| "the Karpenter ServiceAccount".into());
-    let mut subjects = vec![ctx.node_class_subject(), SubjectRef::new("IAMRole", clip(role_arn, 256))];
+    let mut subjects = vec![
+        ctx.node_class_subject(),
+        SubjectRef::new("IAMRole", clip(role_arn, 256)),
+    ];
     let role = match &ctx.facts.aws.controller_role {
         None => {
             c.unknown(Why::new(
                 Reason::NotObserved,
-                format!("The controller role {} has not been looked up yet.", clip(role_arn, 256)),
+                format!(
+                    "The controller role {} has not been looked up yet.",
+                    clip(role_arn, 256)
+                ),
             ));
             return c.finish(Reason::ControllerPermissionsVerified, "");
         }
         Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved(&format!("Controller role {}", clip(role_arn, 256)), &u));
+            c.unknown(Why::unobserved(
+                &format!("Controller role {}", clip(role_arn, 256)),
+                &u,
+            ));
             return c.finish(Reason::ControllerPermissionsVerified, "");
         }
         Some(Observed::Absent) => {
@@ -115,7 +124,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 }
 
 fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<Identity> {
-    if let Some(arn) = karpenter.controller_role_arn.as_deref().filter(|a| !a.is_empty()) {
+    if let Some(arn) = karpenter
+        .controller_role_arn
+        .as_deref()
+        .filter(|a| !a.is_empty())
+    {
         return Some(Identity::Irsa(arn.to_owned()));
     }
     let sa = karpenter.service_account.as_deref();
@@ -138,7 +151,10 @@ fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<
         Observed::Found(()) => {}
     }
     let Some(sa) = sa else {
-        c.unknown(Why::new(Reason::NotObserved, "The Karpenter ServiceAccount is not known."));
+        c.unknown(Why::new(
+            Reason::NotObserved,
+            "The Karpenter ServiceAccount is not known.",
+        ));
         return None;
     };
     match ctx.facts.aws.pod_identity_role(sa) {
@@ -171,8 +187,15 @@ fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<
     }
 }
 
-fn trust_policy(c: &mut Check, role: &ControllerRoleFacts, subjects: &[SubjectRef]) -> Option<iam_policy::Policy> {
-    let document = role.assume_role_policy_document.as_deref().unwrap_or_default();
+fn trust_policy(
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    subjects: &[SubjectRef],
+) -> Option<iam_policy::Policy> {
+    let document = role
+        .assume_role_policy_document
+        .as_deref()
+        .unwrap_or_default();
     match iam_policy::parse(document) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -285,8 +308,16 @@ fn check_irsa_trust(
             .with_value(&format!("{host_path}:aud"), "sts.amazonaws.com");
         let principal = Principal::Federated(provider.clone());
         match iam_policy::evaluate(
-            &[Named { name: "the trust policy", policy: &policy }],
-            &Request { principal: Some(&principal), action: WEB_IDENTITY, resource: &role.arn, context: &context },
+            &[Named {
+                name: "the trust policy",
+                policy: &policy,
+            }],
+            &Request {
+                principal: Some(&principal),
+                action: WEB_IDENTITY,
+                resource: &role.arn,
+                context: &context,
+            },
         ) {
             Decision::Allowed(_) => return,
             Decision::Undecided(why) => undecided.extend(why),
@@ -342,8 +373,14 @@ fn check_pod_identity_trust(
     let mut context = RequestContext::new();
     if let Ok(role_arn) = arn::parse_iam(&role.arn) {
         context = context.with_value("aws:SourceAccount", &role_arn.account);
-        if let (Ok(cluster), Some(region)) = (ctx.karpenter_cluster_name.as_ref(), ctx.facts.aws.region.as_deref()) {
-            let cluster_arn = format!("arn:{}:eks:{region}:{}:cluster/{cluster}", role_arn.partition, role_arn.account);
+        if let (Ok(cluster), Some(region)) = (
+            ctx.karpenter_cluster_name.as_ref(),
+            ctx.facts.aws.region.as_deref(),
+        ) {
+            let cluster_arn = format!(
+                "arn:{}:eks:{region}:{}:cluster/{cluster}",
+                role_arn.partition, role_arn.account
+            );
             context = context
                 .with_value("aws:SourceArn", &cluster_arn)
                 .with_value("aws:RequestTag/eks-cluster-arn", &cluster_arn)
@@ -359,8 +396,16 @@ fn check_pod_identity_trust(
     let mut missing = Vec::new();
     for action in ["sts:AssumeRole", "sts:TagSession"] {
         match iam_policy::evaluate(
-            &[Named { name: "the trust policy", policy: &policy }],
-            &Request { principal: Some(&principal), action, resource: &role.arn, context: &context },
+            &[Named {
+                name: "the trust policy",
+                policy: &policy,
+            }],
+            &Request {
+                principal: Some(&principal),
+                action,
+                resource: &role.arn,
+                context: &context,
+            },
         ) {
             Decision::Allowed(_) => {}
             Decision::Undecided(why) => c.unknown(Why::new(
@@ -402,16 +447,27 @@ enum Answer {
 fn inputs(ctx: &Context) -> Result<Inputs, Why> {
     let class = ClassInputs::of(&ctx.facts.cluster).ok_or_else(|| {
         ctx.karpenter_cluster_name.clone().err().unwrap_or_else(|| {
-            Why::new(Reason::ClusterNameUnknown, "Karpenter's cluster name is not known.")
+            Why::new(
+                Reason::ClusterNameUnknown,
+                "Karpenter's cluster name is not known.",
+            )
         })
     })?;
     let account = match &ctx.facts.aws.account {
         Observed::Found(a) => a,
         Observed::Unknown(u) => return Err(Why::unobserved("The AWS account", u)),
-        Observed::Absent => return Err(Why::new(Reason::NotObserved, "The AWS account is not known.")),
+        Observed::Absent => {
+            return Err(Why::new(
+                Reason::NotObserved,
+                "The AWS account is not known.",
+            ));
+        }
     };
     let region = ctx.facts.aws.region.as_deref().ok_or_else(|| {
-        Why::new(Reason::RegionUnknown, "The AWS region is not known, so launch permissions cannot be asked.")
+        Why::new(
+            Reason::RegionUnknown,
+            "The AWS region is not known, so launch permissions cannot be asked.",
+        )
     })?;
     let node_role = match &ctx.facts.aws.node_role {
         Some(Observed::Found(role)) => role.arn.clone(),
@@ -430,7 +486,12 @@ fn inputs(ctx: &Context) -> Result<Inputs, Why> {
     Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
 }
 
-fn check_permissions(ctx: &Context, c: &mut Check, role: &ControllerRoleFacts, subjects: &[SubjectRef]) -> &'static str {
+fn check_permissions(
+    ctx: &Context,
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    subjects: &[SubjectRef],
+) -> &'static str {
     let inputs = match inputs(ctx) {
         Ok(i) => i,
         Err(why) => {
@@ -439,53 +500,75 @@ fn check_permissions(ctx: &Context, c: &mut Check, role: &ControllerRoleFacts, s
         }
     };
     let questions = inputs.questions();
-    let (answers, decided_by): (Vec<Answer>, &'static str) = match &ctx.facts.aws.controller_permissions {
-        None => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                "The controller role's permissions have not been asked about yet.",
-            ));
-            return "";
-        }
-        Some(PermissionFacts { simulated: Observed::Found(decisions), .. }) => (
-            questions.iter().map(|q| simulated(q, decisions)).collect(),
-            "decided by IAM's policy simulator",
-        ),
-        Some(PermissionFacts { simulated, policies }) => {
-            let sim_why = match simulated {
-                Observed::Unknown(u) => format!("IAM's policy simulator could not be asked ({})", clip(&u.detail, 256)),
-                _ => "IAM's policy simulator gave no answer".into(),
-            };
-            match policies {
-                Some(Observed::Found(policies)) => (
-                    local(&inputs, &questions, policies),
-                    "evaluated from the role's own policies, as IAM's simulator could not be \
+    let (answers, decided_by): (Vec<Answer>, &'static str) =
+        match &ctx.facts.aws.controller_permissions {
+            None => {
+                c.unknown(Why::new(
+                    Reason::NotObserved,
+                    "The controller role's permissions have not been asked about yet.",
+                ));
+                return "";
+            }
+            Some(PermissionFacts {
+                simulated: Observed::Found(decisions),
+                ..
+            }) => (
+                questions.iter().map(|q| simulated(q, decisions)).collect(),
+                "decided by IAM's policy simulator",
+            ),
+            Some(PermissionFacts {
+                simulated,
+                policies,
+            }) => {
+                let sim_why = match simulated {
+                    Observed::Unknown(u) => format!(
+                        "IAM's policy simulator could not be asked ({})",
+                        clip(&u.detail, 256)
+                    ),
+                    _ => "IAM's policy simulator gave no answer".into(),
+                };
+                match policies {
+                    Some(Observed::Found(policies)) => (
+                        local(&inputs, &questions, policies),
+                        "evaluated from the role's own policies, as IAM's simulator could not be \
                      asked; service control policies are not visible this way",
-                ),
-                Some(Observed::Unknown(u)) => {
-                    let why = Why::unobserved(&format!("The policies of role {}", clip(&role.arn, 256)), &u);
-                    c.unknown(Why::new(why.reason, format!("{sim_why}, and {}", why.message)));
-                    return "";
-                }
-                Some(Observed::Absent) => {
-                    c.fail(
-                        Reason::ControllerRoleNotFound,
-                        format!("Role {} vanished while its policies were read.", clip(&role.arn, 256)),
-                        subjects.to_vec(),
-                    );
-                    return "";
-                }
-                None => {
-                    let why = match simulated {
-                        Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", &u),
-                        _ => Why::new(Reason::NotObserved, "IAM's policy simulation has no answer yet."),
-                    };
-                    c.unknown(why);
-                    return "";
+                    ),
+                    Some(Observed::Unknown(u)) => {
+                        let why = Why::unobserved(
+                            &format!("The policies of role {}", clip(&role.arn, 256)),
+                            &u,
+                        );
+                        c.unknown(Why::new(
+                            why.reason,
+                            format!("{sim_why}, and {}", why.message),
+                        ));
+                        return "";
+                    }
+                    Some(Observed::Absent) => {
+                        c.fail(
+                            Reason::ControllerRoleNotFound,
+                            format!(
+                                "Role {} vanished while its policies were read.",
+                                clip(&role.arn, 256)
+                            ),
+                            subjects.to_vec(),
+                        );
+                        return "";
+                    }
+                    None => {
+                        let why = match simulated {
+                            Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", &u),
+                            _ => Why::new(
+                                Reason::NotObserved,
+                                "IAM's policy simulation has no answer yet.",
+                            ),
+                        };
+                        c.unknown(why);
+                        return "";
+                    }
                 }
             }
-        }
-    };
+        };
     let group_reason = |q: &Question| match (q.group, q.action) {
         (_, PASS_ROLE) => Reason::ControllerCannotPassNodeRole,
         (Group::InstanceProfile, _) => Reason::ControllerCannotManageInstanceProfiles,
@@ -527,7 +610,11 @@ fn check_permissions(ctx: &Context, c: &mut Check, role: &ControllerRoleFacts, s
         Reason::ControllerCannotManageInstanceProfiles,
         Reason::ControllerCannotLaunchInstances,
     ] {
-        let texts: Vec<&str> = denied.iter().filter(|(r, _)| *r == reason).map(|(_, t)| t.as_str()).collect();
+        let texts: Vec<&str> = denied
+            .iter()
+            .filter(|(r, _)| *r == reason)
+            .map(|(_, t)| t.as_str())
+            .collect();
         if texts.is_empty() {
             continue;
         }
@@ -551,7 +638,11 @@ fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Ans
     else {
         return Answer::Unasked(Why::new(
             Reason::NotObserved,
-            format!("IAM's simulator gave no answer for {} on {}.", q.action, clip(&q.resource, 256)),
+            format!(
+                "IAM's simulator gave no answer for {} on {}.",
+                q.action,
+                clip(&q.resource, 256)
+            ),
         ));
     };
     if d.decision.eq_ignore_ascii_case("allowed") {
@@ -566,7 +657,11 @@ fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Ans
     if d.decision.eq_ignore_ascii_case("explicitDeny") {
         return Answer::Denied(format!(
             "an explicit Deny in {}",
-            if d.matched.is_empty() { "a policy".to_owned() } else { list_bounded(&d.matched, 3) }
+            if d.matched.is_empty() {
+                "a policy".to_owned()
+            } else {
+                list_bounded(&d.matched, 3)
+            }
         ));
     }
     if !d.missing_context.is_empty() {
@@ -578,7 +673,9 @@ fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Ans
     Answer::Denied("no policy of the role allows it".into())
 }
 
-fn parsed(docs: &[crate::facts::PolicyDocument]) -> (Vec<(String, iam_policy::Policy)>, Vec<String>) {
+fn parsed(
+    docs: &[crate::facts::PolicyDocument],
+) -> (Vec<(String, iam_policy::Policy)>, Vec<String>) {
     let mut ok = Vec::new();
     let mut bad = Vec::new();
     for d in docs {
@@ -594,27 +691,45 @@ fn local(inputs: &Inputs, questions: &[Question], policies: &RolePolicies) -> Ve
     let (identity, mut unreadable) = parsed(&policies.identity);
     let (boundary, bad_boundary) = parsed(policies.boundary.as_slice());
     unreadable.extend(bad_boundary);
-    let identity: Vec<Named> = identity.iter().map(|(name, policy)| Named { name, policy }).collect();
-    let boundary: Vec<Named> = boundary.iter().map(|(name, policy)| Named { name, policy }).collect();
+    let identity: Vec<Named> = identity
+        .iter()
+        .map(|(name, policy)| Named { name, policy })
+        .collect();
+    let boundary: Vec<Named> = boundary
+        .iter()
+        .map(|(name, policy)| Named { name, policy })
+        .collect();
     questions
         .iter()
         .map(|q| {
             let context = inputs.context(q.group);
-            let request = Request { principal: None, action: q.action, resource: &q.resource, context: &context };
+            let request = Request {
+                principal: None,
+                action: q.action,
+                resource: &q.resource,
+                context: &context,
+            };
             let by_identity = iam_policy::evaluate(&identity, &request);
             let by_boundary = policies
                 .boundary
                 .as_ref()
                 .map(|_| iam_policy::evaluate(&boundary, &request));
             let explicit = |d: &Decision| match d {
-                Decision::ExplicitDeny(by) => Some(by.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+                Decision::ExplicitDeny(by) => Some(
+                    by.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
                 _ => None,
             };
             if let Some(by) = explicit(&by_identity) {
                 return Answer::Denied(format!("an explicit Deny in {by}"));
             }
             if let Some(by) = by_boundary.as_ref().and_then(explicit) {
-                return Answer::Denied(format!("an explicit Deny in the permissions boundary {by}"));
+                return Answer::Denied(format!(
+                    "an explicit Deny in the permissions boundary {by}"
+                ));
             }
             if by_boundary == Some(Decision::ImplicitDeny) {
                 return Answer::Denied("the role's permissions boundary does not allow it".into());

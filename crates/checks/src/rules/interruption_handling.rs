@@ -82,7 +82,10 @@ fn name_in(setting: &str) -> &str {
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
-    let mut c = Check::new(ConditionType::InterruptionHandlingReady, "interruption-queue");
+    let mut c = Check::new(
+        ConditionType::InterruptionHandlingReady,
+        "interruption-queue",
+    );
     let karpenter = match &ctx.facts.cluster.karpenter {
         Observed::Found(k) => k,
         Observed::Unknown(u) => {
@@ -209,12 +212,14 @@ fn no_queue(ctx: &Context, c: &mut Check) {
 
 fn wanted_kinds(version: Option<&Version>) -> impl Iterator<Item = &'static EventKind> {
     let version = version.cloned();
-    EVENT_KINDS.iter().filter(move |k| match (k.since, &version) {
-        (None, _) => true,
-        (Some((major, minor)), Some(v)) => (v.major, v.minor) >= (major, minor),
-        // Unknown version: only what every version handles is required.
-        (Some(_), None) => false,
-    })
+    EVENT_KINDS
+        .iter()
+        .filter(move |k| match (k.since, &version) {
+            (None, _) => true,
+            (Some((major, minor)), Some(v)) => (v.major, v.minor) >= (major, minor),
+            // Unknown version: only what every version handles is required.
+            (Some(_), None) => false,
+        })
 }
 
 /// Whether an event pattern routes this kind of event: `None` when it cannot be told (content
@@ -236,7 +241,10 @@ fn pattern_covers(pattern: &Value, kind: &EventKind) -> Option<bool> {
             Some(_) => None,
         }
     };
-    match (field("source", kind.source), field("detail-type", kind.detail_type)) {
+    match (
+        field("source", kind.source),
+        field("detail-type", kind.detail_type),
+    ) {
         (Some(false), _) | (_, Some(false)) => Some(false),
         (Some(true), Some(true)) => Some(true),
         _ => None,
@@ -386,13 +394,17 @@ fn check_policy(
         .iter()
         .map(|s| ask("events.amazonaws.com", *s))
         .collect();
-    if let Some(denied) = events.iter().find(|d| {
-        matches!(d, Decision::ImplicitDeny | Decision::ExplicitDeny(_))
-    }) {
+    if let Some(denied) = events
+        .iter()
+        .find(|d| matches!(d, Decision::ImplicitDeny | Decision::ExplicitDeny(_)))
+    {
         let how = match denied {
             Decision::ExplicitDeny(by) => format!(
                 "denies it ({})",
-                by.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                by.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             _ => "does not allow it".to_owned(),
         };

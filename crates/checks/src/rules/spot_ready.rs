@@ -42,7 +42,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SpotReady, "spot-service-linked-role");
     let pools = match &ctx.facts.cluster.node_pools {
         Observed::Found(pools) => pools,
-        Observed::Absent => return c.finish(Reason::SpotNotUsed, "No NodePool uses this EC2NodeClass."),
+        Observed::Absent => {
+            return c.finish(Reason::SpotNotUsed, "No NodePool uses this EC2NodeClass.");
+        }
         Observed::Unknown(u) => {
             c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
             return c.finish(Reason::SpotNotUsed, "");
@@ -67,9 +69,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             Reason::NotObserved,
             format!("The {SPOT_SERVICE_LINKED_ROLE} role has not been looked up yet."),
         )),
-        Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved(&format!("IAM role {SPOT_SERVICE_LINKED_ROLE}"), u))
-        }
+        Some(Observed::Unknown(u)) => c.unknown(Why::unobserved(
+            &format!("IAM role {SPOT_SERVICE_LINKED_ROLE}"),
+            u,
+        )),
         Some(Observed::Absent) => {
             let mut subjects = vec![ctx.node_class_subject()];
             subjects.extend(spot.iter().take(5).map(|p| SubjectRef::new("NodePool", p)));

@@ -253,16 +253,43 @@ const VPC_ONLY: &str = r#"{"Statement":[{"Effect":"Allow","Action":"*","Resource
 
 fn wiring() -> impl Strategy<Value = Wiring> {
     prop_oneof![
-        (text(&[QUEUE, "arn:aws:sqs:us-west-2:111122223333:q", "https://sqs.us-west-2.amazonaws.com/1/q"]), 0u8..6)
+        (
+            text(&[
+                QUEUE,
+                "arn:aws:sqs:us-west-2:111122223333:q",
+                "https://sqs.us-west-2.amazonaws.com/1/q"
+            ]),
+            0u8..6
+        )
             .prop_map(|(q, shape)| Wiring::Queue(q, shape)),
         (0u8..3).prop_map(Wiring::Spot),
-        text(&[&irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT), &irsa_trust_policy("other/sa"), &trust_policy_for("pods.eks.amazonaws.com"), "garbage"]).prop_map(Wiring::Trust),
-        (text(&["iam:PassRole", "ec2:RunInstances", "iam:CreateInstanceProfile"]), text(&["allowed", "implicitDeny", "explicitDeny"]), any::<bool>(), any::<bool>(), any::<bool>())
+        text(&[
+            &irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT),
+            &irsa_trust_policy("other/sa"),
+            &trust_policy_for("pods.eks.amazonaws.com"),
+            "garbage"
+        ])
+        .prop_map(Wiring::Trust),
+        (
+            text(&[
+                "iam:PassRole",
+                "ec2:RunInstances",
+                "iam:CreateInstanceProfile"
+            ]),
+            text(&["allowed", "implicitDeny", "explicitDeny"]),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>()
+        )
             .prop_map(|(a, d, b, o, m)| Wiring::Simulated(a, d, b, o, m)),
         Just(Wiring::NoOidcProviders),
         Just(Wiring::ControllerRoleAbsent),
         Just(Wiring::NoIdentity),
-        text(&[&pod_identity_trust_policy(), &trust_policy_for("ec2.amazonaws.com")]).prop_map(Wiring::PodIdentity),
+        text(&[
+            &pod_identity_trust_policy(),
+            &trust_policy_for("ec2.amazonaws.com")
+        ])
+        .prop_map(Wiring::PodIdentity),
         text(&[OWN_POLICY, DENY_PASS, VPC_ONLY, "{"]).prop_map(Wiring::Local),
         Just(Wiring::DryRun),
     ]
@@ -275,9 +302,21 @@ fn apply_wiring(f: &mut Facts, w: &Wiring) {
             let queue = match shape {
                 0 => Observed::Found(healthy_queue()),
                 1 => Observed::Absent,
-                2 => Observed::Found(QueueFacts { policy: None, ..healthy_queue() }),
-                3 => Observed::Found(QueueFacts { rules: Observed::Found(Vec::new()), ..healthy_queue() }),
-                4 => Observed::Found(QueueFacts { policy: Some(VPC_ONLY.replace("\"*\",\"Resource\"", "\"*\",\"Principal\":\"*\",\"Resource\"")), ..healthy_queue() }),
+                2 => Observed::Found(QueueFacts {
+                    policy: None,
+                    ..healthy_queue()
+                }),
+                3 => Observed::Found(QueueFacts {
+                    rules: Observed::Found(Vec::new()),
+                    ..healthy_queue()
+                }),
+                4 => Observed::Found(QueueFacts {
+                    policy: Some(VPC_ONLY.replace(
+                        "\"*\",\"Resource\"",
+                        "\"*\",\"Principal\":\"*\",\"Resource\"",
+                    )),
+                    ..healthy_queue()
+                }),
                 _ => unknown(UnknownCause::AccessDenied),
             };
             *f = f.clone().with_interruption_queue(setting, Some(queue));
@@ -328,7 +367,10 @@ fn apply_wiring(f: &mut Facts, w: &Wiring) {
             f.aws.controller_permissions = Some(PermissionFacts {
                 simulated: unknown(UnknownCause::AccessDenied),
                 policies: Some(Observed::Found(RolePolicies {
-                    identity: vec![PolicyDocument { name: "inline policy p".into(), document: doc.clone() }],
+                    identity: vec![PolicyDocument {
+                        name: "inline policy p".into(),
+                        document: doc.clone(),
+                    }],
                     boundary: None,
                 })),
             })
@@ -523,9 +565,20 @@ pub(super) fn normalize(f: &mut Facts) {
     };
     let class = crate::karpenter_permissions::ClassInputs::of(&f.cluster);
     let region = f.aws.region.clone();
-    if let (Some(node_role), Some(class), Some(region), Some(crate::facts::PermissionFacts { simulated: Observed::Found(list), .. })) =
-        (node_role, class, region, f.aws.controller_permissions.as_mut())
-    {
+    if let (
+        Some(node_role),
+        Some(class),
+        Some(region),
+        Some(crate::facts::PermissionFacts {
+            simulated: Observed::Found(list),
+            ..
+        }),
+    ) = (
+        node_role,
+        class,
+        region,
+        f.aws.controller_permissions.as_mut(),
+    ) {
         let inputs = class.complete("aws", ACCOUNT, &region, &node_role);
         let old = std::mem::take(list);
         for q in inputs.questions() {
