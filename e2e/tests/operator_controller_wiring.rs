@@ -167,28 +167,28 @@ async fn the_interruption_queue_its_name_its_rules_and_the_spot_service_linked_r
     let fx = Fixture::seed("irq", "eu-south-1", VERSION).await?;
     let outcome: Result<()> = async {
         let (queue, arn) = interruption_queue(&fx).await?;
-        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", &queue)]).await?;
+        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", queue.as_str())]).await?;
         let operator = fx.start_operator(None, true).await?;
         let status = fx.wait_healthy("with the interruption queue").await?;
         assert!(message(&status, ConditionType::InterruptionHandlingReady).contains(&arn));
 
         // The queue given as its ARN (kubernetes-sigs/karpenter#1799).
-        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", &arn)]).await?;
+        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", arn.as_str())]).await?;
         let status = fx
             .wait_failed(&[(ConditionType::InterruptionHandlingReady, Reason::InterruptionQueueNotAName)])
             .await?;
         assert_only_failed(&status, &[ConditionType::InterruptionHandlingReady]);
         let text = message(&status, ConditionType::InterruptionHandlingReady);
         assert!(text.contains(&format!("{queue:?}")), "names the queue name to use: {text}");
-        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", &queue)]).await?;
+        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", queue.as_str())]).await?;
         fx.wait_healthy("with the queue's name again").await?;
 
         // A queue name SQS does not have.
         let missing = format!("{queue}-typo");
-        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", &missing)]).await?;
+        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", missing.as_str())]).await?;
         fx.wait_failed(&[(ConditionType::InterruptionHandlingReady, Reason::InterruptionQueueNotFound)])
             .await?;
-        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", &queue)]).await?;
+        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", queue.as_str())]).await?;
         fx.wait_healthy("with the existing queue again").await?;
 
         // The queue without the EventBridge rules that feed it.
@@ -229,7 +229,7 @@ async fn aws_denying_the_new_reads_is_unknown_with_the_cause_never_false() -> Re
     let fx = Fixture::seed("deny", "ap-south-1", VERSION).await?;
     let outcome: Result<()> = async {
         let (queue, _) = interruption_queue(&fx).await?;
-        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", &queue)])
+        fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", queue.as_str())])
             .await?;
         let proxy = FaultProxy::start(fx.bed.moto_url()?).await?;
         proxy.serve_simulator();

@@ -185,7 +185,7 @@ pub(super) async fn simulate(upstream: &str, body: &str) -> (u16, String) {
                 iam_policy::evaluate(&named, &request)
             };
             let identity_decision = by(&identity);
-            let boundary_decision = boundary.as_ref().map(|b| by(b));
+            let boundary_decision = boundary.as_deref().map(by);
             let boundary_denies = boundary_decision.as_ref().is_some_and(|d| !d.is_allowed());
             let decision = match (&identity_decision, boundary_denies) {
                 (Decision::ExplicitDeny(_), _) => "explicitDeny",

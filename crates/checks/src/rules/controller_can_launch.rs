@@ -84,7 +84,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Some(Observed::Unknown(u)) => {
             c.unknown(Why::unobserved(
                 &format!("Controller role {}", clip(role_arn, 256)),
-                &u,
+                u,
             ));
             return c.finish(Reason::ControllerPermissionsVerified, "");
         }
@@ -536,7 +536,7 @@ fn check_permissions(
                     Some(Observed::Unknown(u)) => {
                         let why = Why::unobserved(
                             &format!("The policies of role {}", clip(&role.arn, 256)),
-                            &u,
+                            u,
                         );
                         c.unknown(Why::new(
                             why.reason,
@@ -557,7 +557,7 @@ fn check_permissions(
                     }
                     None => {
                         let why = match simulated {
-                            Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", &u),
+                            Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", u),
                             _ => Why::new(
                                 Reason::NotObserved,
                                 "IAM's policy simulation has no answer yet.",

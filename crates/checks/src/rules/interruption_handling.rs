@@ -148,7 +148,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Some(Observed::Unknown(u)) => {
             c.unknown(Why::unobserved(
                 &format!("Interruption queue {}", clip(setting, 80)),
-                &u,
+                u,
             ));
             return c.finish(Reason::InterruptionHandlingConfigured, "");
         }
@@ -264,7 +264,7 @@ fn check_rules<'q>(
         Observed::Unknown(u) => {
             c.unknown(Why::unobserved(
                 &format!("The EventBridge rules targeting {}", clip(&queue.arn, 256)),
-                &u,
+                u,
             ));
             return Vec::new();
         }
@@ -425,7 +425,7 @@ fn check_policy(
             format!(
                 "Whether the policy of queue {} lets events.amazonaws.com send cannot be decided: {}.",
                 clip(&queue.arn, 256),
-                clip(&list_bounded(&why, 2), 512)
+                clip(&list_bounded(why, 2), 512)
             ),
         ));
     }
