@@ -350,8 +350,19 @@ impl AwsSeeder {
             .context("the cluster has no OIDC issuer")
     }
 
-    /// An IAM OIDC provider for `issuer`; returns its ARN.
+    /// An IAM OIDC provider for `issuer`, or the one that exists already (moto gives every
+    /// cluster of a region the same issuer, so tests in one region share it); returns its ARN.
     pub async fn oidc_provider(&self, issuer: &str) -> Result<String> {
+        let host_path = issuer.trim_start_matches("https://");
+        let existing = self.iam.list_open_id_connect_providers().send().await?;
+        if let Some(arn) = existing
+            .open_id_connect_provider_list()
+            .iter()
+            .filter_map(|p| p.arn())
+            .find(|arn| arn.ends_with(&format!(":oidc-provider/{host_path}")))
+        {
+            return Ok(arn.to_owned());
+        }
         let out = self
             .iam
             .create_open_id_connect_provider()
