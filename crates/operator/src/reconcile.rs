@@ -109,7 +109,7 @@ async fn reconcile_in_span(
         take_trigger_time(&ctx, &name);
     }
     ctx.metrics.record_status(&name, &status);
-    ctx.metrics.observe_reconcile(started.elapsed());
+    ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
     Ok(Action::requeue(ctx.config.refresh_interval))
 }
