@@ -4,8 +4,8 @@
 
 use crate::facts::{
     AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, EksClusterFacts, Facts,
-    InstanceFacts, InstanceProfileFacts, KarpenterFacts, Observed, PodScheduling, RoleFacts,
-    RoleRef, SecurityGroupFacts, UnknownCause,
+    InstanceFacts, InstanceProfileFacts, KarpenterFacts, NodeClaimFacts, Observed, PodScheduling,
+    RoleFacts, RoleRef, SecurityGroupFacts, UnknownCause,
 };
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -16,6 +16,7 @@ use karpenter_health_api::karpenter::{
     TemplateMetadata,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 pub const CLUSTER: &str = "demo";
 pub const ACCOUNT: &str = "111122223333";
@@ -164,6 +165,21 @@ pub fn node_claim(
     instance: &str,
     launched_mins_ago: i64,
     registered: bool,
+) -> NodeClaimFacts {
+    NodeClaimFacts::of(&node_claim_object(
+        name,
+        instance,
+        launched_mins_ago,
+        registered,
+    ))
+}
+
+/// The NodeClaim object behind [`node_claim`].
+pub fn node_claim_object(
+    name: &str,
+    instance: &str,
+    launched_mins_ago: i64,
+    registered: bool,
 ) -> NodeClaim {
     let mut claim = NodeClaim::new(
         name,
@@ -244,7 +260,9 @@ fn healthy_cluster() -> ClusterFacts {
             120,
             true,
         )]),
-        claimed_instance_ids: Observed::Found(BTreeSet::from([HEALTHY_INSTANCE.to_owned()])),
+        claimed_instance_ids: Observed::Found(Arc::new(BTreeSet::from([
+            HEALTHY_INSTANCE.to_owned()
+        ]))),
         pending_pods: Observed::Found(vec![PodScheduling {
             required_affinity: vec![vec![requirement(
                 "topology.kubernetes.io/zone",
@@ -424,7 +442,7 @@ impl Facts {
         })
     }
 
-    pub fn with_node_claim(self, claim: NodeClaim) -> Self {
+    pub fn with_node_claim(self, claim: NodeClaimFacts) -> Self {
         self.with(|f| {
             if let Some(claims) = f.cluster.node_claims.found_mut() {
                 claims.push(claim);

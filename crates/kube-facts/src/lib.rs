@@ -5,6 +5,7 @@
 
 pub mod karpenter_settings;
 pub mod listed;
+pub mod node_claims;
 pub mod pods;
 pub mod snapshot;
 pub mod trim;

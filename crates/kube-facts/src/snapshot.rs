@@ -2,11 +2,12 @@
 //! Pure: no IO, callers pass the cache contents in.
 
 use crate::karpenter_settings::{controller_settings, role_arn};
+use crate::node_claims::SharedClaims;
 use crate::pods;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool, instance_id_of};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
 use karpenter_health_checks::facts::{
     AwsAuthData, ClusterFacts, KarpenterFacts, Observed, PodScheduling,
 };
@@ -28,7 +29,8 @@ pub struct Overrides {
 #[derive(Clone, Debug, Default)]
 pub struct Sources {
     pub node_pools: Observed<Vec<Arc<DeserializeGuard<NodePool>>>>,
-    pub node_claims: Observed<Vec<Arc<DeserializeGuard<NodeClaim>>>>,
+    /// Every NodeClaim, indexed by EC2NodeClass.
+    pub node_claims: Observed<SharedClaims>,
     pub pending_pods: Observed<Vec<Arc<Pod>>>,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
@@ -53,29 +55,18 @@ pub fn cluster_facts(
             .cloned()
             .collect()
     });
-    // Every NodeClaim counts for the instance sweep, but only this class's are cloned: with 10,000
-    // NodeClaims and 20 classes, cloning all of them per reconcile dominated the latency.
-    let all_claims: Observed<Vec<&NodeClaim>> = sources.node_claims.as_ref().map(|claims| {
-        claims
-            .iter()
-            .filter_map(|guarded| guarded.0.as_ref().ok())
-            .collect()
-    });
-    let claimed_instance_ids = all_claims.as_ref().map(|claims| {
-        claims
-            .iter()
-            .filter_map(|claim| claim.status.as_ref()?.provider_id.as_deref())
-            .filter_map(instance_id_of)
-            .map(str::to_owned)
-            .collect()
-    });
-    let node_claims = all_claims.map(|claims| {
-        claims
-            .into_iter()
-            .filter(|claim| claim.uses_ec2_node_class(&name))
-            .cloned()
-            .collect()
-    });
+    // A class reads its own NodeClaims and the cluster-wide claimed-instance set, which the index
+    // builds once per NodeClaim change and shares.
+    let (node_claims, claimed_instance_ids) = match &sources.node_claims {
+        Observed::Found(claims) => claims.read(|index| {
+            (
+                Observed::Found(index.of_class(&name)),
+                Observed::Found(index.claimed_instance_ids()),
+            )
+        }),
+        Observed::Absent => (Observed::Absent, Observed::Absent),
+        Observed::Unknown(u) => (Observed::Unknown(u.clone()), Observed::Unknown(u.clone())),
+    };
     // Which pending Pods charge this class depends on every NodePool: unknown while they are.
     let pending_pods = match (&sources.pending_pods, &sources.node_pools) {
         (Observed::Found(pods), Observed::Found(pools)) => {
@@ -183,9 +174,10 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node_claims::NodeClaimIndex;
     use crate::pods::pod_scheduling;
     use karpenter_health_api::karpenter::{
-        EC2NodeClassSpec, NodeClaimSpec, NodeClassRef, NodePoolSpec,
+        EC2NodeClassSpec, NodeClaim, NodeClaimSpec, NodeClassRef, NodePoolSpec,
     };
 
     fn node_class(name: &str) -> EC2NodeClass {
@@ -207,7 +199,11 @@ mod tests {
         Arc::new(DeserializeGuard(Ok(NodePool::new(name, spec))))
     }
 
-    fn claim(name: &str, class: &str, provider_id: &str) -> Arc<DeserializeGuard<NodeClaim>> {
+    fn claims(claims: &[NodeClaim]) -> Observed<SharedClaims> {
+        Observed::Found(SharedClaims::listed(NodeClaimIndex::of(claims)))
+    }
+
+    fn claim(name: &str, class: &str, provider_id: &str) -> NodeClaim {
         let mut claim = NodeClaim::new(
             name,
             NodeClaimSpec {
@@ -218,7 +214,7 @@ mod tests {
             provider_id: Some(provider_id.into()),
             ..Default::default()
         });
-        Arc::new(DeserializeGuard(Ok(claim)))
+        claim
     }
 
     /// A Pending Pod the scheduler found no node for.
@@ -276,7 +272,7 @@ mod tests {
         ];
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default")]),
-            node_claims: Observed::Found(Vec::new()),
+            node_claims: claims(&[]),
             pending_pods: Observed::Found(pods),
             ..Sources::default()
         };
@@ -295,7 +291,7 @@ mod tests {
     fn a_pod_that_several_classes_could_take_is_nobodys_alone() {
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
-            node_claims: Observed::Found(Vec::new()),
+            node_claims: claims(&[]),
             pending_pods: Observed::Found(vec![
                 pod("free", serde_json::json!({})),
                 pod(
@@ -331,7 +327,7 @@ mod tests {
     fn facts_keep_only_the_pools_claims_and_pods_of_the_node_class() {
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
-            node_claims: Observed::Found(vec![
+            node_claims: claims(&[
                 claim("general-a", "default", "aws:///us-east-1a/i-0aaa"),
                 claim("gpu-a", "gpu", "aws:///us-east-1b/i-0bbb"),
             ]),
@@ -358,7 +354,7 @@ mod tests {
             .claimed_instance_ids
             .found()
             .into_iter()
-            .flatten()
+            .flat_map(|ids| ids.iter())
             .map(String::as_str)
             .collect();
         assert_eq!(

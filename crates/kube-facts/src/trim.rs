@@ -4,7 +4,6 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_checks::labels::LabelRules;
 use kube::Resource;
 
@@ -14,26 +13,6 @@ pub fn metadata<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
     meta.managed_fields = None;
     meta.annotations = None;
-}
-
-/// Keeps of a NodeClaim what the checks read: its name and age, its nodeClassRef, its
-/// providerID and the Launched/Registered conditions. At 10,000 NodeClaims the cache is most of
-/// the operator's memory, and labels, finalizers, owner references and the other conditions'
-/// messages are most of each cached NodeClaim.
-pub fn node_claim(claim: &mut NodeClaim) {
-    metadata(claim);
-    claim.metadata.labels = None;
-    claim.metadata.finalizers = None;
-    claim.metadata.owner_references = None;
-    if let Some(status) = claim.status.as_mut() {
-        status
-            .conditions
-            .retain(|c| c.type_ == "Launched" || c.type_ == "Registered");
-        for condition in &mut status.conditions {
-            condition.message = None;
-        }
-        status.conditions.shrink_to_fit();
-    }
 }
 
 /// Keeps the metadata plus the annotations (ServiceAccount role ARNs live there).
@@ -157,36 +136,6 @@ pub fn label_rules_of(crd: &CustomResourceDefinition) -> Option<LabelRules> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_trimmed_node_claim_keeps_what_registration_and_identity_checks_read() {
-        let mut claim: NodeClaim = serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": "web-abc", "creationTimestamp": "2025-01-01T00:00:00Z",
-                         "labels": {"karpenter.sh/nodepool": "web", "node.kubernetes.io/instance-type": "m5.large"},
-                         "finalizers": ["karpenter.sh/termination"], "annotations": {"a": "b"}},
-            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-            "status": {"providerID": "aws:///us-east-1a/i-0abc", "conditions": [
-                {"type": "Launched", "status": "True", "lastTransitionTime": "2025-01-01T00:00:01Z", "message": "long"},
-                {"type": "Registered", "status": "Unknown", "reason": "NodeNotFound", "message": "Node not registered"},
-                {"type": "Drifted", "status": "False", "message": "x"},
-                {"type": "Consolidatable", "status": "True"}]}
-        }))
-        .unwrap();
-        node_claim(&mut claim);
-        assert!(claim.metadata.labels.is_none() && claim.metadata.finalizers.is_none());
-        assert!(claim.metadata.creation_timestamp.is_some());
-        assert_eq!(claim.spec.node_class_ref.as_ref().unwrap().name, "default");
-        let status = claim.status.as_ref().unwrap();
-        assert_eq!(
-            status.provider_id.as_deref(),
-            Some("aws:///us-east-1a/i-0abc")
-        );
-        let kept: Vec<_> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
-        assert_eq!(kept, ["Launched", "Registered"]);
-        assert!(status.conditions[0].last_transition_time.is_some());
-        assert_eq!(status.conditions[1].reason.as_deref(), Some("NodeNotFound"));
-    }
 
     #[test]
     fn a_trimmed_pod_keeps_only_scheduling_constraints() {

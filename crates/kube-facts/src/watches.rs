@@ -2,6 +2,7 @@
 //! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
 //! Does IO (list/watch against the API server).
 
+use crate::node_claims::{ClaimsTouched, SharedClaims};
 use crate::snapshot::{Overrides, Sources, cluster_facts};
 use crate::trim;
 pub use crate::watch_health::WATCH_STALE_AFTER;
@@ -45,7 +46,8 @@ pub type Touched<K> = BoxStream<'static, Result<K, watcher::Error>>;
 /// The trigger streams; each must be polled (the controller does) for its cache to fill.
 pub struct Triggers {
     pub node_pools: Touched<DeserializeGuard<NodePool>>,
-    pub node_claims: Touched<DeserializeGuard<NodeClaim>>,
+    /// The EC2NodeClasses NodeClaim changes affect (the index is updated before they are sent).
+    pub node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
     pub pending_pods: Touched<Pod>,
     pub aws_auth: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
@@ -146,8 +148,9 @@ pub(crate) fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
     trim_guarded_with(guarded, trim::metadata);
 }
 
-pub(crate) fn trim_guarded_claim(guarded: &mut DeserializeGuard<NodeClaim>) {
-    trim_guarded_with(guarded, trim::node_claim);
+/// Logs a malformed object (kept as the error the snapshot skips) once per change.
+pub(crate) fn warn_malformed<K: Resource>(guarded: &mut DeserializeGuard<K>) {
+    trim_guarded_with(guarded, |_| {});
 }
 
 fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&mut K)) {
@@ -161,11 +164,74 @@ fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&m
     }
 }
 
+/// Watches every NodeClaim straight into the compact index (no object store): a NodeClaim is
+/// held as the few hundred bytes the checks read. Yields which classes each change affects.
+fn indexed_node_claims(
+    api: Api<DeserializeGuard<NodeClaim>>,
+    health: &WatchHealth,
+) -> (
+    SharedClaims,
+    BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
+) {
+    let claims = SharedClaims::default();
+    let index = claims.clone();
+    let health = health.clone();
+    let name_of = |guarded: &DeserializeGuard<NodeClaim>| match &guarded.0 {
+        Ok(claim) => claim.metadata.name.clone().unwrap_or_default(),
+        Err(invalid) => invalid.metadata.name.clone().unwrap_or_default(),
+    };
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .filter_map(move |event| {
+            let touched = match event {
+                Ok(watcher::Event::Init) => {
+                    index.relist_started();
+                    health.succeeded(NODE_CLAIMS, false);
+                    None
+                }
+                Ok(watcher::Event::InitApply(mut guarded)) => {
+                    warn_malformed(&mut guarded);
+                    if let Ok(claim) = &guarded.0 {
+                        index.relist_apply(claim);
+                    }
+                    health.succeeded(NODE_CLAIMS, false);
+                    None
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let touched = index.relist_done();
+                    health.succeeded(NODE_CLAIMS, true);
+                    Some(Ok(touched))
+                }
+                Ok(watcher::Event::Apply(mut guarded)) => {
+                    warn_malformed(&mut guarded);
+                    health.succeeded(NODE_CLAIMS, false);
+                    // A NodeClaim that turned malformed is dropped, as the snapshot skips it.
+                    Some(Ok(match &guarded.0 {
+                        Ok(claim) => index.apply(claim),
+                        Err(_) => index.delete(&name_of(&guarded)),
+                    }))
+                }
+                Ok(watcher::Event::Delete(guarded)) => {
+                    health.succeeded(NODE_CLAIMS, false);
+                    Some(Ok(index.delete(&name_of(&guarded))))
+                }
+                Err(error) => {
+                    tracing::warn!(watch = NODE_CLAIMS, %error, "watch failed; retrying with backoff");
+                    health.failed(NODE_CLAIMS, cause_of(&error), error.to_string(), Instant::now());
+                    Some(Err(error))
+                }
+            };
+            futures::future::ready(touched)
+        })
+        .boxed();
+    (claims, stream)
+}
+
 /// The caches of everything the checks read besides the EC2NodeClass itself.
 #[derive(Clone)]
 pub struct KubeFacts {
     node_pools: Store<DeserializeGuard<NodePool>>,
-    node_claims: Store<DeserializeGuard<NodeClaim>>,
+    node_claims: SharedClaims,
     pending_pods: Store<Pod>,
     aws_auth: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
@@ -198,13 +264,8 @@ impl KubeFacts {
             &health,
             trim_guarded,
         );
-        let (node_claims, node_claim_stream) = reflected(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-            NODE_CLAIMS,
-            &health,
-            trim_guarded_claim,
-        );
+        let (node_claims, node_claim_stream) =
+            indexed_node_claims(Api::all(client.clone()), &health);
         // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
         let (pending_pods, pod_stream) = reflected(
             Api::all(client.clone()),
@@ -287,7 +348,7 @@ impl KubeFacts {
             node_pools: self.health.observe(NODE_POOLS, || self.node_pools.state()),
             node_claims: self
                 .health
-                .observe(NODE_CLAIMS, || self.node_claims.state()),
+                .observe(NODE_CLAIMS, || self.node_claims.clone()),
             pending_pods: self
                 .health
                 .observe(PENDING_PODS, || self.pending_pods.state()),

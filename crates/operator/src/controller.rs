@@ -2,6 +2,7 @@
 //! by every watched object that affects it, and by a periodic refresh for AWS-side changes; serves
 //! the probes and metrics beside it. Does IO.
 
+use crate::coalesce::coalesce;
 use crate::config::OperatorConfig;
 use crate::context::{AwsPort, Context};
 use crate::crd;
@@ -16,9 +17,11 @@ use futures::stream::BoxStream;
 use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_kube_facts::KubeFacts;
+use karpenter_health_kube_facts::node_claims::ClaimsTouched;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
 use std::sync::{Arc, Mutex};
@@ -214,9 +217,6 @@ async fn run_controller(
             inputs.node_pools,
             triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
         )
-        // Every NodeClaim counts for every class: the instance sweep of ClusterIdentityUnique
-        // asks whether any NodeClaim in the cluster claims an instance.
-        .watches_stream(inputs.node_claims, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(inputs.aws_auth, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(
             inputs.karpenter_deployment,
@@ -230,10 +230,15 @@ async fn run_controller(
             inputs.node_pool_crd,
             triggers.mapper(|t, _| t.all_classes()),
         )
-        .watches_stream(
+        // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced
+        // per class. A NodeClaim change asks for its own class, or for every class when it
+        // changes which instances are claimed (the instance sweep of ClusterIdentityUnique).
+        .reconcile_on(bulk_triggers(
+            inputs.node_claims,
             inputs.pending_pods,
-            triggers.mapper(|t, pod| t.classes_of_pending_pod(&pod)),
-        )
+            &triggers,
+            config.bulk_trigger_interval,
+        ))
         // An input becoming observable (its first list, even an empty one), or turning unknown
         // after a lasting watch failure, or recovering, re-evaluates every class at once.
         .reconcile_all_on(inputs.inputs_changed)
@@ -250,6 +255,39 @@ async fn run_controller(
     metrics.set_leader(false);
     tracing::info!("karpenter-health operator stopped");
     Ok(())
+}
+
+/// The classes NodeClaim and pending-Pod changes ask for, each stamped with its arrival time and
+/// coalesced per class to one reconcile per `interval`.
+fn bulk_triggers(
+    node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
+    pending_pods: BoxStream<'static, Result<k8s_openapi::api::core::v1::Pod, watcher::Error>>,
+    triggers: &ClassTriggers,
+    interval: std::time::Duration,
+) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
+    // Watch errors are the watches' own business (their health turns the facts Unknown).
+    let claim_triggers = triggers.clone();
+    let claim_classes = node_claims.filter_map(move |touched| {
+        futures::future::ready(touched.ok().map(|touched| match touched {
+            ClaimsTouched::Classes(classes) => classes,
+            ClaimsTouched::AllClasses => claim_triggers.all_classes(),
+        }))
+    });
+    let pod_triggers = triggers.clone();
+    let pod_classes = pending_pods.filter_map(move |pod| {
+        futures::future::ready(
+            pod.ok()
+                .map(|pod| pod_triggers.classes_of_pending_pod(&pod)),
+        )
+    });
+    let stamping = triggers.clone();
+    let requests = futures::stream::select(claim_classes, pod_classes).map(move |classes| {
+        stamping.stamp(&classes);
+        classes
+    });
+    coalesce(requests, interval)
+        .map(|class| ObjectRef::new(&class))
+        .boxed()
 }
 
 /// Serves /metrics, /livez and /readyz until `shutdown`.

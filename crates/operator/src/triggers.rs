@@ -54,13 +54,18 @@ impl ClassTriggers {
     }
 
     fn mark(&self, names: Vec<String>) -> Vec<NodeClassRef> {
+        self.stamp(&names);
+        names.iter().map(|n| ObjectRef::new(n)).collect()
+    }
+
+    /// Records now as when a change first asked for each of `names` (the earliest one stays).
+    pub fn stamp(&self, names: &[String]) {
         let now = Instant::now();
         if let Ok(mut map) = self.triggered_at.lock() {
-            for name in &names {
+            for name in names {
                 map.entry(name.clone()).or_insert(now);
             }
         }
-        names.iter().map(|n| ObjectRef::new(n)).collect()
     }
 
     /// Every EC2NodeClass: for cluster-wide inputs (aws-auth, the Karpenter Deployment, …).

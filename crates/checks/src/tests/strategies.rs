@@ -280,7 +280,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
             state,
         } => {
             if let (true, Some(ids)) = (*claimed, f.cluster.claimed_instance_ids.found_mut()) {
-                ids.insert(id.clone());
+                std::sync::Arc::make_mut(ids).insert(id.clone());
             }
             *f = f.clone().with_cluster_instance(InstanceFacts {
                 state: state.clone(),
@@ -325,7 +325,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
         Mutation::NodeClaim(name, age, registered) => {
             let id = format!("i-0claim{name}");
             if let Some(ids) = f.cluster.claimed_instance_ids.found_mut() {
-                ids.insert(id.clone());
+                std::sync::Arc::make_mut(ids).insert(id.clone());
             }
             if let Some(claims) = f.cluster.node_claims.found_mut() {
                 claims.push(node_claim(name, &id, *age, *registered));
