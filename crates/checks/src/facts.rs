@@ -128,8 +128,9 @@ pub struct ClusterFacts {
     /// built once per NodeClaim change, read by every EC2NodeClass's evaluation.
     pub claimed_instance_ids: Observed<Arc<BTreeSet<String>>>,
     /// Pending Pods whose scheduling constraints Karpenter would copy into NodeClaims of the
-    /// NodePools above; unknown while either watch is.
-    pub pending_pods: Observed<Vec<PodScheduling>>,
+    /// NodePools above; unknown while either watch is. Shared with the other classes that could
+    /// take the same Pod.
+    pub pending_pods: Observed<Vec<Arc<PodScheduling>>>,
     /// The raw `kube-system/aws-auth` ConfigMap data; parsed by the checks.
     pub aws_auth: Observed<AwsAuthData>,
     /// The Karpenter controller as deployed (or overridden by flags).

@@ -263,14 +263,14 @@ fn healthy_cluster() -> ClusterFacts {
         claimed_instance_ids: Observed::Found(Arc::new(BTreeSet::from([
             HEALTHY_INSTANCE.to_owned()
         ]))),
-        pending_pods: Observed::Found(vec![PodScheduling {
+        pending_pods: Observed::Found(vec![Arc::new(PodScheduling {
             required_affinity: vec![vec![requirement(
                 "topology.kubernetes.io/zone",
                 "In",
                 &["us-west-2a"],
             )]],
             ..pending_pod("shop", "web-0", &[("kubernetes.io/arch", "amd64")])
-        }]),
+        })]),
         aws_auth: Observed::Found(AwsAuthData {
             map_roles: Some(node_mapping(&role_arn(NODE_ROLE))),
             map_users: None,
@@ -437,7 +437,7 @@ impl Facts {
     pub fn with_pending_pod(self, pod: PodScheduling) -> Self {
         self.with(|f| {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
-                pods.push(pod);
+                pods.push(Arc::new(pod));
             }
         })
     }

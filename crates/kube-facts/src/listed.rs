@@ -3,6 +3,7 @@
 //! the same [`Sources`] the operator's caches produce. Does IO (list calls).
 
 use crate::node_claims::{NodeClaimIndex, SharedClaims};
+use crate::pending_pods::{PendingPodIndex, SharedPendingPods};
 use crate::snapshot::Sources;
 use crate::trim;
 use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded, warn_malformed};
@@ -107,7 +108,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             "NodeClaims",
             warn_malformed
         ),
-        observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", trim::pod),
+        observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", |_| {}),
         observe_named(
             Api::namespaced(client.clone(), "kube-system"),
             "aws-auth",
@@ -144,6 +145,8 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             claims.iter().filter_map(|guarded| guarded.0.as_ref().ok()),
         ))
     });
+    let pending_pods = pending_pods
+        .map(|pods| SharedPendingPods::listed(PendingPodIndex::of(pods.iter().map(AsRef::as_ref))));
     Sources {
         node_pools,
         node_claims,

@@ -1,15 +1,18 @@
 //! The NodeClaims as the checks read them: each one kept as its compact facts, indexed by the
 //! EC2NodeClass it was launched from, with the cluster-wide set of claimed instance ids built
-//! once per change and shared. Pure: callers feed it the objects a watch or a list returned.
+//! once per change and shared. Pure (a malformed NodeClaim is logged): callers feed it the objects
+//! a watch or a list returned.
 //!
 //! A reconcile reads only its own class's entries, so its cost follows the size of its class,
 //! not of the cluster; the claimed-instance set is the one cluster-wide fact and is built at most
 //! once per NodeClaim change, however many classes read it.
 
+use crate::index::{SharedIndex, WatchIndex};
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_checks::facts::NodeClaimFacts;
+use kube::core::DeserializeGuard;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 
 /// The EC2NodeClass a NodeClaim belongs to; `None` for one whose `nodeClassRef` names no
 /// EC2NodeClass (another provider's kind, or none at all): it still claims its instance.
@@ -45,13 +48,13 @@ impl NodeClaimIndex {
     pub fn of<'a>(claims: impl IntoIterator<Item = &'a NodeClaim>) -> Self {
         let mut index = Self::default();
         for claim in claims {
-            index.apply(claim);
+            index.apply_claim(claim);
         }
         index
     }
 
     /// Adds or replaces `claim`; says which classes that affects.
-    pub fn apply(&mut self, claim: &NodeClaim) -> ClaimsTouched {
+    pub fn apply_claim(&mut self, claim: &NodeClaim) -> ClaimsTouched {
         let facts = NodeClaimFacts::of(claim);
         let class = class_of(claim);
         let name: Box<str> = facts.name.as_str().into();
@@ -82,7 +85,7 @@ impl NodeClaimIndex {
     }
 
     /// Removes the NodeClaim `name`; says which classes that affects.
-    pub fn delete(&mut self, name: &str) -> ClaimsTouched {
+    pub fn delete_named(&mut self, name: &str) -> ClaimsTouched {
         match self.remove_anywhere(name) {
             Some((_, removed)) if removed.instance_id.is_some() => {
                 self.claimed = OnceLock::new();
@@ -138,75 +141,34 @@ impl NodeClaimIndex {
     }
 }
 
-/// The index a watch keeps current, readable while it is updated; during a relist the new list
-/// is gathered aside and replaces the served index only once complete, so a reader never sees a
-/// half-listed cluster.
-#[derive(Clone, Debug, Default)]
-pub struct SharedClaims {
-    state: Arc<RwLock<Relisted>>,
-}
+/// The NodeClaim index a watch keeps current.
+pub type SharedClaims = SharedIndex<NodeClaimIndex>;
 
-#[derive(Debug, Default)]
-struct Relisted {
-    live: NodeClaimIndex,
-    relisting: Option<NodeClaimIndex>,
-}
+impl WatchIndex for NodeClaimIndex {
+    type Object = DeserializeGuard<NodeClaim>;
+    type Touched = ClaimsTouched;
 
-impl SharedClaims {
-    /// Serves `index` (a complete list) as it is.
-    pub fn listed(index: NodeClaimIndex) -> Self {
-        Self {
-            state: Arc::new(RwLock::new(Relisted {
-                live: index,
-                relisting: None,
-            })),
-        }
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Relisted> {
-        // A panic while holding the lock cannot leave the maps half-updated in a way that
-        // matters more than losing the index, so a poisoned lock is used as it is.
-        self.state.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Reads the served index.
-    pub fn read<T>(&self, f: impl FnOnce(&NodeClaimIndex) -> T) -> T {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        f(&state.live)
-    }
-
-    /// A watch event: an object applied or deleted outside a relist.
-    pub fn apply(&self, claim: &NodeClaim) -> ClaimsTouched {
-        self.write().live.apply(claim)
-    }
-
-    pub fn delete(&self, name: &str) -> ClaimsTouched {
-        self.write().live.delete(name)
-    }
-
-    /// A (re)list begins: objects now go aside until [`Self::relist_done`].
-    pub fn relist_started(&self) {
-        self.write().relisting = Some(NodeClaimIndex::default());
-    }
-
-    pub fn relist_apply(&self, claim: &NodeClaim) {
-        let mut state = self.write();
-        match state.relisting.as_mut() {
-            Some(index) => {
-                index.apply(claim);
-            }
-            None => {
-                state.live.apply(claim);
+    fn apply(&mut self, guarded: &Self::Object) -> Option<ClaimsTouched> {
+        match &guarded.0 {
+            Ok(claim) => Some(self.apply_claim(claim)),
+            // A NodeClaim that turned malformed is dropped, as an unreadable one is skipped.
+            Err(invalid) => {
+                let name = invalid.metadata.name.as_deref().unwrap_or_default();
+                tracing::warn!(name, error = %invalid.error, "skipping malformed NodeClaim");
+                Some(self.delete_named(name))
             }
         }
     }
 
-    /// The list is complete: it replaces the served index. Every class may have changed.
-    pub fn relist_done(&self) -> ClaimsTouched {
-        let mut state = self.write();
-        if let Some(index) = state.relisting.take() {
-            state.live = index;
-        }
+    fn delete(&mut self, guarded: &Self::Object) -> Option<ClaimsTouched> {
+        let name = match &guarded.0 {
+            Ok(claim) => claim.metadata.name.as_deref(),
+            Err(invalid) => invalid.metadata.name.as_deref(),
+        };
+        Some(self.delete_named(name.unwrap_or_default()))
+    }
+
+    fn relisted() -> ClaimsTouched {
         ClaimsTouched::AllClasses
     }
 }
@@ -298,12 +260,12 @@ mod tests {
         let mut index = NodeClaimIndex::default();
         // A new NodeClaim without an instance yet: only its class.
         assert_eq!(
-            index.apply(&claim("a", Some("default"), None)),
+            index.apply_claim(&claim("a", Some("default"), None)),
             ClaimsTouched::Classes(vec!["default".into()])
         );
         // It launched: the claimed set changed.
         assert_eq!(
-            index.apply(&claim("a", Some("default"), Some("i-0a"))),
+            index.apply_claim(&claim("a", Some("default"), Some("i-0a"))),
             ClaimsTouched::AllClasses
         );
         let before = index.claimed_instance_ids();
@@ -313,12 +275,12 @@ mod tests {
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
         );
         assert_eq!(
-            index.apply(&registered),
+            index.apply_claim(&registered),
             ClaimsTouched::Classes(vec!["default".into()])
         );
         assert!(Arc::ptr_eq(&before, &index.claimed_instance_ids()));
         assert_eq!(
-            index.delete("a"),
+            index.delete_named("a"),
             ClaimsTouched::AllClasses,
             "its instance is no longer claimed"
         );
@@ -329,9 +291,9 @@ mod tests {
     #[test]
     fn a_claim_moved_to_another_class_leaves_the_first() {
         let mut index = NodeClaimIndex::default();
-        index.apply(&claim("a", Some("default"), Some("i-0a")));
+        index.apply_claim(&claim("a", Some("default"), Some("i-0a")));
         assert_eq!(
-            index.apply(&claim("a", Some("gpu"), Some("i-0a"))),
+            index.apply_claim(&claim("a", Some("gpu"), Some("i-0a"))),
             ClaimsTouched::Classes(vec!["default".into(), "gpu".into()])
         );
         assert!(index.of_class("default").is_empty());
@@ -340,10 +302,11 @@ mod tests {
 
     #[test]
     fn a_relist_replaces_the_served_index_only_when_complete() {
+        let guarded = |c| DeserializeGuard(Ok(c));
         let shared = SharedClaims::default();
-        shared.apply(&claim("old", Some("default"), Some("i-0old")));
+        shared.apply(&guarded(claim("old", Some("default"), Some("i-0old"))));
         shared.relist_started();
-        shared.relist_apply(&claim("new", Some("default"), Some("i-0new")));
+        shared.relist_apply(&guarded(claim("new", Some("default"), Some("i-0new"))));
         assert_eq!(
             shared.read(|i| names(&i.of_class("default")).join(",")),
             "old",

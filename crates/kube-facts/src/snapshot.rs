@@ -3,14 +3,12 @@
 
 use crate::karpenter_settings::{controller_settings, role_arn};
 use crate::node_claims::SharedClaims;
-use crate::pods;
+use crate::pending_pods::SharedPendingPods;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
-use karpenter_health_checks::facts::{
-    AwsAuthData, ClusterFacts, KarpenterFacts, Observed, PodScheduling,
-};
+use karpenter_health_checks::facts::{AwsAuthData, ClusterFacts, KarpenterFacts, Observed};
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use std::collections::BTreeMap;
@@ -31,7 +29,8 @@ pub struct Sources {
     pub node_pools: Observed<Vec<Arc<DeserializeGuard<NodePool>>>>,
     /// Every NodeClaim, indexed by EC2NodeClass.
     pub node_claims: Observed<SharedClaims>,
-    pub pending_pods: Observed<Vec<Arc<Pod>>>,
+    /// The pending Pods Karpenter would provision for.
+    pub pending_pods: Observed<SharedPendingPods>,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
@@ -80,18 +79,7 @@ pub fn cluster_facts(
                     ))
                 })
                 .collect();
-            Observed::Found(
-                pods.iter()
-                    .filter(|pod| pods::karpenter_provisions_for(pod))
-                    .filter_map(|pod| {
-                        let classes = pods::candidate_classes(pod, &class_of_pool);
-                        classes.contains(&name).then(|| PodScheduling {
-                            only_this_class: classes.len() == 1,
-                            ..pods::pod_scheduling(pod)
-                        })
-                    })
-                    .collect(),
-            )
+            Observed::Found(pods.read(|index| index.of_class(&name, &class_of_pool)))
         }
         (Observed::Unknown(u), _) | (Observed::Found(_), Observed::Unknown(u)) => {
             Observed::Unknown(u.clone())
@@ -175,7 +163,9 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
 mod tests {
     use super::*;
     use crate::node_claims::NodeClaimIndex;
+    use crate::pending_pods::PendingPodIndex;
     use crate::pods::pod_scheduling;
+    use k8s_openapi::api::core::v1::Pod;
     use karpenter_health_api::karpenter::{
         EC2NodeClassSpec, NodeClaim, NodeClaimSpec, NodeClassRef, NodePoolSpec,
     };
@@ -217,8 +207,12 @@ mod tests {
         claim
     }
 
+    fn pending(pods: &[Pod]) -> Observed<SharedPendingPods> {
+        Observed::Found(SharedPendingPods::listed(PendingPodIndex::of(pods)))
+    }
+
     /// A Pending Pod the scheduler found no node for.
-    fn pod(name: &str, selector: serde_json::Value) -> Arc<Pod> {
+    fn pod(name: &str, selector: serde_json::Value) -> Pod {
         pod_with(name, selector, serde_json::json!({}), "Unschedulable")
     }
 
@@ -227,20 +221,18 @@ mod tests {
         selector: serde_json::Value,
         extra_metadata: serde_json::Value,
         scheduled_reason: &str,
-    ) -> Arc<Pod> {
+    ) -> Pod {
         let mut metadata = serde_json::json!({"name": name, "namespace": "apps"});
         if let (Some(m), Some(extra)) = (metadata.as_object_mut(), extra_metadata.as_object()) {
             m.extend(extra.clone());
         }
-        Arc::new(
-            serde_json::from_value(serde_json::json!({
-                "metadata": metadata,
-                "spec": {"containers": [], "nodeSelector": selector},
-                "status": {"phase": "Pending", "conditions": [
-                    {"type": "PodScheduled", "status": "False", "reason": scheduled_reason}]}
-            }))
-            .unwrap(),
-        )
+        serde_json::from_value(serde_json::json!({
+            "metadata": metadata,
+            "spec": {"containers": [], "nodeSelector": selector},
+            "status": {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": scheduled_reason}]}
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -261,19 +253,17 @@ mod tests {
             ),
             pod_with("daemon", selector.clone(), ds_owner, "Unschedulable"),
             pod_with("static", selector.clone(), static_owner, "Unschedulable"),
-            Arc::new(
-                serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": "no-verdict-yet", "namespace": "apps"},
-                    "spec": {"containers": [], "nodeSelector": selector},
-                    "status": {"phase": "Pending"}
-                }))
-                .unwrap(),
-            ),
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "no-verdict-yet", "namespace": "apps"},
+                "spec": {"containers": [], "nodeSelector": selector},
+                "status": {"phase": "Pending"}
+            }))
+            .unwrap(),
         ];
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default")]),
             node_claims: claims(&[]),
-            pending_pods: Observed::Found(pods),
+            pending_pods: pending(&pods),
             ..Sources::default()
         };
         let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
@@ -292,7 +282,7 @@ mod tests {
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
             node_claims: claims(&[]),
-            pending_pods: Observed::Found(vec![
+            pending_pods: pending(&[
                 pod("free", serde_json::json!({})),
                 pod(
                     "pinned-pool",
@@ -317,8 +307,8 @@ mod tests {
             only,
             [
                 ("free", false),
-                ("pinned-pool", true),
-                ("pinned-class", true)
+                ("pinned-class", true),
+                ("pinned-pool", true)
             ]
         );
     }
@@ -331,7 +321,7 @@ mod tests {
                 claim("general-a", "default", "aws:///us-east-1a/i-0aaa"),
                 claim("gpu-a", "gpu", "aws:///us-east-1b/i-0bbb"),
             ]),
-            pending_pods: Observed::Found(vec![
+            pending_pods: pending(&[
                 pod(
                     "free",
                     serde_json::json!({"node-role.kubernetes.io/web": ""}),
@@ -395,7 +385,7 @@ mod tests {
         let facts = cluster_facts(
             &node_class("default"),
             &Sources {
-                pending_pods: Observed::Found(Vec::new()),
+                pending_pods: pending(&[]),
                 ..Sources::default()
             },
             &Overrides::default(),

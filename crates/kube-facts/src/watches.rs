@@ -2,7 +2,9 @@
 //! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
 //! Does IO (list/watch against the API server).
 
-use crate::node_claims::{ClaimsTouched, SharedClaims};
+use crate::index::{SharedIndex, WatchIndex};
+use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
+use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
 use crate::snapshot::{Overrides, Sources, cluster_facts};
 use crate::trim;
 pub use crate::watch_health::WATCH_STALE_AFTER;
@@ -10,9 +12,9 @@ use crate::watch_health::WatchHealth;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
 use karpenter_health_checks::facts::{ClusterFacts, UnknownCause};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, Store};
@@ -48,7 +50,8 @@ pub struct Triggers {
     pub node_pools: Touched<DeserializeGuard<NodePool>>,
     /// The EC2NodeClasses NodeClaim changes affect (the index is updated before they are sent).
     pub node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
-    pub pending_pods: Touched<Pod>,
+    /// What a pending-Pod change pins (the index is updated before it is sent).
+    pub pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
     pub aws_auth: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
@@ -164,67 +167,63 @@ fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&m
     }
 }
 
-/// Watches every NodeClaim straight into the compact index (no object store): a NodeClaim is
-/// held as the few hundred bytes the checks read. Yields which classes each change affects.
-fn indexed_node_claims(
-    api: Api<DeserializeGuard<NodeClaim>>,
+/// Watches straight into a compact index (no object store): an object is held as the few
+/// hundred bytes the checks read of it. Yields what each change affects; changes that affect
+/// nothing the checks read yield nothing.
+fn indexed<I>(
+    api: Api<I::Object>,
+    config: watcher::Config,
+    name: &'static str,
     health: &WatchHealth,
 ) -> (
-    SharedClaims,
-    BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
-) {
-    let claims = SharedClaims::default();
-    let index = claims.clone();
+    SharedIndex<I>,
+    BoxStream<'static, Result<I::Touched, watcher::Error>>,
+)
+where
+    I: WatchIndex,
+    I::Object:
+        Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let shared = SharedIndex::<I>::default();
+    let index = shared.clone();
     let health = health.clone();
-    let name_of = |guarded: &DeserializeGuard<NodeClaim>| match &guarded.0 {
-        Ok(claim) => claim.metadata.name.clone().unwrap_or_default(),
-        Err(invalid) => invalid.metadata.name.clone().unwrap_or_default(),
-    };
-    let stream = watcher(api, watcher::Config::default())
+    let stream = watcher(api, config)
         .default_backoff()
         .filter_map(move |event| {
             let touched = match event {
                 Ok(watcher::Event::Init) => {
                     index.relist_started();
-                    health.succeeded(NODE_CLAIMS, false);
+                    health.succeeded(name, false);
                     None
                 }
-                Ok(watcher::Event::InitApply(mut guarded)) => {
-                    warn_malformed(&mut guarded);
-                    if let Ok(claim) = &guarded.0 {
-                        index.relist_apply(claim);
-                    }
-                    health.succeeded(NODE_CLAIMS, false);
+                Ok(watcher::Event::InitApply(object)) => {
+                    index.relist_apply(&object);
+                    health.succeeded(name, false);
                     None
                 }
                 Ok(watcher::Event::InitDone) => {
                     let touched = index.relist_done();
-                    health.succeeded(NODE_CLAIMS, true);
+                    health.succeeded(name, true);
                     Some(Ok(touched))
                 }
-                Ok(watcher::Event::Apply(mut guarded)) => {
-                    warn_malformed(&mut guarded);
-                    health.succeeded(NODE_CLAIMS, false);
-                    // A NodeClaim that turned malformed is dropped, as the snapshot skips it.
-                    Some(Ok(match &guarded.0 {
-                        Ok(claim) => index.apply(claim),
-                        Err(_) => index.delete(&name_of(&guarded)),
-                    }))
+                Ok(watcher::Event::Apply(object)) => {
+                    health.succeeded(name, false);
+                    index.apply(&object).map(Ok)
                 }
-                Ok(watcher::Event::Delete(guarded)) => {
-                    health.succeeded(NODE_CLAIMS, false);
-                    Some(Ok(index.delete(&name_of(&guarded))))
+                Ok(watcher::Event::Delete(object)) => {
+                    health.succeeded(name, false);
+                    index.delete(&object).map(Ok)
                 }
                 Err(error) => {
-                    tracing::warn!(watch = NODE_CLAIMS, %error, "watch failed; retrying with backoff");
-                    health.failed(NODE_CLAIMS, cause_of(&error), error.to_string(), Instant::now());
+                    tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
+                    health.failed(name, cause_of(&error), error.to_string(), Instant::now());
                     Some(Err(error))
                 }
             };
             futures::future::ready(touched)
         })
         .boxed();
-    (claims, stream)
+    (shared, stream)
 }
 
 /// The caches of everything the checks read besides the EC2NodeClass itself.
@@ -232,7 +231,7 @@ fn indexed_node_claims(
 pub struct KubeFacts {
     node_pools: Store<DeserializeGuard<NodePool>>,
     node_claims: SharedClaims,
-    pending_pods: Store<Pod>,
+    pending_pods: SharedPendingPods,
     aws_auth: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
@@ -264,15 +263,18 @@ impl KubeFacts {
             &health,
             trim_guarded,
         );
-        let (node_claims, node_claim_stream) =
-            indexed_node_claims(Api::all(client.clone()), &health);
+        let (node_claims, node_claim_stream) = indexed::<NodeClaimIndex>(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            NODE_CLAIMS,
+            &health,
+        );
         // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
-        let (pending_pods, pod_stream) = reflected(
+        let (pending_pods, pod_stream) = indexed::<PendingPodIndex>(
             Api::all(client.clone()),
             watcher::Config::default().fields("status.phase=Pending,spec.nodeName="),
             PENDING_PODS,
             &health,
-            trim::pod,
         );
         let (aws_auth, aws_auth_stream) = reflected(
             Api::namespaced(client.clone(), "kube-system"),
@@ -351,7 +353,7 @@ impl KubeFacts {
                 .observe(NODE_CLAIMS, || self.node_claims.clone()),
             pending_pods: self
                 .health
-                .observe(PENDING_PODS, || self.pending_pods.state()),
+                .observe(PENDING_PODS, || self.pending_pods.clone()),
             aws_auth: self
                 .health
                 .observe(AWS_AUTH, || self.aws_auth.state().into_iter().next()),

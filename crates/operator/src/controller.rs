@@ -18,6 +18,7 @@ use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_kube_facts::KubeFacts;
 use karpenter_health_kube_facts::node_claims::ClaimsTouched;
+use karpenter_health_kube_facts::pending_pods::PodPins;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
@@ -261,7 +262,7 @@ async fn run_controller(
 /// coalesced per class to one reconcile per `interval`.
 fn bulk_triggers(
     node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
-    pending_pods: BoxStream<'static, Result<k8s_openapi::api::core::v1::Pod, watcher::Error>>,
+    pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
     triggers: &ClassTriggers,
     interval: std::time::Duration,
 ) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {

@@ -293,7 +293,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
                     preferred_affinity: vec![vec![requirement(key, op, &[])]],
                     ..pending_pod("ns", &format!("pod-{}", pods.len()), &[])
                 };
-                pods.push(pod);
+                pods.push(std::sync::Arc::new(pod));
             }
         }
         Mutation::PoolLabel(key) => {
@@ -367,11 +367,11 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
         Mutation::ManyBadPods(n) => {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
                 for i in 0..*n {
-                    pods.push(pending_pod(
+                    pods.push(std::sync::Arc::new(pending_pod(
                         "bulk",
                         &format!("p{i}"),
                         &[(&format!("karpenter.sh/k{i}"), "x")],
-                    ));
+                    )));
                 }
             }
         }
