@@ -10,11 +10,6 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEn
 use karpenter_health_api::KarpenterHealth;
 use kube::CustomResourceExt;
 
-/// mimalloc rather than glibc's malloc: with 10,000 NodeClaims, glibc kept about 1.5 KiB per
-/// NodeClaim of freed list pages in its per-thread arenas, and more after every relist.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Diagnoses Karpenter's AWS setup and publishes one KarpenterHealth per EC2NodeClass.
 #[derive(Debug, Parser)]
 #[command(name = "karpenter-health", version, about)]
