@@ -4,7 +4,7 @@
 
 use crate::coalesce::coalesce;
 use crate::config::OperatorConfig;
-use crate::context::{AwsPort, Context};
+use crate::context::{AwsPort, Context, WrittenStatuses};
 use crate::crd;
 use crate::http::{self, Probes};
 use crate::leader::{self, SharedShutdown};
@@ -14,8 +14,8 @@ use crate::reconcile::{error_policy, reconcile};
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use karpenter_health_kube_facts::KubeFacts;
 use karpenter_health_kube_facts::node_claims::ClaimsTouched;
 use karpenter_health_kube_facts::pending_pods::PodPins;
@@ -156,13 +156,33 @@ async fn run_controller(
     let metrics = process.metrics.clone();
     metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
+    let written = WrittenStatuses::default();
+    let own_writes = written.clone();
+    // A deleted or hand-edited KarpenterHealth is put back at once, but the watch events of this
+    // process's own status writes ask for nothing: each would run one more reconcile that finds
+    // nothing to do.
     let health_stream = watcher(
         Api::<KarpenterHealth>::all(client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
     .reflect(health_writer)
-    .touched_objects();
+    .filter_map(move |event| {
+        futures::future::ready(match event {
+            Ok(watcher::Event::Apply(health) | watcher::Event::InitApply(health))
+                if is_own_write(&own_writes, &health) =>
+            {
+                None
+            }
+            Ok(
+                watcher::Event::Apply(health)
+                | watcher::Event::InitApply(health)
+                | watcher::Event::Delete(health),
+            ) => Some(Ok(health)),
+            Ok(_) => None,
+            Err(error) => Some(Err(error)),
+        })
+    });
     let reporter = Reporter {
         controller: "karpenter-health".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -178,7 +198,7 @@ async fn run_controller(
         aws: aws.clone(),
         metrics: metrics.clone(),
         healths,
-        written: Mutex::default(),
+        written: written.clone(),
         triggered_at: triggered_at.clone(),
         generation_seen: Mutex::default(),
         failures: Mutex::default(),
@@ -209,7 +229,7 @@ async fn run_controller(
     tracing::info!("karpenter-health operator started");
     let triggers = ClassTriggers::new(classes, kube_facts, triggered_at);
     controller
-        // A deleted or hand-edited KarpenterHealth is put back at once (same name as its class).
+        // A KarpenterHealth has the name of its class.
         .watches_stream(
             health_stream,
             triggers.mapper(|_, health: KarpenterHealth| vec![health.name_any()]),
@@ -256,6 +276,23 @@ async fn run_controller(
     metrics.set_leader(false);
     tracing::info!("karpenter-health operator stopped");
     Ok(())
+}
+
+/// Whether `health` holds what this process last wrote for it (up to `lastEvaluated`): then the
+/// watch event is the echo of that write.
+fn is_own_write(written: &WrittenStatuses, health: &KarpenterHealth) -> bool {
+    let (Some(status), Ok(written)) = (health.status.as_ref(), written.lock()) else {
+        return false;
+    };
+    written.get(&health.name_any()).is_some_and(|mine| {
+        KarpenterHealthStatus {
+            last_evaluated: None,
+            ..mine.clone()
+        } == KarpenterHealthStatus {
+            last_evaluated: None,
+            ..status.clone()
+        }
+    })
 }
 
 /// The classes NodeClaim and pending-Pod changes ask for, each stamped with its arrival time and
