@@ -9,6 +9,7 @@ use crate::operator::Operator;
 use crate::results::{Edit, Window};
 use crate::seed;
 use crate::state::{Bench, jitter, ms, signed_ms};
+use crate::timeline::Phase;
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
 use karpenter_health_api::KarpenterHealth;
@@ -166,7 +167,10 @@ impl Bench {
             edits.push(edit);
             tokio::time::sleep(jitter(i, 300, 1000)).await;
         }
-        let window = window.end(Instant::now(), &op.address, op.pid).await?;
+        let to = Instant::now();
+        self.timeline
+            .mark(Phase::Edits, "aws-auth edits", window.from, to);
+        let window = window.end(to, &op.address, op.pid).await?;
         Ok((edits, window))
     }
 }

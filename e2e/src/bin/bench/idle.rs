@@ -8,6 +8,7 @@ use crate::operator::Operator;
 use crate::results::Idle;
 use crate::state::{Bench, mib};
 use crate::stats::summary;
+use crate::timeline::Phase;
 use anyhow::Result;
 use std::time::Instant;
 
@@ -19,6 +20,7 @@ impl Bench {
         tokio::time::sleep(self.args.idle).await;
         op.check_alive()?;
         let to = Instant::now();
+        self.timeline.mark(Phase::Idle, "idle", from, to);
         let window = window.end(to, &op.address, op.pid).await?;
         let rss: Vec<f64> = sampler.between(from, to).iter().map(|k| mib(*k)).collect();
         let idle = Idle {

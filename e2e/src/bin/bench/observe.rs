@@ -2,6 +2,7 @@
 //! each condition change), its own watch on ConfigMaps (the API server's watch delivery), the
 //! operator's RSS and CPU from /proc, and the operator's /metrics and /readyz. Does IO.
 
+use crate::timeline::Timeline;
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use http_body_util::{BodyExt, Empty};
@@ -258,14 +259,15 @@ pub fn reset_peak(pid: u32) -> Result<()> {
         .with_context(|| format!("resetting the peak RSS of {pid}"))
 }
 
-/// Samples a process's RSS every `every` into a shared series, until dropped.
+/// Samples a process's RSS every `every` into a shared series (and the run's timeline), until
+/// dropped.
 pub struct RssSampler {
     samples: Arc<Mutex<Vec<(Instant, u64)>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl RssSampler {
-    pub fn start(pid: u32, every: Duration) -> Self {
+    pub fn start(pid: u32, every: Duration, timeline: Timeline) -> Self {
         let samples: Arc<Mutex<Vec<(Instant, u64)>>> = Arc::default();
         let writer = samples.clone();
         let task = tokio::spawn(async move {
@@ -273,7 +275,11 @@ impl RssSampler {
             loop {
                 tick.tick().await;
                 match memory(pid) {
-                    Ok(m) => lock(&writer).push((Instant::now(), m.rss_kib)),
+                    Ok(m) => {
+                        let now = Instant::now();
+                        lock(&writer).push((now, m.rss_kib));
+                        timeline.record_rss(now, m.rss_kib);
+                    }
                     Err(_) => return,
                 }
             }
@@ -369,6 +375,19 @@ impl Scrape {
             .sum()
     }
 
+    /// Each series of `name` by the value of its label `label` (summed over its other labels).
+    pub fn by_label(&self, name: &str, label: &str) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for (n, labels, value) in &self.samples {
+            if n == name
+                && let Some(key) = labels.get(label)
+            {
+                *out.entry(key.clone()).or_insert(0.0) += value;
+            }
+        }
+        out
+    }
+
     /// AWS calls by `service operation`.
     pub fn aws_calls(&self) -> BTreeMap<String, f64> {
         let mut calls = BTreeMap::new();
@@ -419,6 +438,12 @@ mod tests {
              karpenter_health_change_to_status_seconds_bucket{le=\"+Inf\"} 9\n# EOF\n",
         );
         assert_eq!(s.aws_calls().get("ec2 DescribeInstances"), Some(&3.0));
+        let per_class = parse_metrics(
+            "karpenter_health_reconciles_total{node_class=\"a\"} 4\nkarpenter_health_reconciles_total{node_class=\"b\"} 2\n",
+        )
+        .by_label("karpenter_health_reconciles_total", "node_class");
+        assert_eq!(per_class.get("a"), Some(&4.0));
+        assert_eq!(per_class.get("b"), Some(&2.0));
         assert_eq!(
             s.buckets("karpenter_health_change_to_status_seconds"),
             vec![(0.05, 7.0), (f64::INFINITY, 9.0)]
