@@ -150,6 +150,7 @@ impl Bench {
     /// `--edits` edits, jittered apart; returns them and what the operator did meanwhile.
     pub async fn edits(&mut self, op: &Operator) -> Result<(Vec<Edit>, Window)> {
         let window = aws_calls::start(&op.address, op.pid).await?;
+        let changes_before = self.health.status_changes();
         let mut edits = Vec::new();
         for i in 0..self.args.edits {
             let edit = self
@@ -170,7 +171,10 @@ impl Bench {
         let to = Instant::now();
         self.timeline
             .mark(Phase::Edits, "aws-auth edits", window.from, to);
-        let window = window.end(to, &op.address, op.pid).await?;
+        let window = window
+            .end(to, &op.address, op.pid)
+            .await?
+            .with_changes_seen(changes_before, self.health.status_changes());
         Ok((edits, window))
     }
 }

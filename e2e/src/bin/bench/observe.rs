@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use http_body_util::{BodyExt, Empty};
 use k8s_openapi::api::core::v1::ConfigMap;
-use karpenter_health_api::{ConditionType, KarpenterHealth};
+use karpenter_health_api::{ConditionType, KarpenterHealth, KarpenterHealthStatus};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -27,7 +27,13 @@ pub struct HealthSeen {
     pub conditions: BTreeMap<String, (String, String)>,
     /// Arrival of the latest event that carried a different status (the operator's last write).
     pub last_write_at: Option<Instant>,
+    /// Events that carried a different status: the operator's writes that the API server stored
+    /// as a change (a write of what is already there stores nothing, so no event).
+    pub status_changes: u64,
+    /// Of those, the ones in which only `lastEvaluated` moved.
+    pub stamp_only_changes: u64,
     last_status: Option<String>,
+    last_status_unstamped: Option<String>,
 }
 
 /// The bench's own view of every KarpenterHealth, updated by a watch task.
@@ -119,6 +125,13 @@ impl HealthTracker {
         lock(&self.state).clone()
     }
 
+    /// Status changes seen so far over every KarpenterHealth: (all, only `lastEvaluated` moved).
+    pub fn status_changes(&self) -> (u64, u64) {
+        lock(&self.state).values().fold((0, 0), |(all, stamp), seen| {
+            (all + seen.status_changes, stamp + seen.stamp_only_changes)
+        })
+    }
+
     /// Waits until `done` holds for the current state, or fails after `deadline`.
     pub async fn wait<T>(
         &self,
@@ -143,14 +156,29 @@ fn update(state: &mut HashMap<String, HealthSeen>, health: &KarpenterHealth, arr
         evaluated_at: None,
         conditions: BTreeMap::new(),
         last_write_at: None,
+        status_changes: 0,
+        stamp_only_changes: 0,
         last_status: None,
+        last_status_unstamped: None,
     });
     let Some(status) = &health.status else {
         return;
     };
     let serialized = serde_json::to_string(status).ok();
     if serialized != entry.last_status {
+        let unstamped = serde_json::to_string(&KarpenterHealthStatus {
+            last_evaluated: None,
+            ..status.clone()
+        })
+        .ok();
+        if entry.last_status.is_some() {
+            entry.status_changes += 1;
+            if unstamped == entry.last_status_unstamped {
+                entry.stamp_only_changes += 1;
+            }
+        }
         entry.last_status = serialized;
+        entry.last_status_unstamped = unstamped;
         entry.last_write_at = Some(arrived);
     }
     if let Some(c) = status.condition(ConditionType::NodeRoleMapped) {

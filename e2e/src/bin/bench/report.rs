@@ -538,6 +538,18 @@ fn storms(o: &mut String, r: &Results) {
             )
         },
     );
+    storm_row(
+        o,
+        "status changes a watch saw (of them only lastEvaluated moved)",
+        storms,
+        |s| {
+            format!(
+                "{} ({})",
+                f(s.window.status_changes_seen, 0),
+                f(s.window.stamp_only_changes_seen, 0)
+            )
+        },
+    );
     storm_row(o, "needless status writes", storms, |s| {
         s.needless_writes().map_or_else(
             || "– (the NodeClaim counts in the status change)".into(),
@@ -558,6 +570,18 @@ fn storms(o: &mut String, r: &Results) {
             f(s.rss_after_mib, 1)
         )
     });
+    let quiet_writes = r.scale.node_classes as f64 * r.edits.len() as f64;
+    if quiet_writes > 0.0 {
+        let _ = writeln!(
+            o,
+            "\nFor comparison, the quiet edits phase: {} status writes for {} edits × {} classes ({} per edit and class), {} of them seen by a watch as a change.",
+            f(r.edit_window.status_patches, 0),
+            r.edits.len(),
+            r.scale.node_classes,
+            f(r.edit_window.status_patches / quiet_writes, 2),
+            f(r.edit_window.status_changes_seen, 0)
+        );
+    }
     let all: Vec<Edit> = storms.iter().flat_map(|s| s.edits.clone()).collect();
     let e = edit_stats(&all);
     let _ = writeln!(

@@ -104,8 +104,23 @@ pub struct Window {
     pub aws_calls_per_hour: f64,
     pub aws_calls_by_operation_per_hour: BTreeMap<String, f64>,
     pub status_patches: f64,
+    /// Status writes the bench's own watch saw change a KarpenterHealth (the API server stores
+    /// nothing for a write of what it already holds), and of those the ones that moved only
+    /// `lastEvaluated`.
+    pub status_changes_seen: f64,
+    pub stamp_only_changes_seen: f64,
     pub reconciles: f64,
     pub cpu_s: f64,
+}
+
+impl Window {
+    /// Records the bench watch's status change counts from the window's start (`before`) to now
+    /// (`after`), as `HealthTracker::status_changes` returns them.
+    pub fn with_changes_seen(mut self, before: (u64, u64), after: (u64, u64)) -> Self {
+        self.status_changes_seen = after.0.saturating_sub(before.0) as f64;
+        self.stamp_only_changes_seen = after.1.saturating_sub(before.1) as f64;
+        self
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -113,6 +113,7 @@ impl Bench {
         let rss_before = memory(op.pid)?.rss_kib;
         reset_peak(op.pid)?;
         let window = aws_calls::start(&op.address, op.pid).await?;
+        let changes_before = self.health.status_changes();
         let opened = window.from;
         let tail = self.args.storm_tail;
         // `closing` stops the edits (after the one in flight); `stopped` the counter scrapes once
@@ -138,7 +139,10 @@ impl Bench {
         let closed = Instant::now();
         self.timeline
             .mark(Phase::Storm, load.name.clone(), opened, closed);
-        let window = window.end(closed, &op.address, op.pid).await?;
+        let window = window
+            .end(closed, &op.address, op.pid)
+            .await?
+            .with_changes_seen(changes_before, self.health.status_changes());
         op.check_alive()?;
         let m = memory(op.pid)?;
         let rates = class_rates(&samples);
