@@ -127,9 +127,11 @@ impl HealthTracker {
 
     /// Status changes seen so far over every KarpenterHealth: (all, only `lastEvaluated` moved).
     pub fn status_changes(&self) -> (u64, u64) {
-        lock(&self.state).values().fold((0, 0), |(all, stamp), seen| {
-            (all + seen.status_changes, stamp + seen.stamp_only_changes)
-        })
+        lock(&self.state)
+            .values()
+            .fold((0, 0), |(all, stamp), seen| {
+                (all + seen.status_changes, stamp + seen.stamp_only_changes)
+            })
     }
 
     /// Waits until `done` holds for the current state, or fails after `deadline`.
