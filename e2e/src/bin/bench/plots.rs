@@ -6,6 +6,7 @@
 use crate::results::{Edit, RSS_TIMELINE_POINTS, Results};
 use crate::timeline::{Phase, PhaseSpan, RssPoint, segments};
 use anyhow::{Result, anyhow};
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -18,7 +19,11 @@ const LATENCY_TARGETS_MS: [f64; 3] = [40.0, 100.0, 250.0];
 
 const ORANGE: RGBColor = RGBColor(230, 120, 0);
 const PURPLE: RGBColor = RGBColor(140, 60, 170);
-const GREY: RGBColor = RGBColor(120, 120, 120);
+const LIGHT_BLUE: RGBColor = RGBColor(60, 150, 230);
+const DARK_BLUE: RGBColor = RGBColor(0, 40, 160);
+const PINK: RGBColor = RGBColor(220, 80, 180);
+const DARK_PURPLE: RGBColor = RGBColor(100, 20, 120);
+const TARGET_RED: RGBColor = RGBColor(200, 30, 30);
 
 fn phase_color(phase: Phase) -> RGBColor {
     match phase {
@@ -92,6 +97,13 @@ fn rss_plot(rss: &[RssPoint], phases: &[PhaseSpan], path: &Path) -> Result<()> {
         .legend(move |(x, y)| {
             Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.mix(0.4).filled())
         });
+        // Spans of one kind often follow each other (the four storms): a line where each begins.
+        drawing(chart.draw_series(spans.iter().map(|s| {
+            PathElement::new(
+                [(minutes(s.from_s), 0.0), (minutes(s.from_s), y_max)],
+                color.mix(0.5).stroke_width(1),
+            )
+        })))?;
     }
     // A line only within one operator process: between two, nothing ran.
     let first = rss.first().map_or(0.0, |p| p.t_s);
@@ -110,7 +122,8 @@ fn rss_plot(rss: &[RssPoint], phases: &[PhaseSpan], path: &Path) -> Result<()> {
     drawing(
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            // RSS starts high after each cold start and grows, so the lower right stays clear.
+            .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw(),
@@ -135,25 +148,25 @@ fn latency_series(results: &Results) -> Vec<LatencySeries> {
     vec![
         LatencySeries {
             name: "first class, quiet edits",
-            color: BLUE,
+            color: LIGHT_BLUE,
             dashed: true,
             values: pick(&quiet, |e| e.first_ms),
         },
         LatencySeries {
             name: "last class, quiet edits",
-            color: BLUE,
+            color: DARK_BLUE,
             dashed: false,
             values: pick(&quiet, |e| e.last_ms),
         },
         LatencySeries {
             name: "first class, edits during the storms",
-            color: PURPLE,
+            color: PINK,
             dashed: true,
             values: pick(&storm_edits, |e| e.first_ms),
         },
         LatencySeries {
             name: "last class, edits during the storms",
-            color: PURPLE,
+            color: DARK_PURPLE,
             dashed: false,
             values: pick(&storm_edits, |e| e.last_ms),
         },
@@ -200,16 +213,22 @@ fn latency_plot(series: &[LatencySeries], path: &Path) -> Result<()> {
             .configure_mesh()
             .x_desc("from the aws-auth write returning to the bench's watch seeing the status (ms, log scale)")
             .y_desc("fraction of edits")
+            .x_label_formatter(&|ms| format!("{ms:.0}"))
             .draw(),
     )?;
+    let target_style = TARGET_RED.mix(0.7).stroke_width(1);
     for (i, target) in LATENCY_TARGETS_MS.iter().enumerate() {
-        let line = drawing(chart.draw_series(std::iter::once(PathElement::new(
+        let line = drawing(chart.draw_series(std::iter::once(DashedPathElement::new(
             [(*target, 0.0), (*target, 1.0)],
-            GREY.stroke_width(1),
+            3,
+            3,
+            target_style,
         ))))?;
         if i == 0 {
             line.label("issue 13 targets (40, 100, 250 ms)")
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], GREY));
+                .legend(move |(x, y)| {
+                    DashedPathElement::new([(x, y), (x + 20, y)], 3, 3, target_style)
+                });
         }
     }
     for s in series.iter().filter(|s| !s.values.is_empty()) {
@@ -217,14 +236,19 @@ fn latency_plot(series: &[LatencySeries], path: &Path) -> Result<()> {
         let style = s.color.stroke_width(2);
         let label = format!("{} (n {})", s.name, s.values.len());
         let color = s.color;
-        let drawn = if s.dashed {
+        if s.dashed {
             drawing(chart.draw_series(DashedLineSeries::new(steps, 6, 4, style)))?
+                .label(label)
+                .legend(move |(x, y)| {
+                    DashedPathElement::new([(x, y), (x + 20, y)], 6, 4, color.stroke_width(2))
+                });
         } else {
             drawing(chart.draw_series(LineSeries::new(steps, style)))?
-        };
-        drawn
-            .label(label)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
     }
     drawing(
         chart

@@ -207,8 +207,23 @@ pub fn issue_13(r: &Results) -> Vec<Target> {
         .iter()
         .filter_map(|s| s.needless_writes())
         .collect();
+    // What of them changed the stored status (the rest wrote what the API server already held).
+    let (stored, stamp_only) =
+        r.storms
+            .iter()
+            .filter(|s| !s.changes_status)
+            .fold((0.0, 0.0), |(stored, stamp), s| {
+                (
+                    stored + (s.window.status_changes_seen - s.edit_writes).max(0.0),
+                    stamp + s.window.stamp_only_changes_seen,
+                )
+            });
     rows.push(target(
-        "storm: needless status writes (Pod storms: writes beyond edits × classes)",
+        format!(
+            "storm: needless status writes (Pod storms: writes beyond edits × classes; {} of them changed the stored status, {} only its lastEvaluated)",
+            fmt(stored, 0),
+            fmt(stamp_only, 0)
+        ),
         if needless.is_empty() {
             Measured::Elsewhere("no Pod storm in this run".into())
         } else {
@@ -250,7 +265,8 @@ pub fn issue_13(r: &Results) -> Vec<Target> {
 
 fn fmt(v: f64, digits: usize) -> String {
     if v.is_finite() {
-        format!("{v:.digits$}")
+        // `+ 0.0` turns a negative zero into zero.
+        format!("{:.digits$}", v + 0.0)
     } else {
         "–".into()
     }
