@@ -29,6 +29,7 @@ mod stats;
 mod storm;
 mod targets;
 mod timeline;
+mod transient;
 mod watch_delivery;
 
 use anyhow::{Result, bail};

@@ -5,6 +5,7 @@
 //! server).
 
 use crate::seed::{FIELD_MANAGER, REGION, ZONES, node_class_name};
+use crate::transient::{created, gone, retried};
 use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use karpenter_health_api::karpenter::NodeClaim;
@@ -157,19 +158,16 @@ async fn create_with_status(
         field_manager: Some(FIELD_MANAGER.into()),
         ..PostParams::default()
     };
-    api.create(&params, &object)
-        .await
+    created(retried(|| api.create(&params, &object)).await)
         .with_context(|| format!("creating NodeClaim {name}"))?;
-    api.patch_status(
-        &name,
-        &PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PatchParams::default()
-        },
-        &Patch::Merge(status),
-    )
-    .await
-    .with_context(|| format!("writing the status of NodeClaim {name}"))?;
+    let status_params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let status = Patch::Merge(status);
+    retried(|| api.patch_status(&name, &status_params, &status))
+        .await
+        .with_context(|| format!("writing the status of NodeClaim {name}"))?;
     Ok(())
 }
 
@@ -244,19 +242,12 @@ pub async fn delete(
             let no_finalizers = &no_finalizers;
             let name = node_claim_name(n, &pools[n % pools.len()].0);
             async move {
-                api.delete(&name, &DeleteParams::default())
-                    .await
+                let params = DeleteParams::default();
+                gone(retried(|| api.delete(&name, &params)).await)
                     .with_context(|| format!("deleting NodeClaim {name}"))?;
-                match api
-                    .patch(&name, &PatchParams::default(), no_finalizers)
-                    .await
-                {
-                    Ok(_) => Ok(()),
-                    // Gone already: nothing held it.
-                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-                    Err(e) => Err(e)
-                        .with_context(|| format!("removing the finalizer of NodeClaim {name}")),
-                }
+                let params = PatchParams::default();
+                gone(retried(|| api.patch(&name, &params, no_finalizers)).await)
+                    .with_context(|| format!("removing the finalizer of NodeClaim {name}"))
             }
         })
         .buffer_unordered(concurrency.max(1))

@@ -3,6 +3,7 @@
 //! creating them with the scheduler's verdict written through the status subresource, and
 //! deleting them. Does IO (API server).
 
+use crate::transient::{created, gone, retried};
 use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
@@ -64,21 +65,13 @@ fn unschedulable(now: &str) -> Value {
 pub async fn prepare_namespace(client: &kube::Client) -> Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
-    ignore_conflict(namespaces.create(&PostParams::default(), &namespace).await)
+    created(namespaces.create(&PostParams::default(), &namespace).await)
         .context("creating the storm namespace")?;
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
     let account: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "default", "namespace": NAMESPACE}}))?;
-    ignore_conflict(accounts.create(&PostParams::default(), &account).await)
+    created(accounts.create(&PostParams::default(), &account).await)
         .context("creating the storm namespace's default ServiceAccount")
-}
-
-fn ignore_conflict<T>(result: kube::Result<T>) -> kube::Result<()> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Creates Pods `0..count` and writes each one's scheduler verdict, `concurrency` at a time;
@@ -102,19 +95,16 @@ pub async fn create_pending(
                     field_manager: Some("kube-controller-manager".into()),
                     ..PostParams::default()
                 };
-                api.create(&params, &object)
-                    .await
+                created(retried(|| api.create(&params, &object)).await)
                     .with_context(|| format!("creating Pod {name}"))?;
-                api.patch_status(
-                    &name,
-                    &PatchParams {
-                        field_manager: Some("kube-scheduler".into()),
-                        ..PatchParams::default()
-                    },
-                    &Patch::Merge(unschedulable(now)),
-                )
-                .await
-                .with_context(|| format!("writing the scheduler's verdict on Pod {name}"))?;
+                let status_params = PatchParams {
+                    field_manager: Some("kube-scheduler".into()),
+                    ..PatchParams::default()
+                };
+                let status = Patch::Merge(unschedulable(now));
+                retried(|| api.patch_status(&name, &status_params, &status))
+                    .await
+                    .with_context(|| format!("writing the scheduler's verdict on Pod {name}"))?;
                 anyhow::Ok(())
             }
         })
@@ -138,11 +128,8 @@ pub async fn delete(client: kube::Client, count: usize, concurrency: usize) -> R
             let (api, params) = (&api, &params);
             let name = pod_name(n);
             async move {
-                match api.delete(&name, params).await {
-                    Ok(_) => Ok(()),
-                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-                    Err(e) => Err(e).with_context(|| format!("deleting Pod {name}")),
-                }
+                gone(retried(|| api.delete(&name, params)).await)
+                    .with_context(|| format!("deleting Pod {name}"))
             }
         })
         .buffer_unordered(concurrency.max(1))
