@@ -8,6 +8,7 @@
 //! /proc).
 
 use crate::aws_calls;
+use crate::change_to_status::EDIT_DEADLINE;
 use crate::node_claims;
 use crate::observe::{memory, reset_peak, scrape};
 use crate::operator::Operator;
@@ -194,7 +195,7 @@ impl Bench {
             if *closing.borrow_and_update() {
                 break;
             }
-            edits.push(self.edit(address, Duration::from_secs(60), false).await?);
+            edits.push(self.edit(address, EDIT_DEADLINE, false).await?);
             tokio::select! {
                 () = tokio::time::sleep(jitter(i, 100, 400)) => {}
                 _ = closing.changed() => {}
