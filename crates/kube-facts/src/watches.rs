@@ -96,6 +96,10 @@ fn cause_of_status_code(code: u16) -> UnknownCause {
     }
 }
 
+/// Objects per list page of the indexed watches (kube-runtime's default is 500): a page is
+/// decoded whole before its objects are indexed, so smaller pages leave less freed memory behind.
+const LIST_PAGE_SIZE: u32 = 100;
+
 const NODE_POOLS: &str = "nodepools";
 const NODE_CLAIMS: &str = "nodeclaims";
 const PENDING_PODS: &str = "pending pods";
@@ -265,14 +269,16 @@ impl KubeFacts {
         );
         let (node_claims, node_claim_stream) = indexed::<NodeClaimIndex>(
             Api::all(client.clone()),
-            watcher::Config::default(),
+            watcher::Config::default().page_size(LIST_PAGE_SIZE),
             NODE_CLAIMS,
             &health,
         );
         // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
         let (pending_pods, pod_stream) = indexed::<PendingPodIndex>(
             Api::all(client.clone()),
-            watcher::Config::default().fields("status.phase=Pending,spec.nodeName="),
+            watcher::Config::default()
+                .fields("status.phase=Pending,spec.nodeName=")
+                .page_size(LIST_PAGE_SIZE),
             PENDING_PODS,
             &health,
         );
