@@ -27,6 +27,7 @@ mod seed;
 mod state;
 mod stats;
 mod storm;
+mod storm_report;
 mod targets;
 mod timeline;
 mod transient;
