@@ -6,9 +6,13 @@
 //! `Absent`; `Unknown` always yields an `Unknown` condition naming the cause.
 
 use jiff::Timestamp;
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool, Requirement};
+use karpenter_health_api::ConditionStatus;
+use karpenter_health_api::karpenter::{
+    EC2NodeClass, NodeClaim, NodePool, Requirement, find_condition, instance_id_of,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 /// A fact as observed through an API call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,13 +122,15 @@ pub struct ClusterFacts {
     /// has listed them all, or while it keeps failing.
     pub node_pools: Observed<Vec<NodePool>>,
     /// NodeClaims whose nodeClassRef names this EC2NodeClass; unknown likewise.
-    pub node_claims: Observed<Vec<NodeClaim>>,
+    pub node_claims: Observed<Vec<NodeClaimFacts>>,
     /// EC2 instance ids of every NodeClaim in the cluster (any EC2NodeClass), from `providerID`;
-    /// unknown likewise. An instance is only ever "unclaimed" against a complete list.
-    pub claimed_instance_ids: Observed<BTreeSet<String>>,
+    /// unknown likewise. An instance is only ever "unclaimed" against a complete list. Shared:
+    /// built once per NodeClaim change, read by every EC2NodeClass's evaluation.
+    pub claimed_instance_ids: Observed<Arc<BTreeSet<String>>>,
     /// Pending Pods whose scheduling constraints Karpenter would copy into NodeClaims of the
-    /// NodePools above; unknown while either watch is.
-    pub pending_pods: Observed<Vec<PodScheduling>>,
+    /// NodePools above; unknown while either watch is. Shared with the other classes that could
+    /// take the same Pod.
+    pub pending_pods: Observed<Vec<Arc<PodScheduling>>>,
     /// The raw `kube-system/aws-auth` ConfigMap data; parsed by the checks.
     pub aws_auth: Observed<AwsAuthData>,
     /// The Karpenter controller as deployed (or overridden by flags).
@@ -157,6 +163,52 @@ impl Default for ClusterFacts {
             aws_node_role_arn: Observed::default(),
             configured_cluster_name: None,
             node_class_generation_seen_at: None,
+        }
+    }
+}
+
+/// What the checks read of one NodeClaim: a few hundred bytes instead of the object, so that
+/// tens of thousands of them can be held.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeClaimFacts {
+    pub name: String,
+    pub created: Option<Timestamp>,
+    /// `metadata.deletionTimestamp` is set: the NodeClaim is on its way out.
+    pub deleting: bool,
+    /// The EC2 instance id from `status.providerID`.
+    pub instance_id: Option<String>,
+    pub launched: Option<ClaimCondition>,
+    pub registered: Option<ClaimCondition>,
+}
+
+/// One of Karpenter's NodeClaim conditions, as far as the checks read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimCondition {
+    pub status: ConditionStatus,
+    pub last_transition: Option<Timestamp>,
+}
+
+impl NodeClaimFacts {
+    /// The facts of `claim`: its name, age, instance id and `Launched`/`Registered` conditions.
+    pub fn of(claim: &NodeClaim) -> Self {
+        let status = claim.status.as_ref();
+        let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
+        let condition = |type_: &str| {
+            find_condition(conditions, type_).map(|c| ClaimCondition {
+                status: ConditionStatus::parse(&c.status),
+                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            })
+        };
+        Self {
+            name: claim.metadata.name.clone().unwrap_or_default(),
+            created: claim.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            deleting: claim.metadata.deletion_timestamp.is_some(),
+            instance_id: status
+                .and_then(|s| s.provider_id.as_deref())
+                .and_then(instance_id_of)
+                .map(str::to_owned),
+            launched: condition("Launched"),
+            registered: condition("Registered"),
         }
     }
 }

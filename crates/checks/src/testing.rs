@@ -5,8 +5,8 @@
 use crate::facts::{
     AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, ControllerRoleFacts,
     EksClusterFacts, EventRuleFacts, Facts, InstanceFacts, InstanceProfileFacts, KarpenterFacts,
-    Observed, PermissionFacts, PodScheduling, QueueFacts, RoleFacts, RoleRef, SecurityGroupFacts,
-    Setting, SimulatedDecision, UnknownCause,
+    NodeClaimFacts, Observed, PermissionFacts, PodScheduling, QueueFacts, RoleFacts, RoleRef,
+    SecurityGroupFacts, Setting, SimulatedDecision, UnknownCause,
 };
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -17,6 +17,7 @@ use karpenter_health_api::karpenter::{
     TemplateMetadata,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 pub const CLUSTER: &str = "demo";
 pub const ACCOUNT: &str = "111122223333";
@@ -168,6 +169,21 @@ pub fn node_claim(
     instance: &str,
     launched_mins_ago: i64,
     registered: bool,
+) -> NodeClaimFacts {
+    NodeClaimFacts::of(&node_claim_object(
+        name,
+        instance,
+        launched_mins_ago,
+        registered,
+    ))
+}
+
+/// The NodeClaim object behind [`node_claim`].
+pub fn node_claim_object(
+    name: &str,
+    instance: &str,
+    launched_mins_ago: i64,
+    registered: bool,
 ) -> NodeClaim {
     let mut claim = NodeClaim::new(
         name,
@@ -248,15 +264,17 @@ fn healthy_cluster() -> ClusterFacts {
             120,
             true,
         )]),
-        claimed_instance_ids: Observed::Found(BTreeSet::from([HEALTHY_INSTANCE.to_owned()])),
-        pending_pods: Observed::Found(vec![PodScheduling {
+        claimed_instance_ids: Observed::Found(Arc::new(BTreeSet::from([
+            HEALTHY_INSTANCE.to_owned()
+        ]))),
+        pending_pods: Observed::Found(vec![Arc::new(PodScheduling {
             required_affinity: vec![vec![requirement(
                 "topology.kubernetes.io/zone",
                 "In",
                 &["us-west-2a"],
             )]],
             ..pending_pod("shop", "web-0", &[("kubernetes.io/arch", "amd64")])
-        }]),
+        })]),
         aws_auth: Observed::Found(AwsAuthData {
             map_roles: Some(node_mapping(&role_arn(NODE_ROLE))),
             map_users: None,
@@ -527,12 +545,12 @@ impl Facts {
     pub fn with_pending_pod(self, pod: PodScheduling) -> Self {
         self.with(|f| {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
-                pods.push(pod);
+                pods.push(Arc::new(pod));
             }
         })
     }
 
-    pub fn with_node_claim(self, claim: NodeClaim) -> Self {
+    pub fn with_node_claim(self, claim: NodeClaimFacts) -> Self {
         self.with(|f| {
             if let Some(claims) = f.cluster.node_claims.found_mut() {
                 claims.push(claim);

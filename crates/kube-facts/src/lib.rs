@@ -3,8 +3,11 @@
 //! the translation helpers are pure.
 #![forbid(unsafe_code)]
 
+pub mod index;
 pub mod karpenter_settings;
 pub mod listed;
+pub mod node_claims;
+pub mod pending_pods;
 pub mod pods;
 pub mod snapshot;
 pub mod trim;

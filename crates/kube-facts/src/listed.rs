@@ -2,11 +2,13 @@
 //! same objects the watches follow, listed once (paged, read-only) and trimmed the same way, into
 //! the same [`Sources`] the operator's caches produce. Does IO (list calls).
 
+use crate::node_claims::{NodeClaimIndex, SharedClaims};
+use crate::pending_pods::{PendingPodIndex, SharedPendingPods};
 use crate::snapshot::Sources;
 use crate::trim;
-use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded, trim_guarded_claim};
+use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded, warn_malformed};
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim};
 use karpenter_health_checks::facts::Observed;
 use kube::api::ListParams;
 use kube::core::DeserializeGuard;
@@ -100,13 +102,13 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             "NodePools",
             trim_guarded
         ),
-        observe_list(
+        observe_list::<DeserializeGuard<NodeClaim>>(
             Api::all(client.clone()),
             ListParams::default(),
             "NodeClaims",
-            trim_guarded_claim
+            warn_malformed
         ),
-        observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", trim::pod),
+        observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", |_| {}),
         observe_named(
             Api::namespaced(client.clone(), "kube-system"),
             "aws-auth",
@@ -138,6 +140,13 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             trim::node_pool_crd
         ),
     );
+    let node_claims = node_claims.map(|claims| {
+        SharedClaims::listed(NodeClaimIndex::of(
+            claims.iter().filter_map(|guarded| guarded.0.as_ref().ok()),
+        ))
+    });
+    let pending_pods = pending_pods
+        .map(|pods| SharedPendingPods::listed(PendingPodIndex::of(pods.iter().map(AsRef::as_ref))));
     Sources {
         node_pools,
         node_claims,

@@ -3,13 +3,13 @@
 //! Pure: works on objects already fetched.
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
-use karpenter_health_api::karpenter::{NODEPOOL_LABEL, Requirement};
+use karpenter_health_api::karpenter::Requirement;
 use karpenter_health_checks::facts::PodScheduling;
 use kube::ResourceExt;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The label (and tag) naming the EC2NodeClass a node was launched from.
-const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
+pub(crate) const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
 
 /// Whether Karpenter would provision for a Pending Pod (kubernetes-sigs/karpenter
 /// `pkg/utils/pod/scheduling.go` `IsProvisionable`): the scheduler found no node for it
@@ -42,22 +42,29 @@ pub fn karpenter_provisions_for(pod: &Pod) -> bool {
     unschedulable && !gated && !owned_by_daemon_set_or_node
 }
 
-/// The EC2NodeClasses whose NodePools could take `pod`: those of the NodePool it pins by
-/// `karpenter.sh/nodepool`, or the class it pins by `karpenter.k8s.aws/ec2nodeclass`, else every
-/// class that has a NodePool.
-pub(crate) fn candidate_classes(
-    pod: &Pod,
+/// Whether the EC2NodeClass `name` could take a Pod that pins `node_pool` (by
+/// `karpenter.sh/nodepool`) and `node_class` (by `karpenter.k8s.aws/ec2nodeclass`), given which
+/// class each NodePool launches from: `Some(true)` when it is the only class that could,
+/// `Some(false)` when others could too, `None` when it could not. Without pins, every class that
+/// has a NodePool could.
+pub(crate) fn candidacy(
+    node_pool: Option<&str>,
+    node_class: Option<&str>,
     class_of_pool: &BTreeMap<String, String>,
-) -> BTreeSet<String> {
-    let selector = pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
-    let pinned_pool = selector.and_then(|s| s.get(NODEPOOL_LABEL));
-    let pinned_class = selector.and_then(|s| s.get(NODE_CLASS_LABEL));
-    class_of_pool
-        .iter()
-        .filter(|(pool, _)| pinned_pool.is_none_or(|p| p == *pool))
-        .filter(|(_, class)| pinned_class.is_none_or(|c| c == *class))
-        .map(|(_, class)| class.clone())
-        .collect()
+    name: &str,
+) -> Option<bool> {
+    let (mut this, mut others) = (false, false);
+    for (pool, class) in class_of_pool {
+        if node_pool.is_some_and(|p| p != pool) || node_class.is_some_and(|c| c != class) {
+            continue;
+        }
+        if class == name {
+            this = true;
+        } else {
+            others = true;
+        }
+    }
+    this.then_some(!others)
 }
 
 fn requirement(expression: &NodeSelectorRequirement) -> Requirement {

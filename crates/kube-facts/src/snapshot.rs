@@ -2,14 +2,13 @@
 //! Pure: no IO, callers pass the cache contents in.
 
 use crate::karpenter_settings::{controller_settings, role_arn};
-use crate::pods;
+use crate::node_claims::SharedClaims;
+use crate::pending_pods::SharedPendingPods;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool, instance_id_of};
-use karpenter_health_checks::facts::{
-    AwsAuthData, ClusterFacts, KarpenterFacts, Observed, PodScheduling,
-};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
+use karpenter_health_checks::facts::{AwsAuthData, ClusterFacts, KarpenterFacts, Observed};
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
 use std::collections::BTreeMap;
@@ -28,8 +27,10 @@ pub struct Overrides {
 #[derive(Clone, Debug, Default)]
 pub struct Sources {
     pub node_pools: Observed<Vec<Arc<DeserializeGuard<NodePool>>>>,
-    pub node_claims: Observed<Vec<Arc<DeserializeGuard<NodeClaim>>>>,
-    pub pending_pods: Observed<Vec<Arc<Pod>>>,
+    /// Every NodeClaim, indexed by EC2NodeClass.
+    pub node_claims: Observed<SharedClaims>,
+    /// The pending Pods Karpenter would provision for.
+    pub pending_pods: Observed<SharedPendingPods>,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
@@ -53,29 +54,18 @@ pub fn cluster_facts(
             .cloned()
             .collect()
     });
-    // Every NodeClaim counts for the instance sweep, but only this class's are cloned: with 10,000
-    // NodeClaims and 20 classes, cloning all of them per reconcile dominated the latency.
-    let all_claims: Observed<Vec<&NodeClaim>> = sources.node_claims.as_ref().map(|claims| {
-        claims
-            .iter()
-            .filter_map(|guarded| guarded.0.as_ref().ok())
-            .collect()
-    });
-    let claimed_instance_ids = all_claims.as_ref().map(|claims| {
-        claims
-            .iter()
-            .filter_map(|claim| claim.status.as_ref()?.provider_id.as_deref())
-            .filter_map(instance_id_of)
-            .map(str::to_owned)
-            .collect()
-    });
-    let node_claims = all_claims.map(|claims| {
-        claims
-            .into_iter()
-            .filter(|claim| claim.uses_ec2_node_class(&name))
-            .cloned()
-            .collect()
-    });
+    // A class reads its own NodeClaims and the cluster-wide claimed-instance set, which the index
+    // builds once per NodeClaim change and shares.
+    let (node_claims, claimed_instance_ids) = match &sources.node_claims {
+        Observed::Found(claims) => claims.read(|index| {
+            (
+                Observed::Found(index.of_class(&name)),
+                Observed::Found(index.claimed_instance_ids()),
+            )
+        }),
+        Observed::Absent => (Observed::Absent, Observed::Absent),
+        Observed::Unknown(u) => (Observed::Unknown(u.clone()), Observed::Unknown(u.clone())),
+    };
     // Which pending Pods charge this class depends on every NodePool: unknown while they are.
     let pending_pods = match (&sources.pending_pods, &sources.node_pools) {
         (Observed::Found(pods), Observed::Found(pools)) => {
@@ -89,18 +79,7 @@ pub fn cluster_facts(
                     ))
                 })
                 .collect();
-            Observed::Found(
-                pods.iter()
-                    .filter(|pod| pods::karpenter_provisions_for(pod))
-                    .filter_map(|pod| {
-                        let classes = pods::candidate_classes(pod, &class_of_pool);
-                        classes.contains(&name).then(|| PodScheduling {
-                            only_this_class: classes.len() == 1,
-                            ..pods::pod_scheduling(pod)
-                        })
-                    })
-                    .collect(),
-            )
+            Observed::Found(pods.read(|index| index.of_class(&name, &class_of_pool)))
         }
         (Observed::Unknown(u), _) | (Observed::Found(_), Observed::Unknown(u)) => {
             Observed::Unknown(u.clone())
@@ -192,9 +171,12 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node_claims::NodeClaimIndex;
+    use crate::pending_pods::PendingPodIndex;
     use crate::pods::pod_scheduling;
+    use k8s_openapi::api::core::v1::Pod;
     use karpenter_health_api::karpenter::{
-        EC2NodeClassSpec, NodeClaimSpec, NodeClassRef, NodePoolSpec,
+        EC2NodeClassSpec, NodeClaim, NodeClaimSpec, NodeClassRef, NodePoolSpec,
     };
 
     fn node_class(name: &str) -> EC2NodeClass {
@@ -216,7 +198,11 @@ mod tests {
         Arc::new(DeserializeGuard(Ok(NodePool::new(name, spec))))
     }
 
-    fn claim(name: &str, class: &str, provider_id: &str) -> Arc<DeserializeGuard<NodeClaim>> {
+    fn claims(claims: &[NodeClaim]) -> Observed<SharedClaims> {
+        Observed::Found(SharedClaims::listed(NodeClaimIndex::of(claims)))
+    }
+
+    fn claim(name: &str, class: &str, provider_id: &str) -> NodeClaim {
         let mut claim = NodeClaim::new(
             name,
             NodeClaimSpec {
@@ -227,11 +213,15 @@ mod tests {
             provider_id: Some(provider_id.into()),
             ..Default::default()
         });
-        Arc::new(DeserializeGuard(Ok(claim)))
+        claim
+    }
+
+    fn pending(pods: &[Pod]) -> Observed<SharedPendingPods> {
+        Observed::Found(SharedPendingPods::listed(PendingPodIndex::of(pods)))
     }
 
     /// A Pending Pod the scheduler found no node for.
-    fn pod(name: &str, selector: serde_json::Value) -> Arc<Pod> {
+    fn pod(name: &str, selector: serde_json::Value) -> Pod {
         pod_with(name, selector, serde_json::json!({}), "Unschedulable")
     }
 
@@ -240,20 +230,18 @@ mod tests {
         selector: serde_json::Value,
         extra_metadata: serde_json::Value,
         scheduled_reason: &str,
-    ) -> Arc<Pod> {
+    ) -> Pod {
         let mut metadata = serde_json::json!({"name": name, "namespace": "apps"});
         if let (Some(m), Some(extra)) = (metadata.as_object_mut(), extra_metadata.as_object()) {
             m.extend(extra.clone());
         }
-        Arc::new(
-            serde_json::from_value(serde_json::json!({
-                "metadata": metadata,
-                "spec": {"containers": [], "nodeSelector": selector},
-                "status": {"phase": "Pending", "conditions": [
-                    {"type": "PodScheduled", "status": "False", "reason": scheduled_reason}]}
-            }))
-            .unwrap(),
-        )
+        serde_json::from_value(serde_json::json!({
+            "metadata": metadata,
+            "spec": {"containers": [], "nodeSelector": selector},
+            "status": {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": scheduled_reason}]}
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -274,19 +262,17 @@ mod tests {
             ),
             pod_with("daemon", selector.clone(), ds_owner, "Unschedulable"),
             pod_with("static", selector.clone(), static_owner, "Unschedulable"),
-            Arc::new(
-                serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": "no-verdict-yet", "namespace": "apps"},
-                    "spec": {"containers": [], "nodeSelector": selector},
-                    "status": {"phase": "Pending"}
-                }))
-                .unwrap(),
-            ),
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "no-verdict-yet", "namespace": "apps"},
+                "spec": {"containers": [], "nodeSelector": selector},
+                "status": {"phase": "Pending"}
+            }))
+            .unwrap(),
         ];
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default")]),
-            node_claims: Observed::Found(Vec::new()),
-            pending_pods: Observed::Found(pods),
+            node_claims: claims(&[]),
+            pending_pods: pending(&pods),
             ..Sources::default()
         };
         let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
@@ -304,8 +290,8 @@ mod tests {
     fn a_pod_that_several_classes_could_take_is_nobodys_alone() {
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
-            node_claims: Observed::Found(Vec::new()),
-            pending_pods: Observed::Found(vec![
+            node_claims: claims(&[]),
+            pending_pods: pending(&[
                 pod("free", serde_json::json!({})),
                 pod(
                     "pinned-pool",
@@ -330,8 +316,8 @@ mod tests {
             only,
             [
                 ("free", false),
-                ("pinned-pool", true),
-                ("pinned-class", true)
+                ("pinned-class", true),
+                ("pinned-pool", true)
             ]
         );
     }
@@ -340,11 +326,11 @@ mod tests {
     fn facts_keep_only_the_pools_claims_and_pods_of_the_node_class() {
         let sources = Sources {
             node_pools: Observed::Found(vec![pool("general", "default"), pool("gpu", "gpu")]),
-            node_claims: Observed::Found(vec![
+            node_claims: claims(&[
                 claim("general-a", "default", "aws:///us-east-1a/i-0aaa"),
                 claim("gpu-a", "gpu", "aws:///us-east-1b/i-0bbb"),
             ]),
-            pending_pods: Observed::Found(vec![
+            pending_pods: pending(&[
                 pod(
                     "free",
                     serde_json::json!({"node-role.kubernetes.io/web": ""}),
@@ -367,7 +353,7 @@ mod tests {
             .claimed_instance_ids
             .found()
             .into_iter()
-            .flatten()
+            .flat_map(|ids| ids.iter())
             .map(String::as_str)
             .collect();
         assert_eq!(
@@ -408,7 +394,7 @@ mod tests {
         let facts = cluster_facts(
             &node_class("default"),
             &Sources {
-                pending_pods: Observed::Found(Vec::new()),
+                pending_pods: pending(&[]),
                 ..Sources::default()
             },
             &Overrides::default(),

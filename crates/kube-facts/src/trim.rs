@@ -2,9 +2,8 @@
 //! as NodeClaims and Pods grow. Pure.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_checks::labels::LabelRules;
 use kube::Resource;
 
@@ -16,80 +15,9 @@ pub fn metadata<K: Resource>(object: &mut K) {
     meta.annotations = None;
 }
 
-/// Keeps of a NodeClaim what the checks read: its name and age, its nodeClassRef, its
-/// providerID and the Launched/Registered conditions. At 10,000 NodeClaims the cache is most of
-/// the operator's memory, and labels, finalizers, owner references and the other conditions'
-/// messages are most of each cached NodeClaim.
-pub fn node_claim(claim: &mut NodeClaim) {
-    metadata(claim);
-    claim.metadata.labels = None;
-    claim.metadata.finalizers = None;
-    claim.metadata.owner_references = None;
-    if let Some(status) = claim.status.as_mut() {
-        status
-            .conditions
-            .retain(|c| c.type_ == "Launched" || c.type_ == "Registered");
-        for condition in &mut status.conditions {
-            condition.message = None;
-        }
-        status.conditions.shrink_to_fit();
-    }
-}
-
 /// Keeps the metadata plus the annotations (ServiceAccount role ARNs live there).
 pub fn metadata_keep_annotations<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
-}
-
-/// Keeps of a Pod only what decides whether Karpenter provisions for it and what it copies into
-/// NodeClaim requirements: identity, DaemonSet/Node owners, scheduling gates, node selector, node
-/// affinity, and the scheduler's `PodScheduled` verdict.
-pub fn pod(pod: &mut Pod) {
-    metadata(pod);
-    pod.metadata.labels = None;
-    pod.metadata.owner_references = pod
-        .metadata
-        .owner_references
-        .take()
-        .map(|owners| {
-            owners
-                .into_iter()
-                .filter(|o| o.kind == "DaemonSet" || o.kind == "Node")
-                .collect::<Vec<_>>()
-        })
-        .filter(|owners| !owners.is_empty());
-    let spec = pod.spec.take().unwrap_or_default();
-    pod.spec = Some(PodSpec {
-        node_selector: spec.node_selector,
-        affinity: spec
-            .affinity
-            .and_then(|a| a.node_affinity)
-            .map(|node_affinity| Affinity {
-                node_affinity: Some(node_affinity),
-                ..Affinity::default()
-            }),
-        scheduling_gates: spec.scheduling_gates.filter(|g| !g.is_empty()),
-        containers: Vec::new(),
-        ..PodSpec::default()
-    });
-    let status = pod.status.take().unwrap_or_default();
-    let scheduled = status
-        .conditions
-        .into_iter()
-        .flatten()
-        .filter(|c| c.type_ == "PodScheduled")
-        .map(|c| k8s_openapi::api::core::v1::PodCondition {
-            message: None,
-            last_probe_time: None,
-            last_transition_time: None,
-            ..c
-        })
-        .collect::<Vec<_>>();
-    pod.status = Some(PodStatus {
-        phase: status.phase,
-        conditions: Some(scheduled).filter(|c| !c.is_empty()),
-        ..PodStatus::default()
-    });
 }
 
 /// Keeps of the Karpenter Deployment only its containers' names, images, args and env.
@@ -158,84 +86,6 @@ pub fn label_rules_of(crd: &CustomResourceDefinition) -> Option<LabelRules> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_trimmed_node_claim_keeps_what_registration_and_identity_checks_read() {
-        let mut claim: NodeClaim = serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": "web-abc", "creationTimestamp": "2025-01-01T00:00:00Z",
-                         "labels": {"karpenter.sh/nodepool": "web", "node.kubernetes.io/instance-type": "m5.large"},
-                         "finalizers": ["karpenter.sh/termination"], "annotations": {"a": "b"}},
-            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-            "status": {"providerID": "aws:///us-east-1a/i-0abc", "conditions": [
-                {"type": "Launched", "status": "True", "lastTransitionTime": "2025-01-01T00:00:01Z", "message": "long"},
-                {"type": "Registered", "status": "Unknown", "reason": "NodeNotFound", "message": "Node not registered"},
-                {"type": "Drifted", "status": "False", "message": "x"},
-                {"type": "Consolidatable", "status": "True"}]}
-        }))
-        .unwrap();
-        node_claim(&mut claim);
-        assert!(claim.metadata.labels.is_none() && claim.metadata.finalizers.is_none());
-        assert!(claim.metadata.creation_timestamp.is_some());
-        assert_eq!(claim.spec.node_class_ref.as_ref().unwrap().name, "default");
-        let status = claim.status.as_ref().unwrap();
-        assert_eq!(
-            status.provider_id.as_deref(),
-            Some("aws:///us-east-1a/i-0abc")
-        );
-        let kept: Vec<_> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
-        assert_eq!(kept, ["Launched", "Registered"]);
-        assert!(status.conditions[0].last_transition_time.is_some());
-        assert_eq!(status.conditions[1].reason.as_deref(), Some("NodeNotFound"));
-    }
-
-    #[test]
-    fn a_trimmed_pod_keeps_only_scheduling_constraints() {
-        let mut web: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "web", "namespace": "shop", "annotations": {"big": "x"},
-                         "managedFields": [{"manager": "kubectl"}], "labels": {"app": "web"}},
-            "spec": {"nodeSelector": {"node-role.kubernetes.io/web": ""},
-                     "containers": [{"name": "c", "image": "nginx", "env": [{"name": "A", "value": "1"}]}],
-                     "affinity": {"podAntiAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Exists"}]}]}}}},
-            "status": {"phase": "Pending", "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"},
-                {"type": "Initialized", "status": "True"}]}
-        }))
-        .unwrap();
-        super::pod(&mut web);
-        let spec = web.spec.as_ref().unwrap();
-        assert!(spec.containers.is_empty());
-        assert_eq!(spec.node_selector.as_ref().unwrap().len(), 1);
-        let affinity = spec.affinity.as_ref().unwrap();
-        assert!(affinity.node_affinity.is_some() && affinity.pod_anti_affinity.is_none());
-        assert!(web.metadata.annotations.is_none() && web.metadata.managed_fields.is_none());
-        assert_eq!(
-            web.status.as_ref().unwrap().phase.as_deref(),
-            Some("Pending")
-        );
-        // Only the scheduler's verdict is kept, without its long message.
-        let conditions = web.status.as_ref().unwrap().conditions.as_ref().unwrap();
-        assert_eq!(conditions.len(), 1);
-        assert_eq!(conditions[0].reason.as_deref(), Some("Unschedulable"));
-        assert!(conditions[0].message.is_none());
-    }
-
-    #[test]
-    fn a_trimmed_pod_keeps_daemon_set_and_node_owners_and_scheduling_gates() {
-        let mut pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "agent", "namespace": "ops", "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "1"},
-                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "2"}]},
-            "spec": {"containers": [], "schedulingGates": [{"name": "wait"}]}
-        }))
-        .unwrap();
-        super::pod(&mut pod);
-        let owners = pod.metadata.owner_references.as_ref().unwrap();
-        assert_eq!(owners.len(), 1);
-        assert_eq!(owners[0].kind, "DaemonSet");
-        assert_eq!(pod.spec.unwrap().scheduling_gates.unwrap().len(), 1);
-    }
 
     #[test]
     fn a_trimmed_node_pool_crd_keeps_only_its_label_rules() {

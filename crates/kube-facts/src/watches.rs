@@ -2,6 +2,9 @@
 //! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
 //! Does IO (list/watch against the API server).
 
+use crate::index::{SharedIndex, WatchIndex};
+use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
+use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
 use crate::snapshot::{Overrides, Sources, cluster_facts};
 use crate::trim;
 pub use crate::watch_health::WATCH_STALE_AFTER;
@@ -9,9 +12,9 @@ use crate::watch_health::WatchHealth;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
 use karpenter_health_checks::facts::{ClusterFacts, UnknownCause};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, Store};
@@ -45,8 +48,10 @@ pub type Touched<K> = BoxStream<'static, Result<K, watcher::Error>>;
 /// The trigger streams; each must be polled (the controller does) for its cache to fill.
 pub struct Triggers {
     pub node_pools: Touched<DeserializeGuard<NodePool>>,
-    pub node_claims: Touched<DeserializeGuard<NodeClaim>>,
-    pub pending_pods: Touched<Pod>,
+    /// The EC2NodeClasses NodeClaim changes affect (the index is updated before they are sent).
+    pub node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
+    /// What a pending-Pod change pins (the index is updated before it is sent).
+    pub pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
     pub aws_auth: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
@@ -90,6 +95,10 @@ fn cause_of_status_code(code: u16) -> UnknownCause {
         _ => UnknownCause::Unavailable,
     }
 }
+
+/// Objects per list page of the indexed watches (kube-runtime's default is 500): a page is
+/// decoded whole before its objects are indexed, so smaller pages leave less freed memory behind.
+const LIST_PAGE_SIZE: u32 = 100;
 
 const NODE_POOLS: &str = "nodepools";
 const NODE_CLAIMS: &str = "nodeclaims";
@@ -146,8 +155,9 @@ pub(crate) fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
     trim_guarded_with(guarded, trim::metadata);
 }
 
-pub(crate) fn trim_guarded_claim(guarded: &mut DeserializeGuard<NodeClaim>) {
-    trim_guarded_with(guarded, trim::node_claim);
+/// Logs a malformed object (kept as the error the snapshot skips) once per change.
+pub(crate) fn warn_malformed<K: Resource>(guarded: &mut DeserializeGuard<K>) {
+    trim_guarded_with(guarded, |_| {});
 }
 
 fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&mut K)) {
@@ -161,12 +171,71 @@ fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&m
     }
 }
 
+/// Watches straight into a compact index (no object store): an object is held as the few
+/// hundred bytes the checks read of it. Yields what each change affects; changes that affect
+/// nothing the checks read yield nothing.
+fn indexed<I>(
+    api: Api<I::Object>,
+    config: watcher::Config,
+    name: &'static str,
+    health: &WatchHealth,
+) -> (
+    SharedIndex<I>,
+    BoxStream<'static, Result<I::Touched, watcher::Error>>,
+)
+where
+    I: WatchIndex,
+    I::Object:
+        Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let shared = SharedIndex::<I>::default();
+    let index = shared.clone();
+    let health = health.clone();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .filter_map(move |event| {
+            let touched = match event {
+                Ok(watcher::Event::Init) => {
+                    index.relist_started();
+                    health.succeeded(name, false);
+                    None
+                }
+                Ok(watcher::Event::InitApply(object)) => {
+                    index.relist_apply(&object);
+                    health.succeeded(name, false);
+                    None
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let touched = index.relist_done();
+                    health.succeeded(name, true);
+                    Some(Ok(touched))
+                }
+                Ok(watcher::Event::Apply(object)) => {
+                    health.succeeded(name, false);
+                    index.apply(&object).map(Ok)
+                }
+                Ok(watcher::Event::Delete(object)) => {
+                    health.succeeded(name, false);
+                    index.delete(&object).map(Ok)
+                }
+                Err(error) => {
+                    tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
+                    health.failed(name, cause_of(&error), error.to_string(), Instant::now());
+                    Some(Err(error))
+                }
+            };
+            futures::future::ready(touched)
+        })
+        .boxed();
+    (shared, stream)
+}
+
 /// The caches of everything the checks read besides the EC2NodeClass itself.
 #[derive(Clone)]
 pub struct KubeFacts {
     node_pools: Store<DeserializeGuard<NodePool>>,
-    node_claims: Store<DeserializeGuard<NodeClaim>>,
-    pending_pods: Store<Pod>,
+    node_claims: SharedClaims,
+    pending_pods: SharedPendingPods,
     aws_auth: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
@@ -198,20 +267,20 @@ impl KubeFacts {
             &health,
             trim_guarded,
         );
-        let (node_claims, node_claim_stream) = reflected(
+        let (node_claims, node_claim_stream) = indexed::<NodeClaimIndex>(
             Api::all(client.clone()),
-            watcher::Config::default(),
+            watcher::Config::default().page_size(LIST_PAGE_SIZE),
             NODE_CLAIMS,
             &health,
-            trim_guarded_claim,
         );
         // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
-        let (pending_pods, pod_stream) = reflected(
+        let (pending_pods, pod_stream) = indexed::<PendingPodIndex>(
             Api::all(client.clone()),
-            watcher::Config::default().fields("status.phase=Pending,spec.nodeName="),
+            watcher::Config::default()
+                .fields("status.phase=Pending,spec.nodeName=")
+                .page_size(LIST_PAGE_SIZE),
             PENDING_PODS,
             &health,
-            trim::pod,
         );
         let (aws_auth, aws_auth_stream) = reflected(
             Api::namespaced(client.clone(), "kube-system"),
@@ -287,10 +356,10 @@ impl KubeFacts {
             node_pools: self.health.observe(NODE_POOLS, || self.node_pools.state()),
             node_claims: self
                 .health
-                .observe(NODE_CLAIMS, || self.node_claims.state()),
+                .observe(NODE_CLAIMS, || self.node_claims.clone()),
             pending_pods: self
                 .health
-                .observe(PENDING_PODS, || self.pending_pods.state()),
+                .observe(PENDING_PODS, || self.pending_pods.clone()),
             aws_auth: self
                 .health
                 .observe(AWS_AUTH, || self.aws_auth.state().into_iter().next()),

@@ -77,6 +77,12 @@ pub struct OperatorConfig {
     #[arg(long, env = "KH_CONCURRENCY", default_value_t = 4)]
     pub concurrency: u16,
 
+    /// The shortest time between two reconciles of one EC2NodeClass asked for by NodeClaim or
+    /// pending-Pod changes: a storm of them (a large scale-up) costs each class one reconcile at
+    /// once and at most one more per interval. Other changes act at once.
+    #[arg(long, env = "KH_BULK_TRIGGER_INTERVAL", default_value = "500ms", value_parser = parse_interval)]
+    pub bulk_trigger_interval: Duration,
+
     /// Install or update the KarpenterHealth CRD at start (needs RBAC on CRDs).
     #[arg(long, env = "KH_INSTALL_CRD", default_value_t = false)]
     pub install_crd: bool,
@@ -155,6 +161,7 @@ impl OperatorConfig {
             evaluation: EvaluationConfig::defaults(),
             refresh_interval: Duration::from_secs(300),
             concurrency: 4,
+            bulk_trigger_interval: Duration::from_millis(500),
             install_crd: false,
             http_address: ListenAddress(None),
             leader_elect: false,
@@ -191,7 +198,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let duration = parse_duration(s)?;
     if duration.is_zero() {
-        return Err(format!("`{s}` would re-run continuously; give at least 1s"));
+        return Err(format!(
+            "`{s}` would re-run continuously; give more than zero"
+        ));
     }
     Ok(duration)
 }

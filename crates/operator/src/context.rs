@@ -68,6 +68,10 @@ pub async fn sdk_config_from_environment(region: Option<String>) -> aws_config::
     loader.load().await
 }
 
+/// The status this process last wrote per EC2NodeClass, shared with the trigger that ignores the
+/// watch events of those very writes.
+pub type WrittenStatuses = Arc<Mutex<HashMap<String, KarpenterHealthStatus>>>;
+
 /// Shared state of all reconciles.
 pub struct Context {
     pub client: Client,
@@ -81,7 +85,7 @@ pub struct Context {
     pub healths: Store<KarpenterHealth>,
     /// The status this process last wrote per EC2NodeClass: fresher than the watch cache right
     /// after a write, so a quick second reconcile neither re-writes nor re-announces it.
-    pub written: Mutex<HashMap<String, KarpenterHealthStatus>>,
+    pub written: WrittenStatuses,
     /// When a watched change first asked for each EC2NodeClass, for the latency histogram.
     pub triggered_at: TriggerTimes,
     /// When this process first saw each EC2NodeClass at its current generation.

@@ -2,8 +2,9 @@
 //! by every watched object that affects it, and by a periodic refresh for AWS-side changes; serves
 //! the probes and metrics beside it. Does IO.
 
+use crate::coalesce::coalesce;
 use crate::config::OperatorConfig;
-use crate::context::{AwsPort, Context};
+use crate::context::{AwsPort, Context, WrittenStatuses};
 use crate::crd;
 use crate::http::{self, Probes};
 use crate::leader::{self, SharedShutdown};
@@ -13,12 +14,15 @@ use crate::reconcile::{error_policy, reconcile};
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use karpenter_health_kube_facts::KubeFacts;
+use karpenter_health_kube_facts::node_claims::ClaimsTouched;
+use karpenter_health_kube_facts::pending_pods::PodPins;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
 use std::sync::{Arc, Mutex};
@@ -152,13 +156,33 @@ async fn run_controller(
     let metrics = process.metrics.clone();
     metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
+    let written = WrittenStatuses::default();
+    let own_writes = written.clone();
+    // A deleted or hand-edited KarpenterHealth is put back at once, but the watch events of this
+    // process's own status writes ask for nothing: each would run one more reconcile that finds
+    // nothing to do.
     let health_stream = watcher(
         Api::<KarpenterHealth>::all(client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
     .reflect(health_writer)
-    .touched_objects();
+    .filter_map(move |event| {
+        futures::future::ready(match event {
+            Ok(watcher::Event::Apply(health) | watcher::Event::InitApply(health))
+                if is_own_write(&own_writes, &health) =>
+            {
+                None
+            }
+            Ok(
+                watcher::Event::Apply(health)
+                | watcher::Event::InitApply(health)
+                | watcher::Event::Delete(health),
+            ) => Some(Ok(health)),
+            Ok(_) => None,
+            Err(error) => Some(Err(error)),
+        })
+    });
     let reporter = Reporter {
         controller: "karpenter-health".into(),
         instance: std::env::var("POD_NAME").ok(),
@@ -174,7 +198,7 @@ async fn run_controller(
         aws: aws.clone(),
         metrics: metrics.clone(),
         healths,
-        written: Mutex::default(),
+        written: written.clone(),
         triggered_at: triggered_at.clone(),
         generation_seen: Mutex::default(),
         failures: Mutex::default(),
@@ -205,7 +229,7 @@ async fn run_controller(
     tracing::info!("karpenter-health operator started");
     let triggers = ClassTriggers::new(classes, kube_facts, triggered_at);
     controller
-        // A deleted or hand-edited KarpenterHealth is put back at once (same name as its class).
+        // A KarpenterHealth has the name of its class.
         .watches_stream(
             health_stream,
             triggers.mapper(|_, health: KarpenterHealth| vec![health.name_any()]),
@@ -214,9 +238,6 @@ async fn run_controller(
             inputs.node_pools,
             triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
         )
-        // Every NodeClaim counts for every class: the instance sweep of ClusterIdentityUnique
-        // asks whether any NodeClaim in the cluster claims an instance.
-        .watches_stream(inputs.node_claims, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(inputs.aws_auth, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(
             inputs.karpenter_deployment,
@@ -230,10 +251,15 @@ async fn run_controller(
             inputs.node_pool_crd,
             triggers.mapper(|t, _| t.all_classes()),
         )
-        .watches_stream(
+        // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced
+        // per class. A NodeClaim change asks for its own class, or for every class when it
+        // changes which instances are claimed (the instance sweep of ClusterIdentityUnique).
+        .reconcile_on(bulk_triggers(
+            inputs.node_claims,
             inputs.pending_pods,
-            triggers.mapper(|t, pod| t.classes_of_pending_pod(&pod)),
-        )
+            &triggers,
+            config.bulk_trigger_interval,
+        ))
         // An input becoming observable (its first list, even an empty one), or turning unknown
         // after a lasting watch failure, or recovering, re-evaluates every class at once.
         .reconcile_all_on(inputs.inputs_changed)
@@ -250,6 +276,56 @@ async fn run_controller(
     metrics.set_leader(false);
     tracing::info!("karpenter-health operator stopped");
     Ok(())
+}
+
+/// Whether `health` holds what this process last wrote for it (up to `lastEvaluated`): then the
+/// watch event is the echo of that write.
+fn is_own_write(written: &WrittenStatuses, health: &KarpenterHealth) -> bool {
+    let (Some(status), Ok(written)) = (health.status.as_ref(), written.lock()) else {
+        return false;
+    };
+    written.get(&health.name_any()).is_some_and(|mine| {
+        KarpenterHealthStatus {
+            last_evaluated: None,
+            ..mine.clone()
+        } == KarpenterHealthStatus {
+            last_evaluated: None,
+            ..status.clone()
+        }
+    })
+}
+
+/// The classes NodeClaim and pending-Pod changes ask for, each stamped with its arrival time and
+/// coalesced per class to one reconcile per `interval`.
+fn bulk_triggers(
+    node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
+    pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
+    triggers: &ClassTriggers,
+    interval: std::time::Duration,
+) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
+    // Watch errors are the watches' own business (their health turns the facts Unknown).
+    let claim_triggers = triggers.clone();
+    let claim_classes = node_claims.filter_map(move |touched| {
+        futures::future::ready(touched.ok().map(|touched| match touched {
+            ClaimsTouched::Classes(classes) => classes,
+            ClaimsTouched::AllClasses => claim_triggers.all_classes(),
+        }))
+    });
+    let pod_triggers = triggers.clone();
+    let pod_classes = pending_pods.filter_map(move |pod| {
+        futures::future::ready(
+            pod.ok()
+                .map(|pod| pod_triggers.classes_of_pending_pod(&pod)),
+        )
+    });
+    let stamping = triggers.clone();
+    let requests = futures::stream::select(claim_classes, pod_classes).map(move |classes| {
+        stamping.stamp(&classes);
+        classes
+    });
+    coalesce(requests, interval)
+        .map(|class| ObjectRef::new(&class))
+        .boxed()
 }
 
 /// Serves /metrics, /livez and /readyz until `shutdown`.

@@ -56,33 +56,40 @@ pub async fn publish(
     node_class: &ObjectReference,
     transitions: &[Transition],
 ) {
-    for transition in transitions {
-        let type_ = if transition.to == ConditionStatus::False {
-            EventType::Warning
+    // Every Event at once: published one after the other, the four Events of an aws-auth edit
+    // (two transitions, two objects each) held the reconcile's slot for four API round trips.
+    let publishes = transitions.iter().flat_map(|transition| {
+        let targets: Vec<&ObjectReference> = if transition.to == ConditionStatus::False {
+            vec![health, node_class]
         } else {
-            EventType::Normal
+            vec![health]
         };
-        let note = format!(
-            "{} changed from {} to {}: {}",
-            transition.condition, transition.from, transition.to, transition.message
-        );
-        let event = Event {
-            type_,
-            reason: transition.reason.clone(),
-            note: Some(note.chars().take(1000).collect()),
-            action: "Evaluate".into(),
-            secondary: None,
-        };
-        let targets: &[&ObjectReference] = if transition.to == ConditionStatus::False {
-            &[health, node_class]
-        } else {
-            &[health]
-        };
-        for target in targets {
-            if let Err(error) = recorder.publish(&event, target).await {
+        targets.into_iter().map(move |target| async move {
+            if let Err(error) = recorder.publish(&event_of(transition), target).await {
                 tracing::warn!(%error, reason = %transition.reason, "could not publish event");
             }
-        }
+        })
+    });
+    futures::future::join_all(publishes).await;
+}
+
+/// The Event announcing `transition`: a Warning when it turned False.
+fn event_of(transition: &Transition) -> Event {
+    let type_ = if transition.to == ConditionStatus::False {
+        EventType::Warning
+    } else {
+        EventType::Normal
+    };
+    let note = format!(
+        "{} changed from {} to {}: {}",
+        transition.condition, transition.from, transition.to, transition.message
+    );
+    Event {
+        type_,
+        reason: transition.reason.clone(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Evaluate".into(),
+        secondary: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! KarpenterHealth per EC2NodeClass up to date. Does IO; all judgement is in the check engine.
 #![forbid(unsafe_code)]
 
+pub mod coalesce;
 pub mod config;
 pub mod context;
 pub mod controller;

@@ -31,6 +31,11 @@ struct FindingLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeClassLabels {
+    node_class: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     error: String,
 }
@@ -49,6 +54,7 @@ pub struct Metrics {
     condition: Family<ConditionLabels, Gauge>,
     findings: Family<FindingLabels, Gauge>,
     reconcile_duration: Histogram,
+    reconciles: Family<NodeClassLabels, Counter>,
     reconcile_errors: Family<ErrorLabels, Counter>,
     status_patches: Counter,
     change_to_status: Histogram,
@@ -84,6 +90,12 @@ impl Default for Metrics {
             "reconcile_duration_seconds",
             "Time of one reconcile: gather, evaluate, render, patch",
             reconcile_duration.clone(),
+        );
+        let reconciles = Family::<NodeClassLabels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Completed reconciles by EC2NodeClass (a storm of watched changes must not multiply them)",
+            reconciles.clone(),
         );
         let reconcile_errors = Family::<ErrorLabels, Counter>::default();
         registry.register(
@@ -121,6 +133,7 @@ impl Default for Metrics {
             condition,
             findings,
             reconcile_duration,
+            reconciles,
             reconcile_errors,
             status_patches,
             change_to_status,
@@ -208,6 +221,9 @@ impl Metrics {
             }
         }
         self.replace_findings(node_class, Vec::new());
+        self.reconciles.remove(&NodeClassLabels {
+            node_class: node_class.to_owned(),
+        });
     }
 
     /// Makes `current` the one series of its condition carrying a reason: the one it replaces
@@ -239,8 +255,13 @@ impl Metrics {
         }
     }
 
-    pub fn observe_reconcile(&self, took: Duration) {
+    pub fn observe_reconcile(&self, node_class: &str, took: Duration) {
         self.reconcile_duration.observe(took.as_secs_f64());
+        self.reconciles
+            .get_or_create(&NodeClassLabels {
+                node_class: node_class.to_owned(),
+            })
+            .inc();
     }
 
     pub fn reconcile_error(&self, label: &str) {

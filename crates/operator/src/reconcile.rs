@@ -73,10 +73,8 @@ async fn reconcile_in_span(
     let mut previous = ctx.previous_status(&name, Some(&stored));
     if previous.as_ref().is_none_or(|s| s.conditions.is_empty()) {
         // Show every check as Pending at once: the first AWS reads may take seconds.
-        let pending = KarpenterHealthStatus::pending(
-            Time(jiff::Timestamp::now()),
-            node_class.metadata.generation,
-        );
+        let pending =
+            KarpenterHealthStatus::pending(Time(status_clock()), node_class.metadata.generation);
         health_object::patch_status(&healths, &name, &pending).await?;
         previous = Some(pending);
     }
@@ -84,13 +82,18 @@ async fn reconcile_in_span(
     // 1. gather (IO)
     let facts = ctx.gather(node_class).await;
     // 2. evaluate and 3. render (pure)
-    let now = jiff::Timestamp::now();
+    let now = status_clock();
     let status = karpenter_health_checks::evaluate(&facts, &ctx.settings, previous.as_ref(), now);
     // 4. patch (IO), only when something changed or the server holds something else (a deleted
     // and re-created object, a hand edit), then announce the transitions
     let server_differs =
         on_server.as_ref().map(without_last_evaluated) != Some(without_last_evaluated(&status));
     if server_differs || needs_write(previous.as_ref(), &status, ctx.config.refresh_interval) {
+        tracing::debug!(
+            server_differs,
+            changed = ?changed_conditions(on_server.as_ref(), &status),
+            "writing status"
+        );
         health_object::patch_status(&healths, &name, &status).await?;
         ctx.metrics.status_patched();
         if let Ok(mut written) = ctx.written.lock() {
@@ -109,7 +112,7 @@ async fn reconcile_in_span(
         take_trigger_time(&ctx, &name);
     }
     ctx.metrics.record_status(&name, &status);
-    ctx.metrics.observe_reconcile(started.elapsed());
+    ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
     Ok(Action::requeue(ctx.config.refresh_interval))
 }
@@ -139,6 +142,32 @@ fn take_trigger_time(ctx: &Context, name: &str) -> Option<Instant> {
         .lock()
         .ok()
         .and_then(|mut m| m.remove(name))
+}
+
+/// Now, in whole seconds: the precision the API server keeps of a status's times (`metav1.Time`
+/// is RFC 3339 without fractions). With nanoseconds, the object read back never equalled the
+/// status just written, so every change was written twice (found by the benchmark: 2 status
+/// writes per EC2NodeClass per aws-auth edit).
+fn status_clock() -> jiff::Timestamp {
+    jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
+        .unwrap_or(jiff::Timestamp::now())
+}
+
+/// The condition types whose stored form differs from `next`'s, for the debug log of a write.
+fn changed_conditions(
+    stored: Option<&KarpenterHealthStatus>,
+    next: &KarpenterHealthStatus,
+) -> Vec<String> {
+    next.conditions
+        .iter()
+        .filter(|c| stored.is_none_or(|s| !s.conditions.contains(c)))
+        .map(|c| {
+            format!(
+                "{}={}/{}@{:?}",
+                c.type_, c.status, c.reason, c.last_transition_time
+            )
+        })
+        .collect()
 }
 
 /// A status without its `lastEvaluated` stamp, to compare what was decided.

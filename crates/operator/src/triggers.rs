@@ -1,9 +1,9 @@
 //! Which EC2NodeClasses a watched change affects, and when it arrived (for the change-to-status
 //! latency). No IO: works on the controller's caches.
 
-use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::{EC2NodeClass, NODEPOOL_LABEL, NodePool};
+use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
 use karpenter_health_kube_facts::KubeFacts;
+use karpenter_health_kube_facts::pending_pods::PodPins;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
@@ -54,13 +54,18 @@ impl ClassTriggers {
     }
 
     fn mark(&self, names: Vec<String>) -> Vec<NodeClassRef> {
+        self.stamp(&names);
+        names.iter().map(|n| ObjectRef::new(n)).collect()
+    }
+
+    /// Records now as when a change first asked for each of `names` (the earliest one stays).
+    pub fn stamp(&self, names: &[String]) {
         let now = Instant::now();
         if let Ok(mut map) = self.triggered_at.lock() {
-            for name in &names {
+            for name in names {
                 map.entry(name.clone()).or_insert(now);
             }
         }
-        names.iter().map(|n| ObjectRef::new(n)).collect()
     }
 
     /// Every EC2NodeClass: for cluster-wide inputs (aws-auth, the Karpenter Deployment, …).
@@ -77,20 +82,17 @@ impl ClassTriggers {
             .collect()
     }
 
-    /// A Pod pinned to one NodePool affects only that pool's EC2NodeClass; any other, every class.
-    pub fn classes_of_pending_pod(&self, pod: &Pod) -> Vec<String> {
-        let pinned = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_selector.as_ref())
-            .and_then(|s| s.get(NODEPOOL_LABEL));
-        match pinned {
-            Some(pool) => self
+    /// A pending Pod pinned to a NodePool affects only that pool's EC2NodeClass, one pinned to an
+    /// EC2NodeClass only that class; any other, every class.
+    pub fn classes_of_pending_pod(&self, pins: &PodPins) -> Vec<String> {
+        match (&pins.node_pool, &pins.node_class) {
+            (Some(pool), _) => self
                 .kube_facts
                 .node_class_of_pool(pool)
                 .into_iter()
                 .collect(),
-            None => self.all_classes(),
+            (None, Some(class)) => vec![class.clone()],
+            (None, None) => self.all_classes(),
         }
     }
 }

@@ -11,7 +11,7 @@
 use super::{Check, Context, Outcome, Why, at, human, list_bounded};
 use crate::clip;
 use crate::facts::{InstanceFacts, Observed};
-use karpenter_health_api::karpenter::{NODEPOOL_LABEL, instance_id_of};
+use karpenter_health_api::karpenter::NODEPOOL_LABEL;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
 
@@ -135,23 +135,22 @@ fn check_instances(
     name: &str,
     eks_vpc: &Result<Option<&str>, Why>,
 ) {
-    let claims = &ctx.facts.cluster;
-    let mut claimed: BTreeSet<&str> = claims
-        .claimed_instance_ids
+    // The cluster-wide set is shared by every class's evaluation: look up, never copy it.
+    let cluster = &ctx.facts.cluster;
+    let claimed_here: BTreeSet<&str> = cluster
+        .node_claims
         .found()
         .into_iter()
         .flatten()
-        .map(String::as_str)
+        .filter_map(|nc| nc.instance_id.as_deref())
         .collect();
-    claimed.extend(
-        claims
-            .node_claims
-            .found()
-            .into_iter()
-            .flatten()
-            .filter_map(|nc| nc.status.as_ref()?.provider_id.as_deref())
-            .filter_map(instance_id_of),
-    );
+    let claimed = |id: &str| {
+        claimed_here.contains(id)
+            || cluster
+                .claimed_instance_ids
+                .found()
+                .is_some_and(|ids| ids.contains(id))
+    };
     let gc_window = ctx.settings.orphan_instance_after;
     let mut sorted: Vec<&InstanceFacts> = instances.iter().collect();
     sorted.sort_by(|a, b| {
@@ -168,7 +167,7 @@ fn check_instances(
     for instance in sorted {
         if !carries_cluster_name(instance, name)
             || !instance.tags.contains_key(NODEPOOL_LABEL)
-            || claimed.contains(instance.id.as_str())
+            || claimed(&instance.id)
             || matches!(instance.state.as_str(), "terminated" | "shutting-down")
         {
             continue;

@@ -7,8 +7,9 @@
 
 use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, at, human, list_bounded};
 use crate::clip;
+use crate::facts::NodeClaimFacts;
 use crate::facts::Observed;
-use karpenter_health_api::karpenter::{NodeClaim, find_condition};
+use karpenter_health_api::karpenter::find_condition;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
 /// Sub-conditions whose failure keeps a launched instance from joining, most likely first.
@@ -25,24 +26,22 @@ const LIKELY_CAUSES: &[ConditionType] = &[
 /// NodeClaim 15 minutes after it; kubernetes-sigs/karpenter
 /// `pkg/controllers/nodeclaim/lifecycle/liveness.go`), else from `Launched`'s. A NodeClaim being
 /// deleted is on its way out and waits for nothing.
-fn waiting_since(claim: &NodeClaim) -> Option<jiff::Timestamp> {
-    if claim.metadata.deletion_timestamp.is_some() {
+fn waiting_since(claim: &NodeClaimFacts) -> Option<jiff::Timestamp> {
+    if claim.deleting {
         return None;
     }
-    let conditions = &claim.status.as_ref()?.conditions;
-    let launched = find_condition(conditions, "Launched")?;
-    if ConditionStatus::parse(&launched.status) != ConditionStatus::True {
+    let launched = claim.launched?;
+    if launched.status != ConditionStatus::True {
         return None;
     }
-    let registered = find_condition(conditions, "Registered");
-    if registered.is_some_and(|r| ConditionStatus::parse(&r.status) == ConditionStatus::True) {
+    let registered = claim.registered;
+    if registered.is_some_and(|r| r.status == ConditionStatus::True) {
         return None;
     }
     registered
-        .and_then(|r| r.last_transition_time.as_ref())
-        .or(launched.last_transition_time.as_ref())
-        .or(claim.metadata.creation_timestamp.as_ref())
-        .map(|t| t.0)
+        .and_then(|r| r.last_transition)
+        .or(launched.last_transition)
+        .or(claim.created)
 }
 
 pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
@@ -61,17 +60,9 @@ pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
     };
     let mut stuck: Vec<(&str, jiff::Timestamp)> = claims
         .iter()
-        .filter(|claim| {
-            claim
-                .spec
-                .node_class_ref
-                .as_ref()
-                .is_none_or(|r| r.refers_to_ec2_node_class(ctx.node_class_name))
-        })
         .filter_map(|claim| {
             let since = waiting_since(claim)?;
-            (ctx.age(since) > timeout)
-                .then(|| (claim.metadata.name.as_deref().unwrap_or_default(), since))
+            (ctx.age(since) > timeout).then_some((claim.name.as_str(), since))
         })
         .collect();
     stuck.sort();

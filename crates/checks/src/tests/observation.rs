@@ -110,21 +110,10 @@ fn karpenters_node_registration_healthy_false_on_a_nodepool_is_proof_after_the_c
 fn registration_is_timed_from_the_registered_condition_and_deleting_claims_are_skipped() {
     let claim_with = |registered_mins_ago: i64, deleting: bool| {
         let mut claim = node_claim("slow", "i-0slow", 60, false);
-        if let Some(status) = claim.status.as_mut() {
-            for c in &mut status.conditions {
-                if c.type_ == "Registered" {
-                    c.last_transition_time =
-                        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                            mins_ago(registered_mins_ago),
-                        ));
-                }
-            }
+        if let Some(registered) = claim.registered.as_mut() {
+            registered.last_transition = Some(mins_ago(registered_mins_ago));
         }
-        if deleting {
-            claim.metadata.deletion_timestamp = Some(
-                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(mins_ago(1)),
-            );
-        }
+        claim.deleting = deleting;
         Facts::healthy().with_node_claim(claim)
     };
     // Launched an hour ago, but Registered changed 5 minutes ago (a retry): not late yet.

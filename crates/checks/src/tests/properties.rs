@@ -158,7 +158,7 @@ proptest! {
     fn findings_stay_within_their_bound(f in facts(), extra in 0usize..120) {
         let f = f.with(|f| for i in 0..extra {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
-                pods.push(pending_pod("bulk", &format!("q{i}"), &[(&format!("karpenter.sh/q{i}"), "x")]));
+                pods.push(std::sync::Arc::new(pending_pod("bulk", &format!("q{i}"), &[(&format!("karpenter.sh/q{i}"), "x")])));
             }
         });
         let status = eval(&f);

@@ -441,7 +441,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
             state,
         } => {
             if let (true, Some(ids)) = (*claimed, f.cluster.claimed_instance_ids.found_mut()) {
-                ids.insert(id.clone());
+                std::sync::Arc::make_mut(ids).insert(id.clone());
             }
             *f = f.clone().with_cluster_instance(InstanceFacts {
                 state: state.clone(),
@@ -454,7 +454,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
                     preferred_affinity: vec![vec![requirement(key, op, &[])]],
                     ..pending_pod("ns", &format!("pod-{}", pods.len()), &[])
                 };
-                pods.push(pod);
+                pods.push(std::sync::Arc::new(pod));
             }
         }
         Mutation::PoolLabel(key) => {
@@ -486,7 +486,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
         Mutation::NodeClaim(name, age, registered) => {
             let id = format!("i-0claim{name}");
             if let Some(ids) = f.cluster.claimed_instance_ids.found_mut() {
-                ids.insert(id.clone());
+                std::sync::Arc::make_mut(ids).insert(id.clone());
             }
             if let Some(claims) = f.cluster.node_claims.found_mut() {
                 claims.push(node_claim(name, &id, *age, *registered));
@@ -529,11 +529,11 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
         Mutation::ManyBadPods(n) => {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
                 for i in 0..*n {
-                    pods.push(pending_pod(
+                    pods.push(std::sync::Arc::new(pending_pod(
                         "bulk",
                         &format!("p{i}"),
                         &[(&format!("karpenter.sh/k{i}"), "x")],
-                    ));
+                    )));
                 }
             }
         }

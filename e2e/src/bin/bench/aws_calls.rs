@@ -58,6 +58,9 @@ impl WindowStart {
             status_patches: grown("karpenter_health_status_patches_total"),
             reconciles: grown("karpenter_health_reconcile_duration_seconds_count"),
             cpu_s: cpu_seconds(pid)? - self.cpu_before,
+            // The caller has the bench's own watch: `Window::with_changes_seen`.
+            status_changes_seen: 0.0,
+            stamp_only_changes_seen: 0.0,
         })
     }
 }

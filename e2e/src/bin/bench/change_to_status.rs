@@ -9,12 +9,21 @@ use crate::operator::Operator;
 use crate::results::{Edit, Window};
 use crate::seed;
 use crate::state::{Bench, jitter, ms, signed_ms};
+use crate::timeline::Phase;
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
 use karpenter_health_api::KarpenterHealth;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use std::time::{Duration, Instant};
+
+/// How long an edit of the edits phase or of a storm may take to land on every class; one that
+/// takes longer counts as timed out (and as this long in the issue 13 percentiles).
+pub const EDIT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How long the bench waits, after an edit timed out, for every class to show it anyway before
+/// the next edit; otherwise the next edit could wait for a change the operator never makes.
+const SETTLE_AFTER_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Bench {
     /// Writes aws-auth with the node role mapping broken or repaired, retrying while the API
@@ -131,6 +140,26 @@ impl Bench {
             }
             Err(e) => {
                 println!("bench: edit to {want} did not land: {e:#}");
+                let settled = self
+                    .health
+                    .wait(
+                        "NodeRoleMapped to settle after a timed-out edit",
+                        SETTLE_AFTER_TIMEOUT,
+                        |s| {
+                            classes
+                                .iter()
+                                .all(|c| {
+                                    s.get(c)
+                                        .and_then(|seen| seen.node_role_mapped.as_ref())
+                                        .is_some_and(|(status, _)| status == want)
+                                })
+                                .then_some(())
+                        },
+                    )
+                    .await;
+                if let Err(e) = settled {
+                    println!("bench: {e:#}");
+                }
                 (None, None, true)
             }
         };
@@ -149,11 +178,10 @@ impl Bench {
     /// `--edits` edits, jittered apart; returns them and what the operator did meanwhile.
     pub async fn edits(&mut self, op: &Operator) -> Result<(Vec<Edit>, Window)> {
         let window = aws_calls::start(&op.address, op.pid).await?;
+        let changes_before = self.health.status_changes();
         let mut edits = Vec::new();
         for i in 0..self.args.edits {
-            let edit = self
-                .edit(&op.address, Duration::from_secs(60), false)
-                .await?;
+            let edit = self.edit(&op.address, EDIT_DEADLINE, false).await?;
             if i % 10 == 9 {
                 println!(
                     "bench: edit {}: first {:?} ms, last {:?} ms, own watch {:?} ms",
@@ -166,7 +194,13 @@ impl Bench {
             edits.push(edit);
             tokio::time::sleep(jitter(i, 300, 1000)).await;
         }
-        let window = window.end(Instant::now(), &op.address, op.pid).await?;
+        let to = Instant::now();
+        self.timeline
+            .mark(Phase::Edits, "aws-auth edits", window.from, to);
+        let window = window
+            .end(to, &op.address, op.pid)
+            .await?
+            .with_changes_seen(changes_before, self.health.status_changes());
         Ok((edits, window))
     }
 }

@@ -10,6 +10,7 @@ use crate::operator::Operator;
 use crate::results::{ColdStart, MemoryStep, Results};
 use crate::state::{Bench, mib};
 use crate::stats::median;
+use crate::timeline::Phase;
 use anyhow::{Result, bail};
 use karpenter_health_api::KarpenterHealth;
 use kube::api::{Api, DeleteParams, ListParams};
@@ -46,14 +47,15 @@ impl Bench {
             &self.args.operator_args,
             &self.args.operator_env,
         )?;
-        let sampler = RssSampler::start(op.pid, Duration::from_millis(50));
+        let sampler = RssSampler::start(op.pid, Duration::from_millis(50), self.timeline.clone());
+        let deadline = self.startup_deadline();
         let ready_at = loop {
             if observe::ready(&op.address).await {
                 break Instant::now();
             }
             op.check_alive()?;
-            if op.started.elapsed() > Duration::from_secs(300) {
-                bail!("the operator was not ready within 300 s");
+            if op.started.elapsed() > deadline {
+                bail!("the operator was not ready within {deadline:?}");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
@@ -61,26 +63,28 @@ impl Bench {
         let started = op.started;
         let evaluated = self
             .health
-            .wait(
-                "every KarpenterHealth evaluated",
-                Duration::from_secs(300),
-                |s| {
-                    let mut last = started;
-                    for c in classes.iter() {
-                        let at = s.get(c)?.evaluated_at?;
-                        if at < started {
-                            return None;
-                        }
-                        last = last.max(at);
+            .wait("every KarpenterHealth evaluated", deadline, |s| {
+                let mut last = started;
+                for c in classes.iter() {
+                    let at = s.get(c)?.evaluated_at?;
+                    if at < started {
+                        return None;
                     }
-                    Some(last)
-                },
-            )
+                    last = last.max(at);
+                }
+                Some(last)
+            })
             .await?;
         let peak_at_evaluation = memory(op.pid)?.hwm_kib;
         tokio::time::sleep(self.args.settle).await;
         op.check_alive()?;
         let now = Instant::now();
+        self.timeline.mark(
+            Phase::ColdStart,
+            format!("cold start {label}"),
+            started,
+            now,
+        );
         let last_write = self
             .health
             .snapshot()

@@ -1,8 +1,9 @@
 //! The karpenter-health benchmark (a benchmark, not a test): on a running bed it seeds 10,000
 //! NodeClaims, 50 NodePools and 20 EC2NodeClasses, runs the operator binary as a child process and
 //! measures cold start, steady and peak RSS (also across forced relists), change-to-status latency
-//! of aws-auth edits against the API server's own watch delivery, and AWS calls per hour; writes
-//! the figures as JSON and Markdown. Does IO (bed, moto, child process, files).
+//! of aws-auth edits against the API server's own watch delivery, AWS calls per hour, and what
+//! storms of Pending Pods and NodeClaims cost; writes the figures as JSON and Markdown, with SVG
+//! plots. Does IO (bed, moto, child process, files).
 //!
 //! Run it through `bash e2e/bench.sh`, which starts and stops a bed of its own. This file only
 //! orchestrates: each measurement is a module of its own.
@@ -17,28 +18,39 @@ mod node_claims;
 mod observe;
 mod operator;
 mod operator_histograms;
+mod plots;
+mod pods;
 mod relist;
 mod report;
 mod results;
 mod seed;
 mod state;
 mod stats;
+mod storm;
+mod storm_report;
+mod targets;
+mod timeline;
+mod transient;
 mod watch_delivery;
 
 use anyhow::{Result, bail};
 use clap::Parser;
 use karpenter_health_e2e::Bed;
 use observe::memory;
-use results::{Machine, Results, Scale};
+use results::{Machine, RSS_TIMELINE_POINTS, Results, Scale};
 use state::{Bench, mib};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use timeline::Timeline;
 
 /// Flags of the benchmark; the defaults are the documented full-scale run.
 #[derive(Debug, Parser)]
 #[command(
     name = "bench",
-    about = "karpenter-health benchmark on a running bed (KH_BED_DIR)"
+    about = "karpenter-health benchmark on a running bed (KH_BED_DIR)",
+    // A flag given twice takes the last value, so `make bench-large BENCH_FLAGS=...` can
+    // override the large run's own flags.
+    args_override_self = true
 )]
 struct Args {
     #[arg(long, default_value_t = 10_000)]
@@ -69,7 +81,20 @@ struct Args {
     /// the memory per NodeClaim.
     #[arg(long, value_delimiter = ',', default_value = "0,5000")]
     memory_steps: Vec<usize>,
-    /// Concurrent requests while seeding NodeClaims.
+    /// Pending Pods created at once (and then deleted) in the Pod storm; 0 skips it.
+    #[arg(long, default_value_t = 5000)]
+    storm_pods: usize,
+    /// NodeClaims created (and then deleted) in the NodeClaim storm; 0 skips it.
+    #[arg(long, default_value_t = 1000)]
+    storm_node_claims: usize,
+    /// The NodeClaim storm's creations spread evenly over this long.
+    #[arg(long, default_value = "60s", value_parser = karpenter_health_operator::config::parse_duration)]
+    storm_over: Duration,
+    /// How long a storm's window stays open after its writes, so the reconciles they caused
+    /// count.
+    #[arg(long, default_value = "10s", value_parser = karpenter_health_operator::config::parse_duration)]
+    storm_tail: Duration,
+    /// Concurrent requests while seeding NodeClaims (and in the storms).
     #[arg(long, default_value_t = 32)]
     seed_concurrency: usize,
     /// The operator binary (default: the workspace's release build).
@@ -102,6 +127,7 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    let timeline = Timeline::new(Instant::now());
     std::fs::create_dir_all(&args.out)?;
     let bed = Bed::from_env()?;
     let client = bed.admin_client().await?;
@@ -136,7 +162,7 @@ async fn main() -> Result<()> {
     let t = Instant::now();
     let pools = seed::kubernetes(&client, &aws, args.node_classes, args.node_pools).await?;
     results.seeding.kubernetes_s = t.elapsed().as_secs_f64();
-    let mut bench = Bench::new(args, bed, client.clone(), binary);
+    let mut bench = Bench::new(args, bed, client.clone(), binary, timeline.clone());
 
     // Cold starts and memory per NodeClaim, seeding the NodeClaims on the way; the last
     // operator stays up for the other phases.
@@ -153,6 +179,8 @@ async fn main() -> Result<()> {
     results.relists = bench.relists(&mut op).await?;
     results.post_relist_rss_mib = bench.settled_after_relists(&op, &sampler).await?;
     results.peak_overall_mib = results.peak_overall(mib(memory(op.pid)?.hwm_kib));
+    // Last, so the figures above stay comparable with runs that had no storms.
+    results.storms = bench.storms(&mut op, &pools).await?;
     results.operator_histogram = operator_histograms::read(&op.address).await?;
 
     drop(sampler);
@@ -161,6 +189,9 @@ async fn main() -> Result<()> {
     results.logs = logs::count(&bench.args.out);
 
     let out = bench.args.out.clone();
+    results.rss_timeline = timeline.rss(RSS_TIMELINE_POINTS);
+    results.phases = timeline.phases();
+    results.plots = plots::write(&results, &out)?;
     std::fs::write(
         out.join("results.json"),
         serde_json::to_string_pretty(&results)?,

@@ -1,13 +1,16 @@
 //! The bench's NodeClaims: each as Karpenter 1.x creates it and the status it writes once the
 //! node joined, deterministic per number so runs seed the same objects; seeding them through the
-//! API server, and timing the API server's own full list of them. Does IO (API server).
+//! API server (at once, or paced over a duration for the NodeClaim storm), deleting them as
+//! Karpenter terminates nodes, and timing the API server's own full list of them. Does IO (API
+//! server).
 
 use crate::seed::{FIELD_MANAGER, REGION, ZONES, node_class_name};
+use crate::transient::{created, gone, retried};
 use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_e2e::karpenter;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -39,12 +42,17 @@ pub fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The name of NodeClaim number `n` of NodePool `pool`: Karpenter's `<pool>-<random>`, and the
+/// number so that names never collide.
+fn node_claim_name(n: usize, pool: &str) -> String {
+    format!("{pool}-{:05x}-{n}", mix(n as u64) & 0xfffff)
+}
+
 /// NodeClaim number `n` as Karpenter 1.x creates it (labels, hash annotations, finalizer, owner
 /// reference, requirements, resources) and the status it writes once the node joined.
 fn node_claim(n: usize, pool: &(String, String), class: &str, now: &str) -> (String, Value, Value) {
     let h = mix(n as u64);
-    let name = format!("{}-{:05x}", pool.0, h & 0xfffff);
-    let name = format!("{name}-{n}");
+    let name = node_claim_name(n, &pool.0);
     let zone = ZONES[(h % 3) as usize];
     let instance_type = INSTANCE_TYPES[((h >> 8) % INSTANCE_TYPES.len() as u64) as usize];
     let (family, size) = instance_type.split_once('.').unwrap_or((instance_type, ""));
@@ -121,6 +129,48 @@ fn node_claim(n: usize, pool: &(String, String), class: &str, now: &str) -> (Str
     (name, claim, status)
 }
 
+/// The NodePool and EC2NodeClass of NodeClaim number `n`: the NodePools round-robin, each
+/// NodePool's class as `seed::kubernetes` made it.
+fn placement(n: usize, pools: &[(String, String)], classes: usize) -> (&(String, String), String) {
+    (
+        &pools[n % pools.len()],
+        node_class_name((n % pools.len()) % classes),
+    )
+}
+
+fn node_claim_api(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &ApiResource::erase::<NodeClaim>(&()))
+}
+
+/// Creates NodeClaim number `n` and writes its status through the status subresource, as
+/// Karpenter does once the node joined.
+async fn create_with_status(
+    api: &Api<DynamicObject>,
+    n: usize,
+    pools: &[(String, String)],
+    classes: usize,
+    now: &str,
+) -> Result<()> {
+    let (pool, class) = placement(n, pools, classes);
+    let (name, claim, status) = node_claim(n, pool, &class, now);
+    let object: DynamicObject = serde_json::from_value(claim)?;
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PostParams::default()
+    };
+    created(retried(|| api.create(&params, &object)).await)
+        .with_context(|| format!("creating NodeClaim {name}"))?;
+    let status_params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let status = Patch::Merge(status);
+    retried(|| api.patch_status(&name, &status_params, &status))
+        .await
+        .with_context(|| format!("writing the status of NodeClaim {name}"))?;
+    Ok(())
+}
+
 /// Creates NodeClaims `from..to` (`n` is spread over the NodePools round-robin) and writes their
 /// status through the status subresource, `concurrency` at a time. Returns how long it took.
 pub async fn seed(
@@ -131,40 +181,76 @@ pub async fn seed(
     to: usize,
     concurrency: usize,
 ) -> Result<Duration> {
-    let api: Api<DynamicObject> =
-        Api::all_with(client.clone(), &ApiResource::erase::<NodeClaim>(&()));
+    seed_paced(
+        client,
+        pools,
+        classes,
+        from..to,
+        concurrency,
+        Duration::ZERO,
+    )
+    .await
+}
+
+/// As [`seed`], but NodeClaim `from + i` is not created before `i / count` of `over` has passed,
+/// so the creations spread evenly over `over` (a scale-up as Karpenter makes it), never more than
+/// `concurrency` at a time. Returns how long it took.
+pub async fn seed_paced(
+    client: &kube::Client,
+    pools: &[(String, String)],
+    classes: usize,
+    numbers: std::ops::Range<usize>,
+    concurrency: usize,
+    over: Duration,
+) -> Result<Duration> {
+    let api = node_claim_api(client);
     let now = jiff::Timestamp::now().to_string();
-    let started = Instant::now();
-    futures::stream::iter(from..to)
+    let started = tokio::time::Instant::now();
+    let count = numbers.len().max(1);
+    let from = numbers.start;
+    futures::stream::iter(numbers)
         .map(|n| {
-            let api = api.clone();
-            let pool = &pools[n % pools.len()];
-            let class = node_class_name((n % pools.len()) % classes);
-            let now = now.clone();
+            let api = &api;
+            let now = &now;
+            let not_before = started + over.mul_f64((n - from) as f64 / count as f64);
             async move {
-                let (name, claim, status) = node_claim(n, pool, &class, &now);
-                let object: DynamicObject = serde_json::from_value(claim)?;
-                let params = PostParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..PostParams::default()
-                };
-                api.create(&params, &object)
-                    .await
-                    .with_context(|| format!("creating NodeClaim {name}"))?;
-                api.patch_status(
-                    &name,
-                    &PatchParams {
-                        field_manager: Some(FIELD_MANAGER.into()),
-                        ..PatchParams::default()
-                    },
-                    &Patch::Merge(status),
-                )
-                .await
-                .with_context(|| format!("writing the status of NodeClaim {name}"))?;
-                anyhow::Ok(())
+                tokio::time::sleep_until(not_before).await;
+                create_with_status(api, n, pools, classes, now).await
             }
         })
-        .buffer_unordered(concurrency)
+        .buffer_unordered(concurrency.max(1))
+        .try_collect::<()>()
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// Deletes NodeClaims `numbers` as Karpenter does when it terminates nodes: the delete marks
+/// each, then its termination finalizer is removed and the object goes; `concurrency` at a time.
+/// Returns how long it took.
+pub async fn delete(
+    client: &kube::Client,
+    pools: &[(String, String)],
+    numbers: std::ops::Range<usize>,
+    concurrency: usize,
+) -> Result<Duration> {
+    let api = node_claim_api(client);
+    let started = Instant::now();
+    let no_finalizers = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    futures::stream::iter(numbers)
+        .map(|n| {
+            let api = &api;
+            let no_finalizers = &no_finalizers;
+            let name = node_claim_name(n, &pools[n % pools.len()].0);
+            async move {
+                let params = DeleteParams::default();
+                gone(retried(|| api.delete(&name, &params)).await)
+                    .with_context(|| format!("deleting NodeClaim {name}"))?;
+                let params = PatchParams::default();
+                gone(retried(|| api.patch(&name, &params, no_finalizers)).await)
+                    .with_context(|| format!("removing the finalizer of NodeClaim {name}"))
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
         .try_collect::<()>()
         .await?;
     Ok(started.elapsed())

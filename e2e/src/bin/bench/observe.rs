@@ -2,11 +2,12 @@
 //! each condition change), its own watch on ConfigMaps (the API server's watch delivery), the
 //! operator's RSS and CPU from /proc, and the operator's /metrics and /readyz. Does IO.
 
+use crate::timeline::Timeline;
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use http_body_util::{BodyExt, Empty};
 use k8s_openapi::api::core::v1::ConfigMap;
-use karpenter_health_api::{ConditionType, KarpenterHealth};
+use karpenter_health_api::{ConditionType, KarpenterHealth, KarpenterHealthStatus};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -26,7 +27,13 @@ pub struct HealthSeen {
     pub conditions: BTreeMap<String, (String, String)>,
     /// Arrival of the latest event that carried a different status (the operator's last write).
     pub last_write_at: Option<Instant>,
+    /// Events that carried a different status: the operator's writes that the API server stored
+    /// as a change (a write of what is already there stores nothing, so no event).
+    pub status_changes: u64,
+    /// Of those, the ones in which only `lastEvaluated` moved.
+    pub stamp_only_changes: u64,
     last_status: Option<String>,
+    last_status_unstamped: Option<String>,
 }
 
 /// The bench's own view of every KarpenterHealth, updated by a watch task.
@@ -118,6 +125,15 @@ impl HealthTracker {
         lock(&self.state).clone()
     }
 
+    /// Status changes seen so far over every KarpenterHealth: (all, only `lastEvaluated` moved).
+    pub fn status_changes(&self) -> (u64, u64) {
+        lock(&self.state)
+            .values()
+            .fold((0, 0), |(all, stamp), seen| {
+                (all + seen.status_changes, stamp + seen.stamp_only_changes)
+            })
+    }
+
     /// Waits until `done` holds for the current state, or fails after `deadline`.
     pub async fn wait<T>(
         &self,
@@ -142,14 +158,29 @@ fn update(state: &mut HashMap<String, HealthSeen>, health: &KarpenterHealth, arr
         evaluated_at: None,
         conditions: BTreeMap::new(),
         last_write_at: None,
+        status_changes: 0,
+        stamp_only_changes: 0,
         last_status: None,
+        last_status_unstamped: None,
     });
     let Some(status) = &health.status else {
         return;
     };
     let serialized = serde_json::to_string(status).ok();
     if serialized != entry.last_status {
+        let unstamped = serde_json::to_string(&KarpenterHealthStatus {
+            last_evaluated: None,
+            ..status.clone()
+        })
+        .ok();
+        if entry.last_status.is_some() {
+            entry.status_changes += 1;
+            if unstamped == entry.last_status_unstamped {
+                entry.stamp_only_changes += 1;
+            }
+        }
         entry.last_status = serialized;
+        entry.last_status_unstamped = unstamped;
         entry.last_write_at = Some(arrived);
     }
     if let Some(c) = status.condition(ConditionType::NodeRoleMapped) {
@@ -258,14 +289,15 @@ pub fn reset_peak(pid: u32) -> Result<()> {
         .with_context(|| format!("resetting the peak RSS of {pid}"))
 }
 
-/// Samples a process's RSS every `every` into a shared series, until dropped.
+/// Samples a process's RSS every `every` into a shared series (and the run's timeline), until
+/// dropped.
 pub struct RssSampler {
     samples: Arc<Mutex<Vec<(Instant, u64)>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl RssSampler {
-    pub fn start(pid: u32, every: Duration) -> Self {
+    pub fn start(pid: u32, every: Duration, timeline: Timeline) -> Self {
         let samples: Arc<Mutex<Vec<(Instant, u64)>>> = Arc::default();
         let writer = samples.clone();
         let task = tokio::spawn(async move {
@@ -273,7 +305,11 @@ impl RssSampler {
             loop {
                 tick.tick().await;
                 match memory(pid) {
-                    Ok(m) => lock(&writer).push((Instant::now(), m.rss_kib)),
+                    Ok(m) => {
+                        let now = Instant::now();
+                        lock(&writer).push((now, m.rss_kib));
+                        timeline.record_rss(now, m.rss_kib);
+                    }
                     Err(_) => return,
                 }
             }
@@ -369,6 +405,19 @@ impl Scrape {
             .sum()
     }
 
+    /// Each series of `name` by the value of its label `label` (summed over its other labels).
+    pub fn by_label(&self, name: &str, label: &str) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for (n, labels, value) in &self.samples {
+            if n == name
+                && let Some(key) = labels.get(label)
+            {
+                *out.entry(key.clone()).or_insert(0.0) += value;
+            }
+        }
+        out
+    }
+
     /// AWS calls by `service operation`.
     pub fn aws_calls(&self) -> BTreeMap<String, f64> {
         let mut calls = BTreeMap::new();
@@ -419,6 +468,12 @@ mod tests {
              karpenter_health_change_to_status_seconds_bucket{le=\"+Inf\"} 9\n# EOF\n",
         );
         assert_eq!(s.aws_calls().get("ec2 DescribeInstances"), Some(&3.0));
+        let per_class = parse_metrics(
+            "karpenter_health_reconciles_total{node_class=\"a\"} 4\nkarpenter_health_reconciles_total{node_class=\"b\"} 2\n",
+        )
+        .by_label("karpenter_health_reconciles_total", "node_class");
+        assert_eq!(per_class.get("a"), Some(&4.0));
+        assert_eq!(per_class.get("b"), Some(&2.0));
         assert_eq!(
             s.buckets("karpenter_health_change_to_status_seconds"),
             vec![(0.05, 7.0), (f64::INFINITY, 9.0)]

@@ -7,6 +7,7 @@ use crate::operator::Operator;
 use crate::results::Relist;
 use crate::state::{Bench, mib};
 use crate::stats::{Summary, summary};
+use crate::timeline::Phase;
 use anyhow::Result;
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ impl Bench {
         let mut relists = Vec::new();
         for r in 0..self.args.relists {
             let rss_before = memory(op.pid)?.rss_kib;
+            let from = Instant::now();
             reset_peak(op.pid)?;
             let restart = self
                 .bed
@@ -31,6 +33,12 @@ impl Bench {
             tokio::time::sleep(self.args.settle).await;
             op.check_alive()?;
             let m = memory(op.pid)?;
+            self.timeline.mark(
+                Phase::Relist,
+                format!("relist {}", r + 1),
+                from,
+                Instant::now(),
+            );
             let relist = Relist {
                 restart_s: restart.as_secs_f64(),
                 recovery_s,

@@ -1,8 +1,10 @@
 //! The Markdown rendering of the bench's results: medians, percentiles and ratios against the
-//! targets. Pure, no IO.
+//! targets of issues 5 and 13, the storms, and links to the plots. Pure, no IO.
 
+use crate::plots::{LATENCY_PLOT, RSS_PLOT};
 use crate::results::{Edit, Results};
 use crate::stats::{Summary, median, summary};
+use crate::targets;
 use std::fmt::Write as _;
 
 /// Targets of issue 5.
@@ -10,7 +12,7 @@ pub const TARGET_P99_MS: f64 = 300.0;
 pub const TARGET_RSS_MIB: f64 = 64.0;
 pub const TARGET_COLD_START_S: f64 = 10.0;
 
-fn f(v: f64, digits: usize) -> String {
+pub fn f(v: f64, digits: usize) -> String {
     if v.is_finite() {
         // `+ 0.0` turns a negative zero into zero.
         format!("{:.digits$}", v + 0.0)
@@ -19,7 +21,7 @@ fn f(v: f64, digits: usize) -> String {
     }
 }
 
-fn row(out: &mut String, name: &str, s: &Summary, digits: usize) {
+pub fn row(out: &mut String, name: &str, s: &Summary, digits: usize) {
     let _ = writeln!(
         out,
         "| {name} | {} | {} | {} | {} | {} | {} |",
@@ -174,6 +176,13 @@ pub fn markdown(r: &Results) -> String {
         "| AWS calls per hour, during the aws-auth edits | {} | – | – |\n",
         f(r.edit_window.aws_calls_per_hour, 0)
     );
+    let _ = writeln!(o, "{}", targets::markdown(&targets::issue_13(r)));
+    if r.plots.iter().any(|p| p == RSS_PLOT) {
+        let _ = writeln!(
+            o,
+            "![The operator's RSS over the run, phases shaded]({RSS_PLOT})\n"
+        );
+    }
 
     let _ = writeln!(
         o,
@@ -241,6 +250,12 @@ pub fn markdown(r: &Results) -> String {
     row(&mut o, "last, no AWS call", &last_of(&without_aws), 1);
     row(&mut o, "first, with AWS calls", &first_of(&with_aws), 1);
     row(&mut o, "last, with AWS calls", &last_of(&with_aws), 1);
+    if r.plots.iter().any(|p| p == LATENCY_PLOT) {
+        let _ = writeln!(
+            o,
+            "\n![Change-to-status latency, cumulative: quiet edits and edits during the storms]({LATENCY_PLOT})"
+        );
+    }
     let _ = writeln!(
         o,
         "\nThe operator's own `karpenter_health_change_to_status_seconds` (trigger arrival → status written, bucket-interpolated): n {}, p50 {} ms, p90 {} ms, p99 {} ms; reconcile errors {}. Reconcile duration over the run: n {}, p50 {} ms, p90 {} ms, p99 {} ms.\n",
@@ -416,6 +431,7 @@ pub fn markdown(r: &Results) -> String {
             )
         );
     }
+    crate::storm_report::storms(&mut o, r);
     let _ = writeln!(
         o,
         "\nSeeding: AWS {} s, Karpenter install + EC2NodeClasses + NodePools {} s, {} NodeClaims (create + status) {} s = {} NodeClaims/s.\n",

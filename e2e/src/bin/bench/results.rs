@@ -3,6 +3,7 @@
 //! its version (IO).
 
 use crate::stats::Summary;
+use crate::timeline::{PhaseSpan, RssPoint};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -103,8 +104,23 @@ pub struct Window {
     pub aws_calls_per_hour: f64,
     pub aws_calls_by_operation_per_hour: BTreeMap<String, f64>,
     pub status_patches: f64,
+    /// Status writes the bench's own watch saw change a KarpenterHealth (the API server stores
+    /// nothing for a write of what it already holds), and of those the ones that moved only
+    /// `lastEvaluated`.
+    pub status_changes_seen: f64,
+    pub stamp_only_changes_seen: f64,
     pub reconciles: f64,
     pub cpu_s: f64,
+}
+
+impl Window {
+    /// Records the bench watch's status change counts from the window's start (`before`) to now
+    /// (`after`), as `HealthTracker::status_changes` returns them.
+    pub fn with_changes_seen(mut self, before: (u64, u64), after: (u64, u64)) -> Self {
+        self.status_changes_seen = after.0.saturating_sub(before.0) as f64;
+        self.stamp_only_changes_seen = after.1.saturating_sub(before.1) as f64;
+        self
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -141,6 +157,55 @@ pub struct Relist {
     pub peak_mib: f64,
     pub rss_after_mib: f64,
     pub edit_timed_out: bool,
+}
+
+/// One storm window (see `storm`): the load, what the operator did meanwhile, and the aws-auth
+/// edits that ran through it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Storm {
+    pub name: String,
+    pub objects: usize,
+    /// How long the storm's own writes (creates and status writes, or deletes) took.
+    pub load_s: f64,
+    /// The load legitimately changes a status (a class's NodeClaim count in a message); if not,
+    /// `other_writes` are needless.
+    pub changes_status: bool,
+    /// The window: from just before the load to `tail_s` after it and the last edit.
+    pub window: Window,
+    pub tail_s: f64,
+    /// The highest of the classes' average reconciles per second over the window, and whose.
+    pub reconciles_per_class_per_s: f64,
+    pub busiest_class: String,
+    /// The highest reconciles per second of one class between two scrapes a second apart.
+    pub peak_reconciles_per_class_per_s: f64,
+    pub peak_class: String,
+    /// Status writes the edits explain: each rewrites every class's status once.
+    pub edit_writes: f64,
+    /// The window's status writes less `edit_writes`.
+    pub other_writes: f64,
+    pub edits: Vec<Edit>,
+    pub rss_before_mib: f64,
+    /// VmHWM over the window (reset when it opened).
+    pub peak_mib: f64,
+    pub rss_after_mib: f64,
+    /// Reconciles per second between consecutive scrapes.
+    pub rates: Vec<RatePoint>,
+}
+
+impl Storm {
+    /// Status writes that changed nothing a reader could see: `other_writes` of a load that
+    /// should change no status.
+    pub fn needless_writes(&self) -> Option<f64> {
+        (!self.changes_status).then_some(self.other_writes.max(0.0))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RatePoint {
+    /// Seconds since the storm window opened.
+    pub t_s: f64,
+    pub busiest_class_per_s: f64,
+    pub all_classes_per_s: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -182,7 +247,17 @@ pub struct Results {
     pub peak_overall_mib: f64,
     pub operator_histogram: OperatorHistogram,
     pub logs: Logs,
+    pub storms: Vec<Storm>,
+    /// RSS of every operator process over the run (seconds since the run began), downsampled to
+    /// the peak of each of at most `RSS_TIMELINE_POINTS` equal time buckets.
+    pub rss_timeline: Vec<RssPoint>,
+    pub phases: Vec<PhaseSpan>,
+    /// The SVG plots written next to results.md.
+    pub plots: Vec<String>,
 }
+
+/// The most points results.json keeps of the RSS series (a 30-minute run samples 36,000).
+pub const RSS_TIMELINE_POINTS: usize = 3000;
 
 impl Results {
     /// The highest RSS peak of the run: the operator's `peak_now_mib`, and every cold start's and

@@ -1,12 +1,13 @@
 //! The state one benchmark run carries from measurement to measurement: its flags, the bed, the
 //! bench's own watches, the EC2NodeClasses, the operator binary, whether aws-auth is broken right
-//! now; and the unit conversions every measurement uses. Starting the watches is IO (the API
-//! server); the rest is pure.
+//! now, the run's timeline; and the unit conversions every measurement uses. Starting the watches
+//! is IO (the API server); the rest is pure.
 
 use crate::Args;
 use crate::node_claims::mix;
 use crate::observe::{ConfigMapTracker, HealthTracker};
 use crate::seed;
+use crate::timeline::Timeline;
 use anyhow::{Result, bail};
 use karpenter_health_e2e::Bed;
 use std::collections::BTreeMap;
@@ -27,12 +28,20 @@ pub struct Bench {
     pub broken: bool,
     /// Operator starts so far (numbers the log files).
     pub starts: usize,
+    /// RSS samples and phase marks of the whole run.
+    pub timeline: Timeline,
 }
 
 impl Bench {
     /// The run on a seeded bed: starts the bench's own watches on KarpenterHealths and on the
     /// ConfigMaps of kube-system.
-    pub fn new(args: Args, bed: Bed, client: kube::Client, binary: PathBuf) -> Self {
+    pub fn new(
+        args: Args,
+        bed: Bed,
+        client: kube::Client,
+        binary: PathBuf,
+        timeline: Timeline,
+    ) -> Self {
         let classes: Vec<String> = (0..args.node_classes).map(seed::node_class_name).collect();
         let health = HealthTracker::start(&client);
         let config_maps = ConfigMapTracker::start(&client);
@@ -46,7 +55,15 @@ impl Bench {
             binary,
             broken: false,
             starts: 0,
+            timeline,
         }
+    }
+
+    /// How long an operator start may take to be ready, and then to evaluate every class: the
+    /// API server lists about 1,000 NodeClaims a second on the bench's bed, so 50,000 need far
+    /// more than the 300 s that are plenty at 10,000.
+    pub fn startup_deadline(&self) -> Duration {
+        Duration::from_secs(300) + Duration::from_millis(10 * self.args.node_claims as u64)
     }
 
     /// Counts of (condition type, status, reason) over every KarpenterHealth now.

@@ -4,6 +4,7 @@
 
 use crate::results::WatchProbe;
 use crate::state::{Bench, jitter, ms, signed_ms};
+use crate::timeline::Phase;
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -42,10 +43,13 @@ impl Bench {
     /// `--watch-probes` probes, jittered apart.
     pub async fn watch_probes(&self) -> Result<Vec<WatchProbe>> {
         let mut probes = Vec::new();
+        let from = Instant::now();
         for i in 0..self.args.watch_probes {
             probes.push(self.watch_probe(i).await?);
             tokio::time::sleep(jitter(i, 50, 150)).await;
         }
+        self.timeline
+            .mark(Phase::WatchProbes, "watch probes", from, Instant::now());
         Ok(probes)
     }
 }

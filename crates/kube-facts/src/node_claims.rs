@@ -1,0 +1,325 @@
+//! The NodeClaims as the checks read them: each one kept as its compact facts, indexed by the
+//! EC2NodeClass it was launched from, with the cluster-wide set of claimed instance ids built
+//! once per change and shared. Pure (a malformed NodeClaim is logged): callers feed it the objects
+//! a watch or a list returned.
+//!
+//! A reconcile reads only its own class's entries, so its cost follows the size of its class,
+//! not of the cluster; the claimed-instance set is the one cluster-wide fact and is built at most
+//! once per NodeClaim change, however many classes read it.
+
+use crate::index::{SharedIndex, WatchIndex};
+use karpenter_health_api::karpenter::NodeClaim;
+use karpenter_health_checks::facts::NodeClaimFacts;
+use kube::core::DeserializeGuard;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
+
+/// The EC2NodeClass a NodeClaim belongs to; `None` for one whose `nodeClassRef` names no
+/// EC2NodeClass (another provider's kind, or none at all): it still claims its instance.
+type ClassKey = Option<Arc<str>>;
+
+/// Which EC2NodeClasses a NodeClaim change can affect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimsTouched {
+    /// Only these classes' own NodeClaims changed.
+    Classes(Vec<String>),
+    /// The set of claimed instances changed too, which every class's instance sweep reads.
+    AllClasses,
+}
+
+/// NodeClaim facts by EC2NodeClass and name.
+#[derive(Debug, Default)]
+pub struct NodeClaimIndex {
+    by_class: HashMap<ClassKey, HashMap<Box<str>, NodeClaimFacts>>,
+    claimed: OnceLock<Arc<BTreeSet<String>>>,
+}
+
+fn class_of(claim: &NodeClaim) -> ClassKey {
+    claim
+        .spec
+        .node_class_ref
+        .as_ref()
+        .filter(|r| r.refers_to_ec2_node_class(&r.name))
+        .map(|r| Arc::from(r.name.as_str()))
+}
+
+impl NodeClaimIndex {
+    /// Builds an index of `claims` (a complete list).
+    pub fn of<'a>(claims: impl IntoIterator<Item = &'a NodeClaim>) -> Self {
+        let mut index = Self::default();
+        for claim in claims {
+            index.apply_claim(claim);
+        }
+        index
+    }
+
+    /// Adds or replaces `claim`; says which classes that affects.
+    pub fn apply_claim(&mut self, claim: &NodeClaim) -> ClaimsTouched {
+        let facts = NodeClaimFacts::of(claim);
+        let class = class_of(claim);
+        let name: Box<str> = facts.name.as_str().into();
+        let previous = match self.by_class.get_mut(&class).and_then(|m| m.remove(&name)) {
+            Some(previous) => Some((class.clone(), previous)),
+            // New here: a NodeClaim's class is immutable in Karpenter, but a hand-made object's
+            // may change, so its old entry is looked for under every other class (cheap: one
+            // hash lookup per class).
+            None => self.remove_anywhere(&name),
+        };
+        let instance_changed = match &previous {
+            Some((_, previous)) => previous.instance_id != facts.instance_id,
+            None => facts.instance_id.is_some(),
+        };
+        let mut touched: Vec<String> = previous
+            .iter()
+            .filter_map(|(c, _)| c.as_deref())
+            .filter(|c| Some(*c) != class.as_deref())
+            .map(str::to_owned)
+            .collect();
+        touched.extend(class.as_deref().map(str::to_owned));
+        self.by_class.entry(class).or_default().insert(name, facts);
+        if instance_changed {
+            self.claimed = OnceLock::new();
+            return ClaimsTouched::AllClasses;
+        }
+        ClaimsTouched::Classes(touched)
+    }
+
+    /// Removes the NodeClaim `name`; says which classes that affects.
+    pub fn delete_named(&mut self, name: &str) -> ClaimsTouched {
+        match self.remove_anywhere(name) {
+            Some((_, removed)) if removed.instance_id.is_some() => {
+                self.claimed = OnceLock::new();
+                ClaimsTouched::AllClasses
+            }
+            Some((class, _)) => {
+                ClaimsTouched::Classes(class.as_deref().map(str::to_owned).into_iter().collect())
+            }
+            None => ClaimsTouched::Classes(Vec::new()),
+        }
+    }
+
+    fn remove_anywhere(&mut self, name: &str) -> Option<(ClassKey, NodeClaimFacts)> {
+        self.by_class
+            .iter_mut()
+            .find_map(|(class, claims)| claims.remove(name).map(|removed| (class.clone(), removed)))
+    }
+
+    /// The NodeClaims of the EC2NodeClass `name`, sorted by name.
+    pub fn of_class(&self, name: &str) -> Vec<NodeClaimFacts> {
+        let key: ClassKey = Some(Arc::from(name));
+        let mut claims: Vec<NodeClaimFacts> = self
+            .by_class
+            .get(&key)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        claims.sort_by(|a, b| a.name.cmp(&b.name));
+        claims
+    }
+
+    /// The instance ids of every NodeClaim in the cluster; built once per change, then shared.
+    pub fn claimed_instance_ids(&self) -> Arc<BTreeSet<String>> {
+        self.claimed
+            .get_or_init(|| {
+                Arc::new(
+                    self.by_class
+                        .values()
+                        .flat_map(HashMap::values)
+                        .filter_map(|c| c.instance_id.clone())
+                        .collect(),
+                )
+            })
+            .clone()
+    }
+
+    /// How many NodeClaims the index holds.
+    pub fn len(&self) -> usize {
+        self.by_class.values().map(HashMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The NodeClaim index a watch keeps current.
+pub type SharedClaims = SharedIndex<NodeClaimIndex>;
+
+impl WatchIndex for NodeClaimIndex {
+    type Object = DeserializeGuard<NodeClaim>;
+    type Touched = ClaimsTouched;
+
+    fn apply(&mut self, guarded: &Self::Object) -> Option<ClaimsTouched> {
+        match &guarded.0 {
+            Ok(claim) => Some(self.apply_claim(claim)),
+            // A NodeClaim that turned malformed is dropped, as an unreadable one is skipped.
+            Err(invalid) => {
+                let name = invalid.metadata.name.as_deref().unwrap_or_default();
+                tracing::warn!(name, error = %invalid.error, "skipping malformed NodeClaim");
+                Some(self.delete_named(name))
+            }
+        }
+    }
+
+    fn delete(&mut self, guarded: &Self::Object) -> Option<ClaimsTouched> {
+        let name = match &guarded.0 {
+            Ok(claim) => claim.metadata.name.as_deref(),
+            Err(invalid) => invalid.metadata.name.as_deref(),
+        };
+        Some(self.delete_named(name.unwrap_or_default()))
+    }
+
+    fn relisted() -> ClaimsTouched {
+        ClaimsTouched::AllClasses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use karpenter_health_api::ConditionStatus;
+    use karpenter_health_api::karpenter::{NodeClaimSpec, NodeClaimStatus, NodeClassRef};
+    use karpenter_health_checks::facts::ClaimCondition;
+
+    fn claim(name: &str, class: Option<&str>, instance: Option<&str>) -> NodeClaim {
+        let mut claim = NodeClaim::new(
+            name,
+            NodeClaimSpec {
+                node_class_ref: class.map(|c| NodeClassRef {
+                    group: Some("karpenter.k8s.aws".into()),
+                    kind: Some("EC2NodeClass".into()),
+                    name: c.into(),
+                    ..NodeClassRef::default()
+                }),
+            },
+        );
+        claim.status = Some(NodeClaimStatus {
+            provider_id: instance.map(|i| format!("aws:///us-east-1a/{i}")),
+            ..NodeClaimStatus::default()
+        });
+        claim
+    }
+
+    fn names(claims: &[NodeClaimFacts]) -> Vec<&str> {
+        claims.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn facts_keep_what_registration_and_identity_checks_read() {
+        let claim: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "web-abc", "creationTimestamp": "2025-01-01T00:00:00Z",
+                         "deletionTimestamp": "2025-01-01T01:00:00Z",
+                         "labels": {"karpenter.sh/nodepool": "web"}, "finalizers": ["karpenter.sh/termination"]},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"providerID": "aws:///us-east-1a/i-0abc", "conditions": [
+                {"type": "Launched", "status": "True", "lastTransitionTime": "2025-01-01T00:00:01Z", "message": "long"},
+                {"type": "Registered", "status": "Unknown", "reason": "NodeNotFound"},
+                {"type": "Drifted", "status": "False", "message": "x"}]}
+        }))
+        .unwrap();
+        let index = NodeClaimIndex::of([&claim]);
+        let facts = index.of_class("default");
+        let at = |s: &str| s.parse::<jiff::Timestamp>().ok();
+        assert_eq!(
+            facts,
+            [NodeClaimFacts {
+                name: "web-abc".into(),
+                created: at("2025-01-01T00:00:00Z"),
+                deleting: true,
+                instance_id: Some("i-0abc".into()),
+                launched: Some(ClaimCondition {
+                    status: ConditionStatus::True,
+                    last_transition: at("2025-01-01T00:00:01Z"),
+                }),
+                registered: Some(ClaimCondition {
+                    status: ConditionStatus::Unknown,
+                    last_transition: None,
+                }),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_class_reads_only_its_own_claims_but_every_instance_counts_as_claimed() {
+        let index = NodeClaimIndex::of(&[
+            claim("b", Some("default"), Some("i-0b")),
+            claim("a", Some("default"), Some("i-0a")),
+            claim("g", Some("gpu"), Some("i-0g")),
+            claim("other-provider", None, Some("i-0x")),
+        ]);
+        assert_eq!(names(&index.of_class("default")), ["a", "b"]);
+        assert_eq!(names(&index.of_class("gpu")), ["g"]);
+        assert!(index.of_class("none").is_empty());
+        let ids: Vec<String> = index.claimed_instance_ids().iter().cloned().collect();
+        assert_eq!(ids, ["i-0a", "i-0b", "i-0g", "i-0x"]);
+        assert_eq!(index.len(), 4);
+    }
+
+    #[test]
+    fn only_a_change_of_claimed_instances_touches_every_class() {
+        let mut index = NodeClaimIndex::default();
+        // A new NodeClaim without an instance yet: only its class.
+        assert_eq!(
+            index.apply_claim(&claim("a", Some("default"), None)),
+            ClaimsTouched::Classes(vec!["default".into()])
+        );
+        // It launched: the claimed set changed.
+        assert_eq!(
+            index.apply_claim(&claim("a", Some("default"), Some("i-0a"))),
+            ClaimsTouched::AllClasses
+        );
+        let before = index.claimed_instance_ids();
+        // A status change that keeps the instance: its class only, and the shared set is reused.
+        let mut registered = claim("a", Some("default"), Some("i-0a"));
+        registered.metadata.creation_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        assert_eq!(
+            index.apply_claim(&registered),
+            ClaimsTouched::Classes(vec!["default".into()])
+        );
+        assert!(Arc::ptr_eq(&before, &index.claimed_instance_ids()));
+        assert_eq!(
+            index.delete_named("a"),
+            ClaimsTouched::AllClasses,
+            "its instance is no longer claimed"
+        );
+        assert!(index.claimed_instance_ids().is_empty());
+        assert!(index.is_empty());
+    }
+
+    #[test]
+    fn a_claim_moved_to_another_class_leaves_the_first() {
+        let mut index = NodeClaimIndex::default();
+        index.apply_claim(&claim("a", Some("default"), Some("i-0a")));
+        assert_eq!(
+            index.apply_claim(&claim("a", Some("gpu"), Some("i-0a"))),
+            ClaimsTouched::Classes(vec!["default".into(), "gpu".into()])
+        );
+        assert!(index.of_class("default").is_empty());
+        assert_eq!(names(&index.of_class("gpu")), ["a"]);
+    }
+
+    #[test]
+    fn a_relist_replaces_the_served_index_only_when_complete() {
+        let guarded = |c| DeserializeGuard(Ok(c));
+        let shared = SharedClaims::default();
+        shared.apply(&guarded(claim("old", Some("default"), Some("i-0old"))));
+        shared.relist_started();
+        shared.relist_apply(&guarded(claim("new", Some("default"), Some("i-0new"))));
+        assert_eq!(
+            shared.read(|i| names(&i.of_class("default")).join(",")),
+            "old",
+            "half a list is not served"
+        );
+        assert_eq!(shared.relist_done(), ClaimsTouched::AllClasses);
+        assert_eq!(
+            shared.read(|i| names(&i.of_class("default")).join(",")),
+            "new"
+        );
+        assert_eq!(
+            shared.read(|i| i.claimed_instance_ids().iter().cloned().collect::<Vec<_>>()),
+            ["i-0new"]
+        );
+    }
+}
