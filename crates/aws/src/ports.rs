@@ -1,5 +1,5 @@
 //! The narrow ports to AWS: one trait per service listing only the calls the adapter makes, with
-//! plain-data results and classified errors. No IO here; `sdk.rs` implements them over the AWS
+//! plain-data results and classified errors. No IO here; `sdk/` implements them over the AWS
 //! SDK and `fake.rs` in memory.
 //!
 //! Ports speak in the check engine's fact types where they fit, so the observer does no SDK type
