@@ -471,6 +471,19 @@ impl AwsSeeder {
             .context("queue arn")
     }
 
+    /// Replaces the policy of queue `name`.
+    pub async fn set_queue_policy(&self, name: &str, policy: &str) -> Result<()> {
+        let url = self.sqs.get_queue_url().queue_name(name).send().await?;
+        self.sqs
+            .set_queue_attributes()
+            .queue_url(url.queue_url().context("queue url")?)
+            .attributes(aws_sdk_sqs::types::QueueAttributeName::Policy, policy)
+            .send()
+            .await
+            .with_context(|| format!("setting the policy of queue {name}"))?;
+        Ok(())
+    }
+
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
         let url = self.sqs.get_queue_url().queue_name(name).send().await?;
         self.sqs

@@ -7,20 +7,22 @@
 //! moto, fault proxy).
 
 use anyhow::Result;
+use k8s_openapi::api::core::v1::ServiceAccount;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::aws_seed::partition_and_account;
-use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy};
+use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy, PodIdentityAssociation};
 use karpenter_health_e2e::fixture::{
     CONTROLLER_POLICY, Fixture, REFRESH, controller_policy, irsa_trust,
 };
 use karpenter_health_e2e::health_status::{assert_only_failed, message};
 use karpenter_health_e2e::status_log::StatusLog;
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 const VERSION: &str = "1.8.6";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_controller_role_its_pass_role_its_irsa_trust_and_the_oidc_provider_are_checked()
+async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_the_oidc_provider_are_checked()
 -> Result<()> {
     let fx = Fixture::seed("ctl", "eu-north-1", VERSION).await?;
     let outcome: Result<()> = async {
@@ -118,10 +120,69 @@ async fn the_controller_role_its_pass_role_its_irsa_trust_and_the_oidc_provider_
         assert_eq!(recreated, fx.oidc_provider_arn);
         fx.wait_healthy("after the OIDC provider is created again")
             .await?;
+
+        // The controller moves to EKS Pod Identity (no IRSA annotation, an association for its
+        // ServiceAccount) with a trust that lacks sts:TagSession, which Pod Identity needs.
+        proxy.set_pod_identity(
+            &fx.cluster,
+            vec![PodIdentityAssociation {
+                namespace: fx.name.clone(),
+                service_account: "karpenter".into(),
+                id: "a-controller".into(),
+                role_arn: fx.controller_role_arn.clone(),
+            }],
+        );
+        fx.aws
+            .set_trust(
+                &fx.controller_role,
+                &pod_identity_trust(&["sts:AssumeRole"]),
+            )
+            .await?;
+        let accounts: Api<ServiceAccount> = Api::namespaced(fx.admin.clone(), &fx.name);
+        accounts
+            .patch(
+                "karpenter",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"annotations": {"eks.amazonaws.com/role-arn": null}}}),
+                ),
+            )
+            .await?;
+        let status = fx
+            .wait_failed(&[(
+                ConditionType::ControllerCanLaunch,
+                Reason::PodIdentityTrustMissing,
+            )])
+            .await?;
+        assert_only_failed(&status, &[ConditionType::ControllerCanLaunch]);
+        let text = message(&status, ConditionType::ControllerCanLaunch);
+        assert!(text.contains("sts:TagSession"), "{text}");
+        fx.aws
+            .set_trust(
+                &fx.controller_role,
+                &pod_identity_trust(&["sts:AssumeRole", "sts:TagSession"]),
+            )
+            .await?;
+        let status = fx
+            .wait_healthy("after the trust admits Pod Identity with sts:TagSession")
+            .await?;
+        let text = message(&status, ConditionType::ControllerCanLaunch);
+        assert!(text.contains("EKS Pod Identity"), "{text}");
+        assert!(proxy.count("eks", "ListPodIdentityAssociations") > 0);
         operator.stop().await
     }
     .await;
     fx.finish(outcome).await
+}
+
+/// A trust policy admitting EKS Pod Identity's service principal to `actions`.
+fn pod_identity_trust(actions: &[&str]) -> String {
+    json!({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow",
+        "Principal": {"Service": "pods.eks.amazonaws.com"},
+        "Action": actions,
+    }]})
+    .to_string()
 }
 
 /// The queue policy of Karpenter's getting-started template.
@@ -162,7 +223,7 @@ async fn interruption_queue(fx: &Fixture) -> Result<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_interruption_queue_its_name_its_rules_and_the_spot_service_linked_role_are_checked()
+async fn the_interruption_queue_its_name_policy_and_rules_and_the_spot_service_linked_role_are_checked()
 -> Result<()> {
     let fx = Fixture::seed("irq", "eu-south-1", VERSION).await?;
     let outcome: Result<()> = async {
@@ -190,6 +251,22 @@ async fn the_interruption_queue_its_name_its_rules_and_the_spot_service_linked_r
             .await?;
         fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", queue.as_str())]).await?;
         fx.wait_healthy("with the existing queue again").await?;
+
+        // A queue policy that admits SQS but not EventBridge (hand-written instead of the
+        // template's): the rules match, but their messages are refused.
+        let sqs_only = json!({"Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "sqs.amazonaws.com"},
+             "Action": "sqs:SendMessage", "Resource": arn},
+        ]})
+        .to_string();
+        fx.aws.set_queue_policy(&queue, &sqs_only).await?;
+        let status = fx
+            .wait_failed(&[(ConditionType::InterruptionHandlingReady, Reason::InterruptionQueuePolicyMissing)])
+            .await?;
+        let text = message(&status, ConditionType::InterruptionHandlingReady);
+        assert!(text.contains("events.amazonaws.com"), "{text}");
+        fx.aws.set_queue_policy(&queue, &queue_policy(&arn)).await?;
+        fx.wait_healthy("with the template's queue policy again").await?;
 
         // The queue without the EventBridge rules that feed it.
         for (rule, _, _) in RULES {
