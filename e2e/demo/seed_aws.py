@@ -39,10 +39,6 @@ def node_role(name):
 
 for role in (f"KarpenterNodeRole-{cluster}", f"KarpenterNodeRole-{cluster}-batch"):
     node_role(role)
-ignore_exists(iam.create_role, RoleName=f"KarpenterControllerRole-{cluster}", AssumeRolePolicyDocument=json.dumps({
-    "Version": "2012-10-17",
-    "Statement": [{"Effect": "Allow", "Principal": {"Federated": "oidc"}, "Action": "sts:AssumeRoleWithWebIdentity"}],
-}))
 profile = f"KarpenterNodeInstanceProfile-{cluster}"
 if ignore_exists(iam.create_instance_profile, InstanceProfileName=profile) is not None:
     iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=f"KarpenterNodeRole-{cluster}")
@@ -66,4 +62,38 @@ else:
     subnet_id = subnet["Subnet"]["SubnetId"]
     ignore_exists(eks.create_cluster, name=cluster, roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
                   resourcesVpcConfig={"subnetIds": [subnet_id]})
+
+# The controller's wiring: the cluster's IAM OIDC provider, and a controller role that trusts the
+# Karpenter ServiceAccount through it and may pass both node roles and launch (Karpenter's
+# getting-started policy, reduced). The demo's broken wiring is in seed.yaml: a spot NodePool in an
+# account without the spot service-linked role.
+issuer = eks.describe_cluster(name=cluster)["cluster"]["identity"]["oidc"]["issuer"]
+host_path = issuer.removeprefix("https://")
+providers = [p["Arn"] for p in iam.list_open_id_connect_providers()["OpenIDConnectProviderList"]]
+provider = next((p for p in providers if p.endswith(f":oidc-provider/{host_path}")), None)
+if provider is None:
+    provider = iam.create_open_id_connect_provider(
+        Url=issuer, ClientIDList=["sts.amazonaws.com"],
+        ThumbprintList=["9e99a48a9960b14926bb7f3b02e22da2b0ab7280"])["OpenIDConnectProviderArn"]
+controller = f"KarpenterControllerRole-{cluster}"
+trust = json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"Federated": provider}, "Action": "sts:AssumeRoleWithWebIdentity",
+    "Condition": {"StringEquals": {f"{host_path}:sub": "system:serviceaccount:kube-system:karpenter",
+                                   f"{host_path}:aud": "sts.amazonaws.com"}}}]})
+ignore_exists(iam.create_role, RoleName=controller, AssumeRolePolicyDocument=trust)
+iam.update_assume_role_policy(RoleName=controller, PolicyDocument=trust)
+iam.put_role_policy(RoleName=controller, PolicyName="KarpenterControllerPolicy", PolicyDocument=json.dumps({
+    "Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "iam:PassRole",
+         "Resource": [f"arn:aws:iam::123456789012:role/KarpenterNodeRole-{cluster}",
+                      f"arn:aws:iam::123456789012:role/KarpenterNodeRole-{cluster}-batch"],
+         "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
+        {"Effect": "Allow", "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+         "Resource": "*", "Condition": {
+             "StringEquals": {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
+                              "aws:RequestTag/eks:eks-cluster-name": cluster},
+             "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+        {"Effect": "Allow", "Action": ["iam:CreateInstanceProfile", "iam:TagInstanceProfile",
+                                       "iam:AddRoleToInstanceProfile"], "Resource": "*"},
+    ]}))
 print(f"seeded AWS for cluster {cluster} in {region} (vpc {vpc_id})", file=sys.stderr)

@@ -72,6 +72,8 @@ pub struct Network {
 pub struct AwsSeeder {
     iam: aws_sdk_iam::Client,
     ec2: aws_sdk_ec2::Client,
+    sqs: aws_sdk_sqs::Client,
+    events: aws_sdk_eventbridge::Client,
     moto: String,
     region: String,
 }
@@ -82,6 +84,8 @@ impl AwsSeeder {
         Ok(Self {
             iam: aws_sdk_iam::Client::new(&config),
             ec2: aws_sdk_ec2::Client::new(&config),
+            sqs: aws_sdk_sqs::Client::new(&config),
+            events: aws_sdk_eventbridge::Client::new(&config),
             moto: bed.moto_url()?.to_owned(),
             region: region.to_owned(),
         })
@@ -323,6 +327,214 @@ impl AwsSeeder {
             "EKS CreateCluster: {status} {}",
             String::from_utf8_lossy(&text)
         );
+        Ok(())
+    }
+
+    /// The OIDC issuer moto gave the EKS cluster `name` (`https://...`).
+    pub async fn cluster_issuer(&self, name: &str) -> Result<String> {
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new(self.region.clone()))
+            .endpoint_url(&self.moto)
+            .credentials_provider(aws_credential_types::Credentials::new(
+                "testing", "testing", None, None, "bed",
+            ))
+            .load()
+            .await;
+        let eks = aws_sdk_eks::Client::new(&config);
+        let out = eks.describe_cluster().name(name).send().await?;
+        out.cluster()
+            .and_then(|c| c.identity())
+            .and_then(|i| i.oidc())
+            .and_then(|o| o.issuer())
+            .map(str::to_owned)
+            .context("the cluster has no OIDC issuer")
+    }
+
+    /// An IAM OIDC provider for `issuer`, or the one that exists already (moto gives every
+    /// cluster of a region the same issuer, so tests in one region share it); returns its ARN.
+    pub async fn oidc_provider(&self, issuer: &str) -> Result<String> {
+        let host_path = issuer.trim_start_matches("https://");
+        let existing = self.iam.list_open_id_connect_providers().send().await?;
+        if let Some(arn) = existing
+            .open_id_connect_provider_list()
+            .iter()
+            .filter_map(|p| p.arn())
+            .find(|arn| arn.ends_with(&format!(":oidc-provider/{host_path}")))
+        {
+            return Ok(arn.to_owned());
+        }
+        let out = self
+            .iam
+            .create_open_id_connect_provider()
+            .url(issuer)
+            .client_id_list("sts.amazonaws.com")
+            .thumbprint_list("9e99a48a9960b14926bb7f3b02e22da2b0ab7280")
+            .send()
+            .await
+            .context("creating the OIDC provider")?;
+        out.open_id_connect_provider_arn()
+            .map(str::to_owned)
+            .context("created provider")
+    }
+
+    pub async fn delete_oidc_provider(&self, arn: &str) -> Result<()> {
+        self.iam
+            .delete_open_id_connect_provider()
+            .open_id_connect_provider_arn(arn)
+            .send()
+            .await
+            .context("deleting the OIDC provider")?;
+        Ok(())
+    }
+
+    /// Replaces a role's trust policy.
+    pub async fn set_trust(&self, role: &str, trust: &str) -> Result<()> {
+        self.iam
+            .update_assume_role_policy()
+            .role_name(role)
+            .policy_document(trust)
+            .send()
+            .await
+            .with_context(|| format!("updating the trust of {role}"))?;
+        Ok(())
+    }
+
+    /// Puts (or replaces) the inline policy `policy` of `role`.
+    pub async fn put_role_policy(&self, role: &str, policy: &str, document: &str) -> Result<()> {
+        self.iam
+            .put_role_policy()
+            .role_name(role)
+            .policy_name(policy)
+            .policy_document(document)
+            .send()
+            .await
+            .with_context(|| format!("putting {policy} on {role}"))?;
+        Ok(())
+    }
+
+    /// Creates the spot service-linked role (under its service path) unless it exists.
+    pub async fn ensure_spot_service_linked_role(&self) -> Result<()> {
+        let exists = self
+            .iam
+            .get_role()
+            .role_name("AWSServiceRoleForEC2Spot")
+            .send()
+            .await
+            .is_ok();
+        if !exists {
+            let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"spot.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+            self.role(
+                "AWSServiceRoleForEC2Spot",
+                "/aws-service-role/spot.amazonaws.com/",
+                trust,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the spot service-linked role if it exists.
+    pub async fn delete_spot_service_linked_role(&self) -> Result<()> {
+        let _ = self
+            .iam
+            .delete_role()
+            .role_name("AWSServiceRoleForEC2Spot")
+            .send()
+            .await;
+        Ok(())
+    }
+
+    /// An SQS queue with `policy` (none when `None`); returns its ARN.
+    pub async fn queue(&self, name: &str, policy: Option<&str>) -> Result<String> {
+        let mut create = self.sqs.create_queue().queue_name(name);
+        if let Some(policy) = policy {
+            create = create.attributes(aws_sdk_sqs::types::QueueAttributeName::Policy, policy);
+        }
+        let url = create
+            .send()
+            .await
+            .with_context(|| format!("creating queue {name}"))?
+            .queue_url()
+            .context("queue url")?
+            .to_owned();
+        let attributes = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .send()
+            .await?;
+        attributes
+            .attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+            .cloned()
+            .context("queue arn")
+    }
+
+    /// Replaces the policy of queue `name`.
+    pub async fn set_queue_policy(&self, name: &str, policy: &str) -> Result<()> {
+        let url = self.sqs.get_queue_url().queue_name(name).send().await?;
+        self.sqs
+            .set_queue_attributes()
+            .queue_url(url.queue_url().context("queue url")?)
+            .attributes(aws_sdk_sqs::types::QueueAttributeName::Policy, policy)
+            .send()
+            .await
+            .with_context(|| format!("setting the policy of queue {name}"))?;
+        Ok(())
+    }
+
+    pub async fn delete_queue(&self, name: &str) -> Result<()> {
+        let url = self.sqs.get_queue_url().queue_name(name).send().await?;
+        self.sqs
+            .delete_queue()
+            .queue_url(url.queue_url().context("queue url")?)
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// An EventBridge rule on the default bus matching `source`/`detail_type`, targeting
+    /// `target_arn`.
+    pub async fn rule(
+        &self,
+        name: &str,
+        source: &str,
+        detail_type: &str,
+        target_arn: &str,
+    ) -> Result<()> {
+        let pattern = json!({"source": [source], "detail-type": [detail_type]}).to_string();
+        self.events
+            .put_rule()
+            .name(name)
+            .event_pattern(pattern)
+            .send()
+            .await
+            .with_context(|| format!("putting rule {name}"))?;
+        self.events
+            .put_targets()
+            .rule(name)
+            .targets(
+                aws_sdk_eventbridge::types::Target::builder()
+                    .id("KarpenterInterruptionQueueTarget")
+                    .arn(target_arn)
+                    .build()?,
+            )
+            .send()
+            .await
+            .with_context(|| format!("targeting rule {name}"))?;
+        Ok(())
+    }
+
+    /// Removes the rule's target and the rule.
+    pub async fn delete_rule(&self, name: &str) -> Result<()> {
+        self.events
+            .remove_targets()
+            .rule(name)
+            .ids("KarpenterInterruptionQueueTarget")
+            .send()
+            .await?;
+        self.events.delete_rule().name(name).send().await?;
         Ok(())
     }
 }

@@ -85,6 +85,7 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
             tag_term("team", "*"),
         ],
         pod_identity_service_accounts: Vec::new(),
+        ..Default::default()
     };
     let facts = obs.observe(&request).await;
 
@@ -230,6 +231,7 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
             },
         ],
         pod_identity_service_accounts: Vec::new(),
+        ..Default::default()
     };
     let facts = obs.observe(&missing).await;
     assert_eq!(facts.instance_profile, Some(Observed::Absent));
@@ -284,6 +286,7 @@ async fn api_authentication_mode_reads_the_node_roles_access_entry() -> Result<(
         role: Some(role.clone()),
         security_group_selector_terms: vec![],
         pod_identity_service_accounts: Vec::new(),
+        ..Default::default()
     };
     let facts = obs.observe(&request).await;
     let eks = facts.eks_cluster.found().context("cluster")?;
@@ -389,6 +392,7 @@ async fn endpoint_override_child() -> Result<()> {
             role: Some(unique("kh-env-missing-role")),
             security_group_selector_terms: vec![tag_term("kh-env", "*")],
             pod_identity_service_accounts: Vec::new(),
+            ..Default::default()
         })
         .await;
     assert_eq!(facts.region.as_deref(), Some("af-south-1"));

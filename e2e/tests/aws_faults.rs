@@ -120,6 +120,7 @@ async fn each_fault_is_unknown_with_cause_keeps_last_good_and_recovers_without_r
         role: None,
         security_group_selector_terms: vec![tag_term("karpenter.sh/discovery", &cluster)],
         pod_identity_service_accounts: Vec::new(),
+        ..Default::default()
     };
     let good = obs.observe_detailed(&request).await;
     assert!(good.stale.is_empty(), "{:?}", good.stale);

@@ -126,6 +126,7 @@ async fn twenty_node_classes_over_2000_instances_stay_within_the_call_budget() -
             role: Some(role.clone()),
             security_group_selector_terms: sets[n % 3].clone(),
             pod_identity_service_accounts: Vec::new(),
+            ..Default::default()
         })
         .collect();
 

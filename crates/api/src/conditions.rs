@@ -113,6 +113,14 @@ condition_types! {
     KarpenterStatusConsistent, "KarpStatus";
     /// Launched NodeClaims of this EC2NodeClass register as nodes in time.
     NodeClaimsRegistered, "Registered";
+    /// The Karpenter controller has working credentials and may pass the node role, manage
+    /// instance profiles (with spec.role) and launch instances for this EC2NodeClass.
+    ControllerCanLaunch, "Controller";
+    /// Karpenter's interruption queue, when configured, exists, accepts EventBridge's messages and
+    /// is fed by the EventBridge rules Karpenter handles.
+    InterruptionHandlingReady, "Interruption";
+    /// Spot capacity a NodePool of this EC2NodeClass allows can launch (the EC2 Spot service-linked role exists).
+    SpotReady, "Spot";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -211,6 +219,9 @@ reasons! {
     ClusterNameUnknown => Any, Unknown,
         "The cluster name could not be determined, and the check depends on it.",
         "Let the operator read Karpenter's settings, or set --cluster-name.";
+    PolicyUndecided => Any, Unknown,
+        "A policy the check evaluates uses conditions or variables that cannot be decided outside AWS (or IAM's simulator lacked context it needs), so neither allowed nor denied is proven.",
+        "Grant the operator iam:SimulatePrincipalPolicy so IAM decides, or check the statements named in the message by hand.";
     RegionUnknown => Any, Unknown,
         "The AWS region could not be determined, and the check depends on it.",
         "Set AWS_REGION (or --region) for the operator.";
@@ -355,6 +366,66 @@ reasons! {
     NodeClaimsNotRegistering => Only(C::NodeClaimsRegistered), False,
         "NodeClaims launched instances that did not register as nodes within the threshold.",
         "Fix the cause named in the message (often NodeRoleMapped or the security groups), then delete the stuck NodeClaims.";
+
+    // ControllerCanLaunch
+    ControllerPermissionsVerified => Only(C::ControllerCanLaunch), True,
+        "The controller's role exists, trusts the controller's ServiceAccount and may pass the node role, manage instance profiles and launch instances.",
+        "Nothing to do.";
+    ControllerIdentityNotFound => Only(C::ControllerCanLaunch), Unknown,
+        "Neither an IRSA annotation nor an EKS Pod Identity association gives the Karpenter ServiceAccount a role; the controller then uses whatever credentials its node has, which this check cannot see.",
+        "Annotate the Karpenter ServiceAccount with eks.amazonaws.com/role-arn, or create a Pod Identity association for it.";
+    ControllerRoleNotFound => Only(C::ControllerCanLaunch), False,
+        "The IAM role the controller's ServiceAccount names (IRSA annotation or Pod Identity association) does not exist, so the controller gets no credentials.",
+        "Create the controller role, or point the annotation or association at the existing role.";
+    OidcProviderMissing => Only(C::ControllerCanLaunch), False,
+        "IAM has no OpenID Connect provider for the cluster's issuer, so IRSA credentials never work.",
+        "Create the IAM OIDC provider for the cluster (eksctl utils associate-iam-oidc-provider --approve, or aws iam create-open-id-connect-provider).";
+    ControllerTrustMismatch => Only(C::ControllerCanLaunch), False,
+        "The controller role's trust policy does not let the Karpenter ServiceAccount assume it through the cluster's OIDC provider (another ServiceAccount, audience or provider in its conditions).",
+        "Let the cluster's OIDC provider call sts:AssumeRoleWithWebIdentity with sub system:serviceaccount:<namespace>:<name> and aud sts.amazonaws.com, as the message shows.";
+    PodIdentityTrustMissing => Only(C::ControllerCanLaunch), False,
+        "The controller role comes from EKS Pod Identity, but its trust policy does not let pods.eks.amazonaws.com call sts:AssumeRole and sts:TagSession.",
+        "Allow the service principal pods.eks.amazonaws.com the actions sts:AssumeRole and sts:TagSession in the role's trust policy.";
+    ControllerCannotPassNodeRole => Only(C::ControllerCanLaunch), False,
+        "The controller may not iam:PassRole the node role to EC2, so every launch fails (Karpenter shows it only after a launch attempt).",
+        "Allow iam:PassRole on the node role's exact ARN (path included) with iam:PassedToService ec2.amazonaws.com; if the message names a permissions boundary or SCP, lift the denial there.";
+    ControllerCannotManageInstanceProfiles => Only(C::ControllerCanLaunch), False,
+        "spec.role is used, but the controller may not create, tag or fill the instance profile Karpenter makes for it.",
+        "Allow iam:CreateInstanceProfile, iam:TagInstanceProfile and iam:AddRoleToInstanceProfile as Karpenter's IAM policy does; if the message names a permissions boundary or SCP, lift the denial there.";
+    ControllerCannotLaunchInstances => Only(C::ControllerCanLaunch), False,
+        "The controller may not run instances, create fleets or create launch templates with the tags Karpenter sends.",
+        "Allow ec2:RunInstances, ec2:CreateFleet and ec2:CreateLaunchTemplate as Karpenter's IAM policy does (check its cluster-name tag conditions); if the message names a permissions boundary or SCP, lift the denial there.";
+
+    // InterruptionHandlingReady
+    InterruptionHandlingConfigured => Only(C::InterruptionHandlingReady), True,
+        "The interruption queue exists, accepts EventBridge's messages and is fed by the rules Karpenter handles.",
+        "Nothing to do.";
+    InterruptionHandlingDisabled => Only(C::InterruptionHandlingReady), True,
+        "Karpenter has no interruption queue configured, so there is nothing to check (spot NodePools get a warning).",
+        "Nothing to do, unless you use spot: then set Karpenter's settings.interruptionQueue.";
+    InterruptionQueueNotAName => Only(C::InterruptionHandlingReady), False,
+        "Karpenter's interruption queue setting is an ARN or URL; Karpenter looks it up as a queue name, so interruption handling never starts.",
+        "Set settings.interruptionQueue (INTERRUPTION_QUEUE) to the queue's name, the last part of the ARN or URL.";
+    InterruptionQueueNotFound => Only(C::InterruptionHandlingReady), False,
+        "SQS has no queue of the configured name in this region, so Karpenter handles no interruption.",
+        "Create the queue (Karpenter's CloudFormation template does), or fix settings.interruptionQueue.";
+    InterruptionQueuePolicyMissing => Only(C::InterruptionHandlingReady), False,
+        "The interruption queue's policy does not let events.amazonaws.com and sqs.amazonaws.com send messages to it, so EventBridge's events never arrive.",
+        "Add the queue policy statement of Karpenter's CloudFormation template (Allow sqs:SendMessage to the services events.amazonaws.com and sqs.amazonaws.com).";
+    InterruptionRulesMissing => Only(C::InterruptionHandlingReady), False,
+        "No enabled EventBridge rule sends some of the events Karpenter handles (spot interruption, rebalance, instance state change, scheduled change, capacity-reservation interruption) to the queue.",
+        "Create the missing rules of Karpenter's CloudFormation template with the queue as their target.";
+
+    // SpotReady
+    SpotNotUsed => Only(C::SpotReady), True,
+        "No NodePool of this EC2NodeClass allows spot capacity.",
+        "Nothing to do.";
+    SpotServiceLinkedRoleExists => Only(C::SpotReady), True,
+        "A NodePool allows spot and the AWSServiceRoleForEC2Spot service-linked role exists.",
+        "Nothing to do.";
+    SpotServiceLinkedRoleMissing => Only(C::SpotReady), False,
+        "A NodePool allows spot, but the account has no AWSServiceRoleForEC2Spot service-linked role, so spot launches fail and Karpenter silently falls back to on-demand.",
+        "Create it once per account: aws iam create-service-linked-role --aws-service-name spot.amazonaws.com.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

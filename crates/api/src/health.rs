@@ -38,6 +38,9 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     printcolumn = r#"{"name":"Metadata","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"MetadataOptionsSupported\")].status"}"#,
     printcolumn = r#"{"name":"Labels","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"LabelsAllowed\")].status"}"#,
     printcolumn = r#"{"name":"KarpStatus","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"KarpenterStatusConsistent\")].status"}"#,
+    printcolumn = r#"{"name":"Controller","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"ControllerCanLaunch\")].status"}"#,
+    printcolumn = r#"{"name":"Interruption","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"InterruptionHandlingReady\")].status"}"#,
+    printcolumn = r#"{"name":"Spot","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"SpotReady\")].status"}"#,
     printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -18,6 +18,9 @@ const ABSENT: &[&str] = &[
     "InvalidGroupId.Malformed",
     "InvalidGroupId.NotFound",
     "ResourceNotFoundException",
+    // SQS GetQueueUrl: the query-protocol code, and the awsJson shape's `__type`.
+    "AWS.SimpleQueueService.NonExistentQueue",
+    "QueueDoesNotExist",
 ];
 
 const ACCESS_DENIED: &[&str] = &[

@@ -8,14 +8,14 @@
 
 use crate::observer::AwsFactsSource;
 use crate::ports::{
-    CallError, Ec2Api, EksApi, ErrorKind, Filter, IamApi, Page, PortResult, RoleData,
-    ServiceAccountRef, StsApi,
+    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, Page, PortResult,
+    QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi, StsApi,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts,
-    SecurityGroupFacts,
+    AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
+    InstanceProfileFacts, SecurityGroupFacts, SimulatedDecision,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -44,6 +44,17 @@ pub struct FakeState {
     pub eks_page_size: usize,
     /// Latency of every call (tokio time).
     pub latency: Duration,
+    /// Inline policies by role name: (policy name, document).
+    pub role_policies: BTreeMap<String, Vec<(String, String)>>,
+    /// Managed policy documents (default version `v1`) by ARN.
+    pub managed_policies: BTreeMap<String, String>,
+    pub oidc_providers: Vec<String>,
+    /// What the simulator answers per action (`allowed` when not listed).
+    pub simulated: BTreeMap<String, String>,
+    /// Queues by name: (URL, attributes).
+    pub queues: BTreeMap<String, (String, QueueAttributes)>,
+    /// EventBridge rules with their target ARNs.
+    pub rules: Vec<(EventRuleFacts, Vec<String>)>,
 }
 
 impl FakeState {
@@ -79,6 +90,12 @@ impl Default for FakeState {
             iam_page_size: 100,
             eks_page_size: 100,
             latency: Duration::ZERO,
+            role_policies: BTreeMap::new(),
+            managed_policies: BTreeMap::new(),
+            oidc_providers: Vec::new(),
+            simulated: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            rules: Vec::new(),
         }
     }
 }
@@ -300,6 +317,157 @@ impl IamApi for FakeAws {
             }
             let arns = s.attached_policies.get(&name).cloned().unwrap_or_default();
             page(arns, s.iam_page_size, marker)
+        })
+    }
+
+    fn simulate_principal_policy<'a>(
+        &'a self,
+        simulation: &'a Simulation,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SimulatedDecision>>> {
+        let simulation = simulation.clone();
+        self.answer("SimulatePrincipalPolicy", move |s| {
+            let role = simulation
+                .policy_source_arn
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            if !s.roles.contains_key(role) {
+                return Err(absent("NoSuchEntity"));
+            }
+            let mut all = Vec::new();
+            for action in &simulation.actions {
+                for resource in &simulation.resources {
+                    all.push(SimulatedDecision {
+                        action: action.clone(),
+                        resource: resource.clone(),
+                        decision: s
+                            .simulated
+                            .get(action)
+                            .cloned()
+                            .unwrap_or_else(|| "allowed".into()),
+                        denied_by_boundary: false,
+                        denied_by_organizations: false,
+                        missing_context: Vec::new(),
+                        matched: Vec::new(),
+                    });
+                }
+            }
+            page(all, 1000, marker)
+        })
+    }
+
+    fn list_role_policies<'a>(
+        &'a self,
+        role_name: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        let name = role_name.to_owned();
+        self.answer("ListRolePolicies", move |s| {
+            if !s.roles.contains_key(&name) {
+                return Err(absent("NoSuchEntity"));
+            }
+            let names = s
+                .role_policies
+                .get(&name)
+                .map(|ps| ps.iter().map(|(n, _)| n.clone()).collect())
+                .unwrap_or_default();
+            page(names, s.iam_page_size, marker)
+        })
+    }
+
+    fn get_role_policy<'a>(
+        &'a self,
+        role_name: &'a str,
+        policy_name: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>> {
+        let (role, policy) = (role_name.to_owned(), policy_name.to_owned());
+        self.answer("GetRolePolicy", move |s| {
+            s.role_policies
+                .get(&role)
+                .and_then(|ps| ps.iter().find(|(n, _)| *n == policy))
+                .map(|(_, d)| d.clone())
+                .ok_or_else(|| absent("NoSuchEntity"))
+        })
+    }
+
+    fn get_policy<'a>(&'a self, arn: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        let arn = arn.to_owned();
+        self.answer("GetPolicy", move |s| {
+            named(&s.managed_policies, &arn, "NoSuchEntity").map(|_| "v1".to_owned())
+        })
+    }
+
+    fn get_policy_version<'a>(
+        &'a self,
+        arn: &'a str,
+        _version: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>> {
+        let arn = arn.to_owned();
+        self.answer("GetPolicyVersion", move |s| {
+            named(&s.managed_policies, &arn, "NoSuchEntity")
+        })
+    }
+
+    fn list_open_id_connect_providers(&self) -> BoxFuture<'_, PortResult<Vec<String>>> {
+        self.answer("ListOpenIDConnectProviders", |s| {
+            Ok(s.oidc_providers.clone())
+        })
+    }
+}
+
+impl SqsApi for FakeAws {
+    fn get_queue_url<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        let name = name.to_owned();
+        self.answer("GetQueueUrl", move |s| {
+            s.queues
+                .get(&name)
+                .map(|(url, _)| url.clone())
+                .ok_or_else(|| absent("AWS.SimpleQueueService.NonExistentQueue"))
+        })
+    }
+
+    fn get_queue_attributes<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> BoxFuture<'a, PortResult<QueueAttributes>> {
+        let url = url.to_owned();
+        self.answer("GetQueueAttributes", move |s| {
+            s.queues
+                .values()
+                .find(|(u, _)| *u == url)
+                .map(|(_, a)| a.clone())
+                .ok_or_else(|| absent("AWS.SimpleQueueService.NonExistentQueue"))
+        })
+    }
+}
+
+impl EventsApi for FakeAws {
+    fn list_rule_names_by_target<'a>(
+        &'a self,
+        target_arn: &'a str,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>> {
+        let target = target_arn.to_owned();
+        self.answer("ListRuleNamesByTarget", move |s| {
+            let names = s
+                .rules
+                .iter()
+                .filter(|(_, targets)| targets.contains(&target))
+                .map(|(r, _)| r.name.clone())
+                .collect();
+            page(names, 100, next_token)
+        })
+    }
+
+    fn describe_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EventRuleFacts>> {
+        let name = name.to_owned();
+        self.answer("DescribeRule", move |s| {
+            s.rules
+                .iter()
+                .find(|(r, _)| r.name == name)
+                .map(|(r, _)| r.clone())
+                .ok_or_else(|| absent("ResourceNotFoundException"))
         })
     }
 }

@@ -1,4 +1,4 @@
-//! IO adapter for AWS: reads IAM, EC2, EKS and STS facts for the checks, through narrow ports,
+//! IO adapter for AWS: reads IAM, EC2, EKS, STS, SQS and EventBridge facts for the checks, through narrow ports,
 //! a shared single-flight TTL cache and client-side rate limits, and classifies every failure
 //! into the engine's tri-state. Does IO.
 //!
@@ -18,7 +18,7 @@ pub mod sdk;
 pub use limits::{Rate, RateLimits};
 pub use metrics::{CallCount, CallStats, Outcome};
 pub use observer::{
-    AwsFactsSource, AwsObservation, AwsObserver, AwsRequest, ObserverOptions, ServiceAccountRef,
-    StaleFact,
+    AwsFactsSource, AwsObservation, AwsObserver, AwsRequest, ControllerRequest, ObserverOptions,
+    ServiceAccountRef, StaleFact,
 };
 pub use sdk::{SdkOptions, Timeouts};

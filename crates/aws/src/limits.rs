@@ -42,6 +42,10 @@ pub struct RateLimits {
     /// All EKS calls together.
     pub eks: Rate,
     pub sts: Rate,
+    /// All SQS calls together (the interruption queue: two calls per refresh).
+    pub sqs: Rate,
+    /// All EventBridge calls together (the queue's rules).
+    pub events: Rate,
 }
 
 impl Default for RateLimits {
@@ -63,6 +67,14 @@ impl Default for RateLimits {
                 per_second: 0.1,
                 burst: 2,
             },
+            sqs: Rate {
+                per_second: 0.5,
+                burst: 10,
+            },
+            events: Rate {
+                per_second: 0.5,
+                burst: 10,
+            },
         }
     }
 }
@@ -73,6 +85,8 @@ impl RateLimits {
         iam: Rate::UNLIMITED,
         eks: Rate::UNLIMITED,
         sts: Rate::UNLIMITED,
+        sqs: Rate::UNLIMITED,
+        events: Rate::UNLIMITED,
     };
 }
 
@@ -103,6 +117,8 @@ impl Limiters {
             Service::Iam => ((service, ""), self.limits.iam),
             Service::Eks => ((service, ""), self.limits.eks),
             Service::Sts => ((service, ""), self.limits.sts),
+            Service::Sqs => ((service, ""), self.limits.sqs),
+            Service::Events => ((service, ""), self.limits.events),
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         buckets

@@ -1,5 +1,5 @@
 //! The narrow ports to AWS: one trait per service listing only the calls the adapter makes, with
-//! plain-data results and classified errors. No IO here; `sdk.rs` implements them over the AWS
+//! plain-data results and classified errors. No IO here; `sdk/` implements them over the AWS
 //! SDK and `fake.rs` in memory.
 //!
 //! Ports speak in the check engine's fact types where they fit, so the observer does no SDK type
@@ -7,8 +7,8 @@
 
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts,
-    SecurityGroupFacts, UnknownCause,
+    AccessEntryFacts, AccountFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
+    InstanceProfileFacts, SecurityGroupFacts, SimulatedDecision, UnknownCause,
 };
 use std::fmt;
 
@@ -19,6 +19,9 @@ pub enum Service {
     Ec2,
     Eks,
     Sts,
+    Sqs,
+    /// EventBridge (SigV4 name `events`).
+    Events,
 }
 
 impl Service {
@@ -29,6 +32,8 @@ impl Service {
             Service::Ec2 => "ec2",
             Service::Eks => "eks",
             Service::Sts => "sts",
+            Service::Sqs => "sqs",
+            Service::Events => "events",
         }
     }
 
@@ -39,6 +44,8 @@ impl Service {
             Service::Ec2 => "EC2",
             Service::Eks => "EKS",
             Service::Sts => "STS",
+            Service::Sqs => "SQS",
+            Service::Events => "EventBridge",
         }
     }
 }
@@ -152,6 +159,18 @@ pub struct RoleData {
     pub arn: String,
     pub path: String,
     pub assume_role_policy_document: Option<String>,
+    /// `PermissionsBoundary.PermissionsBoundaryArn`.
+    pub permissions_boundary_arn: Option<String>,
+}
+
+/// One `SimulatePrincipalPolicy` request: every action on every resource, in one context.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Simulation {
+    pub policy_source_arn: String,
+    pub actions: Vec<String>,
+    pub resources: Vec<String>,
+    /// Context keys and their values; several values make a `stringList` key.
+    pub context: Vec<(String, Vec<String>)>,
 }
 
 pub trait IamApi: Send + Sync {
@@ -166,6 +185,61 @@ pub trait IamApi: Send + Sync {
         role_name: &'a str,
         marker: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<String>>>;
+    /// One page of decisions, one per (action, resource): per-resource results when IAM gives
+    /// them, else the action's own.
+    fn simulate_principal_policy<'a>(
+        &'a self,
+        simulation: &'a Simulation,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SimulatedDecision>>>;
+    /// One page of a role's inline policy names.
+    fn list_role_policies<'a>(
+        &'a self,
+        role_name: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>>;
+    /// An inline policy's document.
+    fn get_role_policy<'a>(
+        &'a self,
+        role_name: &'a str,
+        policy_name: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>>;
+    /// A managed policy's default version id.
+    fn get_policy<'a>(&'a self, arn: &'a str) -> BoxFuture<'a, PortResult<String>>;
+    /// A managed policy version's document.
+    fn get_policy_version<'a>(
+        &'a self,
+        arn: &'a str,
+        version: &'a str,
+    ) -> BoxFuture<'a, PortResult<String>>;
+    /// The ARNs of the account's OIDC providers (not paginated).
+    fn list_open_id_connect_providers(&self) -> BoxFuture<'_, PortResult<Vec<String>>>;
+}
+
+/// A queue's attributes the checks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueAttributes {
+    pub arn: String,
+    pub policy: Option<String>,
+}
+
+pub trait SqsApi: Send + Sync {
+    /// The queue's URL; absent when no queue has the name.
+    fn get_queue_url<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<String>>;
+    fn get_queue_attributes<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> BoxFuture<'a, PortResult<QueueAttributes>>;
+}
+
+pub trait EventsApi: Send + Sync {
+    /// One page of the names of the default bus's rules that target `target_arn`.
+    fn list_rule_names_by_target<'a>(
+        &'a self,
+        target_arn: &'a str,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<String>>>;
+    fn describe_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EventRuleFacts>>;
 }
 
 pub trait Ec2Api: Send + Sync {

@@ -6,8 +6,9 @@
 #[allow(dead_code)]
 mod common;
 
-use common::{CLUSTER, observer, options, request, role_arn, world};
+use common::{CLUSTER, observer, options, role_arn, wiring_request, world};
 use karpenter_health_aws::fake::FakeAws;
+use karpenter_health_aws::ports::{CallError, ErrorKind};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
 use std::collections::BTreeSet;
 
@@ -36,10 +37,15 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
         vec![(aws_node.clone(), "a-1".into(), role_arn("/", "CniRole"))],
     );
     let fake = FakeAws::new(state);
+    // The simulator refuses once, so the role's own policies are read as well.
+    fake.fail_next(
+        "SimulatePrincipalPolicy",
+        CallError::new(ErrorKind::AccessDenied, "denied").with_code("AccessDenied"),
+    );
     let obs = observer(&fake, options());
     obs.observe(&AwsRequest {
         pod_identity_service_accounts: vec![aws_node],
-        ..request()
+        ..wiring_request()
     })
     .await;
     let made: BTreeSet<String> = obs

@@ -110,6 +110,7 @@ async fn missing_things_are_proven_absent_and_a_profile_without_role_names_no_ro
         role: None,
         security_group_selector_terms: vec![id_term("sg-404")],
         pod_identity_service_accounts: Vec::new(),
+        ..Default::default()
     };
     let facts = obs.observe(&req).await;
     assert_eq!(facts.instance_profile, Some(Observed::Absent));
@@ -281,4 +282,101 @@ async fn pod_identity_roles_are_read_only_for_the_service_accounts_asked_about()
         cause(&facts.pod_identity_role("kube-system/aws-node")),
         UnknownCause::Unsupported
     );
+}
+
+#[tokio::test]
+async fn the_controllers_role_queue_and_spot_role_are_read_and_the_simulator_answers_each_question()
+{
+    use common::{QUEUE, wiring_request};
+    let fake = FakeAws::new(world());
+    fake.with(|s| {
+        s.simulated
+            .insert("iam:PassRole".into(), "implicitDeny".into());
+    });
+    let obs = observer(&fake, options());
+    let facts = obs.observe(&wiring_request()).await;
+    let role = facts
+        .controller_role
+        .expect("asked")
+        .found()
+        .cloned()
+        .expect("found");
+    assert_eq!(
+        role.permissions_boundary_arn.as_deref(),
+        Some(common::BOUNDARY)
+    );
+    let permissions = facts.controller_permissions.expect("asked");
+    let decisions = permissions.simulated.found().cloned().expect("simulated");
+    // Two groups (launch, instance profile): every question has its answer.
+    assert_eq!(fake.calls("SimulatePrincipalPolicy"), 2);
+    let pass = decisions
+        .iter()
+        .find(|d| d.action == "iam:PassRole" && d.resource.ends_with("KarpenterNodeRole-demo"))
+        .expect("PassRole on the node role");
+    assert_eq!(pass.decision, "implicitDeny");
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d.action == "iam:CreateInstanceProfile" && d.decision == "allowed")
+    );
+    assert_eq!(
+        permissions.policies, None,
+        "no local read while the simulator answers"
+    );
+    assert_eq!(facts.oidc_providers.found().map(Vec::len), Some(1));
+    let queue = facts
+        .interruption_queue
+        .expect("asked")
+        .found()
+        .cloned()
+        .expect("found");
+    assert_eq!(queue.name, QUEUE);
+    assert_eq!(queue.rules.found().map(Vec::len), Some(1));
+    assert!(matches!(
+        facts.spot_service_linked_role,
+        Some(Observed::Found(_))
+    ));
+
+    // A missing queue and spot role are proven absent.
+    fake.with(|s| {
+        s.queues.clear();
+        s.roles.remove("AWSServiceRoleForEC2Spot");
+    });
+    let fresh = observer(&fake, options());
+    let facts = fresh.observe(&wiring_request()).await;
+    assert_eq!(facts.interruption_queue, Some(Observed::Absent));
+    assert_eq!(facts.spot_service_linked_role, Some(Observed::Absent));
+}
+
+#[tokio::test]
+async fn a_denied_simulator_falls_back_to_the_roles_own_policies_and_a_denied_fallback_is_unknown()
+{
+    use common::wiring_request;
+    use karpenter_health_aws::ports::{CallError, ErrorKind};
+    let denied = || CallError::new(ErrorKind::AccessDenied, "no").with_code("AccessDenied");
+    let fake = FakeAws::new(world());
+    fake.fail("SimulatePrincipalPolicy", denied());
+    let facts = observer(&fake, options()).observe(&wiring_request()).await;
+    let permissions = facts.controller_permissions.expect("asked");
+    assert!(
+        matches!(permissions.simulated, Observed::Unknown(ref u) if u.cause == UnknownCause::AccessDenied)
+    );
+    let policies = permissions
+        .policies
+        .expect("read")
+        .found()
+        .cloned()
+        .expect("found");
+    let names: Vec<&str> = policies.identity.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["inline policy pass", common::LAUNCH_POLICY]);
+    assert!(policies.boundary.is_some());
+
+    fake.fail("GetRolePolicy", denied());
+    let facts = observer(&fake, options()).observe(&wiring_request()).await;
+    let policies = facts
+        .controller_permissions
+        .expect("asked")
+        .policies
+        .expect("asked");
+    assert!(matches!(policies, Observed::Unknown(u) if u.cause == UnknownCause::AccessDenied));
 }

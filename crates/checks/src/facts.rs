@@ -234,6 +234,26 @@ pub struct KarpenterFacts {
     /// The controller's ServiceAccount as `namespace/name`, whose Pod Identity role is the
     /// controller role when it has no IRSA annotation.
     pub service_account: Option<String>,
+    /// Whether the controller's ServiceAccount was read: `Found` when it exists (its IRSA
+    /// annotation, if any, is `controller_role_arn`), `Absent` when it does not, unknown while
+    /// its watch has not listed it.
+    pub service_account_state: Observed<()>,
+    /// `INTERRUPTION_QUEUE` / `--interruption-queue` (the chart's `settings.interruptionQueue`).
+    pub interruption_queue: Setting,
+    /// `DISABLE_DRY_RUN` / `--disable-dry-run`: Karpenter then sets `ValidationSucceeded=True`
+    /// without its dry-run launch calls.
+    pub dry_run_disabled: bool,
+}
+
+/// One setting of the controller as its Deployment gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Setting {
+    /// Not set (or empty).
+    #[default]
+    Unset,
+    Value(String),
+    /// Set from a reference the operator does not resolve (`valueFrom`), described.
+    Unresolved(String),
 }
 
 /// The label rules the installed `nodepools.karpenter.sh` CRD enforces: `Found(Some)` from its
@@ -284,6 +304,17 @@ pub struct AwsFacts {
     /// Instances tagged with this cluster's name (`eks:eks-cluster-name` or
     /// `kubernetes.io/cluster/<name>`) and `karpenter.sh/nodepool`.
     pub cluster_instances: Observed<Vec<InstanceFacts>>,
+    /// The Karpenter controller's role (from its IRSA annotation, else its Pod Identity
+    /// association); `None` when no role was known to read.
+    pub controller_role: Option<Observed<ControllerRoleFacts>>,
+    /// ARNs of the account's IAM OIDC providers (ListOpenIDConnectProviders).
+    pub oidc_providers: Observed<Vec<String>>,
+    /// What the controller role may do; `None` when not asked (no role or node role known).
+    pub controller_permissions: Option<PermissionFacts>,
+    /// The configured interruption queue; `None` when none is configured (or it is no name).
+    pub interruption_queue: Option<Observed<QueueFacts>>,
+    /// The `AWSServiceRoleForEC2Spot` role's ARN; `None` when not asked (no spot NodePool).
+    pub spot_service_linked_role: Option<Observed<String>>,
 }
 
 impl Default for AwsFacts {
@@ -299,6 +330,11 @@ impl Default for AwsFacts {
             pod_identity_roles: BTreeMap::new(),
             security_groups: Observed::unknown(pending(), "not observed yet"),
             cluster_instances: Observed::unknown(pending(), "not observed yet"),
+            controller_role: None,
+            oidc_providers: Observed::unknown(pending(), "not observed yet"),
+            controller_permissions: None,
+            interruption_queue: None,
+            spot_service_linked_role: None,
         }
     }
 }
@@ -367,6 +403,85 @@ pub struct EksClusterFacts {
     /// `CONFIG_MAP`, `API_AND_CONFIG_MAP` or `API`; `None` when DescribeCluster returned no
     /// `accessConfig` (clusters predating access entries behave as `CONFIG_MAP`).
     pub authentication_mode: Option<String>,
+    /// `identity.oidc.issuer`, e.g. `https://oidc.eks.us-west-2.amazonaws.com/id/ABC`.
+    pub oidc_issuer: Option<String>,
+}
+
+/// The Karpenter controller's IAM role (GetRole).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerRoleFacts {
+    pub name: String,
+    pub arn: String,
+    /// The trust policy as IAM returned it (percent-encoded or plain JSON).
+    pub assume_role_policy_document: Option<String>,
+    /// The ARN of the role's permissions boundary, if it has one.
+    pub permissions_boundary_arn: Option<String>,
+}
+
+/// What IAM's simulator answered for one action on one resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimulatedDecision {
+    pub action: String,
+    pub resource: String,
+    /// `allowed`, `explicitDeny` or `implicitDeny`.
+    pub decision: String,
+    /// `PermissionsBoundaryDecisionDetail.AllowedByPermissionsBoundary == false`.
+    pub denied_by_boundary: bool,
+    /// `OrganizationsDecisionDetail.AllowedByOrganizations == false` (an SCP).
+    pub denied_by_organizations: bool,
+    /// Context keys the policies need that the request did not give.
+    pub missing_context: Vec<String>,
+    /// `SourcePolicyId`s of the statements that decided it.
+    pub matched: Vec<String>,
+}
+
+/// A policy document with the name messages use for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyDocument {
+    /// `inline policy <name>`, or the managed policy's ARN.
+    pub name: String,
+    /// As IAM returned it (percent-encoded or plain JSON).
+    pub document: String,
+}
+
+/// The controller role's own policies, read when IAM's simulator cannot be asked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RolePolicies {
+    /// Inline and attached managed policies (their default versions).
+    pub identity: Vec<PolicyDocument>,
+    /// The permissions boundary's default version, if the role has one.
+    pub boundary: Option<PolicyDocument>,
+}
+
+/// What decides the controller's permissions: IAM's simulator, else the role's own policies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PermissionFacts {
+    pub simulated: Observed<Vec<SimulatedDecision>>,
+    /// Read only when `simulated` is unknown; `None` otherwise.
+    pub policies: Option<Observed<RolePolicies>>,
+}
+
+/// The interruption queue and what feeds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueFacts {
+    pub name: String,
+    pub url: String,
+    /// `QueueArn` attribute.
+    pub arn: String,
+    /// `Policy` attribute: `None` when the queue has no policy.
+    pub policy: Option<String>,
+    /// EventBridge rules (default bus) that target the queue.
+    pub rules: Observed<Vec<EventRuleFacts>>,
+}
+
+/// One EventBridge rule (DescribeRule).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventRuleFacts {
+    pub name: String,
+    pub arn: String,
+    /// `ENABLED`, `DISABLED`, ...
+    pub state: String,
+    pub event_pattern: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -10,6 +10,8 @@ pub mod arn;
 pub mod aws_auth;
 pub mod docs;
 pub mod facts;
+pub mod iam_policy;
+pub mod karpenter_permissions;
 pub mod labels;
 pub mod render;
 pub mod rules;

@@ -3,9 +3,10 @@
 //! Pure data, no IO; time is the fixed [`now`].
 
 use crate::facts::{
-    AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, EksClusterFacts, Facts,
-    InstanceFacts, InstanceProfileFacts, KarpenterFacts, NodeClaimFacts, Observed, PodScheduling,
-    RoleFacts, RoleRef, SecurityGroupFacts, UnknownCause,
+    AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, ControllerRoleFacts,
+    EksClusterFacts, EventRuleFacts, Facts, InstanceFacts, InstanceProfileFacts, KarpenterFacts,
+    NodeClaimFacts, Observed, PermissionFacts, PodScheduling, QueueFacts, RoleFacts, RoleRef,
+    SecurityGroupFacts, Setting, SimulatedDecision, UnknownCause,
 };
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -32,6 +33,9 @@ pub const CONTROLLER_ROLE: &str = "KarpenterControllerRole-demo";
 pub const GENERATED_PROFILE: &str = "demo_4213869151371224917";
 pub const SECURITY_GROUP: &str = "sg-0nodes";
 pub const HEALTHY_INSTANCE: &str = "i-0healthy";
+/// The cluster's OIDC issuer (host and path).
+pub const OIDC_ISSUER: &str = "oidc.eks.us-west-2.amazonaws.com/id/DEMO0123456789";
+pub const QUEUE: &str = "demo-interruptions";
 pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
 
 /// The fixed evaluation time of every fixture: 2026-08-21T12:00:00Z.
@@ -281,6 +285,9 @@ fn healthy_cluster() -> ClusterFacts {
             controller_role_arn: Some(role_arn(CONTROLLER_ROLE)),
             isolated_vpc: false,
             service_account: Some(KARPENTER_SERVICE_ACCOUNT.into()),
+            service_account_state: Observed::Found(()),
+            interruption_queue: Setting::Unset,
+            dry_run_disabled: false,
         }),
         // Served without validation rules (an API server before 1.25): the version decides.
         crd_label_rules: Observed::Found(None),
@@ -330,6 +337,7 @@ fn healthy_aws() -> AwsFacts {
             name: CLUSTER.into(),
             vpc_id: Some(VPC.into()),
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
+            oidc_issuer: Some(format!("https://{OIDC_ISSUER}")),
         }),
         node_role_access_entries: Observed::Found(Vec::new()),
         // Neither ServiceAccount has a Pod Identity association (IRSA or the node role instead).
@@ -348,6 +356,106 @@ fn healthy_aws() -> AwsFacts {
             )
         }]),
         cluster_instances: Observed::Found(vec![instance(HEALTHY_INSTANCE, CLUSTER, VPC, 120)]),
+        controller_role: Some(Observed::Found(ControllerRoleFacts {
+            name: CONTROLLER_ROLE.into(),
+            arn: role_arn(CONTROLLER_ROLE),
+            assume_role_policy_document: Some(irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT)),
+            permissions_boundary_arn: None,
+        })),
+        oidc_providers: Observed::Found(vec![oidc_provider_arn()]),
+        controller_permissions: Some(PermissionFacts {
+            simulated: Observed::Found(simulated_all("allowed")),
+            policies: None,
+        }),
+        interruption_queue: None,
+        spot_service_linked_role: None,
+    }
+}
+
+pub fn oidc_provider_arn() -> String {
+    format!("arn:aws:iam::{ACCOUNT}:oidc-provider/{OIDC_ISSUER}")
+}
+
+/// A percent-encoded IRSA trust policy admitting `service_account` (`namespace/name`) through
+/// the cluster's OIDC provider.
+pub fn irsa_trust_policy(service_account: &str) -> String {
+    let sub = format!(
+        "system:serviceaccount:{}",
+        service_account.replace('/', ":")
+    );
+    let json = format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"Federated":"{}"}},"Action":"sts:AssumeRoleWithWebIdentity","Condition":{{"StringEquals":{{"{OIDC_ISSUER}:sub":"{sub}","{OIDC_ISSUER}:aud":"sts.amazonaws.com"}}}}}}]}}"#,
+        oidc_provider_arn()
+    );
+    percent_encoding::utf8_percent_encode(&json, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// A trust policy letting EKS Pod Identity assume the role.
+pub fn pod_identity_trust_policy() -> String {
+    r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"pods.eks.amazonaws.com"},"Action":["sts:AssumeRole","sts:TagSession"]}]}"#.to_owned()
+}
+
+/// The permission questions of the healthy facts.
+pub fn permission_inputs(facts: &Facts) -> crate::karpenter_permissions::Inputs {
+    let class =
+        crate::karpenter_permissions::ClassInputs::of(&facts.cluster).expect("class inputs");
+    class.complete("aws", ACCOUNT, REGION, &role_arn(NODE_ROLE))
+}
+
+/// IAM's simulator answering `decision` to every question of the healthy facts.
+pub fn simulated_all(decision: &str) -> Vec<SimulatedDecision> {
+    permission_inputs(&Facts {
+        cluster: healthy_cluster(),
+        aws: AwsFacts::default(),
+    })
+    .questions()
+    .into_iter()
+    .map(|q| SimulatedDecision {
+        action: q.action.into(),
+        resource: q.resource,
+        decision: decision.into(),
+        denied_by_boundary: false,
+        denied_by_organizations: false,
+        missing_context: Vec::new(),
+        matched: Vec::new(),
+    })
+    .collect()
+}
+
+/// A healthy interruption queue named [`QUEUE`] with Karpenter's policy and rules.
+pub fn healthy_queue() -> QueueFacts {
+    let arn = format!("arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE}");
+    let policy = format!(
+        r#"{{"Id":"EC2InterruptionPolicy","Statement":[{{"Effect":"Allow","Principal":{{"Service":["events.amazonaws.com","sqs.amazonaws.com"]}},"Action":"sqs:SendMessage","Resource":"{arn}"}},{{"Sid":"DenyHTTP","Effect":"Deny","Action":"sqs:*","Resource":"{arn}","Condition":{{"Bool":{{"aws:SecureTransport":false}}}},"Principal":"*"}}]}}"#
+    );
+    let rule = |name: &str, source: &str, detail: &str| EventRuleFacts {
+        name: name.into(),
+        arn: format!("arn:aws:events:{REGION}:{ACCOUNT}:rule/{name}"),
+        state: "ENABLED".into(),
+        event_pattern: Some(format!(
+            r#"{{"source":["{source}"],"detail-type":["{detail}"]}}"#
+        )),
+    };
+    QueueFacts {
+        name: QUEUE.into(),
+        url: format!("https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{QUEUE}"),
+        arn,
+        policy: Some(policy),
+        rules: Observed::Found(vec![
+            rule("spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
+            rule(
+                "rebalance",
+                "aws.ec2",
+                "EC2 Instance Rebalance Recommendation",
+            ),
+            rule("state", "aws.ec2", "EC2 Instance State-change Notification"),
+            rule("health", "aws.health", "AWS Health Event"),
+            rule(
+                "odcr",
+                "aws.ec2",
+                "EC2 Capacity Reservation Instance Interruption Warning",
+            ),
+        ]),
     }
 }
 
@@ -456,6 +564,51 @@ impl Facts {
             if let Some(status) = f.cluster.node_class.status.as_mut() {
                 status.conditions.retain(|c| c.type_ != condition.type_);
                 status.conditions.push(condition);
+            }
+        })
+    }
+
+    /// Configures the interruption queue `setting` and what AWS says about it.
+    pub fn with_interruption_queue(
+        self,
+        setting: &str,
+        queue: Option<Observed<QueueFacts>>,
+    ) -> Self {
+        self.with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.interruption_queue = Setting::Value(setting.into());
+            }
+            f.aws.interruption_queue = queue;
+        })
+    }
+
+    /// Lets the NodePool of the fixture allow spot, with the spot service-linked role `role`.
+    pub fn with_spot(self, role: Option<Observed<String>>) -> Self {
+        self.with(|f| {
+            if let Some(pools) = f.cluster.node_pools.found_mut() {
+                for pool in pools {
+                    for r in &mut pool.spec.template.spec.requirements {
+                        if r.key == "karpenter.sh/capacity-type" {
+                            r.values = vec!["spot".into(), "on-demand".into()];
+                        }
+                    }
+                }
+            }
+            f.aws.spot_service_linked_role = role;
+        })
+    }
+
+    /// Answers `decision` for `action` from IAM's simulator, `allowed` for the rest.
+    pub fn with_simulated(self, action: &str, change: impl Fn(&mut SimulatedDecision)) -> Self {
+        self.with(|f| {
+            if let Some(PermissionFacts {
+                simulated: Observed::Found(list),
+                ..
+            }) = &mut f.aws.controller_permissions
+            {
+                for d in list.iter_mut().filter(|d| d.action == action) {
+                    change(d);
+                }
             }
         })
     }

@@ -48,6 +48,15 @@ warnings! {
     RestrictedLabelOnSharedPod => LabelsAllowed,
         "A pending Pod that NodePools of several EC2NodeClasses could take selects on a label key the installed Karpenter rejects: whichever class Karpenter picks cannot create the NodeClaim. It is a warning on each candidate class, not a failure of any one of them.",
         "Remove the key from the Pod's node selector and affinity (for kubernetes.io keys, Karpenter 1.9 and later accept them).";
+    SpotWithoutInterruptionHandling => InterruptionHandlingReady,
+        "A NodePool of this EC2NodeClass allows spot, but Karpenter has no interruption queue: spot interruption warnings, rebalance recommendations and scheduled maintenance are not handled, so spot nodes vanish without being drained first.",
+        "Create the interruption queue and its EventBridge rules (Karpenter's CloudFormation template) and set Karpenter's settings.interruptionQueue to the queue's name.";
+    InterruptionQueuePolicyWithoutSqs => InterruptionHandlingReady,
+        "The interruption queue's policy lets EventBridge send, but not sqs.amazonaws.com, which Karpenter's template also allows.",
+        "Add sqs.amazonaws.com to the queue policy's Allow sqs:SendMessage statement, as Karpenter's CloudFormation template does.";
+    DryRunDisabled => ControllerCanLaunch,
+        "DISABLE_DRY_RUN is set on the Karpenter controller: Karpenter then reports ValidationSucceeded=True without its dry-run launch calls, so its own status no longer proves it can launch.",
+        "Remove DISABLE_DRY_RUN (or --disable-dry-run) from the controller unless your environment cannot answer dry-run calls; rely on ControllerCanLaunch meanwhile.";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

@@ -2,7 +2,8 @@
 //! Pure: works on objects already fetched.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{Container, ServiceAccount};
+use karpenter_health_checks::facts::Setting;
 
 /// The annotation IRSA uses to name a ServiceAccount's IAM role.
 pub const ROLE_ARN_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
@@ -14,6 +15,70 @@ pub struct ControllerSettings {
     pub cluster_name: Option<String>,
     pub isolated_vpc: bool,
     pub service_account: Option<String>,
+    /// `--interruption-queue`, else `INTERRUPTION_QUEUE` (aws/karpenter-provider-aws
+    /// `pkg/operator/options/options.go`: the flag wins, the env var is its default).
+    pub interruption_queue: Setting,
+    /// `--disable-dry-run`, else `DISABLE_DRY_RUN` (Go `strconv.ParseBool`).
+    pub dry_run_disabled: bool,
+}
+
+/// A flag's value in the container's args: `--name=value`, `--name value`, or `--name` alone
+/// (`Some("")`, a boolean flag's true).
+fn flag(container: &Container, name: &str) -> Option<String> {
+    let args = container.args.as_deref().unwrap_or_default();
+    let long = format!("--{name}");
+    let short = format!("-{name}");
+    let mut found = None;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if let Some(value) = arg
+            .strip_prefix(&format!("{long}="))
+            .or_else(|| arg.strip_prefix(&format!("{short}=")))
+        {
+            found = Some(value.to_owned());
+        } else if arg == long || arg == short {
+            match args.get(i + 1) {
+                Some(next) if !next.starts_with('-') => {
+                    found = Some(next.clone());
+                    i += 1;
+                }
+                _ => found = Some(String::new()),
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Go's `strconv.ParseBool` true values.
+fn parse_bool(value: &str) -> bool {
+    matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True")
+}
+
+/// An env var of the container: its literal value, or how it is set when from a reference.
+fn env_setting(container: &Container, name: &str) -> Setting {
+    let Some(var) = container
+        .env
+        .as_ref()
+        .and_then(|env| env.iter().rev().find(|e| e.name == name))
+    else {
+        return Setting::Unset;
+    };
+    match (&var.value, &var.value_from) {
+        (Some(v), _) if !v.trim().is_empty() => Setting::Value(v.trim().to_owned()),
+        (_, Some(from)) => {
+            let how = if let Some(r) = &from.config_map_key_ref {
+                format!("from ConfigMap {} key {}", r.name, r.key)
+            } else if let Some(r) = &from.secret_key_ref {
+                format!("from Secret {} key {}", r.name, r.key)
+            } else {
+                "from a field reference".to_owned()
+            };
+            Setting::Unresolved(how)
+        }
+        _ => Setting::Unset,
+    }
 }
 
 /// The version from an image reference such as
@@ -46,7 +111,22 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
             .and_then(|e| e.value.clone())
             .filter(|v| !v.is_empty())
     };
+    let interruption_queue = match container.and_then(|c| flag(c, "interruption-queue")) {
+        Some(v) if !v.trim().is_empty() => Setting::Value(v.trim().to_owned()),
+        Some(_) => Setting::Unset,
+        None => container.map_or(Setting::Unset, |c| env_setting(c, "INTERRUPTION_QUEUE")),
+    };
+    let dry_run_disabled = match container.and_then(|c| flag(c, "disable-dry-run")) {
+        Some(v) if v.is_empty() => true,
+        Some(v) => parse_bool(&v),
+        None => matches!(
+            container.map(|c| env_setting(c, "DISABLE_DRY_RUN")),
+            Some(Setting::Value(v)) if parse_bool(&v)
+        ),
+    };
     ControllerSettings {
+        interruption_queue,
+        dry_run_disabled,
         version: container
             .and_then(|c| c.image.as_deref())
             .and_then(version_from_image),
@@ -105,5 +185,38 @@ mod tests {
         assert_eq!(settings.cluster_name.as_deref(), Some("prod"));
         assert!(settings.isolated_vpc);
         assert_eq!(settings.service_account.as_deref(), Some("karpenter"));
+        assert_eq!(settings.interruption_queue, Setting::Unset);
+        assert!(!settings.dry_run_disabled);
+    }
+
+    fn controller(container: serde_json::Value) -> ControllerSettings {
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "karpenter"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [container]}}}
+        }))
+        .unwrap();
+        controller_settings(&deployment)
+    }
+
+    #[test]
+    fn the_interruption_queue_and_dry_run_come_from_flags_over_env() {
+        let s = controller(serde_json::json!({"name": "controller", "env": [
+            {"name": "INTERRUPTION_QUEUE", "value": "demo"}, {"name": "DISABLE_DRY_RUN", "value": "True"}]}));
+        assert_eq!(s.interruption_queue, Setting::Value("demo".into()));
+        assert!(s.dry_run_disabled);
+        let s = controller(serde_json::json!({"name": "controller",
+            "args": ["--interruption-queue", "from-flag", "--disable-dry-run=false"],
+            "env": [{"name": "INTERRUPTION_QUEUE", "value": "demo"}, {"name": "DISABLE_DRY_RUN", "value": "true"}]}));
+        assert_eq!(s.interruption_queue, Setting::Value("from-flag".into()));
+        assert!(!s.dry_run_disabled);
+        let s = controller(
+            serde_json::json!({"name": "controller", "args": ["--disable-dry-run"],
+            "env": [{"name": "INTERRUPTION_QUEUE", "valueFrom": {"configMapKeyRef": {"name": "k", "key": "q"}}}]}),
+        );
+        assert!(s.dry_run_disabled);
+        assert_eq!(
+            s.interruption_queue,
+            Setting::Unresolved("from ConfigMap k key q".into())
+        );
     }
 }

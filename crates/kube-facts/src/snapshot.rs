@@ -150,12 +150,21 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         ),
         _ => (None, None),
     };
+    // Issue 11: whether the ServiceAccount was read, and the interruption and dry-run settings.
+    let service_account_state = match &sources.karpenter_service_account {
+        Observed::Found(Some(_)) => Observed::Found(()),
+        Observed::Found(None) | Observed::Absent => Observed::Absent,
+        Observed::Unknown(u) => Observed::Unknown(u.clone()),
+    };
     Observed::Found(KarpenterFacts {
         version: overrides.karpenter_version.clone().or(settings.version),
         cluster_name: settings.cluster_name,
         controller_role_arn,
         isolated_vpc: settings.isolated_vpc,
         service_account,
+        service_account_state,
+        interruption_queue: settings.interruption_queue,
+        dry_run_disabled: settings.dry_run_disabled,
     })
 }
 

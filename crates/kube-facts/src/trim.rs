@@ -20,7 +20,7 @@ pub fn metadata_keep_annotations<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
-/// Keeps of the Karpenter Deployment only its containers' names, images and env.
+/// Keeps of the Karpenter Deployment only its containers' names, images, args and env.
 pub fn deployment(deployment: &mut Deployment) {
     metadata(deployment);
     if let Some(spec) = deployment.spec.as_mut()
@@ -32,6 +32,7 @@ pub fn deployment(deployment: &mut Deployment) {
             .map(|c| k8s_openapi::api::core::v1::Container {
                 name: c.name,
                 image: c.image,
+                args: c.args,
                 env: c.env,
                 ..Default::default()
             })

@@ -7,11 +7,15 @@ use crate::triggers::TriggerTimes;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use karpenter_health_aws::{
-    AwsFactsSource, AwsObserver, AwsRequest, ObserverOptions, ServiceAccountRef,
+    AwsFactsSource, AwsObserver, AwsRequest, ControllerRequest, ObserverOptions, ServiceAccountRef,
 };
 use karpenter_health_checks::Facts;
+use karpenter_health_checks::facts::Setting;
 use karpenter_health_checks::facts::{ClusterFacts, Observed};
+use karpenter_health_checks::karpenter_permissions::ClassInputs;
+use karpenter_health_checks::rules::interruption_handling::queue_name;
 use karpenter_health_checks::rules::node_role::AWS_NODE_SERVICE_ACCOUNT;
+use karpenter_health_checks::rules::spot_ready::allows_spot;
 use karpenter_health_kube_facts::{KubeFacts, Overrides};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
@@ -112,7 +116,37 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
         role: node_class.spec.role.clone(),
         security_group_selector_terms: node_class.spec.security_group_selector_terms.clone(),
         pod_identity_service_accounts: pod_identity_service_accounts(facts),
+        controller: controller_request(facts),
+        interruption_queue: facts
+            .karpenter
+            .found()
+            .and_then(|k| match &k.interruption_queue {
+                Setting::Value(v) => queue_name(v).ok().map(str::to_owned),
+                _ => None,
+            }),
+        spot_service_linked_role: facts
+            .node_pools
+            .found()
+            .is_some_and(|pools| pools.iter().any(allows_spot)),
     }
+}
+
+/// The controller's role (IRSA, else its Pod Identity association) and the cluster side of the
+/// permission questions about it.
+fn controller_request(facts: &ClusterFacts) -> Option<ControllerRequest> {
+    let karpenter = facts.karpenter.found()?;
+    let service_account = karpenter.service_account.as_deref().and_then(|key| {
+        let (namespace, name) = key.split_once('/')?;
+        Some(ServiceAccountRef {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })
+    });
+    Some(ControllerRequest {
+        irsa_role_arn: karpenter.controller_role_arn.clone(),
+        service_account,
+        class: ClassInputs::of(facts),
+    })
 }
 
 /// The ServiceAccounts whose role can only come from EKS Pod Identity: those that exist without

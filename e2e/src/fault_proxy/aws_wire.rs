@@ -144,6 +144,13 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
     let (status, code, message) = match (service, fault) {
         ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
         ("eks", Fault::Throttle) => (429, "ThrottlingException", "Rate exceeded"),
+        ("sqs" | "events", Fault::Throttle) => (400, "ThrottlingException", "Rate exceeded"),
+        ("sqs" | "events", Fault::ServerError) => (500, "InternalFailure", "Internal failure"),
+        ("sqs" | "events", _) => (
+            400,
+            "AccessDeniedException",
+            "User is not authorized to perform this operation",
+        ),
         (_, Fault::Throttle) => (400, "Throttling", "Rate exceeded"),
         ("ec2", Fault::ServerError) => (500, "InternalError", "An internal error has occurred"),
         ("eks", Fault::ServerError) => (500, "ServerException", "Internal server error"),
@@ -175,7 +182,7 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
                  <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
             ),
         ),
-        "eks" => respond(
+        "eks" | "sqs" | "events" => respond(
             status,
             "application/json",
             &[("x-amzn-errortype", code)],
@@ -304,4 +311,17 @@ pub(super) fn pod_identity_associations(
             )
         }
     }
+}
+
+/// Escapes text for an XML element.
+pub(super) fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// An awsQuery XML answer (IAM).
+pub(super) fn query_xml(status: u16, body: String) -> Response<Full<Bytes>> {
+    respond(status, "text/xml", &[], body)
 }

@@ -1,12 +1,14 @@
 //! A fault-injecting HTTP proxy between the AWS SDK and moto: on demand it answers AWS throttling,
 //! 500s and access-denied errors in each protocol's own shape, hangs, or resets the connection;
-//! it can serve EKS access entries (which moto lacks) from test data; and it counts requests by
+//! it can serve EKS access entries and Pod Identity associations (which moto lacks) from test
+//! data, and IAM's policy simulator from the roles' policies in moto; and it counts requests by
 //! service and operation. Does IO (listens on loopback, forwards to the upstream).
 //!
 //! One proxy per test keeps faults and counts private to that test. How requests and errors look
 //! on the wire is in [`aws_wire`].
 
 mod aws_wire;
+mod simulator;
 
 use anyhow::Result;
 use aws_wire::{Call, access_entries, aws_error, identify, pod_identity_associations};
@@ -82,6 +84,8 @@ struct State {
     authentication_modes: BTreeMap<String, String>,
     cluster_vpcs: BTreeMap<String, String>,
     counts: BTreeMap<(String, String), usize>,
+    /// Serve IAM SimulatePrincipalPolicy (moto has none).
+    simulator: bool,
 }
 
 /// The running proxy; stops when dropped.
@@ -203,6 +207,11 @@ impl FaultProxy {
         lock(&self.state)
             .pod_identity
             .insert(cluster.to_owned(), associations);
+    }
+
+    /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
+    pub fn serve_simulator(&self) {
+        lock(&self.state).simulator = true;
     }
 
     /// Add `accessConfig.authenticationMode` to moto's DescribeCluster answer for `cluster`.
@@ -336,6 +345,14 @@ async fn handle(
         if let Some(associations) = served {
             return Ok(pod_identity_associations(&call, &associations));
         }
+    }
+
+    if call.service == "iam"
+        && call.operation == "SimulatePrincipalPolicy"
+        && lock(&state).simulator
+    {
+        let (status, xml) = simulator::simulate(&upstream, &String::from_utf8_lossy(&body)).await;
+        return Ok(aws_wire::query_xml(status, xml));
     }
 
     let (parts, ()) = probe.into_parts();

@@ -158,7 +158,7 @@ impl AwsObserver {
         }
     }
 
-    async fn attached_policies(&self, role_name: String) -> Read<Vec<String>> {
+    pub(super) async fn attached_policies(&self, role_name: String) -> Read<Vec<String>> {
         let this = self.clone();
         self.inner
             .attached

@@ -8,14 +8,17 @@
 //! `eks`, `ec2`, `sts`), so a new service is a new module and a few lines in
 //! [`AwsObserver::observe_detailed`].
 
+mod controller;
 mod ec2;
 mod eks;
 mod iam;
+mod interruption;
 mod options;
 mod pod_identity;
 mod shared;
 mod sts;
 
+pub use controller::simulations;
 pub use ec2::{instance_filters, security_group_filters};
 pub use options::ObserverOptions;
 
@@ -23,15 +26,16 @@ use crate::cache::{Cache, Read, Ttls};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
-use crate::ports::{Ec2Api, EksApi, IamApi, RoleData, StsApi};
+use crate::ports::{Ec2Api, EksApi, EventsApi, IamApi, RoleData, Simulation, SqsApi, StsApi};
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
 use futures::{FutureExt, join};
 use karpenter_health_api::karpenter::SelectorTerm;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts,
-    SecurityGroupFacts,
+    Observed, QueueFacts, SecurityGroupFacts, SimulatedDecision, Unobserved,
 };
+use karpenter_health_checks::karpenter_permissions::ClassInputs;
 use shared::{good, no_cluster};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +56,23 @@ pub struct AwsRequest {
     /// ServiceAccounts whose EKS Pod Identity role the checks need (those without an IRSA
     /// annotation: the Karpenter controller's, `kube-system/aws-node`).
     pub pod_identity_service_accounts: Vec<ServiceAccountRef>,
+    /// The Karpenter controller, whose role and permissions `ControllerCanLaunch` needs.
+    pub controller: Option<ControllerRequest>,
+    /// The interruption queue's name, when Karpenter is given one that is a name.
+    pub interruption_queue: Option<String>,
+    /// Whether a NodePool of the class allows spot (then `AWSServiceRoleForEC2Spot` is read).
+    pub spot_service_linked_role: bool,
+}
+
+/// What identifies the controller's role and the permission questions about it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerRequest {
+    /// The IRSA annotation's role ARN; else the role comes from the Pod Identity association of
+    /// `service_account` (which must be among `pod_identity_service_accounts`).
+    pub irsa_role_arn: Option<String>,
+    pub service_account: Option<ServiceAccountRef>,
+    /// The cluster side of the permission questions; `None` when not known.
+    pub class: Option<ClassInputs>,
 }
 
 /// One fact whose latest read failed while an older good answer is kept.
@@ -92,6 +113,8 @@ struct Inner {
     ec2: Arc<dyn Ec2Api>,
     eks: Arc<dyn EksApi>,
     sts: Arc<dyn StsApi>,
+    sqs: Arc<dyn SqsApi>,
+    events: Arc<dyn EventsApi>,
     region: Option<String>,
     options: ObserverOptions,
     limiters: Limiters,
@@ -107,6 +130,13 @@ struct Inner {
     pod_identity: Cache<(String, ServiceAccountRef), Option<String>>,
     security_groups: Cache<SelectorTerm, Vec<SecurityGroupFacts>>,
     instances: Cache<String, Vec<InstanceFacts>>,
+    oidc_providers: Cache<(), Vec<String>>,
+    simulations: Cache<Simulation, Vec<SimulatedDecision>>,
+    /// Inline policy documents by role name.
+    inline_policies: Cache<String, Vec<karpenter_health_checks::facts::PolicyDocument>>,
+    /// Default-version documents by managed policy ARN.
+    managed_policies: Cache<String, String>,
+    queues: Cache<String, QueueFacts>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -128,6 +158,8 @@ impl AwsObserver {
             ports.clone(),
             ports.clone(),
             ports.clone(),
+            ports.clone(),
+            ports.clone(),
             ports,
             region,
             options,
@@ -135,11 +167,14 @@ impl AwsObserver {
     }
 
     /// The adapter over any ports (fakes in tests).
+    #[allow(clippy::too_many_arguments)]
     pub fn with_ports(
         iam: Arc<dyn IamApi>,
         ec2: Arc<dyn Ec2Api>,
         eks: Arc<dyn EksApi>,
         sts: Arc<dyn StsApi>,
+        sqs: Arc<dyn SqsApi>,
+        events: Arc<dyn EventsApi>,
         region: Option<String>,
         options: ObserverOptions,
     ) -> Self {
@@ -158,6 +193,8 @@ impl AwsObserver {
                 ec2,
                 eks,
                 sts,
+                sqs,
+                events,
                 region,
                 limiters: Limiters::new(options.rate_limits),
                 counters: Counters::default(),
@@ -170,6 +207,11 @@ impl AwsObserver {
                 pod_identity: Cache::new(ttls),
                 security_groups: Cache::new(ttls),
                 instances: Cache::new(ttls),
+                oidc_providers: Cache::new(ttls),
+                simulations: Cache::new(ttls),
+                inline_policies: Cache::new(ttls),
+                managed_policies: Cache::new(ttls),
+                queues: Cache::new(ttls),
                 options,
             }),
         }
@@ -240,6 +282,84 @@ impl AwsObserver {
             join_all(pod_identity_reads)
         );
 
+        // The controller's wiring (issue 11): its role comes from IRSA or from the Pod Identity
+        // association just read; the permission questions need the account and the node role.
+        let controller_role_arn = request.controller.as_ref().and_then(|c| {
+            c.irsa_role_arn.clone().or_else(|| {
+                let sa = c.service_account.as_ref()?;
+                pod_identity
+                    .iter()
+                    .find(|(asked, _)| *asked == sa)
+                    .and_then(|(_, read)| read.as_ref()?.current.found().cloned().flatten())
+            })
+        });
+        let wants_irsa = request
+            .controller
+            .as_ref()
+            .is_some_and(|c| c.irsa_role_arn.is_some());
+        let inputs = || -> Result<_, Unobserved> {
+            let class = request
+                .controller
+                .as_ref()
+                .and_then(|c| c.class.clone())
+                .ok_or_else(|| unobserved("Karpenter's cluster name is not known"))?;
+            let account = match &account.current {
+                Observed::Found(a) => a,
+                Observed::Unknown(u) => return Err(shared::because("account not read", u)),
+                Observed::Absent => return Err(unobserved("the AWS account is not known")),
+            };
+            let region = inner
+                .region
+                .as_deref()
+                .ok_or_else(|| unobserved("the AWS region is not known"))?;
+            let node_role = match role.current() {
+                Some(Observed::Found(r)) => r.arn,
+                Some(Observed::Unknown(u)) => {
+                    return Err(shared::because("node role not read", &u));
+                }
+                _ => return Err(unobserved("the node role is not known in IAM")),
+            };
+            Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
+        };
+        let controller_read = async {
+            match controller_role_arn.as_deref() {
+                Some(arn) => {
+                    let name = karpenter_health_checks::arn::name_of(arn).to_owned();
+                    Some(self.controller(&name, inputs()).await)
+                }
+                None => None,
+            }
+        };
+        let oidc_read = async {
+            if wants_irsa {
+                Some(self.oidc_providers().await)
+            } else {
+                None
+            }
+        };
+        let queue_read = async {
+            match request
+                .interruption_queue
+                .as_deref()
+                .filter(|q| !q.is_empty())
+            {
+                Some(name) => Some(self.interruption_queue(name).await),
+                None => None,
+            }
+        };
+        let slr_read = async {
+            if request.spot_service_linked_role {
+                Some(
+                    self.role(karpenter_health_checks::rules::spot_ready::SPOT_SERVICE_LINKED_ROLE)
+                        .await,
+                )
+            } else {
+                None
+            }
+        };
+        let (controller, oidc, queue, slr) =
+            join!(controller_read, oidc_read, queue_read, slr_read);
+
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
             if let Some(age) = age {
@@ -272,6 +392,14 @@ impl AwsObserver {
         }
         note("security_groups", sgs.stale_age());
         note(
+            "controller_role",
+            controller.as_ref().and_then(|c| c.role.stale_age()),
+        );
+        note(
+            "interruption_queue",
+            queue.as_ref().and_then(Read::stale_age),
+        );
+        note(
             "cluster_instances",
             instances.as_ref().and_then(Read::stale_age),
         );
@@ -298,6 +426,15 @@ impl AwsObserver {
             cluster_instances: instances
                 .as_ref()
                 .map_or_else(no_cluster, |r| r.current.clone()),
+            controller_role: controller
+                .as_ref()
+                .map(|c| c.role.current.as_ref().map(controller::role_facts)),
+            oidc_providers: oidc
+                .as_ref()
+                .map_or_else(|| shared::not_observed("not asked"), |r| r.current.clone()),
+            controller_permissions: controller.as_ref().and_then(|c| c.permissions.clone()),
+            interruption_queue: queue.as_ref().map(|r| r.current.clone()),
+            spot_service_linked_role: slr.as_ref().map(|r| r.current.clone().map(|role| role.arn)),
         };
         let last_good = AwsFacts {
             region: inner.region.clone(),
@@ -317,12 +454,30 @@ impl AwsObserver {
                 .collect(),
             security_groups: good(&sgs).unwrap_or_default(),
             cluster_instances: instances.as_ref().and_then(good).unwrap_or_default(),
+            controller_role: controller.as_ref().map(|c| {
+                good(&c.role)
+                    .unwrap_or_default()
+                    .map(|r| controller::role_facts(&r))
+            }),
+            oidc_providers: oidc.as_ref().and_then(good).unwrap_or_default(),
+            controller_permissions: controller.as_ref().and_then(|c| c.permissions.clone()),
+            interruption_queue: queue.as_ref().map(|r| good(r).unwrap_or_default()),
+            spot_service_linked_role: slr
+                .as_ref()
+                .map(|r| good(r).unwrap_or_default().map(|role| role.arn)),
         };
         AwsObservation {
             facts,
             last_good,
             stale,
         }
+    }
+}
+
+fn unobserved(detail: &str) -> Unobserved {
+    Unobserved {
+        cause: karpenter_health_checks::facts::UnknownCause::NotObserved,
+        detail: detail.to_owned(),
     }
 }
 

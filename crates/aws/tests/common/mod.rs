@@ -4,12 +4,17 @@
 
 use karpenter_health_api::karpenter::SelectorTerm;
 use karpenter_health_aws::fake::{FakeAws, FakeState};
+use karpenter_health_aws::ports::QueueAttributes;
 use karpenter_health_aws::ports::RoleData;
-use karpenter_health_aws::{AwsObserver, AwsRequest, ObserverOptions, RateLimits};
+use karpenter_health_aws::{
+    AwsObserver, AwsRequest, ControllerRequest, ObserverOptions, RateLimits, ServiceAccountRef,
+};
+use karpenter_health_checks::facts::EventRuleFacts;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts, Observed, RoleRef,
     SecurityGroupFacts, UnknownCause,
 };
+use karpenter_health_checks::karpenter_permissions::ClassInputs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -54,6 +59,7 @@ pub fn world() -> FakeState {
         arn: role_arn("/nodes/", "KarpenterNodeRole-demo"),
         path: "/nodes/".into(),
         assume_role_policy_document: Some("%7B%22Version%22%3A%222012-10-17%22%7D".into()),
+        permissions_boundary_arn: None,
     };
     let mut s = FakeState::default();
     s.instance_profiles.insert(
@@ -90,6 +96,7 @@ pub fn world() -> FakeState {
             name: CLUSTER.into(),
             vpc_id: Some("vpc-a".into()),
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
+            oidc_issuer: None,
         },
     );
     s.access_entries.insert(
@@ -133,7 +140,100 @@ pub fn world() -> FakeState {
     ];
     s.instances = (0..4).map(|n| instance(n, CLUSTER)).collect();
     s.instances.push(instance(99, "other-cluster"));
+    // The controller: its role with an inline and an attached policy, the OIDC provider, the
+    // interruption queue with a rule, and the spot service-linked role.
+    s.roles.insert(
+        CONTROLLER_ROLE.into(),
+        RoleData {
+            name: CONTROLLER_ROLE.into(),
+            arn: role_arn("/", CONTROLLER_ROLE),
+            path: "/".into(),
+            assume_role_policy_document: Some("{}".into()),
+            permissions_boundary_arn: Some(BOUNDARY.into()),
+        },
+    );
+    s.role_policies.insert(
+        CONTROLLER_ROLE.into(),
+        vec![(
+            "pass".into(),
+            r#"{"Statement":[{"Effect":"Allow","Action":"iam:PassRole","Resource":"*"}]}"#.into(),
+        )],
+    );
+    s.attached_policies
+        .insert(CONTROLLER_ROLE.into(), vec![LAUNCH_POLICY.into()]);
+    s.managed_policies.insert(
+        LAUNCH_POLICY.into(),
+        r#"{"Statement":[{"Effect":"Allow","Action":"ec2:*","Resource":"*"}]}"#.into(),
+    );
+    s.managed_policies.insert(
+        BOUNDARY.into(),
+        r#"{"Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#.into(),
+    );
+    s.oidc_providers = vec![format!(
+        "arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/X"
+    )];
+    let queue_arn = format!("arn:aws:sqs:us-west-2:{ACCOUNT}:{QUEUE}");
+    s.queues.insert(
+        QUEUE.into(),
+        (
+            format!("https://sqs.us-west-2.amazonaws.com/{ACCOUNT}/{QUEUE}"),
+            QueueAttributes {
+                arn: queue_arn.clone(),
+                policy: Some("{}".into()),
+            },
+        ),
+    );
+    s.rules.push((
+        EventRuleFacts {
+            name: "spot".into(),
+            arn: format!("arn:aws:events:us-west-2:{ACCOUNT}:rule/spot"),
+            state: "ENABLED".into(),
+            event_pattern: Some(r#"{"source":["aws.ec2"]}"#.into()),
+        },
+        vec![queue_arn],
+    ));
+    s.roles.insert(
+        "AWSServiceRoleForEC2Spot".into(),
+        RoleData {
+            name: "AWSServiceRoleForEC2Spot".into(),
+            arn: role_arn(
+                "/aws-service-role/spot.amazonaws.com/",
+                "AWSServiceRoleForEC2Spot",
+            ),
+            path: "/aws-service-role/spot.amazonaws.com/".into(),
+            ..Default::default()
+        },
+    );
     s
+}
+
+pub const CONTROLLER_ROLE: &str = "KarpenterControllerRole-demo";
+pub const QUEUE: &str = "demo-interruptions";
+pub const LAUNCH_POLICY: &str = "arn:aws:iam::123456789012:policy/KarpenterLaunch";
+pub const BOUNDARY: &str = "arn:aws:iam::123456789012:policy/Boundary";
+
+/// The request with every controller read asked for: IRSA role, queue and spot role.
+#[allow(dead_code)]
+pub fn wiring_request() -> AwsRequest {
+    AwsRequest {
+        controller: Some(ControllerRequest {
+            irsa_role_arn: Some(role_arn("/", CONTROLLER_ROLE)),
+            service_account: Some(ServiceAccountRef {
+                namespace: "kube-system".into(),
+                name: "karpenter".into(),
+            }),
+            class: Some(ClassInputs {
+                cluster: CLUSTER.into(),
+                node_class: "default".into(),
+                node_pool: "default".into(),
+                manages_instance_profile: true,
+                ..Default::default()
+            }),
+        }),
+        interruption_queue: Some(QUEUE.into()),
+        spot_service_linked_role: true,
+        ..request()
+    }
 }
 
 pub fn options() -> ObserverOptions {
@@ -146,6 +246,8 @@ pub fn options() -> ObserverOptions {
 pub fn observer(fake: &FakeAws, options: ObserverOptions) -> AwsObserver {
     let f = Arc::new(fake.clone());
     AwsObserver::with_ports(
+        f.clone(),
+        f.clone(),
         f.clone(),
         f.clone(),
         f.clone(),
@@ -179,6 +281,7 @@ pub fn request() -> AwsRequest {
             tag_term("team", "*"),
         ],
         pod_identity_service_accounts: Vec::new(),
+        ..Default::default()
     }
 }
 

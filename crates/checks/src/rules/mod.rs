@@ -6,7 +6,9 @@
 //! the shared reason of its cause, never `False`; warnings are findings only.
 
 pub mod cluster_identity;
+pub mod controller_can_launch;
 pub mod instance_profile;
+pub mod interruption_handling;
 pub mod karpenter_status;
 pub mod labels_allowed;
 pub mod metadata_options;
@@ -14,6 +16,7 @@ pub mod node_role;
 pub mod node_role_mapped;
 pub mod nodeclaims_registered;
 pub mod security_groups;
+pub mod spot_ready;
 
 use crate::facts::{Facts, Observed, Settings, UnknownCause, Unobserved};
 use crate::warnings::Warning;
@@ -56,6 +59,10 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     // Registration problems are explained by the other outcomes, so this rule runs last.
     let registration = nodeclaims_registered::check(&ctx, &outcomes);
     outcomes.push(registration);
+    // The controller's own wiring (issue 11): after registration in `ConditionType::ALL` order.
+    outcomes.push(controller_can_launch::check(&ctx));
+    outcomes.push(interruption_handling::check(&ctx));
+    outcomes.push(spot_ready::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

@@ -251,6 +251,10 @@ fn roles_from_eks_pod_identity_count_like_irsa_and_unknown_associations_never_fa
                 KARPENTER_SERVICE_ACCOUNT.into(),
                 Observed::Found(Some(controller.clone())),
             );
+            // A role for Pod Identity trusts pods.eks.amazonaws.com.
+            if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+                r.assume_role_policy_document = Some(pod_identity_trust_policy());
+            }
         });
     assert_eq!(
         failures(&status(&mapped_controller)),

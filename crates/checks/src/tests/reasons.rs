@@ -84,6 +84,78 @@ sentences! {
         Facts::healthy().with(|f| f.aws.region = None)
         => MetadataOptionsSupported is Unknown because RegionUnknown;
 
+    an_unevaluable_condition_in_the_queue_policy_is_policy_undecided:
+        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts {
+            policy: Some(r#"{"Statement":[{"Effect":"Allow","Principal":{"Service":"events.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}"#.into()),
+            ..healthy_queue()
+        })))
+        => InterruptionHandlingReady is Unknown because PolicyUndecided;
+
+    // ControllerCanLaunch.
+    a_controller_role_trusting_its_service_account_and_allowed_everything_is_controller_permissions_verified:
+        Facts::healthy() => ControllerCanLaunch is True because ControllerPermissionsVerified;
+    a_service_account_without_irsa_or_pod_identity_is_controller_identity_not_found:
+        Facts::healthy().with(|f| if let Observed::Found(k) = &mut f.cluster.karpenter { k.controller_role_arn = None })
+        => ControllerCanLaunch is Unknown because ControllerIdentityNotFound;
+    an_irsa_annotation_naming_a_missing_role_is_controller_role_not_found:
+        Facts::healthy().with(|f| f.aws.controller_role = Some(Observed::Absent))
+        => ControllerCanLaunch is False because ControllerRoleNotFound;
+    a_cluster_without_its_iam_oidc_provider_is_oidc_provider_missing:
+        Facts::healthy().with(|f| f.aws.oidc_providers = Observed::Found(Vec::new()))
+        => ControllerCanLaunch is False because OidcProviderMissing;
+    an_irsa_trust_naming_another_service_account_is_controller_trust_mismatch:
+        Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+            r.assume_role_policy_document = Some(irsa_trust_policy("karpenter/karpenter"));
+        })
+        => ControllerCanLaunch is False because ControllerTrustMismatch;
+    a_pod_identity_role_trusting_only_ec2_is_pod_identity_trust_missing:
+        Facts::healthy().with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter { k.controller_role_arn = None }
+            f.aws.pod_identity_roles.insert(KARPENTER_SERVICE_ACCOUNT.into(), Observed::Found(Some(role_arn(CONTROLLER_ROLE))));
+            if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+                r.assume_role_policy_document = Some(trust_policy_for("ec2.amazonaws.com"));
+            }
+        })
+        => ControllerCanLaunch is False because PodIdentityTrustMissing;
+    a_simulated_implicit_deny_of_pass_role_is_controller_cannot_pass_node_role:
+        Facts::healthy().with_simulated("iam:PassRole", |d| d.decision = "implicitDeny".into())
+        => ControllerCanLaunch is False because ControllerCannotPassNodeRole;
+    an_scp_denying_create_instance_profile_is_controller_cannot_manage_instance_profiles:
+        Facts::healthy().with_simulated("iam:CreateInstanceProfile", |d| { d.decision = "explicitDeny".into(); d.denied_by_organizations = true; })
+        => ControllerCanLaunch is False because ControllerCannotManageInstanceProfiles;
+    a_boundary_denying_run_instances_is_controller_cannot_launch_instances:
+        Facts::healthy().with_simulated("ec2:RunInstances", |d| { d.decision = "implicitDeny".into(); d.denied_by_boundary = true; })
+        => ControllerCanLaunch is False because ControllerCannotLaunchInstances;
+
+    // InterruptionHandlingReady.
+    a_queue_with_its_policy_and_every_rule_is_interruption_handling_configured:
+        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(healthy_queue())))
+        => InterruptionHandlingReady is True because InterruptionHandlingConfigured;
+    no_queue_is_interruption_handling_disabled:
+        Facts::healthy() => InterruptionHandlingReady is True because InterruptionHandlingDisabled;
+    a_queue_given_as_an_arn_is_interruption_queue_not_a_name:
+        Facts::healthy().with_interruption_queue("arn:aws:sqs:us-west-2:111122223333:demo-interruptions", None)
+        => InterruptionHandlingReady is False because InterruptionQueueNotAName;
+    a_queue_sqs_does_not_have_is_interruption_queue_not_found:
+        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Absent))
+        => InterruptionHandlingReady is False because InterruptionQueueNotFound;
+    a_queue_without_a_policy_is_interruption_queue_policy_missing:
+        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { policy: None, ..healthy_queue() })))
+        => InterruptionHandlingReady is False because InterruptionQueuePolicyMissing;
+    a_queue_without_rules_is_interruption_rules_missing:
+        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { rules: Observed::Found(Vec::new()), ..healthy_queue() })))
+        => InterruptionHandlingReady is False because InterruptionRulesMissing;
+
+    // SpotReady.
+    on_demand_node_pools_are_spot_not_used:
+        Facts::healthy() => SpotReady is True because SpotNotUsed;
+    a_spot_node_pool_with_the_service_linked_role_is_spot_service_linked_role_exists:
+        Facts::healthy().with_spot(Some(Observed::Found("arn:aws:iam::111122223333:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot".into())))
+        => SpotReady is True because SpotServiceLinkedRoleExists;
+    a_spot_node_pool_without_the_service_linked_role_is_spot_service_linked_role_missing:
+        Facts::healthy().with_spot(Some(Observed::Absent))
+        => SpotReady is False because SpotServiceLinkedRoleMissing;
+
     // InstanceProfileReady.
     a_generated_profile_holding_spec_role_is_instance_profile_valid:
         Facts::healthy() => InstanceProfileReady is True because InstanceProfileValid;

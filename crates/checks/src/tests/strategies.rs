@@ -128,6 +128,29 @@ pub(super) enum Mutation {
     ControllerRole(String),
     MetadataIpv6(Option<Option<String>>),
     ManyBadPods(usize),
+    /// The controller's wiring (issue 11).
+    Wiring(Wiring),
+}
+
+/// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
+#[derive(Clone, Debug)]
+pub(super) enum Wiring {
+    /// The interruption queue setting and what AWS says about the queue (0..=5).
+    Queue(String, u8),
+    /// Spot allowed, with the service-linked role found (0), absent (1) or unknown (2).
+    Spot(u8),
+    /// The controller role's trust policy.
+    Trust(String),
+    /// IAM's simulator's answer for one action: decision, boundary, organizations, missing keys.
+    Simulated(String, String, bool, bool, bool),
+    NoOidcProviders,
+    ControllerRoleAbsent,
+    NoIdentity,
+    /// The role comes from Pod Identity, with this trust policy.
+    PodIdentity(String),
+    /// The simulator denied; the role's own policy is this document.
+    Local(String),
+    DryRun,
 }
 
 pub(super) fn cause() -> impl Strategy<Value = UnknownCause> {
@@ -220,7 +243,145 @@ pub(super) fn mutation() -> impl Strategy<Value = Mutation> {
         1 => text(&[&role_arn(CONTROLLER_ROLE), &role_arn(NODE_ROLE), "garbage"]).prop_map(Mutation::ControllerRole),
         1 => prop::option::of(prop::option::of(text(&["disabled", "enabled"]))).prop_map(Mutation::MetadataIpv6),
         1 => (0usize..80).prop_map(Mutation::ManyBadPods),
+        3 => wiring().prop_map(Mutation::Wiring),
     ]
+}
+
+const OWN_POLICY: &str = r#"{"Statement":[{"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"}]}"#;
+const DENY_PASS: &str = r#"{"Statement":[{"Effect":"Allow","Action":"*","Resource":"*"},{"Effect":"Deny","Action":"iam:PassRole","Resource":"*"}]}"#;
+const VPC_ONLY: &str = r#"{"Statement":[{"Effect":"Allow","Action":"*","Resource":"*","Condition":{"StringEquals":{"aws:SourceVpc":"vpc-1"}}}]}"#;
+
+fn wiring() -> impl Strategy<Value = Wiring> {
+    prop_oneof![
+        (
+            text(&[
+                QUEUE,
+                "arn:aws:sqs:us-west-2:111122223333:q",
+                "https://sqs.us-west-2.amazonaws.com/1/q"
+            ]),
+            0u8..6
+        )
+            .prop_map(|(q, shape)| Wiring::Queue(q, shape)),
+        (0u8..3).prop_map(Wiring::Spot),
+        text(&[
+            &irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT),
+            &irsa_trust_policy("other/sa"),
+            &trust_policy_for("pods.eks.amazonaws.com"),
+            "garbage"
+        ])
+        .prop_map(Wiring::Trust),
+        (
+            text(&[
+                "iam:PassRole",
+                "ec2:RunInstances",
+                "iam:CreateInstanceProfile"
+            ]),
+            text(&["allowed", "implicitDeny", "explicitDeny"]),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(|(a, d, b, o, m)| Wiring::Simulated(a, d, b, o, m)),
+        Just(Wiring::NoOidcProviders),
+        Just(Wiring::ControllerRoleAbsent),
+        Just(Wiring::NoIdentity),
+        text(&[
+            &pod_identity_trust_policy(),
+            &trust_policy_for("ec2.amazonaws.com")
+        ])
+        .prop_map(Wiring::PodIdentity),
+        text(&[OWN_POLICY, DENY_PASS, VPC_ONLY, "{"]).prop_map(Wiring::Local),
+        Just(Wiring::DryRun),
+    ]
+}
+
+fn apply_wiring(f: &mut Facts, w: &Wiring) {
+    use crate::facts::{PermissionFacts, PolicyDocument, QueueFacts, RolePolicies, Setting};
+    match w {
+        Wiring::Queue(setting, shape) => {
+            let queue = match shape {
+                0 => Observed::Found(healthy_queue()),
+                1 => Observed::Absent,
+                2 => Observed::Found(QueueFacts {
+                    policy: None,
+                    ..healthy_queue()
+                }),
+                3 => Observed::Found(QueueFacts {
+                    rules: Observed::Found(Vec::new()),
+                    ..healthy_queue()
+                }),
+                4 => Observed::Found(QueueFacts {
+                    policy: Some(VPC_ONLY.replace(
+                        "\"*\",\"Resource\"",
+                        "\"*\",\"Principal\":\"*\",\"Resource\"",
+                    )),
+                    ..healthy_queue()
+                }),
+                _ => unknown(UnknownCause::AccessDenied),
+            };
+            *f = f.clone().with_interruption_queue(setting, Some(queue));
+        }
+        Wiring::Spot(n) => {
+            let role = match n {
+                0 => Observed::Found("arn:aws:iam::111122223333:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot".into()),
+                1 => Observed::Absent,
+                _ => unknown(UnknownCause::Throttled),
+            };
+            *f = f.clone().with_spot(Some(role));
+        }
+        Wiring::Trust(doc) => {
+            if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+                r.assume_role_policy_document = Some(doc.clone());
+            }
+        }
+        Wiring::Simulated(action, decision, boundary, orgs, missing) => {
+            *f = f.clone().with_simulated(action, |d| {
+                d.decision = decision.clone();
+                d.denied_by_boundary = *boundary && decision != "allowed";
+                d.denied_by_organizations = *orgs && decision != "allowed";
+                if *missing {
+                    d.missing_context = vec!["aws:SourceVpc".into()];
+                }
+            })
+        }
+        Wiring::NoOidcProviders => f.aws.oidc_providers = Observed::Found(Vec::new()),
+        Wiring::ControllerRoleAbsent => f.aws.controller_role = Some(Observed::Absent),
+        Wiring::NoIdentity => {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.controller_role_arn = None;
+            }
+        }
+        Wiring::PodIdentity(doc) => {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.controller_role_arn = None;
+            }
+            f.aws.pod_identity_roles.insert(
+                KARPENTER_SERVICE_ACCOUNT.into(),
+                Observed::Found(Some(role_arn(CONTROLLER_ROLE))),
+            );
+            if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+                r.assume_role_policy_document = Some(doc.clone());
+            }
+        }
+        Wiring::Local(doc) => {
+            f.aws.controller_permissions = Some(PermissionFacts {
+                simulated: unknown(UnknownCause::AccessDenied),
+                policies: Some(Observed::Found(RolePolicies {
+                    identity: vec![PolicyDocument {
+                        name: "inline policy p".into(),
+                        document: doc.clone(),
+                    }],
+                    boundary: None,
+                })),
+            })
+        }
+        Wiring::DryRun => {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.dry_run_disabled = true;
+                k.interruption_queue = Setting::Unset;
+            }
+        }
+    }
 }
 
 pub(super) fn apply(f: &mut Facts, m: &Mutation) {
@@ -364,6 +525,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
                         ..Default::default()
                     })
         }
+        Mutation::Wiring(w) => apply_wiring(f, w),
         Mutation::ManyBadPods(n) => {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
                 for i in 0..*n {
@@ -394,6 +556,46 @@ pub(super) fn normalize(f: &mut Facts) {
                 role.arn = role_arn(&name);
                 role.name = name;
             }
+        }
+    }
+    // The adapter asks the simulator the questions of these facts: keep each action's answer.
+    let node_role = match &f.aws.node_role {
+        Some(Observed::Found(r)) => Some(r.arn.clone()),
+        _ => None,
+    };
+    let class = crate::karpenter_permissions::ClassInputs::of(&f.cluster);
+    let region = f.aws.region.clone();
+    if let (
+        Some(node_role),
+        Some(class),
+        Some(region),
+        Some(crate::facts::PermissionFacts {
+            simulated: Observed::Found(list),
+            ..
+        }),
+    ) = (
+        node_role,
+        class,
+        region,
+        f.aws.controller_permissions.as_mut(),
+    ) {
+        let inputs = class.complete("aws", ACCOUNT, &region, &node_role);
+        let old = std::mem::take(list);
+        for q in inputs.questions() {
+            let template = old.iter().find(|d| d.action == q.action).cloned();
+            list.push(crate::facts::SimulatedDecision {
+                action: q.action.into(),
+                resource: q.resource,
+                ..template.unwrap_or(crate::facts::SimulatedDecision {
+                    action: String::new(),
+                    resource: String::new(),
+                    decision: "allowed".into(),
+                    denied_by_boundary: false,
+                    denied_by_organizations: false,
+                    missing_context: Vec::new(),
+                    matched: Vec::new(),
+                })
+            });
         }
     }
 }

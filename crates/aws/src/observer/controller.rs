@@ -1,0 +1,295 @@
+//! IAM reads about the Karpenter controller's role for `ControllerCanLaunch`: the role itself
+//! (GetRole), the account's OIDC providers (ListOpenIDConnectProviders), IAM's answers to the
+//! permission questions (SimulatePrincipalPolicy, one call per question group), and, only when
+//! the simulator cannot be asked, the role's own policies (ListRolePolicies/GetRolePolicy,
+//! ListAttachedRolePolicies, GetPolicy/GetPolicyVersion, the permissions boundary). Also the
+//! spot service-linked role (GetRole) for `SpotReady`. Every read is cached; does IO (through
+//! the IAM port).
+
+use super::AwsObserver;
+use super::shared::{Paged, because, not_observed};
+use crate::cache::Read;
+use crate::ports::{RoleData, Service, Simulation};
+use futures::future::join_all;
+use karpenter_health_checks::facts::{
+    ControllerRoleFacts, Observed, PermissionFacts, PolicyDocument, RolePolicies,
+    SimulatedDecision, Unobserved,
+};
+use karpenter_health_checks::karpenter_permissions::{Group, Inputs};
+use std::collections::BTreeMap;
+
+/// The controller's reads.
+pub(super) struct ControllerReads {
+    pub(super) role: Read<RoleData>,
+    pub(super) permissions: Option<PermissionFacts>,
+}
+
+pub(super) fn role_facts(data: &RoleData) -> ControllerRoleFacts {
+    ControllerRoleFacts {
+        name: data.name.clone(),
+        arn: data.arn.clone(),
+        assume_role_policy_document: data.assume_role_policy_document.clone(),
+        permissions_boundary_arn: data.permissions_boundary_arn.clone(),
+    }
+}
+
+/// The simulations of the questions: one per group, every action and resource of the group in
+/// the group's context.
+pub fn simulations(role_arn: &str, inputs: &Inputs) -> Vec<Simulation> {
+    let mut groups: BTreeMap<Group, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for q in inputs.questions() {
+        let (actions, resources) = groups.entry(q.group).or_default();
+        if !actions.iter().any(|a| a == q.action) {
+            actions.push(q.action.to_owned());
+        }
+        if !resources.contains(&q.resource) {
+            resources.push(q.resource.clone());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(group, (actions, resources))| Simulation {
+            policy_source_arn: role_arn.to_owned(),
+            actions,
+            resources,
+            context: inputs
+                .context(group)
+                .entries()
+                .map(|(k, v)| (k.to_owned(), v.to_vec()))
+                .collect(),
+        })
+        .collect()
+}
+
+impl AwsObserver {
+    /// A role by name, through the shared role cache.
+    pub(super) async fn role(&self, name: &str) -> Read<RoleData> {
+        let this = self.clone();
+        let name = name.to_owned();
+        self.inner
+            .roles
+            .get(name.clone(), move || async move {
+                let iam = &this.inner.iam;
+                this.load(Service::Iam, "GetRole", &name, iam.get_role(&name))
+                    .await
+            })
+            .await
+    }
+
+    pub(super) async fn oidc_providers(&self) -> Read<Vec<String>> {
+        let this = self.clone();
+        self.inner
+            .oidc_providers
+            .get((), move || async move {
+                let iam = &this.inner.iam;
+                let mut arns = this
+                    .load(
+                        Service::Iam,
+                        "ListOpenIDConnectProviders",
+                        "",
+                        iam.list_open_id_connect_providers(),
+                    )
+                    .await?;
+                if let Some(arns) = arns.as_mut() {
+                    arns.sort();
+                }
+                Ok(arns)
+            })
+            .await
+    }
+
+    /// The controller role and, when `inputs` are known, what it may do.
+    pub(super) async fn controller(
+        &self,
+        role_name: &str,
+        inputs: Result<Inputs, Unobserved>,
+    ) -> ControllerReads {
+        let role = self.role(role_name).await;
+        let data = match &role.current {
+            Observed::Found(data) => data.clone(),
+            _ => {
+                return ControllerReads {
+                    role,
+                    permissions: None,
+                };
+            }
+        };
+        let inputs = match inputs {
+            Ok(i) => i,
+            Err(u) => {
+                return ControllerReads {
+                    role,
+                    permissions: Some(PermissionFacts {
+                        simulated: Observed::Unknown(u),
+                        policies: None,
+                    }),
+                };
+            }
+        };
+        let simulated = self.simulate(&data.arn, &inputs).await;
+        let policies = match &simulated {
+            Observed::Unknown(_) => Some(self.role_policies(&data).await),
+            _ => None,
+        };
+        ControllerReads {
+            role,
+            permissions: Some(PermissionFacts {
+                simulated,
+                policies,
+            }),
+        }
+    }
+
+    async fn simulate(&self, role_arn: &str, inputs: &Inputs) -> Observed<Vec<SimulatedDecision>> {
+        let reads = simulations(role_arn, inputs).into_iter().map(|simulation| {
+            let this = self.clone();
+            async move {
+                let key = simulation.clone();
+                let cache = this.inner.simulations.clone();
+                cache
+                    .get(key, move || async move {
+                        let iam = &this.inner.iam;
+                        let mut all = Vec::new();
+                        let read = this
+                            .pages(
+                                Service::Iam,
+                                "SimulatePrincipalPolicy",
+                                &simulation.policy_source_arn,
+                                |marker| iam.simulate_principal_policy(&simulation, marker),
+                                |page| all.extend(page),
+                            )
+                            .await?;
+                        Ok((read == Paged::Complete).then_some(all))
+                    })
+                    .await
+                    .current
+            }
+        });
+        let mut decisions = Vec::new();
+        for answer in join_all(reads).await {
+            match answer {
+                Observed::Found(d) => decisions.extend(d),
+                // The role vanished in between: the caller sees it on the next GetRole.
+                Observed::Absent => {
+                    return not_observed("the controller role vanished during the simulation");
+                }
+                Observed::Unknown(u) => return Observed::Unknown(u),
+            }
+        }
+        Observed::Found(decisions)
+    }
+
+    /// The role's inline and attached policies and its boundary, as documents.
+    async fn role_policies(&self, role: &RoleData) -> Observed<RolePolicies> {
+        let name = role.name.clone();
+        let inline = {
+            let this = self.clone();
+            let name = name.clone();
+            self.inner
+                .inline_policies
+                .get(name.clone(), move || async move {
+                    let iam = &this.inner.iam;
+                    let mut names = Vec::new();
+                    let listed = this
+                        .pages(
+                            Service::Iam,
+                            "ListRolePolicies",
+                            &name,
+                            |marker| iam.list_role_policies(&name, marker),
+                            |page| names.extend(page),
+                        )
+                        .await?;
+                    if listed == Paged::Absent {
+                        return Ok(None);
+                    }
+                    let mut docs = Vec::new();
+                    for policy in names {
+                        let doc = this
+                            .load(
+                                Service::Iam,
+                                "GetRolePolicy",
+                                &format!("{name} {policy}"),
+                                iam.get_role_policy(&name, &policy),
+                            )
+                            .await?;
+                        if let Some(document) = doc {
+                            docs.push(PolicyDocument {
+                                name: format!("inline policy {policy}"),
+                                document,
+                            });
+                        }
+                    }
+                    Ok(Some(docs))
+                })
+        };
+        let attached = self.attached_policies(name.clone());
+        let (inline, attached) = futures::join!(inline, attached);
+        let inline = match inline.current {
+            Observed::Found(d) => d,
+            Observed::Absent => return Observed::Absent,
+            Observed::Unknown(u) => {
+                return Observed::Unknown(because("inline policies not read", &u));
+            }
+        };
+        let attached = match attached.current {
+            Observed::Found(a) => a,
+            Observed::Absent => return Observed::Absent,
+            Observed::Unknown(u) => {
+                return Observed::Unknown(because("attached policies not read", &u));
+            }
+        };
+        let mut identity = inline;
+        let managed = join_all(attached.iter().map(|arn| self.managed_policy(arn))).await;
+        for (arn, doc) in attached.iter().zip(managed) {
+            match doc {
+                Observed::Found(document) => identity.push(PolicyDocument {
+                    name: arn.clone(),
+                    document,
+                }),
+                // Detached or deleted since the listing: it grants nothing now.
+                Observed::Absent => {}
+                Observed::Unknown(u) => return Observed::Unknown(u),
+            }
+        }
+        let boundary = match &role.permissions_boundary_arn {
+            None => None,
+            Some(arn) => match self.managed_policy(arn).await {
+                Observed::Found(document) => Some(PolicyDocument {
+                    name: format!("permissions boundary {arn}"),
+                    document,
+                }),
+                Observed::Absent => {
+                    return not_observed(format!("permissions boundary {arn} not found"));
+                }
+                Observed::Unknown(u) => return Observed::Unknown(u),
+            },
+        };
+        Observed::Found(RolePolicies { identity, boundary })
+    }
+
+    /// A managed policy's default version's document (GetPolicy, then GetPolicyVersion).
+    async fn managed_policy(&self, arn: &str) -> Observed<String> {
+        let this = self.clone();
+        let arn = arn.to_owned();
+        self.inner
+            .managed_policies
+            .get(arn.clone(), move || async move {
+                let iam = &this.inner.iam;
+                let Some(version) = this
+                    .load(Service::Iam, "GetPolicy", &arn, iam.get_policy(&arn))
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                this.load(
+                    Service::Iam,
+                    "GetPolicyVersion",
+                    &arn,
+                    iam.get_policy_version(&arn, &version),
+                )
+                .await
+            })
+            .await
+            .current
+    }
+}
