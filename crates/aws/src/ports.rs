@@ -22,6 +22,7 @@ pub enum Service {
     Sqs,
     /// EventBridge (SigV4 name `events`).
     Events,
+    Kms,
 }
 
 impl Service {
@@ -34,6 +35,7 @@ impl Service {
             Service::Sts => "sts",
             Service::Sqs => "sqs",
             Service::Events => "events",
+            Service::Kms => "kms",
         }
     }
 
@@ -46,6 +48,7 @@ impl Service {
             Service::Sts => "STS",
             Service::Sqs => "SQS",
             Service::Events => "EventBridge",
+            Service::Kms => "KMS",
         }
     }
 }
@@ -254,6 +257,28 @@ pub trait Ec2Api: Send + Sync {
         max_results: i32,
         next_token: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<InstanceFacts>>>;
+    /// Whether the account encrypts new EBS volumes by default in this region.
+    fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>>;
+    /// The key EC2 encrypts volumes with when none is named (an ARN).
+    fn get_ebs_default_kms_key_id(&self) -> BoxFuture<'_, PortResult<String>>;
+}
+
+/// What DescribeKey returns that the checks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KmsKeyData {
+    pub key_id: String,
+    pub arn: String,
+    /// `KeyState`: `Enabled`, `Disabled`, `PendingDeletion`, ...
+    pub state: String,
+    /// `KeyManager`: `AWS` or `CUSTOMER`.
+    pub manager: String,
+}
+
+pub trait KmsApi: Send + Sync {
+    /// A key by id, key ARN, alias name or alias ARN; absent only on `NotFoundException`.
+    fn describe_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<KmsKeyData>>;
+    /// The key policy named `default` (the only name KMS has), by key id or ARN.
+    fn get_key_policy<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<String>>;
 }
 
 pub trait EksApi: Send + Sync {

@@ -4,9 +4,10 @@
 
 use crate::facts::{
     AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, ControllerRoleFacts,
-    EksClusterFacts, EventRuleFacts, Facts, InstanceFacts, InstanceProfileFacts, KarpenterFacts,
-    NodeClaimFacts, Observed, PermissionFacts, PodScheduling, QueueFacts, RoleFacts, RoleRef,
-    SecurityGroupFacts, Setting, SimulatedDecision, UnknownCause,
+    CrdFacts, EbsEncryptionFacts, EksClusterFacts, EventRuleFacts, Facts, InstanceFacts,
+    InstanceProfileFacts, KarpenterFacts, KmsKeyFacts, NodeClaimFacts, Observed, PermissionFacts,
+    PodScheduling, QueueFacts, RoleFacts, RoleRef, SecurityGroupFacts, Setting, SimulatedDecision,
+    UnknownCause,
 };
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -36,6 +37,9 @@ pub const HEALTHY_INSTANCE: &str = "i-0healthy";
 /// The cluster's OIDC issuer (host and path).
 pub const OIDC_ISSUER: &str = "oidc.eks.us-west-2.amazonaws.com/id/DEMO0123456789";
 pub const QUEUE: &str = "demo-interruptions";
+pub const KMS_KEY: &str = "1234abcd-12ab-34cd-56ef-1234567890ab";
+/// A key policy that lets only Lambda use the key: nothing for EC2, no delegation to the account.
+pub const LAMBDA_ONLY_KEY_POLICY: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":["kms:Decrypt","kms:GenerateDataKey*","kms:CreateGrant","kms:DescribeKey"],"Resource":"*","Condition":{"StringEquals":{"kms:ViaService":"lambda.us-west-2.amazonaws.com","kms:CallerAccount":"111122223333"}}}]}"#;
 pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
 
 /// The fixed evaluation time of every fixture: 2026-08-21T12:00:00Z.
@@ -123,6 +127,7 @@ pub fn node_class() -> EC2NodeClass {
             http_tokens: Some("required".into()),
         }),
         tags: BTreeMap::new(),
+        block_device_mappings: Vec::new(),
     };
     let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
     nc.metadata.generation = Some(1);
@@ -294,7 +299,51 @@ fn healthy_cluster() -> ClusterFacts {
         aws_node_role_arn: Observed::Found(None),
         configured_cluster_name: None,
         node_class_generation_seen_at: None,
+        apiserver_version: Observed::Found("v1.29.15-eks-1234".into()),
+        karpenter_crds: Observed::Found(current_crds()),
+        karpenter_webhooks: Observed::Found(Vec::new()),
+        service_endpoints: BTreeMap::new(),
     }
+}
+
+/// Karpenter's three CRDs as a current release installs them: v1 stored, every field of the
+/// version table present, no conversion webhook.
+pub fn current_crds() -> Vec<CrdFacts> {
+    [
+        "nodepools.karpenter.sh",
+        "nodeclaims.karpenter.sh",
+        "ec2nodeclasses.karpenter.k8s.aws",
+    ]
+    .iter()
+    .map(|name| CrdFacts {
+        name: (*name).into(),
+        stored_versions: vec!["v1".into()],
+        fields: crate::karpenter_versions::CRD_FIELDS
+            .iter()
+            .filter(|f| f.crd == *name)
+            .map(|f| f.path.to_owned())
+            .collect(),
+        conversion_service: None,
+    })
+    .collect()
+}
+
+/// An enabled customer-managed key whose policy delegates to the account (the KMS default).
+pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
+    KmsKeyFacts {
+        key_id: id.into(),
+        arn: format!("arn:aws:kms:{REGION}:{ACCOUNT}:key/{id}"),
+        state: state.into(),
+        manager: "CUSTOMER".into(),
+        policy: Observed::Found(policy.into()),
+    }
+}
+
+/// The key policy KMS gives a key created without one: the account root may do everything.
+pub fn default_key_policy() -> String {
+    format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Sid":"Enable IAM User Permissions","Effect":"Allow","Principal":{{"AWS":"arn:aws:iam::{ACCOUNT}:root"}},"Action":"kms:*","Resource":"*"}}]}}"#
+    )
 }
 
 fn healthy_aws() -> AwsFacts {
@@ -338,6 +387,7 @@ fn healthy_aws() -> AwsFacts {
             vpc_id: Some(VPC.into()),
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
             oidc_issuer: Some(format!("https://{OIDC_ISSUER}")),
+            version: Some("1.29".into()),
         }),
         node_role_access_entries: Observed::Found(Vec::new()),
         // Neither ServiceAccount has a Pod Identity association (IRSA or the node role instead).
@@ -369,6 +419,15 @@ fn healthy_aws() -> AwsFacts {
         }),
         interruption_queue: None,
         spot_service_linked_role: None,
+        // The class has no block devices, so its root volume uses the account's default key,
+        // the AWS-managed one.
+        ebs_encryption: Some(Observed::Found(EbsEncryptionFacts {
+            by_default: false,
+            default_kms_key_id: Observed::Found(format!(
+                "arn:aws:kms:{REGION}:{ACCOUNT}:alias/aws/ebs"
+            )),
+        })),
+        kms_keys: BTreeMap::new(),
     }
 }
 
@@ -618,6 +677,34 @@ impl Facts {
         self.with(|f| {
             if let Observed::Found(list) = &mut f.aws.cluster_instances {
                 list.push(instance);
+            }
+        })
+    }
+}
+
+impl Facts {
+    /// The class's one volume names `key`, which KMS answered as `found`.
+    pub fn with_volume_key(self, key: &str, found: Observed<KmsKeyFacts>) -> Self {
+        self.with(|f| {
+            f.cluster.node_class.spec.block_device_mappings =
+                vec![karpenter_health_api::karpenter::BlockDeviceMapping {
+                    device_name: Some("/dev/xvda".into()),
+                    ebs: Some(karpenter_health_api::karpenter::BlockDevice {
+                        encrypted: Some(true),
+                        kms_key_id: Some(key.into()),
+                    }),
+                }];
+            f.aws.kms_keys.insert(key.into(), found);
+        })
+    }
+
+    /// Changes the CRD named `name` (one of [`current_crds`]).
+    pub fn with_crd(self, name: &str, change: impl FnOnce(&mut CrdFacts)) -> Self {
+        self.with(|f| {
+            if let Observed::Found(crds) = &mut f.cluster.karpenter_crds
+                && let Some(crd) = crds.iter_mut().find(|c| c.name == name)
+            {
+                change(crd);
             }
         })
     }

@@ -109,6 +109,7 @@ pub fn cluster_facts(
         configured_cluster_name: overrides.cluster_name.clone(),
         // The controller knows when it saw the current generation; it fills this in.
         node_class_generation_seen_at: None,
+        ..ClusterFacts::default()
     }
 }
 

@@ -17,6 +17,7 @@ mod options;
 mod pod_identity;
 mod shared;
 mod sts;
+mod volumes;
 
 pub use controller::simulations;
 pub use ec2::{instance_filters, security_group_filters};
@@ -26,7 +27,9 @@ use crate::cache::{Cache, Read, Ttls};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
-use crate::ports::{Ec2Api, EksApi, EventsApi, IamApi, RoleData, Simulation, SqsApi, StsApi};
+use crate::ports::{
+    Ec2Api, EksApi, EventsApi, IamApi, KmsApi, RoleData, Simulation, SqsApi, StsApi,
+};
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
 use futures::{FutureExt, join};
@@ -62,6 +65,8 @@ pub struct AwsRequest {
     pub interruption_queue: Option<String>,
     /// Whether a NodePool of the class allows spot (then `AWSServiceRoleForEC2Spot` is read).
     pub spot_service_linked_role: bool,
+    /// The KMS keys the class's volumes use; `None` when not asked.
+    pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,
 }
 
 /// What identifies the controller's role and the permission questions about it.
@@ -115,6 +120,7 @@ struct Inner {
     sts: Arc<dyn StsApi>,
     sqs: Arc<dyn SqsApi>,
     events: Arc<dyn EventsApi>,
+    kms: Arc<dyn KmsApi>,
     region: Option<String>,
     options: ObserverOptions,
     limiters: Limiters,
@@ -137,6 +143,10 @@ struct Inner {
     /// Default-version documents by managed policy ARN.
     managed_policies: Cache<String, String>,
     queues: Cache<String, QueueFacts>,
+    ebs_by_default: Cache<(), bool>,
+    ebs_default_key: Cache<(), String>,
+    /// By the reference the volumes use (id, ARN, alias).
+    kms_keys: Cache<String, karpenter_health_checks::facts::KmsKeyFacts>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -160,6 +170,7 @@ impl AwsObserver {
             ports.clone(),
             ports.clone(),
             ports.clone(),
+            ports.clone(),
             ports,
             region,
             options,
@@ -175,6 +186,7 @@ impl AwsObserver {
         sts: Arc<dyn StsApi>,
         sqs: Arc<dyn SqsApi>,
         events: Arc<dyn EventsApi>,
+        kms: Arc<dyn KmsApi>,
         region: Option<String>,
         options: ObserverOptions,
     ) -> Self {
@@ -195,6 +207,7 @@ impl AwsObserver {
                 sts,
                 sqs,
                 events,
+                kms,
                 region,
                 limiters: Limiters::new(options.rate_limits),
                 counters: Counters::default(),
@@ -212,6 +225,9 @@ impl AwsObserver {
                 inline_policies: Cache::new(ttls),
                 managed_policies: Cache::new(ttls),
                 queues: Cache::new(ttls),
+                ebs_by_default: Cache::new(account_ttls),
+                ebs_default_key: Cache::new(account_ttls),
+                kms_keys: Cache::new(ttls),
                 options,
             }),
         }
@@ -357,8 +373,19 @@ impl AwsObserver {
                 None
             }
         };
-        let (controller, oidc, queue, slr) =
-            join!(controller_read, oidc_read, queue_read, slr_read);
+        let volumes_read = async {
+            match &request.volume_keys {
+                Some(keys) => Some(self.volumes(keys).await),
+                None => None,
+            }
+        };
+        let (controller, oidc, queue, slr, volumes) = join!(
+            controller_read,
+            oidc_read,
+            queue_read,
+            slr_read,
+            volumes_read
+        );
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
@@ -403,6 +430,12 @@ impl AwsObserver {
             "cluster_instances",
             instances.as_ref().and_then(Read::stale_age),
         );
+        if let Some(v) = &volumes {
+            note("ebs_encryption", v.ebs.as_ref().and_then(Read::stale_age));
+            for read in v.keys.values() {
+                note("kms_keys", read.stale_age());
+            }
+        }
 
         let facts = AwsFacts {
             region: inner.region.clone(),
@@ -435,6 +468,18 @@ impl AwsObserver {
             controller_permissions: controller.as_ref().and_then(|c| c.permissions.clone()),
             interruption_queue: queue.as_ref().map(|r| r.current.clone()),
             spot_service_linked_role: slr.as_ref().map(|r| r.current.clone().map(|role| role.arn)),
+            ebs_encryption: volumes
+                .as_ref()
+                .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
+            kms_keys: volumes
+                .as_ref()
+                .map(|v| {
+                    v.keys
+                        .iter()
+                        .map(|(k, r)| (k.clone(), r.current.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         let last_good = AwsFacts {
             region: inner.region.clone(),
@@ -465,6 +510,18 @@ impl AwsObserver {
             spot_service_linked_role: slr
                 .as_ref()
                 .map(|r| good(r).unwrap_or_default().map(|role| role.arn)),
+            ebs_encryption: volumes
+                .as_ref()
+                .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),
+            kms_keys: volumes
+                .as_ref()
+                .map(|v| {
+                    v.keys
+                        .iter()
+                        .map(|(k, r)| (k.clone(), good(r).unwrap_or_default()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         AwsObservation {
             facts,

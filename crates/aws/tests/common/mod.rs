@@ -97,6 +97,7 @@ pub fn world() -> FakeState {
             vpc_id: Some("vpc-a".into()),
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
             oidc_issuer: None,
+            version: Some("1.31".into()),
         },
     );
     s.access_entries.insert(
@@ -246,6 +247,7 @@ pub fn options() -> ObserverOptions {
 pub fn observer(fake: &FakeAws, options: ObserverOptions) -> AwsObserver {
     let f = Arc::new(fake.clone());
     AwsObserver::with_ports(
+        f.clone(),
         f.clone(),
         f.clone(),
         f.clone(),

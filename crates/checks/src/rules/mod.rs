@@ -10,6 +10,7 @@ pub mod controller_can_launch;
 pub mod instance_profile;
 pub mod interruption_handling;
 pub mod karpenter_status;
+pub mod karpenter_version;
 pub mod labels_allowed;
 pub mod metadata_options;
 pub mod node_role;
@@ -17,6 +18,7 @@ pub mod node_role_mapped;
 pub mod nodeclaims_registered;
 pub mod security_groups;
 pub mod spot_ready;
+pub mod volume_encryption;
 
 use crate::facts::{Facts, Observed, Settings, UnknownCause, Unobserved};
 use crate::warnings::Warning;
@@ -63,6 +65,9 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     outcomes.push(controller_can_launch::check(&ctx));
     outcomes.push(interruption_handling::check(&ctx));
     outcomes.push(spot_ready::check(&ctx));
+    // What a launched node needs to boot and what this Karpenter needs to run (issue 12).
+    outcomes.push(volume_encryption::check(&ctx));
+    outcomes.push(karpenter_version::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

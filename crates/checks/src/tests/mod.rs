@@ -6,3 +6,4 @@ mod properties;
 mod reasons;
 mod scenarios;
 mod strategies;
+mod volumes_and_versions;

@@ -1,0 +1,54 @@
+//! The KMS port over the AWS SDK client. Does IO (every method is one KMS request).
+
+use super::{SdkPorts, missing, text};
+use crate::classify::classify;
+use crate::ports::{KmsApi, KmsKeyData, PortResult, Service};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+impl KmsApi for SdkPorts {
+    fn describe_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<KmsKeyData>> {
+        async move {
+            let out = self
+                .kms
+                .describe_key()
+                .key_id(key)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Kms, &e))?;
+            let meta = out
+                .key_metadata()
+                .ok_or_else(|| missing(Service::Kms, "KeyMetadata"))?;
+            Ok(KmsKeyData {
+                key_id: meta.key_id().to_owned(),
+                arn: text(meta.arn()),
+                state: meta
+                    .key_state()
+                    .map(|s| s.as_str().to_owned())
+                    .unwrap_or_default(),
+                manager: meta
+                    .key_manager()
+                    .map(|m| m.as_str().to_owned())
+                    .unwrap_or_default(),
+            })
+        }
+        .boxed()
+    }
+
+    fn get_key_policy<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        async move {
+            let out = self
+                .kms
+                .get_key_policy()
+                .key_id(key)
+                .policy_name("default")
+                .send()
+                .await
+                .map_err(|e| classify(Service::Kms, &e))?;
+            out.policy()
+                .map(str::to_owned)
+                .ok_or_else(|| missing(Service::Kms, "Policy"))
+        }
+        .boxed()
+    }
+}
