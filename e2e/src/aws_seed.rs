@@ -302,9 +302,11 @@ impl AwsSeeder {
         role_arn: &str,
         vpc: &str,
         subnet: Option<&str>,
+        kubernetes: &str,
     ) -> Result<()> {
         let body = json!({
             "name": name,
+            "version": kubernetes,
             "roleArn": role_arn,
             "resourcesVpcConfig": { "subnetIds": subnet.into_iter().collect::<Vec<_>>(), "vpcId": vpc },
         });

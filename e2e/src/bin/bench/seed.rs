@@ -88,6 +88,7 @@ pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
             &role_arn("bench-cluster"),
             &vpc,
             Some(&subnets[0].0),
+            "1.29",
         )
         .await?;
     Ok(AwsSeed {
