@@ -130,9 +130,15 @@ pub fn fields_present(crd_name: &str, schema: &Value) -> BTreeSet<String> {
         .collect()
 }
 
+/// Whether the API server keeps `path` of an object under `schema`: the path is declared, or an
+/// object on the way preserves unknown fields (nothing below it is pruned).
 fn has_path(schema: &Value, path: &str) -> bool {
+    let preserves = |at: &Value| at["x-kubernetes-preserve-unknown-fields"] == Value::Bool(true);
     let mut at = schema;
     for segment in path.split('.') {
+        if preserves(at) {
+            return true;
+        }
         let (name, items) = match segment.strip_suffix("[]") {
             Some(name) => (name, true),
             None => (segment, false),
@@ -142,6 +148,9 @@ fn has_path(schema: &Value, path: &str) -> bool {
             None => return false,
         }
         if items {
+            if preserves(at) {
+                return true;
+            }
             match at.get("items") {
                 Some(next) => at = next,
                 None => return false,
@@ -200,5 +209,9 @@ mod tests {
         assert!(present.contains("status.capacityReservations"));
         assert!(!present.contains("status.capacityReservations[].state"));
         assert!(fields_present(NODE_POOLS, &schema).is_empty());
+        // A status that preserves unknown fields keeps whatever the controller writes.
+        let open = json!({"properties": {"status": {"type": "object",
+            "x-kubernetes-preserve-unknown-fields": true}}});
+        assert_eq!(fields_present(NODE_POOLS, &open).len(), 2);
     }
 }

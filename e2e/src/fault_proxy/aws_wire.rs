@@ -144,9 +144,13 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
     let (status, code, message) = match (service, fault) {
         ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
         ("eks", Fault::Throttle) => (429, "ThrottlingException", "Rate exceeded"),
-        ("sqs" | "events", Fault::Throttle) => (400, "ThrottlingException", "Rate exceeded"),
-        ("sqs" | "events", Fault::ServerError) => (500, "InternalFailure", "Internal failure"),
-        ("sqs" | "events", _) => (
+        ("sqs" | "events" | "kms", Fault::Throttle) => {
+            (400, "ThrottlingException", "Rate exceeded")
+        }
+        ("sqs" | "events" | "kms", Fault::ServerError) => {
+            (500, "InternalFailure", "Internal failure")
+        }
+        ("sqs" | "events" | "kms", _) => (
             400,
             "AccessDeniedException",
             "User is not authorized to perform this operation",
@@ -182,7 +186,7 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
                  <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
             ),
         ),
-        "eks" | "sqs" | "events" => respond(
+        "eks" | "sqs" | "events" | "kms" => respond(
             status,
             "application/json",
             &[("x-amzn-errortype", code)],
