@@ -60,7 +60,9 @@ else:
                                   {"Key": "team", "Value": "shared"},
                                   {"Key": "kubernetes.io/cluster/other", "Value": "owned"}]}])
     subnet_id = subnet["Subnet"]["SubnetId"]
-    ignore_exists(eks.create_cluster, name=cluster, roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
+    # Kubernetes 1.29: supported by every Karpenter from 0.34 on (KarpenterVersionCompatible).
+    ignore_exists(eks.create_cluster, name=cluster, version="1.29",
+                  roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
                   resourcesVpcConfig={"subnetIds": [subnet_id]})
 
 # The controller's wiring: the cluster's IAM OIDC provider, and a controller role that trusts the
