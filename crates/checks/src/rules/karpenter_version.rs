@@ -43,11 +43,12 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     )
 }
 
-/// The cluster's Kubernetes version and where it came from.
-fn kubernetes_version(ctx: &Context) -> Result<(String, &'static str), Why> {
+/// The cluster's Kubernetes version, where it came from, and (for the API server's fallback) why
+/// EKS could not say.
+fn kubernetes_version(ctx: &Context) -> Result<(String, &'static str, Option<Why>), Why> {
     let eks = match &ctx.facts.aws.eks_cluster {
         Observed::Found(eks) => match eks.version.as_deref().filter(|v| !v.is_empty()) {
-            Some(v) => return Ok((v.to_owned(), "EKS DescribeCluster")),
+            Some(v) => return Ok((v.to_owned(), "EKS DescribeCluster", None)),
             None => Why::new(
                 Reason::NotObserved,
                 "EKS DescribeCluster returned no version.",
@@ -57,7 +58,7 @@ fn kubernetes_version(ctx: &Context) -> Result<(String, &'static str), Why> {
         Observed::Unknown(u) => Why::unobserved("The EKS cluster", u),
     };
     match &ctx.facts.cluster.apiserver_version {
-        Observed::Found(v) => Ok((v.clone(), "the API server's /version")),
+        Observed::Found(v) => Ok((v.clone(), "the API server's /version", Some(eks))),
         Observed::Unknown(u) => {
             let api = Why::unobserved("The API server's /version", u);
             Err(Why::new(
@@ -70,11 +71,24 @@ fn kubernetes_version(ctx: &Context) -> Result<(String, &'static str), Why> {
 }
 
 fn kubernetes_support(ctx: &Context, c: &mut Check, version: &Version, ok: &mut Vec<String>) {
-    let (raw, source) = match kubernetes_version(ctx) {
+    let (raw, source, eks_unknown) = match kubernetes_version(ctx) {
         Ok(v) => v,
         Err(why) => return c.unknown(why),
     };
     let shown = crate::clip(&raw, 64);
+    // The fallback only decides when the matrix knows its answer; otherwise the cause is that
+    // EKS could not be read, which is what to fix.
+    let known = karpenter_versions::parse_kubernetes_version(&raw)
+        .is_some_and(|(a, b)| karpenter_versions::first_supporting(a, b) != Support::NotInMatrix);
+    if let Some(eks) = eks_unknown.filter(|_| !known) {
+        return c.unknown(Why::new(
+            eks.reason,
+            format!(
+                "{} The API server's /version ({shown}) is not in the compatibility matrix.",
+                eks.message
+            ),
+        ));
+    }
     let Some((major, minor)) = karpenter_versions::parse_kubernetes_version(&raw) else {
         return c.unknown(Why::new(
             Reason::KubernetesVersionNotInMatrix,
