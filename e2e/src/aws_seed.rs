@@ -537,4 +537,41 @@ impl AwsSeeder {
         self.events.delete_rule().name(name).send().await?;
         Ok(())
     }
+    /// Karpenter's interruption queue as its getting-started template makes it: queue `name`
+    /// with a policy admitting EventBridge and SQS, and the EventBridge rules `<name>-<kind>`
+    /// for the events Karpenter handles. Returns the queue's ARN.
+    pub async fn interruption_queue(&self, name: &str) -> Result<String> {
+        let arn = self.queue(name, None).await?;
+        self.set_queue_policy(name, &interruption_queue_policy(&arn))
+            .await?;
+        for (rule, source, detail) in INTERRUPTION_RULES {
+            self.rule(&format!("{name}-{rule}"), source, detail, &arn)
+                .await?;
+        }
+        Ok(arn)
+    }
+}
+
+/// The EventBridge rules of Karpenter's getting-started template: name suffix, source and
+/// detail type.
+pub const INTERRUPTION_RULES: [(&str, &str, &str); 4] = [
+    ("spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    (
+        "rebalance",
+        "aws.ec2",
+        "EC2 Instance Rebalance Recommendation",
+    ),
+    ("state", "aws.ec2", "EC2 Instance State-change Notification"),
+    ("health", "aws.health", "AWS Health Event"),
+];
+
+/// The queue policy of Karpenter's getting-started template for the queue `arn`.
+pub fn interruption_queue_policy(arn: &str) -> String {
+    json!({"Id": "EC2InterruptionPolicy", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+         "Action": "sqs:SendMessage", "Resource": arn},
+        {"Sid": "DenyHTTP", "Effect": "Deny", "Action": "sqs:*", "Resource": arn,
+         "Condition": {"Bool": {"aws:SecureTransport": false}}, "Principal": "*"},
+    ]})
+    .to_string()
 }
