@@ -187,6 +187,10 @@ impl AwsObserver {
             ttl: options.account_ttl,
             ..ttls
         };
+        let permission_ttls = Ttls {
+            ttl: options.permissions_ttl,
+            ..ttls
+        };
         Self {
             inner: Arc::new(Inner {
                 iam,
@@ -208,9 +212,9 @@ impl AwsObserver {
                 security_groups: Cache::new(ttls),
                 instances: Cache::new(ttls),
                 oidc_providers: Cache::new(ttls),
-                simulations: Cache::new(ttls),
-                inline_policies: Cache::new(ttls),
-                managed_policies: Cache::new(ttls),
+                simulations: Cache::new(permission_ttls),
+                inline_policies: Cache::new(permission_ttls),
+                managed_policies: Cache::new(permission_ttls),
                 queues: Cache::new(ttls),
                 options,
             }),
