@@ -13,6 +13,7 @@ mod ec2;
 mod eks;
 mod iam;
 mod interruption;
+mod network;
 mod options;
 mod pod_identity;
 mod shared;
@@ -20,6 +21,7 @@ mod sts;
 
 pub use controller::simulations;
 pub use ec2::{instance_filters, security_group_filters};
+pub use network::SubnetQuery;
 pub use options::ObserverOptions;
 
 use crate::cache::{Cache, Read, Ttls};
@@ -62,6 +64,10 @@ pub struct AwsRequest {
     pub interruption_queue: Option<String>,
     /// Whether a NodePool of the class allows spot (then `AWSServiceRoleForEC2Spot` is read).
     pub spot_service_linked_role: bool,
+    /// The subnet ids of Karpenter's `status.subnets`; when empty, `subnet_selector_terms` say
+    /// which subnets to read.
+    pub subnet_ids: Vec<String>,
+    pub subnet_selector_terms: Vec<SelectorTerm>,
 }
 
 /// What identifies the controller's role and the permission questions about it.
@@ -137,6 +143,12 @@ struct Inner {
     /// Default-version documents by managed policy ARN.
     managed_policies: Cache<String, String>,
     queues: Cache<String, QueueFacts>,
+    subnets: Cache<network::SubnetQuery, Vec<karpenter_health_checks::facts::SubnetFacts>>,
+    /// Per VPC id (issue 12): shared by every class whose subnets are in the VPC.
+    route_tables: Cache<String, Vec<karpenter_health_checks::facts::RouteTableFacts>>,
+    nat_gateways: Cache<String, Vec<karpenter_health_checks::facts::NatGatewayFacts>>,
+    vpc_endpoints: Cache<String, Vec<karpenter_health_checks::facts::VpcEndpointFacts>>,
+    vpc_attributes: Cache<(String, crate::ports::VpcAttribute), bool>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -212,6 +224,11 @@ impl AwsObserver {
                 inline_policies: Cache::new(ttls),
                 managed_policies: Cache::new(ttls),
                 queues: Cache::new(ttls),
+                subnets: Cache::new(ttls),
+                route_tables: Cache::new(ttls),
+                nat_gateways: Cache::new(ttls),
+                vpc_endpoints: Cache::new(ttls),
+                vpc_attributes: Cache::new(ttls),
                 options,
             }),
         }
@@ -265,12 +282,26 @@ impl AwsObserver {
                 None => None,
             }
         };
-        let (account, (profile, role), eks, sgs, instances) = join!(
+        let (account, (profile, role), eks, sgs, instances, subnets) = join!(
             self.account(),
             role_chain,
             cluster_read,
             self.security_groups(&request.security_group_selector_terms),
             instances_read,
+            self.subnets(&request.subnet_ids, &request.subnet_selector_terms),
+        );
+        // Where nodes land (issue 12): the cluster's VPC and the network of each VPC the class's
+        // subnets are in, read once per VPC whatever the number of classes.
+        let vpcs: std::collections::BTreeSet<String> = subnets
+            .current
+            .found()
+            .map(|s| s.iter().map(|s| s.vpc_id.clone()).collect())
+            .unwrap_or_default();
+        let (cluster_vpc, networks) = join!(
+            self.cluster_vpc(eks.as_ref()),
+            join_all(vpcs.iter().map(|vpc| async move {
+                (vpc.clone(), Observed::Found(self.vpc_network(vpc).await))
+            }))
         );
         let eks_read = eks.as_ref();
         let pod_identity_reads = request
@@ -391,6 +422,7 @@ impl AwsObserver {
             );
         }
         note("security_groups", sgs.stale_age());
+        note("subnets", subnets.stale_age());
         note(
             "controller_role",
             controller.as_ref().and_then(|c| c.role.stale_age()),
@@ -435,6 +467,9 @@ impl AwsObserver {
             controller_permissions: controller.as_ref().and_then(|c| c.permissions.clone()),
             interruption_queue: queue.as_ref().map(|r| r.current.clone()),
             spot_service_linked_role: slr.as_ref().map(|r| r.current.clone().map(|role| role.arn)),
+            cluster_vpc: cluster_vpc.clone(),
+            subnets: subnets.current.clone(),
+            vpc_networks: networks.iter().cloned().collect(),
         };
         let last_good = AwsFacts {
             region: inner.region.clone(),
@@ -465,6 +500,12 @@ impl AwsObserver {
             spot_service_linked_role: slr
                 .as_ref()
                 .map(|r| good(r).unwrap_or_default().map(|role| role.arn)),
+            cluster_vpc: match cluster_vpc {
+                Observed::Unknown(_) => Observed::default(),
+                known => known,
+            },
+            subnets: good(&subnets).unwrap_or_default(),
+            vpc_networks: networks.into_iter().collect(),
         };
         AwsObservation {
             facts,

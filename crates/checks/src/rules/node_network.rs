@@ -122,7 +122,11 @@ fn route_egress(
             "a default route to {}, which this check does not follow",
             clip(what, 128)
         )),
-        RouteTarget::Local | RouteTarget::VpcEndpoint(_) | RouteTarget::Unknown => Egress::None,
+        // A target EC2 named in a field this adapter does not know: not followed, never failed.
+        RouteTarget::Unknown => {
+            Egress::Opaque("a default route to a target this check does not recognise".to_owned())
+        }
+        RouteTarget::Local | RouteTarget::VpcEndpoint(_) => Egress::None,
     })
 }
 
