@@ -171,7 +171,7 @@ impl AwsSeeder {
     }
 
     /// A subnet, in `zone` or one moto picks; moto knows no zones in the isolated regions, so
-    /// there a VPC has no subnet.
+    /// there a zone of another region must be named.
     pub async fn subnet(
         &self,
         vpc: &str,

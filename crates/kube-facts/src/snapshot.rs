@@ -503,4 +503,36 @@ mod tests {
             ("jobs", "batch")
         );
     }
+
+    #[test]
+    fn the_vpc_cni_settings_are_the_aws_node_container_literal_env() {
+        let daemonset: DaemonSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "aws-node", "namespace": "kube-system"},
+            "spec": {
+                "selector": {},
+                "template": {"spec": {"containers": [
+                    {"name": "aws-vpc-cni-init", "env": [{"name": "WARM_IP_TARGET", "value": "99"}]},
+                    {"name": "aws-node", "env": [
+                        {"name": "WARM_IP_TARGET", "value": "30"},
+                        {"name": "MY_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    ]},
+                ]}},
+            },
+        }))
+        .expect("a DaemonSet");
+        let settings = vpc_cni_settings(&daemonset);
+        assert_eq!(
+            settings.env,
+            BTreeMap::from([("WARM_IP_TARGET".to_owned(), "30".to_owned())])
+        );
+        let facts = cluster_facts(
+            &node_class("a"),
+            &Sources {
+                aws_node_daemonset: Observed::Found(None),
+                ..Sources::default()
+            },
+            &Overrides::default(),
+        );
+        assert_eq!(facts.vpc_cni, Observed::Absent, "no aws-node: another CNI");
+    }
 }

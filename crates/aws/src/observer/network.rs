@@ -2,6 +2,10 @@
 //! selector term, so classes sharing selectors share the calls), the cluster's VPC when EKS's
 //! answer lacks it, and per VPC its route tables, NAT gateways, endpoints and DNS attributes
 //! (cached per VPC, whatever the number of classes). Does IO (through the EC2 port).
+//!
+//! Known skew: the subnets of a new id set are read at once, while the VPC's route tables may be
+//! up to one TTL old; a subnet associated with a route table within that TTL is judged by the
+//! main table until the route tables are read again.
 
 use super::AwsObserver;
 use super::shared::{because, not_observed};

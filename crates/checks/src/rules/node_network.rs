@@ -21,6 +21,10 @@
 //! - an EC2NodeClass whose user data mentions a proxy: nodes may reach AWS through an HTTP proxy
 //!   inside the VPC, which routes cannot show, so what would be a failure is reported the same way.
 //!
+//! Not checked at all: security groups and network ACLs on the path, whether the EKS endpoint
+//! is reachable privately (`endpointPrivateAccess`) when nodes rely on endpoints alone, and
+//! anything past the route's target.
+//!
 //! An internet-gateway route only carries a node's traffic when the node has a public address
 //! (or on IPv6 clusters, an IPv6 one). A subnet that does not map public IPv4 addresses, with
 //! `spec.associatePublicIPAddress` not `true` (Karpenter then leaves the choice to the subnet,
