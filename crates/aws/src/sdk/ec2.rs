@@ -328,3 +328,63 @@ fn route(r: &aws_sdk_ec2::types::Route) -> RouteFacts {
         state: r.state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::{Route, RouteState};
+
+    fn default_route() -> aws_sdk_ec2::types::builders::RouteBuilder {
+        Route::builder()
+            .destination_cidr_block("0.0.0.0/0")
+            .state(RouteState::Active)
+    }
+
+    #[test]
+    fn routes_are_named_by_the_target_field_ec2_filled_in() {
+        let cases = [
+            (
+                default_route().nat_gateway_id("nat-1").build(),
+                RouteTarget::NatGateway("nat-1".into()),
+            ),
+            (
+                default_route().gateway_id("igw-1").build(),
+                RouteTarget::InternetGateway("igw-1".into()),
+            ),
+            (
+                default_route().gateway_id("local").build(),
+                RouteTarget::Local,
+            ),
+            (
+                default_route().gateway_id("vpce-1").build(),
+                RouteTarget::VpcEndpoint("vpce-1".into()),
+            ),
+            (
+                default_route().gateway_id("vgw-1").build(),
+                RouteTarget::Opaque("vgw-1".into()),
+            ),
+            (
+                default_route().transit_gateway_id("tgw-1").build(),
+                RouteTarget::Opaque("tgw-1".into()),
+            ),
+            (
+                default_route().network_interface_id("eni-1").build(),
+                RouteTarget::Opaque("eni-1".into()),
+            ),
+            (default_route().build(), RouteTarget::Unknown),
+        ];
+        for (sdk, want) in cases {
+            let r = route(&sdk);
+            assert_eq!(r.target, want, "{sdk:?}");
+            assert_eq!(
+                (r.destination.as_str(), r.state.as_str()),
+                ("0.0.0.0/0", "active")
+            );
+        }
+        let blackhole = default_route()
+            .nat_gateway_id("nat-gone")
+            .state(RouteState::Blackhole)
+            .build();
+        assert_eq!(route(&blackhole).state, "blackhole");
+    }
+}
