@@ -71,9 +71,8 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         fx.aws
             .associate_route_table(&fx.route_table, &small)
             .await?;
-        // The VPC's route tables are cached per VPC: let the answer from before the association
-        // expire (a second here) so the new subnet is not judged by the main table meanwhile.
-        tokio::time::sleep(REFRESH * 2).await;
+        // At once: route tables are read with the subnet set they are asked for, so the new
+        // subnet is never judged by an answer from before its association.
         fx.set_status_subnets(&[&small]).await?;
         let status = fx
             .wait_failed(&[(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)])
@@ -105,7 +104,6 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         let other = fx.aws.subnet(&other_vpc, "10.43.1.0/24", None, &[]).await?;
         fx.aws.nat_egress(&other_vpc, &other_public, &other).await?;
         fx.aws.enable_vpc_dns(&other_vpc, true).await?;
-        tokio::time::sleep(REFRESH * 2).await;
         fx.set_status_subnets(&[&subnet, &other]).await?;
         let status = fx
             .wait_failed(&[(ConditionType::SubnetsReady, Reason::SubnetInOtherVpc)])

@@ -145,7 +145,9 @@ struct Inner {
     queues: Cache<String, QueueFacts>,
     subnets: Cache<network::SubnetQuery, Vec<karpenter_health_checks::facts::SubnetFacts>>,
     /// Per VPC id (issue 12): shared by every class whose subnets are in the VPC.
-    route_tables: Cache<String, Vec<karpenter_health_checks::facts::RouteTableFacts>>,
+    /// Keyed by (VPC, the sorted subnets asked about): see `network.rs`.
+    route_tables:
+        Cache<(String, Vec<String>), Vec<karpenter_health_checks::facts::RouteTableFacts>>,
     nat_gateways: Cache<String, Vec<karpenter_health_checks::facts::NatGatewayFacts>>,
     vpc_endpoints: Cache<String, Vec<karpenter_health_checks::facts::VpcEndpointFacts>>,
     vpc_attributes: Cache<(String, crate::ports::VpcAttribute), bool>,
@@ -292,15 +294,18 @@ impl AwsObserver {
         );
         // Where nodes land (issue 12): the cluster's VPC and the network of each VPC the class's
         // subnets are in, read once per VPC whatever the number of classes.
-        let vpcs: std::collections::BTreeSet<String> = subnets
-            .current
-            .found()
-            .map(|s| s.iter().map(|s| s.vpc_id.clone()).collect())
-            .unwrap_or_default();
+        let mut vpcs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for subnet in subnets.current.found().into_iter().flatten() {
+            vpcs.entry(subnet.vpc_id.clone())
+                .or_default()
+                .push(subnet.id.clone());
+        }
         let (cluster_vpc, networks) = join!(
             self.cluster_vpc(eks.as_ref()),
-            join_all(vpcs.iter().map(|vpc| async move {
-                (vpc.clone(), Observed::Found(self.vpc_network(vpc).await))
+            join_all(vpcs.into_iter().map(|(vpc, mut ids)| async move {
+                ids.sort();
+                let network = self.vpc_network(&vpc, ids).await;
+                (vpc, Observed::Found(network))
             }))
         );
         let eks_read = eks.as_ref();

@@ -3,9 +3,9 @@
 //! answer lacks it, and per VPC its route tables, NAT gateways, endpoints and DNS attributes
 //! (cached per VPC, whatever the number of classes). Does IO (through the EC2 port).
 //!
-//! Known skew: the subnets of a new id set are read at once, while the VPC's route tables may be
-//! up to one TTL old; a subnet associated with a route table within that TTL is judged by the
-//! main table until the route tables are read again.
+//! The route tables are cached per VPC *and* set of subnets asked about: a class whose subnets
+//! change (a new subnet, just associated with its route table) gets route tables read with them,
+//! never an older answer in which the new subnet would fall back to the main table.
 
 use super::AwsObserver;
 use super::shared::{because, not_observed};
@@ -187,9 +187,9 @@ impl AwsObserver {
 
     /// The network of `vpc`: each part read (and cached) on its own, so a denied call leaves
     /// only its part unknown.
-    pub(super) async fn vpc_network(&self, vpc: &str) -> VpcNetworkFacts {
+    pub(super) async fn vpc_network(&self, vpc: &str, subnets: Vec<String>) -> VpcNetworkFacts {
         let (route_tables, nat_gateways, endpoints, dns_support, dns_hostnames) = join!(
-            self.route_tables(vpc),
+            self.route_tables(vpc, subnets),
             self.nat_gateways(vpc),
             self.vpc_endpoints(vpc),
             self.vpc_attribute(vpc, VpcAttribute::EnableDnsSupport),
@@ -205,12 +205,12 @@ impl AwsObserver {
         }
     }
 
-    async fn route_tables(&self, vpc: &str) -> Read<Vec<RouteTableFacts>> {
+    async fn route_tables(&self, vpc: &str, subnets: Vec<String>) -> Read<Vec<RouteTableFacts>> {
         let this = self.clone();
         let vpc = vpc.to_owned();
         self.inner
             .route_tables
-            .get(vpc.clone(), move || async move {
+            .get((vpc.clone(), subnets), move || async move {
                 let ec2 = &this.inner.ec2;
                 let filters = [Filter::new("vpc-id", [&vpc])];
                 let mut all = Vec::new();
