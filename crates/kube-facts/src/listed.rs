@@ -95,6 +95,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         karpenter_service_account,
         aws_node_service_account,
         node_pool_crd,
+        aws_node_daemonset,
     ) = futures::join!(
         observe_list(
             Api::all(client.clone()),
@@ -139,6 +140,12 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             "CRD nodepools.karpenter.sh",
             trim::node_pool_crd
         ),
+        observe_named(
+            Api::namespaced(client.clone(), "kube-system"),
+            "aws-node",
+            "DaemonSet kube-system/aws-node",
+            trim::daemonset
+        ),
     );
     let node_claims = node_claims.map(|claims| {
         SharedClaims::listed(NodeClaimIndex::of(
@@ -156,6 +163,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         karpenter_service_account,
         aws_node_service_account,
         node_pool_crd,
+        aws_node_daemonset,
     }
 }
 

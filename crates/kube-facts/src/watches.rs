@@ -11,7 +11,7 @@ pub use crate::watch_health::WATCH_STALE_AFTER;
 use crate::watch_health::WatchHealth;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
@@ -57,6 +57,8 @@ pub struct Triggers {
     pub service_accounts: Touched<ServiceAccount>,
     /// The NodePool CRD (its label rules).
     pub node_pool_crd: Touched<CustomResourceDefinition>,
+    /// The VPC CNI's `kube-system/aws-node` DaemonSet (its warm targets).
+    pub aws_node_daemonset: Touched<DaemonSet>,
     /// Fires when a watched input became observable (first list done, even an empty one) or
     /// stopped or resumed being so; every class reads some of them, so all are re-evaluated.
     pub inputs_changed: BoxStream<'static, ()>,
@@ -108,6 +110,7 @@ const KARPENTER_DEPLOYMENT: &str = "karpenter deployment";
 const KARPENTER_SA: &str = "karpenter serviceaccount";
 const AWS_NODE_SA: &str = "kube-system/aws-node serviceaccount";
 const NODE_POOL_CRD: &str = "nodepools.karpenter.sh CRD";
+const AWS_NODE_DAEMONSET: &str = "kube-system/aws-node daemonset";
 const ALL_WATCHES: &[&str] = &[
     NODE_POOLS,
     NODE_CLAIMS,
@@ -117,6 +120,7 @@ const ALL_WATCHES: &[&str] = &[
     KARPENTER_SA,
     AWS_NODE_SA,
     NODE_POOL_CRD,
+    AWS_NODE_DAEMONSET,
 ];
 
 /// Starts a trimmed, reflected watch and returns its cache and its touched-object stream.
@@ -241,6 +245,7 @@ pub struct KubeFacts {
     karpenter_service_account: Store<ServiceAccount>,
     aws_node_service_account: Store<ServiceAccount>,
     node_pool_crd: Store<CustomResourceDefinition>,
+    aws_node_daemonset: Store<DaemonSet>,
     health: WatchHealth,
 }
 
@@ -318,6 +323,13 @@ impl KubeFacts {
             &health,
             trim::node_pool_crd,
         );
+        let (aws_node_daemonset, aws_node_daemonset_stream) = reflected(
+            Api::namespaced(client.clone(), "kube-system"),
+            by_name("aws-node"),
+            AWS_NODE_DAEMONSET,
+            &health,
+            trim::daemonset,
+        );
         let facts = Self {
             node_pools,
             node_claims,
@@ -327,6 +339,7 @@ impl KubeFacts {
             karpenter_service_account,
             aws_node_service_account,
             node_pool_crd,
+            aws_node_daemonset,
             health,
         };
         let triggers = Triggers {
@@ -339,6 +352,7 @@ impl KubeFacts {
                 .map_err(|e| e)
                 .boxed(),
             node_pool_crd: node_pool_crd_stream,
+            aws_node_daemonset: aws_node_daemonset_stream,
             inputs_changed: facts.health.changes(),
         };
         (facts, triggers)
@@ -374,6 +388,9 @@ impl KubeFacts {
                 .observe(AWS_NODE_SA, || single(&self.aws_node_service_account)),
             node_pool_crd: self.health.observe(NODE_POOL_CRD, || {
                 self.node_pool_crd.state().into_iter().next()
+            }),
+            aws_node_daemonset: self.health.observe(AWS_NODE_DAEMONSET, || {
+                self.aws_node_daemonset.state().into_iter().next()
             }),
         };
         cluster_facts(node_class, &sources, overrides)

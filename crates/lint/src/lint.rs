@@ -158,6 +158,7 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             aws_node_role_arn: offline(),
             configured_cluster_name: None,
             node_class_generation_seen_at: None,
+            vpc_cni: offline(),
         },
         aws: AwsFacts {
             region: options.region.clone(),
@@ -168,6 +169,8 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             node_role_access_entries: offline(),
             security_groups: offline(),
             cluster_instances: offline(),
+            cluster_vpc: offline(),
+            subnets: offline(),
             ..AwsFacts::default()
         },
     };

@@ -128,6 +128,8 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
             .node_pools
             .found()
             .is_some_and(|pools| pools.iter().any(allows_spot)),
+        subnet_ids: karpenter_health_checks::rules::subnets::status_subnet_ids(node_class),
+        subnet_selector_terms: node_class.spec.subnet_selector_terms.clone(),
     }
 }
 

@@ -133,6 +133,7 @@ fn standby_caches(
         drained(inputs.karpenter_deployment),
         drained(inputs.service_accounts),
         drained(inputs.node_pool_crd),
+        drained(inputs.aws_node_daemonset),
         inputs.inputs_changed,
     ];
     // Polling the streams is what fills the caches; the events themselves are not needed.
@@ -249,6 +250,10 @@ async fn run_controller(
         )
         .watches_stream(
             inputs.node_pool_crd,
+            triggers.mapper(|t, _| t.all_classes()),
+        )
+        .watches_stream(
+            inputs.aws_node_daemonset,
             triggers.mapper(|t, _| t.all_classes()),
         )
         // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced

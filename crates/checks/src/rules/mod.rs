@@ -12,11 +12,13 @@ pub mod interruption_handling;
 pub mod karpenter_status;
 pub mod labels_allowed;
 pub mod metadata_options;
+pub mod node_network;
 pub mod node_role;
 pub mod node_role_mapped;
 pub mod nodeclaims_registered;
 pub mod security_groups;
 pub mod spot_ready;
+pub mod subnets;
 
 use crate::facts::{Facts, Observed, Settings, UnknownCause, Unobserved};
 use crate::warnings::Warning;
@@ -63,6 +65,9 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     outcomes.push(controller_can_launch::check(&ctx));
     outcomes.push(interruption_handling::check(&ctx));
     outcomes.push(spot_ready::check(&ctx));
+    // Where nodes land (issue 12).
+    outcomes.push(subnets::check(&ctx));
+    outcomes.push(node_network::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

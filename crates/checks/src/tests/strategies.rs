@@ -27,9 +27,16 @@ pub(super) enum Fact {
     PendingPods,
     /// The EKS Pod Identity roles of aws-node and the Karpenter controller.
     PodIdentity,
+    /// The selected subnets (issue 12).
+    Subnets,
+    ClusterVpc,
+    /// The route tables, NAT gateways, endpoints and DNS attributes of every VPC.
+    VpcNetwork,
+    /// The VPC CNI's settings on aws-node.
+    VpcCni,
 }
 
-pub(super) const ALL_FACTS: [Fact; 15] = [
+pub(super) const ALL_FACTS: [Fact; 19] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -45,6 +52,10 @@ pub(super) const ALL_FACTS: [Fact; 15] = [
     Fact::NodeClaims,
     Fact::PendingPods,
     Fact::PodIdentity,
+    Fact::Subnets,
+    Fact::ClusterVpc,
+    Fact::VpcNetwork,
+    Fact::VpcCni,
 ];
 
 /// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
@@ -90,6 +101,14 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
                 *role = cause.map_or(Observed::Found(None), unknown);
             }
         }
+        Fact::Subnets => f.aws.subnets = list(cause),
+        Fact::ClusterVpc => f.aws.cluster_vpc = to(cause),
+        Fact::VpcNetwork => {
+            for network in f.aws.vpc_networks.values_mut() {
+                *network = to(cause);
+            }
+        }
+        Fact::VpcCni => f.cluster.vpc_cni = to(cause),
     }
 }
 
@@ -139,6 +158,8 @@ pub(super) enum Wiring {
     Queue(String, u8),
     /// Spot allowed, with the service-linked role found (0), absent (1) or unknown (2).
     Spot(u8),
+    /// Where nodes land (issue 12): subnets and their network path.
+    Network(NetworkChange),
     /// The controller role's trust policy.
     Trust(String),
     /// IAM's simulator's answer for one action: decision, boundary, organizations, missing keys.
@@ -263,6 +284,7 @@ fn wiring() -> impl Strategy<Value = Wiring> {
         )
             .prop_map(|(q, shape)| Wiring::Queue(q, shape)),
         (0u8..3).prop_map(Wiring::Spot),
+        (0..NetworkChange::ALL.len()).prop_map(|i| Wiring::Network(NetworkChange::ALL[i])),
         text(&[
             &irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT),
             &irsa_trust_policy("other/sa"),
@@ -329,6 +351,7 @@ fn apply_wiring(f: &mut Facts, w: &Wiring) {
             };
             *f = f.clone().with_spot(Some(role));
         }
+        Wiring::Network(change) => *f = f.clone().with_network(*change),
         Wiring::Trust(doc) => {
             if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
                 r.assume_role_policy_document = Some(doc.clone());
