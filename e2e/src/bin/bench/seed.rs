@@ -45,8 +45,9 @@ pub struct AwsSeed {
 }
 
 /// The AWS side of a healthy Karpenter install in moto: node and controller roles, the instance
-/// profile Karpenter would have created, a VPC with a subnet per zone, the node security group,
-/// the EKS cluster, its OIDC provider, the interruption queue and the spot service-linked role.
+/// profile Karpenter would have created, a VPC with a subnet per zone behind a NAT gateway, the
+/// node security group, the EKS cluster, its OIDC provider, the interruption queue and the spot
+/// service-linked role.
 pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
     let seeder = AwsSeeder::new(bed, REGION).await?;
     seeder.node_role(NODE_ROLE, "/", &NODE_POLICIES).await?;
@@ -67,6 +68,18 @@ pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
             .await?;
         subnets.push((id, *zone));
     }
+    // A healthy node network: the node subnets' default route goes to a NAT gateway in a public
+    // subnet, and the VPC resolves DNS.
+    let public_subnet = seeder
+        .subnet(&vpc, "10.20.128.0/24", Some(ZONES[0]), &[])
+        .await?;
+    let route_table = seeder
+        .nat_egress(&vpc, &public_subnet, &subnets[0].0)
+        .await?;
+    for (subnet, _) in &subnets[1..] {
+        seeder.associate_route_table(&route_table, subnet).await?;
+    }
+    seeder.enable_vpc_dns(&vpc, true).await?;
     let cluster_tag = format!("kubernetes.io/cluster/{CLUSTER}");
     let security_group = seeder
         .security_group(
