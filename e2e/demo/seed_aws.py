@@ -60,6 +60,18 @@ else:
                                   {"Key": "team", "Value": "shared"},
                                   {"Key": "kubernetes.io/cluster/other", "Value": "owned"}]}])
     subnet_id = subnet["Subnet"]["SubnetId"]
+    # Where nodes land: the private subnet's default route goes to a NAT gateway in a public
+    # subnet, and the VPC resolves DNS, so SubnetsReady and NodeNetworkReady are True.
+    public = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.20.0.0/24")["Subnet"]["SubnetId"]
+    igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc_id)
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=allocation)["NatGateway"]["NatGatewayId"]
+    route_table = ec2.create_route_table(VpcId=vpc_id)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=route_table, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
+    ec2.associate_route_table(RouteTableId=route_table, SubnetId=subnet_id)
+    ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsSupport={"Value": True})
+    ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsHostnames={"Value": True})
     # Kubernetes 1.29: supported by every Karpenter from 0.34 on (KarpenterVersionCompatible).
     ignore_exists(eks.create_cluster, name=cluster, version="1.29",
                   roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",

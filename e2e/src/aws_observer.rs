@@ -25,6 +25,7 @@ pub fn observer_options(
 ) -> ObserverOptions {
     ObserverOptions {
         ttl,
+        permissions_ttl: ttl,
         account_ttl: ttl,
         error_ttl: ttl,
         rate_limits: RateLimits::UNLIMITED,

@@ -253,11 +253,20 @@ async fn scenario(fx: &Fixture) -> Result<()> {
 
     // The operator, reading the same cluster and AWS, reaches the same verdicts.
     let operator = fx.start_operator(None, false).await?;
+    // Its first evaluation may precede its first lists (conditions then Unknown, NotObserved);
+    // check lists before it evaluates, so compare once every watch has listed.
     let from_operator = fx
-        .wait_failed(&[(
-            ConditionType::InstanceProfileReady,
-            Reason::InstanceProfileIsArn,
-        )])
+        .wait_status(
+            "InstanceProfileReady=False(InstanceProfileIsArn) with every watch listed",
+            |s| {
+                condition_is(
+                    s,
+                    ConditionType::InstanceProfileReady,
+                    "False",
+                    Reason::InstanceProfileIsArn,
+                ) && s.conditions.iter().all(|c| c.reason != "NotObserved")
+            },
+        )
         .await;
     operator.stop().await?;
     assert_eq!(

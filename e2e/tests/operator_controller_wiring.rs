@@ -9,7 +9,9 @@
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use karpenter_health_api::{ConditionType, Reason};
-use karpenter_health_e2e::aws_seed::partition_and_account;
+use karpenter_health_e2e::aws_seed::{
+    INTERRUPTION_RULES, interruption_queue_policy, partition_and_account,
+};
 use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy, PodIdentityAssociation};
 use karpenter_health_e2e::fixture::{
     CONTROLLER_POLICY, Fixture, REFRESH, controller_policy, irsa_trust,
@@ -185,40 +187,12 @@ fn pod_identity_trust(actions: &[&str]) -> String {
     .to_string()
 }
 
-/// The queue policy of Karpenter's getting-started template.
-fn queue_policy(arn: &str) -> String {
-    json!({"Id": "EC2InterruptionPolicy", "Statement": [
-        {"Effect": "Allow", "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
-         "Action": "sqs:SendMessage", "Resource": arn},
-        {"Sid": "DenyHTTP", "Effect": "Deny", "Action": "sqs:*", "Resource": arn,
-         "Condition": {"Bool": {"aws:SecureTransport": false}}, "Principal": "*"},
-    ]})
-    .to_string()
-}
-
-const RULES: [(&str, &str, &str); 4] = [
-    ("spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
-    (
-        "rebalance",
-        "aws.ec2",
-        "EC2 Instance Rebalance Recommendation",
-    ),
-    ("state", "aws.ec2", "EC2 Instance State-change Notification"),
-    ("health", "aws.health", "AWS Health Event"),
-];
-
 /// Karpenter's queue, policy and rules for `fx`; returns the queue's name and ARN.
 async fn interruption_queue(fx: &Fixture) -> Result<(String, String)> {
-    let (_, account) = partition_and_account(&fx.node_role_arn);
     let name = fx.cluster.clone();
-    let arn = format!("arn:aws:sqs:{}:{account}:{name}", fx.region);
-    let created = fx.aws.queue(&name, Some(&queue_policy(&arn))).await?;
-    assert_eq!(created, arn);
-    for (rule, source, detail) in RULES {
-        fx.aws
-            .rule(&format!("{name}-{rule}"), source, detail, &arn)
-            .await?;
-    }
+    let arn = fx.aws.interruption_queue(&name).await?;
+    let (_, account) = partition_and_account(&fx.node_role_arn);
+    assert_eq!(arn, format!("arn:aws:sqs:{}:{account}:{name}", fx.region));
     Ok((name, arn))
 }
 
@@ -265,11 +239,11 @@ async fn the_interruption_queue_its_name_policy_and_rules_and_the_spot_service_l
             .await?;
         let text = message(&status, ConditionType::InterruptionHandlingReady);
         assert!(text.contains("events.amazonaws.com"), "{text}");
-        fx.aws.set_queue_policy(&queue, &queue_policy(&arn)).await?;
+        fx.aws.set_queue_policy(&queue, &interruption_queue_policy(&arn)).await?;
         fx.wait_healthy("with the template's queue policy again").await?;
 
         // The queue without the EventBridge rules that feed it.
-        for (rule, _, _) in RULES {
+        for (rule, _, _) in INTERRUPTION_RULES {
             fx.aws.delete_rule(&format!("{queue}-{rule}")).await?;
         }
         let status = fx
@@ -277,7 +251,7 @@ async fn the_interruption_queue_its_name_policy_and_rules_and_the_spot_service_l
             .await?;
         let text = message(&status, ConditionType::InterruptionHandlingReady);
         assert!(text.contains("spot interruption warnings"), "{text}");
-        for (rule, source, detail) in RULES {
+        for (rule, source, detail) in INTERRUPTION_RULES {
             fx.aws.rule(&format!("{queue}-{rule}"), source, detail, &arn).await?;
         }
         fx.wait_healthy("with the rules again").await?;

@@ -121,6 +121,12 @@ condition_types! {
     InterruptionHandlingReady, "Interruption";
     /// Spot capacity a NodePool of this EC2NodeClass allows can launch (the EC2 Spot service-linked role exists).
     SpotReady, "Spot";
+    /// The subnets this EC2NodeClass selects exist, are in the cluster's VPC, and every zone it
+    /// can launch into has a subnet with the free addresses a starting node takes.
+    SubnetsReady, "Subnets";
+    /// From every selected subnet a node can reach the control plane and AWS (a NAT or internet
+    /// gateway route, or the VPC endpoints a private cluster needs), and the VPC resolves DNS.
+    NodeNetworkReady, "Network";
     /// The KMS keys that encrypt this EC2NodeClass's EBS volumes (named in its block devices, or
     /// the account's default) exist, are enabled and let EC2 use them on the account's behalf.
     VolumeEncryptionReady, "Volumes";
@@ -433,6 +439,42 @@ reasons! {
         "A NodePool allows spot, but the account has no AWSServiceRoleForEC2Spot service-linked role, so spot launches fail and Karpenter silently falls back to on-demand.",
         "Create it once per account: aws iam create-service-linked-role --aws-service-name spot.amazonaws.com.";
 
+    // SubnetsReady
+    SubnetsValid => Only(C::SubnetsReady), True,
+        "The selected subnets exist, are in the cluster's VPC, and every zone the class launches into has one with room for a node.",
+        "Nothing to do.";
+    SubnetsNotFound => Only(C::SubnetsReady), False,
+        "The subnet selector terms match no subnet, or a subnet in Karpenter's status.subnets no longer exists.",
+        "Fix spec.subnetSelectorTerms or tag the intended subnets; recreate or deselect a deleted subnet.";
+    SubnetInOtherVpc => Only(C::SubnetsReady), False,
+        "A selected subnet is in another VPC than the cluster's, so nodes launched there cannot join (Karpenter reports SecurityGroupSubnetVPCMismatch only after a failed launch).",
+        "Select subnets of the cluster's VPC only (fix spec.subnetSelectorTerms or the subnets' tags).";
+    SubnetsOutOfAddresses => Only(C::SubnetsReady), False,
+        "In every zone the class can launch into, no selected subnet has the free IP addresses one node takes when it starts, so launches fail with InsufficientFreeAddressesInSubnet.",
+        "Free addresses (delete unused ENIs), add larger subnets (or a secondary CIDR) and tag them for the selector, or lower the VPC CNI's warm targets.";
+
+    // NodeNetworkReady
+    NodeNetworkValid => Only(C::NodeNetworkReady), True,
+        "Every selected subnet routes to a NAT or internet gateway, or the VPC has the endpoints a private cluster needs, and the VPC resolves DNS.",
+        "Nothing to do.";
+    NodeEgressNotInspected => Only(C::NodeNetworkReady), True,
+        "A selected subnet's default route leads to a target this check cannot see through (transit gateway, peering, virtual private gateway, network interface, core network, private NAT); the rest is healthy.",
+        "Nothing to do if that path reaches the EKS endpoint and the AWS APIs; the message names what was not checked.";
+    SubnetNoEgressRoute => Only(C::NodeNetworkReady), False,
+        "A selected subnet's route table has no default route and the VPC has none of the endpoints a private cluster needs, so nodes cannot reach the control plane or AWS and never join.",
+        "Add a default route to a NAT gateway (or an internet gateway for public subnets), or create the VPC endpoints ec2, ecr.api, ecr.dkr, sts, ssm and the s3 gateway endpoint.";
+    SubnetEgressBlackholed => Only(C::NodeNetworkReady), False,
+        "A selected subnet's default route points at a NAT or internet gateway that is deleted, failed or blackholed, and the VPC endpoints do not make up for it.",
+        "Point the default route at a working NAT gateway (or internet gateway), or create the missing VPC endpoints.";
+    InternetGatewayWithoutPublicIp => Only(C::NodeNetworkReady), False,
+        "A selected subnet routes to an internet gateway, but nodes get no public IPv4 address there (the subnet does not map one and spec.associatePublicIPAddress is not true), so they cannot reach anything beyond the VPC.",
+        "Set spec.associatePublicIPAddress: true, enable MapPublicIpOnLaunch on the subnet, or route it through a NAT gateway.";
+    VpcEndpointsMissing => Only(C::NodeNetworkReady), False,
+        "A selected subnet has no default route to a gateway and the VPC lacks some of the endpoints a private cluster needs (or an interface endpoint has private DNS off).",
+        "Create the endpoints the message names (interface endpoints with private DNS on; the s3 gateway endpoint associated with the subnet's route table).";
+    VpcDnsDisabled => Only(C::NodeNetworkReady), False,
+        "The VPC has enableDnsSupport or enableDnsHostnames off, so nodes cannot resolve the cluster endpoint or register with their DNS names.",
+        "Turn on both attributes: aws ec2 modify-vpc-attribute --enable-dns-support and --enable-dns-hostnames.";
     // VolumeEncryptionReady
     VolumeEncryptionNotUsed => Only(C::VolumeEncryptionReady), True,
         "No volume of this EC2NodeClass is encrypted with a KMS key (no key named, no encrypted volume, default encryption off), so there is nothing to check.",

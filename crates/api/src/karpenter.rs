@@ -40,6 +40,16 @@ pub struct EC2NodeClassSpec {
     pub metadata_options: Option<MetadataOptions>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
+    /// `spec.associatePublicIPAddress`; when unset the subnet's `MapPublicIpOnLaunch` decides.
+    #[serde(
+        default,
+        rename = "associatePublicIPAddress",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub associate_public_ip_address: Option<bool>,
+    /// `spec.userData`, read only to notice an HTTP proxy that nodes may reach AWS through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data: Option<String>,
     /// `spec.blockDeviceMappings`: empty when absent (Karpenter then uses its AMI family's
     /// default, an encrypted root volume).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -10,12 +10,14 @@ use crate::observer::AwsFactsSource;
 use crate::ports::{
     CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, KmsApi, KmsKeyData, Page,
     PortResult, QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi, StsApi,
+    VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, SecurityGroupFacts, SimulatedDecision,
+    InstanceProfileFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
+    SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -55,6 +57,13 @@ pub struct FakeState {
     pub queues: BTreeMap<String, (String, QueueAttributes)>,
     /// EventBridge rules with their target ARNs.
     pub rules: Vec<(EventRuleFacts, Vec<String>)>,
+    pub subnets: Vec<SubnetFacts>,
+    /// Route tables, NAT gateways and VPC endpoints by VPC id.
+    pub route_tables: BTreeMap<String, Vec<RouteTableFacts>>,
+    pub nat_gateways: BTreeMap<String, Vec<NatGatewayFacts>>,
+    pub vpc_endpoints: BTreeMap<String, Vec<VpcEndpointFacts>>,
+    /// VPC attributes by (VPC id, attribute); a VPC without an entry answers `true`.
+    pub vpc_attributes: BTreeMap<(String, VpcAttribute), bool>,
     /// EC2 GetEbsEncryptionByDefault.
     pub ebs_encryption_by_default: bool,
     /// EC2 GetEbsDefaultKmsKeyId (an ARN; the aws/ebs alias ARN unless changed).
@@ -104,6 +113,11 @@ impl Default for FakeState {
             simulated: BTreeMap::new(),
             queues: BTreeMap::new(),
             rules: Vec::new(),
+            subnets: Vec::new(),
+            route_tables: BTreeMap::new(),
+            nat_gateways: BTreeMap::new(),
+            vpc_endpoints: BTreeMap::new(),
+            vpc_attributes: BTreeMap::new(),
             ebs_encryption_by_default: false,
             ebs_default_kms_key_id: "arn:aws:kms:us-west-2:123456789012:alias/aws/ebs".into(),
             kms_keys: BTreeMap::new(),
@@ -266,6 +280,24 @@ fn sg_matches(g: &SecurityGroupFacts, filters: &[Filter]) -> bool {
         "vpc-id" => g.vpc_id.as_ref().is_some_and(|v| f.values.contains(v)),
         _ => tags_match(&g.tags, f).unwrap_or(false),
     })
+}
+
+fn subnet_matches(subnet: &SubnetFacts, filters: &[Filter]) -> bool {
+    filters.iter().all(|f| match f.name.as_str() {
+        "subnet-id" => f.values.contains(&subnet.id),
+        "vpc-id" => f.values.contains(&subnet.vpc_id),
+        _ => tags_match(&subnet.tags, f).unwrap_or(false),
+    })
+}
+
+/// The items of the VPCs a `vpc-id` filter names (every VPC without one).
+fn by_vpc<T: Clone>(items: &BTreeMap<String, Vec<T>>, filters: &[Filter]) -> Vec<T> {
+    let wanted = filters.iter().find(|f| f.name == "vpc-id");
+    items
+        .iter()
+        .filter(|(vpc, _)| wanted.is_none_or(|f| f.values.contains(vpc)))
+        .flat_map(|(_, v)| v.iter().cloned())
+        .collect()
 }
 
 fn instance_matches(i: &InstanceFacts, filters: &[Filter]) -> bool {
@@ -528,6 +560,70 @@ impl Ec2Api for FakeAws {
             answer.await
         }
         .boxed()
+    }
+
+    fn describe_subnets<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SubnetFacts>>> {
+        let filters = filters.to_vec();
+        self.answer("DescribeSubnets", move |s| {
+            let found: Vec<_> = s
+                .subnets
+                .iter()
+                .filter(|x| subnet_matches(x, &filters))
+                .cloned()
+                .collect();
+            page(found, 1000, next_token)
+        })
+    }
+
+    fn describe_route_tables<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<RouteTableFacts>>> {
+        let filters = filters.to_vec();
+        self.answer("DescribeRouteTables", move |s| {
+            page(by_vpc(&s.route_tables, &filters), 100, next_token)
+        })
+    }
+
+    fn describe_nat_gateways<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<NatGatewayFacts>>> {
+        let filters = filters.to_vec();
+        self.answer("DescribeNatGateways", move |s| {
+            page(by_vpc(&s.nat_gateways, &filters), 1000, next_token)
+        })
+    }
+
+    fn describe_vpc_endpoints<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<VpcEndpointFacts>>> {
+        let filters = filters.to_vec();
+        self.answer("DescribeVpcEndpoints", move |s| {
+            page(by_vpc(&s.vpc_endpoints, &filters), 1000, next_token)
+        })
+    }
+
+    fn describe_vpc_attribute<'a>(
+        &'a self,
+        vpc_id: &'a str,
+        attribute: VpcAttribute,
+    ) -> BoxFuture<'a, PortResult<bool>> {
+        let vpc = vpc_id.to_owned();
+        self.answer("DescribeVpcAttribute", move |s| {
+            Ok(s.vpc_attributes
+                .get(&(vpc, attribute))
+                .copied()
+                .unwrap_or(true))
+        })
     }
 
     fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>> {

@@ -8,7 +8,8 @@
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, SecurityGroupFacts, SimulatedDecision, UnknownCause,
+    InstanceProfileFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
+    SubnetFacts, UnknownCause, VpcEndpointFacts,
 };
 use std::fmt;
 
@@ -257,10 +258,53 @@ pub trait Ec2Api: Send + Sync {
         max_results: i32,
         next_token: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<InstanceFacts>>>;
+    fn describe_subnets<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SubnetFacts>>>;
+    fn describe_route_tables<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<RouteTableFacts>>>;
+    fn describe_nat_gateways<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<NatGatewayFacts>>>;
+    fn describe_vpc_endpoints<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<VpcEndpointFacts>>>;
+    /// One boolean attribute of a VPC.
+    fn describe_vpc_attribute<'a>(
+        &'a self,
+        vpc_id: &'a str,
+        attribute: VpcAttribute,
+    ) -> BoxFuture<'a, PortResult<bool>>;
     /// Whether the account encrypts new EBS volumes by default in this region.
     fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>>;
     /// The key EC2 encrypts volumes with when none is named (an ARN).
     fn get_ebs_default_kms_key_id(&self) -> BoxFuture<'_, PortResult<String>>;
+}
+
+/// The VPC attributes the checks read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VpcAttribute {
+    EnableDnsSupport,
+    EnableDnsHostnames,
+}
+
+impl VpcAttribute {
+    /// The attribute's name in the EC2 API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VpcAttribute::EnableDnsSupport => "enableDnsSupport",
+            VpcAttribute::EnableDnsHostnames => "enableDnsHostnames",
+        }
+    }
 }
 
 /// What DescribeKey returns that the checks read.

@@ -159,6 +159,17 @@ pub struct ClusterFacts {
     /// Ready endpoint addresses of the Services Karpenter's webhooks name, by `namespace/name`:
     /// `Absent` when the Service has no Endpoints object. Only the Services asked for.
     pub service_endpoints: BTreeMap<String, Observed<usize>>,
+    /// The environment of the VPC CNI's `kube-system/aws-node` DaemonSet (its `aws-node`
+    /// container): `Absent` when the cluster has no such DaemonSet (another CNI), unknown until
+    /// its watch has listed it.
+    pub vpc_cni: Observed<VpcCniSettings>,
+}
+
+/// What `SubnetsReady` reads of the VPC CNI: the `aws-node` container's literal env values
+/// (values from references are left out: they cannot be read here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VpcCniSettings {
+    pub env: BTreeMap<String, String>,
 }
 
 impl Default for ClusterFacts {
@@ -179,6 +190,7 @@ impl Default for ClusterFacts {
             karpenter_crds: Observed::default(),
             karpenter_webhooks: Observed::default(),
             service_endpoints: BTreeMap::new(),
+            vpc_cni: Observed::default(),
         }
     }
 }
@@ -364,6 +376,14 @@ pub struct AwsFacts {
     /// The KMS keys the volumes are encrypted with, by the reference used (as written in
     /// `kmsKeyID`, or the account's default key id). Only the keys asked for.
     pub kms_keys: BTreeMap<String, Observed<KmsKeyFacts>>,
+    /// The cluster's VPC: `resourcesVpcConfig.vpcId`, else the VPC of the cluster's own subnets
+    /// (emulators leave `vpcId` out). `Absent` when the EKS cluster does not exist.
+    pub cluster_vpc: Observed<String>,
+    /// The subnets the EC2NodeClass selects: the ids in Karpenter's `status.subnets` when it has
+    /// any (a listed id missing here is proven deleted), else what the selector terms match.
+    pub subnets: Observed<Vec<SubnetFacts>>,
+    /// The network of each VPC the selected subnets are in, by VPC id.
+    pub vpc_networks: BTreeMap<String, Observed<VpcNetworkFacts>>,
 }
 
 impl Default for AwsFacts {
@@ -386,6 +406,9 @@ impl Default for AwsFacts {
             spot_service_linked_role: None,
             ebs_encryption: None,
             kms_keys: BTreeMap::new(),
+            cluster_vpc: Observed::unknown(pending(), "not observed yet"),
+            subnets: Observed::unknown(pending(), "not observed yet"),
+            vpc_networks: BTreeMap::new(),
         }
     }
 }
@@ -456,6 +479,11 @@ pub struct EksClusterFacts {
     pub authentication_mode: Option<String>,
     /// `identity.oidc.issuer`, e.g. `https://oidc.eks.us-west-2.amazonaws.com/id/ABC`.
     pub oidc_issuer: Option<String>,
+    /// `resourcesVpcConfig.subnetIds`: the cluster's own subnets, whose VPC is the cluster's
+    /// when `vpc_id` is missing.
+    pub subnet_ids: Vec<String>,
+    /// `kubernetesNetworkConfig.ipFamily`: `ipv4` or `ipv6`.
+    pub ip_family: Option<String>,
     /// The cluster's Kubernetes version (`1.31`), as DescribeCluster returns it.
     pub version: Option<String>,
 }
@@ -576,6 +604,99 @@ pub struct SecurityGroupFacts {
     pub name: String,
     pub vpc_id: Option<String>,
     pub tags: BTreeMap<String, String>,
+}
+
+/// One subnet (EC2 DescribeSubnets).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubnetFacts {
+    pub id: String,
+    pub vpc_id: String,
+    /// Availability zone name, e.g. `us-west-2a`.
+    pub zone: String,
+    /// `AvailableIpAddressCount`; `None` when the answer left it out.
+    pub available_ips: Option<u32>,
+    /// `MapPublicIpOnLaunch`.
+    pub map_public_ip_on_launch: bool,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// What one VPC's routing, endpoints and DNS look like, each read on its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VpcNetworkFacts {
+    pub vpc_id: String,
+    /// Every route table of the VPC (DescribeRouteTables, filter `vpc-id`).
+    pub route_tables: Observed<Vec<RouteTableFacts>>,
+    /// The VPC's NAT gateways (DescribeNatGateways, filter `vpc-id`), deleted ones included
+    /// while EC2 still lists them.
+    pub nat_gateways: Observed<Vec<NatGatewayFacts>>,
+    /// The VPC's endpoints (DescribeVpcEndpoints, filter `vpc-id`).
+    pub endpoints: Observed<Vec<VpcEndpointFacts>>,
+    /// DescribeVpcAttribute `enableDnsSupport`.
+    pub dns_support: Observed<bool>,
+    /// DescribeVpcAttribute `enableDnsHostnames`.
+    pub dns_hostnames: Observed<bool>,
+}
+
+/// One route table: its associations and routes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteTableFacts {
+    pub id: String,
+    /// It carries the VPC's main association (used by subnets without an explicit one).
+    pub main: bool,
+    /// Subnets explicitly associated with it.
+    pub subnet_ids: Vec<String>,
+    pub routes: Vec<RouteFacts>,
+}
+
+/// One route of a route table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteFacts {
+    /// `DestinationCidrBlock` or `DestinationIpv6CidrBlock` (empty for prefix-list routes).
+    pub destination: String,
+    /// What the route sends traffic to.
+    pub target: RouteTarget,
+    /// `active` or `blackhole`.
+    pub state: String,
+}
+
+/// A route's target, by the field EC2 filled in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RouteTarget {
+    /// The VPC's own range (`GatewayId: local`).
+    Local,
+    InternetGateway(String),
+    EgressOnlyInternetGateway(String),
+    NatGateway(String),
+    /// A gateway VPC endpoint (`GatewayId: vpce-...`).
+    VpcEndpoint(String),
+    /// What this check cannot see through: transit gateway, peering, virtual private gateway,
+    /// network interface, instance, core network, local or carrier gateway; named as EC2 did.
+    Opaque(String),
+    #[default]
+    Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NatGatewayFacts {
+    pub id: String,
+    /// `pending`, `available`, `deleting`, `deleted`, `failed`.
+    pub state: String,
+    /// `public` or `private` (`None`: public, the default).
+    pub connectivity_type: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VpcEndpointFacts {
+    pub id: String,
+    /// e.g. `com.amazonaws.us-west-2.ecr.dkr`.
+    pub service_name: String,
+    /// `Interface`, `Gateway`, `GatewayLoadBalancer`, ...
+    pub type_: String,
+    /// `available`, `pending`, ... (EC2's case varies by call; compare ignoring case).
+    pub state: String,
+    pub private_dns_enabled: bool,
+    /// Route tables a gateway endpoint is associated with.
+    pub route_table_ids: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

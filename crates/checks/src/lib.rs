@@ -18,6 +18,7 @@ pub mod render;
 pub mod rules;
 pub mod trust_policy;
 pub mod version;
+pub mod vpc_cni;
 pub mod warnings;
 
 #[cfg(any(test, feature = "testing"))]

@@ -9,6 +9,10 @@ use crate::facts::{
     PodScheduling, QueueFacts, RoleFacts, RoleRef, SecurityGroupFacts, Setting, SimulatedDecision,
     UnknownCause,
 };
+use crate::facts::{
+    NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts, VpcCniSettings,
+    VpcEndpointFacts, VpcNetworkFacts,
+};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_health_api::karpenter::{
@@ -41,6 +45,12 @@ pub const KMS_KEY: &str = "1234abcd-12ab-34cd-56ef-1234567890ab";
 /// A key policy that lets only Lambda use the key: nothing for EC2, no delegation to the account.
 pub const LAMBDA_ONLY_KEY_POLICY: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":["kms:Decrypt","kms:GenerateDataKey*","kms:CreateGrant","kms:DescribeKey"],"Resource":"*","Condition":{"StringEquals":{"kms:ViaService":"lambda.us-west-2.amazonaws.com","kms:CallerAccount":"111122223333"}}}]}"#;
 pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
+/// The healthy subnets, one per zone, and the private route table they use (to a NAT gateway).
+pub const SUBNET_A: &str = "subnet-0a";
+pub const SUBNET_B: &str = "subnet-0b";
+pub const ROUTE_TABLE: &str = "rtb-0private";
+pub const NAT_GATEWAY: &str = "nat-0demo";
+pub const INTERNET_GATEWAY: &str = "igw-0demo";
 
 /// The fixed evaluation time of every fixture: 2026-08-21T12:00:00Z.
 pub fn now() -> Timestamp {
@@ -127,6 +137,8 @@ pub fn node_class() -> EC2NodeClass {
             http_tokens: Some("required".into()),
         }),
         tags: BTreeMap::new(),
+        associate_public_ip_address: None,
+        user_data: None,
         block_device_mappings: Vec::new(),
     };
     let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
@@ -303,6 +315,9 @@ fn healthy_cluster() -> ClusterFacts {
         karpenter_crds: Observed::Found(current_crds()),
         karpenter_webhooks: Observed::Found(Vec::new()),
         service_endpoints: BTreeMap::new(),
+        vpc_cni: Observed::Found(VpcCniSettings {
+            env: BTreeMap::from([("WARM_ENI_TARGET".to_owned(), "1".to_owned())]),
+        }),
     }
 }
 
@@ -388,6 +403,8 @@ fn healthy_aws() -> AwsFacts {
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
             oidc_issuer: Some(format!("https://{OIDC_ISSUER}")),
             version: Some("1.29".into()),
+            subnet_ids: vec![SUBNET_A.into(), SUBNET_B.into()],
+            ip_family: Some("ipv4".into()),
         }),
         node_role_access_entries: Observed::Found(Vec::new()),
         // Neither ServiceAccount has a Pod Identity association (IRSA or the node role instead).
@@ -428,7 +445,99 @@ fn healthy_aws() -> AwsFacts {
             )),
         })),
         kms_keys: BTreeMap::new(),
+        cluster_vpc: Observed::Found(VPC.into()),
+        subnets: Observed::Found(vec![
+            subnet(SUBNET_A, "us-west-2a", 4000),
+            subnet(SUBNET_B, "us-west-2b", 4000),
+        ]),
+        vpc_networks: BTreeMap::from([(VPC.to_owned(), Observed::Found(vpc_network()))]),
     }
+}
+
+/// A private subnet of the healthy VPC tagged for the selector, with `free` addresses.
+pub fn subnet(id: &str, zone: &str, free: u32) -> SubnetFacts {
+    SubnetFacts {
+        id: id.into(),
+        vpc_id: VPC.into(),
+        zone: zone.into(),
+        available_ips: Some(free),
+        map_public_ip_on_launch: false,
+        tags: BTreeMap::from([("karpenter.sh/discovery".into(), CLUSTER.into())]),
+    }
+}
+
+/// A default route to `target`.
+pub fn default_route(target: RouteTarget) -> RouteFacts {
+    RouteFacts {
+        destination: "0.0.0.0/0".into(),
+        target,
+        state: "active".into(),
+    }
+}
+
+/// The healthy VPC: the subnets' route table sends the default route to an available NAT
+/// gateway, DNS is on, and there are no endpoints.
+pub fn vpc_network() -> VpcNetworkFacts {
+    VpcNetworkFacts {
+        vpc_id: VPC.into(),
+        route_tables: Observed::Found(vec![
+            RouteTableFacts {
+                id: "rtb-0main".into(),
+                main: true,
+                subnet_ids: Vec::new(),
+                routes: vec![RouteFacts {
+                    destination: "10.0.0.0/16".into(),
+                    target: RouteTarget::Local,
+                    state: "active".into(),
+                }],
+            },
+            RouteTableFacts {
+                id: ROUTE_TABLE.into(),
+                main: false,
+                subnet_ids: vec![SUBNET_A.into(), SUBNET_B.into()],
+                routes: vec![
+                    RouteFacts {
+                        destination: "10.0.0.0/16".into(),
+                        target: RouteTarget::Local,
+                        state: "active".into(),
+                    },
+                    default_route(RouteTarget::NatGateway(NAT_GATEWAY.into())),
+                ],
+            },
+        ]),
+        nat_gateways: Observed::Found(vec![NatGatewayFacts {
+            id: NAT_GATEWAY.into(),
+            state: "available".into(),
+            connectivity_type: Some("public".into()),
+        }]),
+        endpoints: Observed::Found(Vec::new()),
+        dns_support: Observed::Found(true),
+        dns_hostnames: Observed::Found(true),
+    }
+}
+
+/// Every endpoint a private subnet behind `route_table` needs, available with private DNS.
+pub fn private_cluster_endpoints(route_table: &str) -> Vec<VpcEndpointFacts> {
+    let mut endpoints: Vec<VpcEndpointFacts> = crate::rules::node_network::INTERFACE_ENDPOINTS
+        .iter()
+        .map(|service| VpcEndpointFacts {
+            id: format!("vpce-{}", service.replace('.', "")),
+            service_name: format!("com.amazonaws.{REGION}.{service}"),
+            type_: "Interface".into(),
+            state: "available".into(),
+            private_dns_enabled: true,
+            route_table_ids: Vec::new(),
+        })
+        .collect();
+    endpoints.push(VpcEndpointFacts {
+        id: "vpce-s3".into(),
+        service_name: format!("com.amazonaws.{REGION}.s3"),
+        type_: "Gateway".into(),
+        state: "available".into(),
+        private_dns_enabled: false,
+        route_table_ids: vec![route_table.into()],
+    });
+    endpoints
 }
 
 pub fn oidc_provider_arn() -> String {
@@ -707,5 +816,166 @@ impl Facts {
                 change(crd);
             }
         })
+    }
+}
+
+/// One way to break (or vary) where nodes land: one per `SubnetsReady`/`NodeNetworkReady` reason,
+/// plus unknowns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkChange {
+    /// The selector terms match no subnet.
+    NoSubnets,
+    /// Subnet B is in another VPC.
+    OtherVpc,
+    /// Both zones' subnets have fewer free addresses than a node takes.
+    AllZonesFull,
+    /// Only zone b's subnet is full (a warning).
+    OneZoneFull,
+    /// The default route goes to a transit gateway.
+    TransitGateway,
+    /// The private route table loses its default route; no endpoints.
+    NoEgress,
+    /// No default route, but every endpoint a private cluster needs.
+    PrivateWithEndpoints,
+    /// The NAT gateway failed.
+    NatFailed,
+    /// The default route goes to an internet gateway, and the subnets map no public IPs.
+    IgwWithoutPublicIp,
+    /// No default route and every endpoint but `ssm`.
+    SomeEndpoints,
+    /// DNS host names off.
+    DnsHostnamesOff,
+    /// The route tables could not be read.
+    RouteTablesDenied,
+    /// The subnets could not be read.
+    SubnetsDenied,
+}
+
+impl NetworkChange {
+    pub const ALL: [NetworkChange; 13] = [
+        Self::NoSubnets,
+        Self::OtherVpc,
+        Self::AllZonesFull,
+        Self::OneZoneFull,
+        Self::TransitGateway,
+        Self::NoEgress,
+        Self::PrivateWithEndpoints,
+        Self::NatFailed,
+        Self::IgwWithoutPublicIp,
+        Self::SomeEndpoints,
+        Self::DnsHostnamesOff,
+        Self::RouteTablesDenied,
+        Self::SubnetsDenied,
+    ];
+}
+
+/// The healthy VPC's network, to edit in place.
+pub fn network_mut(f: &mut Facts) -> &mut VpcNetworkFacts {
+    f.aws
+        .vpc_networks
+        .get_mut(VPC)
+        .and_then(Observed::found_mut)
+        .expect("the healthy facts read the VPC's network")
+}
+
+/// The private route table's routes, to edit in place.
+pub fn private_routes(f: &mut Facts) -> &mut Vec<RouteFacts> {
+    let tables = network_mut(f)
+        .route_tables
+        .found_mut()
+        .expect("route tables");
+    &mut tables
+        .iter_mut()
+        .find(|t| t.id == ROUTE_TABLE)
+        .expect("the private route table")
+        .routes
+}
+
+impl Facts {
+    /// Applies one [`NetworkChange`]; a no-op where the facts it edits are not found (a
+    /// generator may have degraded them first).
+    pub fn with_network(mut self, change: NetworkChange) -> Self {
+        fn network(f: &mut Facts) -> Option<&mut VpcNetworkFacts> {
+            f.aws
+                .vpc_networks
+                .get_mut(VPC)
+                .and_then(Observed::found_mut)
+        }
+        fn routes(f: &mut Facts) -> Option<&mut Vec<RouteFacts>> {
+            let tables = network(f)?.route_tables.found_mut()?;
+            Some(&mut tables.iter_mut().find(|t| t.id == ROUTE_TABLE)?.routes)
+        }
+        let is_default = |r: &RouteFacts| r.destination == "0.0.0.0/0";
+        let replace_default = |f: &mut Facts, target: Option<RouteTarget>| {
+            if let Some(routes) = routes(f) {
+                routes.retain(|r| !is_default(r));
+                routes.extend(target.map(default_route));
+            }
+        };
+        match change {
+            NetworkChange::NoSubnets => self.aws.subnets = Observed::Found(Vec::new()),
+            NetworkChange::OtherVpc => {
+                if let Some(s) = self.aws.subnets.found_mut().and_then(|s| s.get_mut(1)) {
+                    s.vpc_id = "vpc-0other".into();
+                }
+                self.aws.vpc_networks.insert(
+                    "vpc-0other".into(),
+                    Observed::Found(VpcNetworkFacts {
+                        vpc_id: "vpc-0other".into(),
+                        ..vpc_network()
+                    }),
+                );
+            }
+            NetworkChange::AllZonesFull | NetworkChange::OneZoneFull => {
+                if let Some(s) = self.aws.subnets.found_mut() {
+                    for (i, subnet) in s.iter_mut().enumerate() {
+                        if i == 1 {
+                            subnet.available_ips = Some(11);
+                        } else if change == NetworkChange::AllZonesFull {
+                            subnet.available_ips = Some(3);
+                        }
+                    }
+                }
+            }
+            NetworkChange::TransitGateway => {
+                replace_default(&mut self, Some(RouteTarget::Opaque("tgw-0hub".into())));
+            }
+            NetworkChange::NoEgress => replace_default(&mut self, None),
+            NetworkChange::PrivateWithEndpoints | NetworkChange::SomeEndpoints => {
+                replace_default(&mut self, None);
+                let mut endpoints = private_cluster_endpoints(ROUTE_TABLE);
+                if change == NetworkChange::SomeEndpoints {
+                    endpoints.retain(|e| !e.service_name.ends_with(".ssm"));
+                }
+                if let Some(n) = network(&mut self) {
+                    n.endpoints = Observed::Found(endpoints);
+                }
+            }
+            NetworkChange::NatFailed => {
+                if let Some(n) = network(&mut self).and_then(|n| n.nat_gateways.found_mut()) {
+                    for nat in n {
+                        nat.state = "failed".into();
+                    }
+                }
+            }
+            NetworkChange::IgwWithoutPublicIp => replace_default(
+                &mut self,
+                Some(RouteTarget::InternetGateway(INTERNET_GATEWAY.into())),
+            ),
+            NetworkChange::DnsHostnamesOff => {
+                if let Some(n) = network(&mut self) {
+                    n.dns_hostnames = Observed::Found(false);
+                }
+            }
+            NetworkChange::RouteTablesDenied => {
+                if let Some(n) = network(&mut self) {
+                    n.route_tables = unknown(UnknownCause::AccessDenied);
+                }
+            }
+            NetworkChange::SubnetsDenied => {
+                self.aws.subnets = unknown(UnknownCause::AccessDenied);
+            }
+        }
+        self
     }
 }

@@ -57,6 +57,9 @@ warnings! {
     DryRunDisabled => ControllerCanLaunch,
         "DISABLE_DRY_RUN is set on the Karpenter controller: Karpenter then reports ValidationSucceeded=True without its dry-run launch calls, so its own status no longer proves it can launch.",
         "Remove DISABLE_DRY_RUN (or --disable-dry-run) from the controller unless your environment cannot answer dry-run calls; rely on ControllerCanLaunch meanwhile.";
+    ZoneSubnetsLowOnAddresses => SubnetsReady,
+        "In a zone the EC2NodeClass can launch into, no selected subnet has the free IP addresses one node takes when it starts; Karpenter still launches into the other zones, so pods that need this zone stay pending.",
+        "Free addresses in the zone's subnets, add a larger subnet there and tag it for the selector, or lower the VPC CNI's warm targets.";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

@@ -98,6 +98,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         karpenter_service_account,
         aws_node_service_account,
         node_pool_crd,
+        aws_node_daemonset,
     ) = futures::join!(
         observe_list(
             Api::all(client.clone()),
@@ -141,6 +142,12 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             "nodepools.karpenter.sh",
             "CRD nodepools.karpenter.sh",
             trim::node_pool_crd
+        ),
+        observe_named(
+            Api::namespaced(client.clone(), "kube-system"),
+            "aws-node",
+            "DaemonSet kube-system/aws-node",
+            trim::daemonset
         ),
     );
     let (node_claim_crd, node_class_crd, validating, mutating, endpoints, version) = futures::join!(
@@ -238,6 +245,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         endpoints,
         karpenter_namespace: karpenter_ns.clone(),
         apiserver_version,
+        aws_node_daemonset,
     }
 }
 

@@ -5,13 +5,13 @@ use crate::karpenter_settings::{controller_settings, role_arn};
 use crate::node_claims::SharedClaims;
 use crate::pending_pods::SharedPendingPods;
 use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
 use karpenter_health_checks::facts::{
-    AwsAuthData, ClusterFacts, CrdFacts, KarpenterFacts, Observed, WebhookFacts,
+    AwsAuthData, ClusterFacts, CrdFacts, KarpenterFacts, Observed, VpcCniSettings, WebhookFacts,
 };
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
@@ -41,6 +41,8 @@ pub struct Sources {
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
     /// `nodepools.karpenter.sh`, trimmed to the label rules it enforces.
     pub node_pool_crd: Observed<Option<Arc<CustomResourceDefinition>>>,
+    /// The VPC CNI's `kube-system/aws-node` DaemonSet, trimmed to its containers' env.
+    pub aws_node_daemonset: Observed<Option<Arc<DaemonSet>>>,
     /// Every installed Karpenter CRD, trimmed ([`crate::trim::node_pool_crd`]).
     pub karpenter_crds: Observed<Vec<Arc<CustomResourceDefinition>>>,
     /// Every webhook of every validating and mutating webhook configuration.
@@ -238,6 +240,36 @@ pub fn cluster_facts(
         karpenter_crds,
         karpenter_webhooks,
         service_endpoints,
+        vpc_cni: match &sources.aws_node_daemonset {
+            Observed::Found(Some(ds)) => Observed::Found(vpc_cni_settings(ds)),
+            Observed::Found(None) | Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        },
+    }
+}
+
+/// The literal env of the `aws-node` container (the first container when none has that name);
+/// values from references (`valueFrom`) cannot be read here and are left out.
+pub fn vpc_cni_settings(daemonset: &DaemonSet) -> VpcCniSettings {
+    let containers = daemonset
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(|p| p.containers.as_slice())
+        .unwrap_or_default();
+    let container = containers
+        .iter()
+        .find(|c| c.name == "aws-node")
+        .or_else(|| containers.first());
+    VpcCniSettings {
+        env: container
+            .and_then(|c| c.env.as_ref())
+            .map(|env| {
+                env.iter()
+                    .filter_map(|e| Some((e.name.clone(), e.value.clone()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -597,5 +629,37 @@ mod tests {
             (scheduling.namespace.as_str(), scheduling.name.as_str()),
             ("jobs", "batch")
         );
+    }
+
+    #[test]
+    fn the_vpc_cni_settings_are_the_aws_node_container_literal_env() {
+        let daemonset: DaemonSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "aws-node", "namespace": "kube-system"},
+            "spec": {
+                "selector": {},
+                "template": {"spec": {"containers": [
+                    {"name": "aws-vpc-cni-init", "env": [{"name": "WARM_IP_TARGET", "value": "99"}]},
+                    {"name": "aws-node", "env": [
+                        {"name": "WARM_IP_TARGET", "value": "30"},
+                        {"name": "MY_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    ]},
+                ]}},
+            },
+        }))
+        .expect("a DaemonSet");
+        let settings = vpc_cni_settings(&daemonset);
+        assert_eq!(
+            settings.env,
+            BTreeMap::from([("WARM_IP_TARGET".to_owned(), "30".to_owned())])
+        );
+        let facts = cluster_facts(
+            &node_class("a"),
+            &Sources {
+                aws_node_daemonset: Observed::Found(None),
+                ..Sources::default()
+            },
+            &Overrides::default(),
+        );
+        assert_eq!(facts.vpc_cni, Observed::Absent, "no aws-node: another CNI");
     }
 }

@@ -5,7 +5,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, ValidatingWebhook,
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints, PodSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionStatus,
@@ -99,6 +99,30 @@ pub fn endpoints(endpoints: &mut Endpoints) {
             };
         }
     }
+}
+
+/// Keeps of the VPC CNI's `aws-node` DaemonSet only its containers' names and env (the CNI's
+/// settings: warm targets, prefix delegation).
+pub fn daemonset(daemonset: &mut DaemonSet) {
+    metadata(daemonset);
+    if let Some(spec) = daemonset.spec.as_mut()
+        && let Some(pod_spec) = spec.template.spec.as_mut()
+    {
+        let containers = std::mem::take(&mut pod_spec.containers)
+            .into_iter()
+            .map(|c| k8s_openapi::api::core::v1::Container {
+                name: c.name,
+                env: c.env,
+                ..Default::default()
+            })
+            .collect();
+        *pod_spec = PodSpec {
+            containers,
+            ..PodSpec::default()
+        };
+        spec.template.metadata = None;
+    }
+    daemonset.status = None;
 }
 
 /// Where a trimmed CRD keeps the label rules its validation rules enforce.

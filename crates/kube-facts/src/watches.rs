@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
@@ -66,6 +66,8 @@ pub struct Triggers {
     pub validating_webhooks: Touched<ValidatingWebhookConfiguration>,
     pub mutating_webhooks: Touched<MutatingWebhookConfiguration>,
     pub endpoints: Touched<Endpoints>,
+    /// The VPC CNI's `kube-system/aws-node` DaemonSet (its warm targets).
+    pub aws_node_daemonset: Touched<DaemonSet>,
     /// Fires when a watched input became observable (first list done, even an empty one) or
     /// stopped or resumed being so; every class reads some of them, so all are re-evaluated.
     pub inputs_changed: BoxStream<'static, ()>,
@@ -122,6 +124,7 @@ const NODE_CLASS_CRD: &str = "ec2nodeclasses.karpenter.k8s.aws CRD";
 const VALIDATING_WEBHOOKS: &str = "validatingwebhookconfigurations";
 const MUTATING_WEBHOOKS: &str = "mutatingwebhookconfigurations";
 const KARPENTER_ENDPOINTS: &str = "endpoints in karpenter's namespace";
+const AWS_NODE_DAEMONSET: &str = "kube-system/aws-node daemonset";
 const ALL_WATCHES: &[&str] = &[
     NODE_POOLS,
     NODE_CLAIMS,
@@ -136,6 +139,7 @@ const ALL_WATCHES: &[&str] = &[
     VALIDATING_WEBHOOKS,
     MUTATING_WEBHOOKS,
     KARPENTER_ENDPOINTS,
+    AWS_NODE_DAEMONSET,
 ];
 
 /// Starts a trimmed, reflected watch and returns its cache and its touched-object stream.
@@ -268,6 +272,7 @@ pub struct KubeFacts {
     karpenter_namespace: String,
     /// The API server's `/version`, read by [`KubeFacts::refresh_apiserver_version`].
     apiserver_version: std::sync::Arc<std::sync::RwLock<Observed<String>>>,
+    aws_node_daemonset: Store<DaemonSet>,
     health: WatchHealth,
 }
 
@@ -383,6 +388,13 @@ impl KubeFacts {
             &health,
             trim::endpoints,
         );
+        let (aws_node_daemonset, aws_node_daemonset_stream) = reflected(
+            Api::namespaced(client.clone(), "kube-system"),
+            by_name("aws-node"),
+            AWS_NODE_DAEMONSET,
+            &health,
+            trim::daemonset,
+        );
         let facts = Self {
             node_pools,
             node_claims,
@@ -401,6 +413,7 @@ impl KubeFacts {
             apiserver_version: std::sync::Arc::new(std::sync::RwLock::new(Observed::not_observed(
                 "the API server's /version has not been read yet",
             ))),
+            aws_node_daemonset,
             health,
         };
         let triggers = Triggers {
@@ -421,6 +434,7 @@ impl KubeFacts {
             validating_webhooks: validating_stream,
             mutating_webhooks: mutating_stream,
             endpoints: endpoints_stream,
+            aws_node_daemonset: aws_node_daemonset_stream,
             inputs_changed: facts.health.changes(),
         };
         (facts, triggers)
@@ -468,6 +482,9 @@ impl KubeFacts {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
+            aws_node_daemonset: self.health.observe(AWS_NODE_DAEMONSET, || {
+                self.aws_node_daemonset.state().into_iter().next()
+            }),
         };
         cluster_facts(node_class, &sources, overrides)
     }

@@ -162,6 +162,7 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             karpenter_crds: offline(),
             karpenter_webhooks: offline(),
             service_endpoints: Default::default(),
+            vpc_cni: offline(),
         },
         aws: AwsFacts {
             region: options.region.clone(),
@@ -172,6 +173,8 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             node_role_access_entries: offline(),
             security_groups: offline(),
             cluster_instances: offline(),
+            cluster_vpc: offline(),
+            subnets: offline(),
             ..AwsFacts::default()
         },
     };

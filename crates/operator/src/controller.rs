@@ -136,6 +136,7 @@ fn standby_caches(
         drained(inputs.validating_webhooks),
         drained(inputs.mutating_webhooks),
         drained(inputs.endpoints),
+        drained(inputs.aws_node_daemonset),
         inputs.inputs_changed,
     ];
     // Polling the streams is what fills the caches; the events themselves are not needed.
@@ -275,6 +276,10 @@ async fn run_controller(
             triggers.mapper(|t, _| t.all_classes()),
         )
         .watches_stream(inputs.endpoints, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(
+            inputs.aws_node_daemonset,
+            triggers.mapper(|t, _| t.all_classes()),
+        )
         // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced
         // per class. A NodeClaim change asks for its own class, or for every class when it
         // changes which instances are claimed (the instance sweep of ClusterIdentityUnique).

@@ -13,6 +13,7 @@ mod ec2;
 mod eks;
 mod iam;
 mod interruption;
+mod network;
 mod options;
 mod pod_identity;
 mod shared;
@@ -21,6 +22,7 @@ mod volumes;
 
 pub use controller::simulations;
 pub use ec2::{instance_filters, security_group_filters};
+pub use network::SubnetQuery;
 pub use options::ObserverOptions;
 
 use crate::cache::{Cache, Read, Ttls};
@@ -65,6 +67,10 @@ pub struct AwsRequest {
     pub interruption_queue: Option<String>,
     /// Whether a NodePool of the class allows spot (then `AWSServiceRoleForEC2Spot` is read).
     pub spot_service_linked_role: bool,
+    /// The subnet ids of Karpenter's `status.subnets`; when empty, `subnet_selector_terms` say
+    /// which subnets to read.
+    pub subnet_ids: Vec<String>,
+    pub subnet_selector_terms: Vec<SelectorTerm>,
     /// The KMS keys the class's volumes use; `None` when not asked.
     pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,
 }
@@ -143,6 +149,14 @@ struct Inner {
     /// Default-version documents by managed policy ARN.
     managed_policies: Cache<String, String>,
     queues: Cache<String, QueueFacts>,
+    subnets: Cache<network::SubnetQuery, Vec<karpenter_health_checks::facts::SubnetFacts>>,
+    /// Per VPC id (issue 12): shared by every class whose subnets are in the VPC.
+    /// Keyed by (VPC, the sorted subnets asked about): see `network.rs`.
+    route_tables:
+        Cache<(String, Vec<String>), Vec<karpenter_health_checks::facts::RouteTableFacts>>,
+    nat_gateways: Cache<String, Vec<karpenter_health_checks::facts::NatGatewayFacts>>,
+    vpc_endpoints: Cache<String, Vec<karpenter_health_checks::facts::VpcEndpointFacts>>,
+    vpc_attributes: Cache<(String, crate::ports::VpcAttribute), bool>,
     ebs_by_default: Cache<(), bool>,
     ebs_default_key: Cache<(), String>,
     /// By the reference the volumes use (id, ARN, alias).
@@ -199,6 +213,10 @@ impl AwsObserver {
             ttl: options.account_ttl,
             ..ttls
         };
+        let permission_ttls = Ttls {
+            ttl: options.permissions_ttl,
+            ..ttls
+        };
         Self {
             inner: Arc::new(Inner {
                 iam,
@@ -221,10 +239,15 @@ impl AwsObserver {
                 security_groups: Cache::new(ttls),
                 instances: Cache::new(ttls),
                 oidc_providers: Cache::new(ttls),
-                simulations: Cache::new(ttls),
-                inline_policies: Cache::new(ttls),
-                managed_policies: Cache::new(ttls),
+                simulations: Cache::new(permission_ttls),
+                inline_policies: Cache::new(permission_ttls),
+                managed_policies: Cache::new(permission_ttls),
                 queues: Cache::new(ttls),
+                subnets: Cache::new(ttls),
+                route_tables: Cache::new(ttls),
+                nat_gateways: Cache::new(ttls),
+                vpc_endpoints: Cache::new(ttls),
+                vpc_attributes: Cache::new(ttls),
                 ebs_by_default: Cache::new(account_ttls),
                 ebs_default_key: Cache::new(account_ttls),
                 kms_keys: Cache::new(ttls),
@@ -281,12 +304,29 @@ impl AwsObserver {
                 None => None,
             }
         };
-        let (account, (profile, role), eks, sgs, instances) = join!(
+        let (account, (profile, role), eks, sgs, instances, subnets) = join!(
             self.account(),
             role_chain,
             cluster_read,
             self.security_groups(&request.security_group_selector_terms),
             instances_read,
+            self.subnets(&request.subnet_ids, &request.subnet_selector_terms),
+        );
+        // Where nodes land (issue 12): the cluster's VPC and the network of each VPC the class's
+        // subnets are in, read once per VPC whatever the number of classes.
+        let mut vpcs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for subnet in subnets.current.found().into_iter().flatten() {
+            vpcs.entry(subnet.vpc_id.clone())
+                .or_default()
+                .push(subnet.id.clone());
+        }
+        let (cluster_vpc, networks) = join!(
+            self.cluster_vpc(eks.as_ref()),
+            join_all(vpcs.into_iter().map(|(vpc, mut ids)| async move {
+                ids.sort();
+                let network = self.vpc_network(&vpc, ids).await;
+                (vpc, Observed::Found(network))
+            }))
         );
         let eks_read = eks.as_ref();
         let pod_identity_reads = request
@@ -418,6 +458,7 @@ impl AwsObserver {
             );
         }
         note("security_groups", sgs.stale_age());
+        note("subnets", subnets.stale_age());
         note(
             "controller_role",
             controller.as_ref().and_then(|c| c.role.stale_age()),
@@ -468,6 +509,9 @@ impl AwsObserver {
             controller_permissions: controller.as_ref().and_then(|c| c.permissions.clone()),
             interruption_queue: queue.as_ref().map(|r| r.current.clone()),
             spot_service_linked_role: slr.as_ref().map(|r| r.current.clone().map(|role| role.arn)),
+            cluster_vpc: cluster_vpc.clone(),
+            subnets: subnets.current.clone(),
+            vpc_networks: networks.iter().cloned().collect(),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
@@ -510,6 +554,12 @@ impl AwsObserver {
             spot_service_linked_role: slr
                 .as_ref()
                 .map(|r| good(r).unwrap_or_default().map(|role| role.arn)),
+            cluster_vpc: match cluster_vpc {
+                Observed::Unknown(_) => Observed::default(),
+                known => known,
+            },
+            subnets: good(&subnets).unwrap_or_default(),
+            vpc_networks: networks.into_iter().collect(),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),

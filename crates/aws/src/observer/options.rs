@@ -12,6 +12,13 @@ pub struct ObserverOptions {
     /// refresh a minute after it, like Karpenter's own 1-minute EC2 caches (its 15-minute
     /// instance-profile cache is why the operator must not copy that one).
     pub ttl: Duration,
+    /// IAM's answers about the controller role's permissions (policy simulations, the role's own
+    /// policies). Each EC2NodeClass asks simulations of its own (the questions carry its node
+    /// role and tags), so at `ttl` twenty classes would spend the IAM rate budget (0.5 calls a
+    /// second) every minute and make every reconcile after a cluster change wait on it (the
+    /// benchmark's aws-auth edits took over 60 s). Permissions change rarely; a change shows
+    /// within this long.
+    pub permissions_ttl: Duration,
     /// STS GetCallerIdentity: the account of the operator's own credentials does not change.
     pub account_ttl: Duration,
     /// A failure is reported (as unknown) for this long before the call is tried again, so an
@@ -37,6 +44,7 @@ impl Default for ObserverOptions {
     fn default() -> Self {
         Self {
             ttl: Duration::from_secs(60),
+            permissions_ttl: Duration::from_secs(600),
             account_ttl: Duration::from_secs(3600),
             error_ttl: Duration::from_secs(15),
             idle_eviction: Duration::from_secs(1800),

@@ -2,10 +2,13 @@
 
 use super::{SdkPorts, next_page, text};
 use crate::classify::classify;
-use crate::ports::{Ec2Api, Filter, Page, PortResult, Service};
+use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use karpenter_health_checks::facts::{InstanceFacts, SecurityGroupFacts};
+use karpenter_health_checks::facts::{
+    InstanceFacts, NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SecurityGroupFacts,
+    SubnetFacts, VpcEndpointFacts,
+};
 use std::collections::BTreeMap;
 
 fn ec2_tags(tags: &[aws_sdk_ec2::types::Tag]) -> BTreeMap<String, String> {
@@ -134,5 +137,284 @@ impl Ec2Api for SdkPorts {
                 .ok_or_else(|| super::missing(Service::Ec2, "KmsKeyId"))
         }
         .boxed()
+    }
+
+    fn describe_subnets<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<SubnetFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_subnets()
+                .set_filters(Some(ec2_filters(filters)))
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .subnets()
+                    .iter()
+                    .map(|s| SubnetFacts {
+                        id: text(s.subnet_id()),
+                        vpc_id: text(s.vpc_id()),
+                        zone: text(s.availability_zone()),
+                        available_ips: s
+                            .available_ip_address_count()
+                            .and_then(|n| u32::try_from(n).ok()),
+                        map_public_ip_on_launch: s.map_public_ip_on_launch().unwrap_or(false),
+                        tags: ec2_tags(s.tags()),
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_route_tables<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<RouteTableFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_route_tables()
+                .set_filters(Some(ec2_filters(filters)))
+                .max_results(100)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .route_tables()
+                    .iter()
+                    .map(|t| RouteTableFacts {
+                        id: text(t.route_table_id()),
+                        main: t.associations().iter().any(|a| a.main() == Some(true)),
+                        subnet_ids: t
+                            .associations()
+                            .iter()
+                            .filter_map(|a| a.subnet_id().map(str::to_owned))
+                            .collect(),
+                        routes: t.routes().iter().map(route).collect(),
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_nat_gateways<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<NatGatewayFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_nat_gateways()
+                .set_filter(Some(ec2_filters(filters)))
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .nat_gateways()
+                    .iter()
+                    .map(|n| NatGatewayFacts {
+                        id: text(n.nat_gateway_id()),
+                        state: n.state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+                        connectivity_type: n.connectivity_type().map(|c| c.as_str().to_owned()),
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_vpc_endpoints<'a>(
+        &'a self,
+        filters: &'a [Filter],
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<VpcEndpointFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_vpc_endpoints()
+                .set_filters(Some(ec2_filters(filters)))
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .vpc_endpoints()
+                    .iter()
+                    .map(|e| VpcEndpointFacts {
+                        id: text(e.vpc_endpoint_id()),
+                        service_name: text(e.service_name()),
+                        type_: e
+                            .vpc_endpoint_type()
+                            .map(|t| t.as_str().to_owned())
+                            .unwrap_or_default(),
+                        state: e.state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+                        private_dns_enabled: e.private_dns_enabled().unwrap_or(false),
+                        route_table_ids: e.route_table_ids().to_vec(),
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_vpc_attribute<'a>(
+        &'a self,
+        vpc_id: &'a str,
+        attribute: VpcAttribute,
+    ) -> BoxFuture<'a, PortResult<bool>> {
+        async move {
+            let name = match attribute {
+                VpcAttribute::EnableDnsSupport => {
+                    aws_sdk_ec2::types::VpcAttributeName::EnableDnsSupport
+                }
+                VpcAttribute::EnableDnsHostnames => {
+                    aws_sdk_ec2::types::VpcAttributeName::EnableDnsHostnames
+                }
+            };
+            let out = self
+                .ec2
+                .describe_vpc_attribute()
+                .vpc_id(vpc_id)
+                .attribute(name)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            let value = match attribute {
+                VpcAttribute::EnableDnsSupport => out.enable_dns_support(),
+                VpcAttribute::EnableDnsHostnames => out.enable_dns_hostnames(),
+            };
+            // An answer without the value: EC2's default for the attribute is what applies
+            // (DNS support on, host names off for non-default VPCs) — but that is a guess, so the
+            // value is reported missing instead.
+            value
+                .and_then(|v| v.value())
+                .ok_or_else(|| super::missing(Service::Ec2, attribute.as_str()))
+        }
+        .boxed()
+    }
+}
+
+/// One route, by the target field EC2 filled in.
+fn route(r: &aws_sdk_ec2::types::Route) -> RouteFacts {
+    let destination = r
+        .destination_cidr_block()
+        .or(r.destination_ipv6_cidr_block())
+        .unwrap_or_default()
+        .to_owned();
+    let owned = |s: &str| s.to_owned();
+    let target = if let Some(id) = r.nat_gateway_id() {
+        RouteTarget::NatGateway(owned(id))
+    } else if let Some(id) = r.egress_only_internet_gateway_id() {
+        RouteTarget::EgressOnlyInternetGateway(owned(id))
+    } else if let Some(id) = r.gateway_id() {
+        if id == "local" {
+            RouteTarget::Local
+        } else if id.starts_with("igw-") {
+            RouteTarget::InternetGateway(owned(id))
+        } else if id.starts_with("vpce-") {
+            RouteTarget::VpcEndpoint(owned(id))
+        } else {
+            // vgw-... and anything new: not followed.
+            RouteTarget::Opaque(owned(id))
+        }
+    } else if let Some(id) = r
+        .transit_gateway_id()
+        .or(r.vpc_peering_connection_id())
+        .or(r.network_interface_id())
+        .or(r.instance_id())
+        .or(r.core_network_arn())
+        .or(r.local_gateway_id())
+        .or(r.carrier_gateway_id())
+    {
+        RouteTarget::Opaque(owned(id))
+    } else {
+        RouteTarget::Unknown
+    };
+    RouteFacts {
+        destination,
+        target,
+        state: r.state().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::{Route, RouteState};
+
+    fn default_route() -> aws_sdk_ec2::types::builders::RouteBuilder {
+        Route::builder()
+            .destination_cidr_block("0.0.0.0/0")
+            .state(RouteState::Active)
+    }
+
+    #[test]
+    fn routes_are_named_by_the_target_field_ec2_filled_in() {
+        let cases = [
+            (
+                default_route().nat_gateway_id("nat-1").build(),
+                RouteTarget::NatGateway("nat-1".into()),
+            ),
+            (
+                default_route().gateway_id("igw-1").build(),
+                RouteTarget::InternetGateway("igw-1".into()),
+            ),
+            (
+                default_route().gateway_id("local").build(),
+                RouteTarget::Local,
+            ),
+            (
+                default_route().gateway_id("vpce-1").build(),
+                RouteTarget::VpcEndpoint("vpce-1".into()),
+            ),
+            (
+                default_route().gateway_id("vgw-1").build(),
+                RouteTarget::Opaque("vgw-1".into()),
+            ),
+            (
+                default_route().transit_gateway_id("tgw-1").build(),
+                RouteTarget::Opaque("tgw-1".into()),
+            ),
+            (
+                default_route().network_interface_id("eni-1").build(),
+                RouteTarget::Opaque("eni-1".into()),
+            ),
+            (default_route().build(), RouteTarget::Unknown),
+        ];
+        for (sdk, want) in cases {
+            let r = route(&sdk);
+            assert_eq!(r.target, want, "{sdk:?}");
+            assert_eq!(
+                (r.destination.as_str(), r.state.as_str()),
+                ("0.0.0.0/0", "active")
+            );
+        }
+        let blackhole = default_route()
+            .nat_gateway_id("nat-gone")
+            .state(RouteState::Blackhole)
+            .build();
+        assert_eq!(route(&blackhole).state, "blackhole");
     }
 }

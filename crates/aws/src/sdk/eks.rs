@@ -36,6 +36,14 @@ impl EksApi for SdkPorts {
                     .and_then(|o| o.issuer())
                     .map(str::to_owned),
                 version: c.version().map(str::to_owned),
+                subnet_ids: c
+                    .resources_vpc_config()
+                    .map(|v| v.subnet_ids().to_vec())
+                    .unwrap_or_default(),
+                ip_family: c
+                    .kubernetes_network_config()
+                    .and_then(|n| n.ip_family())
+                    .map(|f| f.as_str().to_owned()),
             })
         }
         .boxed()

@@ -14,6 +14,9 @@ use karpenter_health_checks::facts::{
     AccessEntryFacts, EksClusterFacts, InstanceFacts, InstanceProfileFacts, Observed, RoleRef,
     SecurityGroupFacts, UnknownCause,
 };
+use karpenter_health_checks::facts::{
+    NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts,
+};
 use karpenter_health_checks::karpenter_permissions::ClassInputs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -98,6 +101,8 @@ pub fn world() -> FakeState {
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
             oidc_issuer: None,
             version: Some("1.31".into()),
+            subnet_ids: vec!["subnet-a1".into()],
+            ip_family: Some("ipv4".into()),
         },
     );
     s.access_entries.insert(
@@ -139,6 +144,41 @@ pub fn world() -> FakeState {
             tags: tags(&[("karpenter.sh/discovery", "other")]),
         },
     ];
+    // Two subnets of vpc-a behind a NAT gateway, and the VPC's endpoints (none needed).
+    s.subnets = ["subnet-a1", "subnet-a2"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| SubnetFacts {
+            id: (*id).into(),
+            vpc_id: "vpc-a".into(),
+            zone: format!("us-west-2{}", ["a", "b"][i]),
+            available_ips: Some(200),
+            map_public_ip_on_launch: false,
+            tags: tags(&[("karpenter.sh/discovery", CLUSTER)]),
+        })
+        .collect();
+    s.route_tables.insert(
+        "vpc-a".into(),
+        vec![RouteTableFacts {
+            id: "rtb-a".into(),
+            main: true,
+            subnet_ids: Vec::new(),
+            routes: vec![RouteFacts {
+                destination: "0.0.0.0/0".into(),
+                target: RouteTarget::NatGateway("nat-a".into()),
+                state: "active".into(),
+            }],
+        }],
+    );
+    s.nat_gateways.insert(
+        "vpc-a".into(),
+        vec![NatGatewayFacts {
+            id: "nat-a".into(),
+            state: "available".into(),
+            connectivity_type: None,
+        }],
+    );
+    s.vpc_endpoints.insert("vpc-a".into(), Vec::new());
     s.instances = (0..4).map(|n| instance(n, CLUSTER)).collect();
     s.instances.push(instance(99, "other-cluster"));
     // The controller: its role with an inline and an attached policy, the OIDC provider, the
@@ -233,6 +273,7 @@ pub fn wiring_request() -> AwsRequest {
         }),
         interruption_queue: Some(QUEUE.into()),
         spot_service_linked_role: true,
+        subnet_selector_terms: vec![tag_term("karpenter.sh/discovery", CLUSTER)],
         ..request()
     }
 }

@@ -13,11 +13,13 @@ pub mod karpenter_status;
 pub mod karpenter_version;
 pub mod labels_allowed;
 pub mod metadata_options;
+pub mod node_network;
 pub mod node_role;
 pub mod node_role_mapped;
 pub mod nodeclaims_registered;
 pub mod security_groups;
 pub mod spot_ready;
+pub mod subnets;
 pub mod volume_encryption;
 
 use crate::facts::{Facts, Observed, Settings, UnknownCause, Unobserved};
@@ -65,6 +67,9 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     outcomes.push(controller_can_launch::check(&ctx));
     outcomes.push(interruption_handling::check(&ctx));
     outcomes.push(spot_ready::check(&ctx));
+    // Where nodes land (issue 12).
+    outcomes.push(subnets::check(&ctx));
+    outcomes.push(node_network::check(&ctx));
     // What a launched node needs to boot and what this Karpenter needs to run (issue 12).
     outcomes.push(volume_encryption::check(&ctx));
     outcomes.push(karpenter_version::check(&ctx));

@@ -146,6 +146,41 @@ sentences! {
         Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { rules: Observed::Found(Vec::new()), ..healthy_queue() })))
         => InterruptionHandlingReady is False because InterruptionRulesMissing;
 
+    // SubnetsReady.
+    subnets_in_the_cluster_vpc_with_room_are_subnets_valid:
+        Facts::healthy() => SubnetsReady is True because SubnetsValid;
+    selector_terms_matching_no_subnet_are_subnets_not_found:
+        Facts::healthy().with_network(NetworkChange::NoSubnets)
+        => SubnetsReady is False because SubnetsNotFound;
+    a_subnet_in_another_vpc_is_subnet_in_other_vpc:
+        Facts::healthy().with_network(NetworkChange::OtherVpc)
+        => SubnetsReady is False because SubnetInOtherVpc;
+    every_zone_below_a_node_worth_of_addresses_is_subnets_out_of_addresses:
+        Facts::healthy().with_network(NetworkChange::AllZonesFull)
+        => SubnetsReady is False because SubnetsOutOfAddresses;
+
+    // NodeNetworkReady.
+    subnets_behind_an_available_nat_gateway_are_node_network_valid:
+        Facts::healthy() => NodeNetworkReady is True because NodeNetworkValid;
+    a_default_route_to_a_transit_gateway_is_node_egress_not_inspected:
+        Facts::healthy().with_network(NetworkChange::TransitGateway)
+        => NodeNetworkReady is True because NodeEgressNotInspected;
+    a_private_subnet_without_nat_or_endpoints_is_subnet_no_egress_route:
+        Facts::healthy().with_network(NetworkChange::NoEgress)
+        => NodeNetworkReady is False because SubnetNoEgressRoute;
+    a_route_to_a_failed_nat_gateway_is_subnet_egress_blackholed:
+        Facts::healthy().with_network(NetworkChange::NatFailed)
+        => NodeNetworkReady is False because SubnetEgressBlackholed;
+    an_internet_gateway_route_without_public_addresses_is_internet_gateway_without_public_ip:
+        Facts::healthy().with_network(NetworkChange::IgwWithoutPublicIp)
+        => NodeNetworkReady is False because InternetGatewayWithoutPublicIp;
+    a_private_subnet_lacking_the_ssm_endpoint_is_vpc_endpoints_missing:
+        Facts::healthy().with_network(NetworkChange::SomeEndpoints)
+        => NodeNetworkReady is False because VpcEndpointsMissing;
+    dns_host_names_off_is_vpc_dns_disabled:
+        Facts::healthy().with_network(NetworkChange::DnsHostnamesOff)
+        => NodeNetworkReady is False because VpcDnsDisabled;
+
     // SpotReady.
     on_demand_node_pools_are_spot_not_used:
         Facts::healthy() => SpotReady is True because SpotNotUsed;

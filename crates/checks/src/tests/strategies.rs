@@ -37,9 +37,16 @@ pub(super) enum Fact {
     Webhooks,
     /// Every webhook Service's endpoints.
     ServiceEndpoints,
+    /// The selected subnets (issue 12).
+    Subnets,
+    ClusterVpc,
+    /// The route tables, NAT gateways, endpoints and DNS attributes of every VPC.
+    VpcNetwork,
+    /// The VPC CNI's settings on aws-node.
+    VpcCni,
 }
 
-pub(super) const ALL_FACTS: [Fact; 21] = [
+pub(super) const ALL_FACTS: [Fact; 25] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -61,6 +68,10 @@ pub(super) const ALL_FACTS: [Fact; 21] = [
     Fact::KarpenterCrds,
     Fact::Webhooks,
     Fact::ServiceEndpoints,
+    Fact::Subnets,
+    Fact::ClusterVpc,
+    Fact::VpcNetwork,
+    Fact::VpcCni,
 ];
 
 /// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
@@ -124,6 +135,14 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
                 *endpoints = to(cause);
             }
         }
+        Fact::Subnets => f.aws.subnets = list(cause),
+        Fact::ClusterVpc => f.aws.cluster_vpc = to(cause),
+        Fact::VpcNetwork => {
+            for network in f.aws.vpc_networks.values_mut() {
+                *network = to(cause);
+            }
+        }
+        Fact::VpcCni => f.cluster.vpc_cni = to(cause),
     }
 }
 
@@ -193,6 +212,8 @@ pub(super) enum Wiring {
     Queue(String, u8),
     /// Spot allowed, with the service-linked role found (0), absent (1) or unknown (2).
     Spot(u8),
+    /// Where nodes land (issue 12): subnets and their network path.
+    Network(NetworkChange),
     /// The controller role's trust policy.
     Trust(String),
     /// IAM's simulator's answer for one action: decision, boundary, organizations, missing keys.
@@ -303,8 +324,10 @@ pub(super) fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 fn beyond() -> impl Strategy<Value = Beyond> {
+    // The volume key has four dimensions to hit (key, state, policy, found): it gets more draws,
+    // or the generator rarely reaches KmsKeyPolicyDeniesEc2 once the other mutations dilute it.
     prop_oneof![
-        (
+        2 => (
             text(&[KMS_KEY, "alias/ebs", "alias/aws/ebs"]),
             text(&[
                 "Enabled",
@@ -317,12 +340,12 @@ fn beyond() -> impl Strategy<Value = Beyond> {
             any::<bool>()
         )
             .prop_map(|(k, st, p, a)| Beyond::VolumeKey(k, st, p, a)),
-        Just(Beyond::Unencrypted),
-        text(&["1.29", "1.31", "1.36", "1.99", "v1.30.2-eks-1"])
+        1 => Just(Beyond::Unencrypted),
+        1 => text(&["1.29", "1.31", "1.36", "1.99", "v1.30.2-eks-1"])
             .prop_map(Beyond::KubernetesVersion),
-        (0usize..3, 0usize..8).prop_map(|(c, f)| Beyond::CrdField(c, f)),
-        (0usize..3).prop_map(Beyond::StoredV1beta1),
-        (0usize..3, 0u8..4).prop_map(|(c, s)| Beyond::Conversion(c, s)),
+        1 => (0usize..3, 0usize..8).prop_map(|(c, f)| Beyond::CrdField(c, f)),
+        1 => (0usize..3).prop_map(Beyond::StoredV1beta1),
+        1 => (0usize..3, 0u8..4).prop_map(|(c, s)| Beyond::Conversion(c, s)),
     ]
 }
 
@@ -393,6 +416,7 @@ fn wiring() -> impl Strategy<Value = Wiring> {
         )
             .prop_map(|(q, shape)| Wiring::Queue(q, shape)),
         (0u8..3).prop_map(Wiring::Spot),
+        (0..NetworkChange::ALL.len()).prop_map(|i| Wiring::Network(NetworkChange::ALL[i])),
         text(&[
             &irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT),
             &irsa_trust_policy("other/sa"),
@@ -459,6 +483,7 @@ fn apply_wiring(f: &mut Facts, w: &Wiring) {
             };
             *f = f.clone().with_spot(Some(role));
         }
+        Wiring::Network(change) => *f = f.clone().with_network(*change),
         Wiring::Trust(doc) => {
             if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
                 r.assume_role_policy_document = Some(doc.clone());

@@ -43,6 +43,7 @@ impl Bench {
         let mut op = Operator::spawn(
             &self.binary,
             &self.bed,
+            &self.aws_endpoint,
             &log,
             &self.args.operator_args,
             &self.args.operator_env,

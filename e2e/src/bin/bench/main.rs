@@ -36,6 +36,7 @@ mod watch_delivery;
 use anyhow::{Result, bail};
 use clap::Parser;
 use karpenter_health_e2e::Bed;
+use karpenter_health_e2e::fault_proxy::FaultProxy;
 use observe::memory;
 use results::{Machine, RSS_TIMELINE_POINTS, Results, Scale};
 use state::{Bench, mib};
@@ -162,7 +163,18 @@ async fn main() -> Result<()> {
     let t = Instant::now();
     let pools = seed::kubernetes(&client, &aws, args.node_classes, args.node_pools).await?;
     results.seeding.kubernetes_s = t.elapsed().as_secs_f64();
-    let mut bench = Bench::new(args, bed, client.clone(), binary, timeline.clone());
+    // The operator reaches moto through the fault proxy, which answers IAM's policy simulator
+    // from moto's policies as IAM would; kept alive (and serving) until the run ends.
+    let proxy = FaultProxy::start(bed.moto_url()?).await?;
+    proxy.serve_simulator();
+    let mut bench = Bench::new(
+        args,
+        bed,
+        proxy.url(),
+        client.clone(),
+        binary,
+        timeline.clone(),
+    );
 
     // Cold starts and memory per NodeClaim, seeding the NodeClaims on the way; the last
     // operator stays up for the other phases.

@@ -1,5 +1,5 @@
 //! The operator under test as a child process of the bench: started with the bed's kubeconfig
-//! and moto as its AWS endpoint, stopped with SIGTERM. Does IO (spawns and signals a process).
+//! and the bench's AWS endpoint (the fault proxy in front of moto), stopped with SIGTERM. Does IO (spawns and signals a process).
 
 use anyhow::{Context, Result, bail};
 use karpenter_health_e2e::Bed;
@@ -22,11 +22,12 @@ fn free_address() -> Result<String> {
 }
 
 impl Operator {
-    /// Starts `binary run` against the bed, logging to `log`. `started` is taken just before the
+    /// Starts `binary run` against the bed and `aws_endpoint`, logging to `log`. `started` is taken just before the
     /// spawn, so cold start includes process start-up.
     pub fn spawn(
         binary: &Path,
         bed: &Bed,
+        aws_endpoint: &str,
         log: &Path,
         extra_args: &[String],
         env: &[(String, String)],
@@ -41,7 +42,7 @@ impl Operator {
             .arg(&address)
             .args(extra_args)
             .env("KUBECONFIG", bed.admin_kubeconfig())
-            .env("AWS_ENDPOINT_URL", bed.moto_url()?)
+            .env("AWS_ENDPOINT_URL", aws_endpoint)
             .env("AWS_REGION", crate::seed::REGION)
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")

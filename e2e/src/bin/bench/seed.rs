@@ -6,6 +6,7 @@
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_e2e::aws_seed::{AwsSeeder, NODE_POLICIES};
+use karpenter_health_e2e::fixture::{CONTROLLER_POLICY, controller_policy, irsa_trust};
 use karpenter_health_e2e::{Bed, apply_json, karpenter};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -15,6 +16,8 @@ pub const REGION: &str = "us-east-1";
 pub const ACCOUNT: &str = "123456789012";
 pub const NODE_ROLE: &str = "KarpenterNodeRole-bench";
 pub const CONTROLLER_ROLE: &str = "KarpenterControllerRole-bench";
+/// Where Karpenter runs (its Deployment and ServiceAccount).
+const KARPENTER_NAMESPACE: &str = "kube-system";
 pub const INSTANCE_PROFILE: &str = "bench_6312480287093215146";
 /// The version in the image tag Karpenter's Helm chart writes; the operator reads it from there.
 pub const KARPENTER_VERSION: &str = "1.8.6";
@@ -42,18 +45,12 @@ pub struct AwsSeed {
 }
 
 /// The AWS side of a healthy Karpenter install in moto: node and controller roles, the instance
-/// profile Karpenter would have created, a VPC with a subnet per zone, the node security group
-/// and the EKS cluster.
+/// profile Karpenter would have created, a VPC with a subnet per zone behind a NAT gateway, the
+/// node security group, the EKS cluster, its OIDC provider, the interruption queue and the spot
+/// service-linked role.
 pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
     let seeder = AwsSeeder::new(bed, REGION).await?;
     seeder.node_role(NODE_ROLE, "/", &NODE_POLICIES).await?;
-    let oidc_trust = json!({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Federated": format!("arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/BENCH")}, "Action": "sts:AssumeRoleWithWebIdentity"}],
-    });
-    seeder
-        .role(CONTROLLER_ROLE, "/", &oidc_trust.to_string())
-        .await?;
     seeder
         .instance_profile(INSTANCE_PROFILE, Some(NODE_ROLE))
         .await?;
@@ -71,6 +68,18 @@ pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
             .await?;
         subnets.push((id, *zone));
     }
+    // A healthy node network: the node subnets' default route goes to a NAT gateway in a public
+    // subnet, and the VPC resolves DNS.
+    let public_subnet = seeder
+        .subnet(&vpc, "10.20.128.0/24", Some(ZONES[0]), &[])
+        .await?;
+    let route_table = seeder
+        .nat_egress(&vpc, &public_subnet, &subnets[0].0)
+        .await?;
+    for (subnet, _) in &subnets[1..] {
+        seeder.associate_route_table(&route_table, subnet).await?;
+    }
+    seeder.enable_vpc_dns(&vpc, true).await?;
     let cluster_tag = format!("kubernetes.io/cluster/{CLUSTER}");
     let security_group = seeder
         .security_group(
@@ -91,6 +100,28 @@ pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
             "1.29",
         )
         .await?;
+    // The controller's wiring, all healthy: the cluster's OIDC provider, a controller role that
+    // trusts Karpenter's ServiceAccount and may pass the node role and launch, the interruption
+    // queue with its rules, and the spot service-linked role (the NodePools allow spot).
+    let issuer = seeder.cluster_issuer(CLUSTER).await?;
+    let provider = seeder.oidc_provider(&issuer).await?;
+    let host_path = issuer.trim_start_matches("https://");
+    seeder
+        .role(
+            CONTROLLER_ROLE,
+            "/",
+            &irsa_trust(&provider, host_path, KARPENTER_NAMESPACE),
+        )
+        .await?;
+    seeder
+        .put_role_policy(
+            CONTROLLER_ROLE,
+            CONTROLLER_POLICY,
+            &controller_policy(CLUSTER, &role_arn(NODE_ROLE)),
+        )
+        .await?;
+    seeder.interruption_queue(CLUSTER).await?;
+    seeder.ensure_spot_service_linked_role().await?;
     Ok(AwsSeed {
         security_group,
         subnets,
@@ -121,9 +152,9 @@ pub fn aws_auth(broken: bool) -> Value {
 
 fn karpenter_install() -> Vec<Value> {
     vec![
-        karpenter::service_account("kube-system", &role_arn(CONTROLLER_ROLE)),
+        karpenter::service_account(KARPENTER_NAMESPACE, &role_arn(CONTROLLER_ROLE)),
         karpenter::deployment(
-            "kube-system",
+            KARPENTER_NAMESPACE,
             KARPENTER_VERSION,
             &[
                 ("CLUSTER_NAME", CLUSTER),

@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 pub struct Bench {
     pub args: Args,
     pub bed: Bed,
+    /// Where the operator sends its AWS calls: the fault proxy in front of moto, which serves
+    /// IAM's policy simulator (moto has none; without it every simulation is a retried 5xx).
+    pub aws_endpoint: String,
     pub client: kube::Client,
     pub health: HealthTracker,
     pub config_maps: ConfigMapTracker,
@@ -38,6 +41,7 @@ impl Bench {
     pub fn new(
         args: Args,
         bed: Bed,
+        aws_endpoint: String,
         client: kube::Client,
         binary: PathBuf,
         timeline: Timeline,
@@ -48,6 +52,7 @@ impl Bench {
         Self {
             args,
             bed,
+            aws_endpoint,
             client,
             health,
             config_maps,

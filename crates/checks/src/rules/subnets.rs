@@ -1,0 +1,282 @@
+//! `SubnetsReady`: the subnets this EC2NodeClass selects exist, are in the cluster's VPC, and
+//! each zone it can launch into has a subnet with the free addresses a starting node takes. Pure:
+//! no IO.
+//!
+//! Which subnets: Karpenter's `status.subnets` when it lists any (what Karpenter launches into),
+//! else what `spec.subnetSelectorTerms` match now (terms ORed, fields ANDed, tag value `*` any;
+//! aws/karpenter-provider-aws `pkg/providers/subnet/subnet.go`). Karpenter picks, per zone, the
+//! subnet with the most free addresses (`ZonalSubnetsForLaunch`), so a zone is out of room only
+//! when none of its subnets has enough; launches there fail with
+//! `InsufficientFreeAddressesInSubnet` (#3380, #7318). A subnet in another VPC than the cluster's
+//! fails launches with `SecurityGroupSubnetVPCMismatch` since Karpenter 1.12, after the fact
+//! (#9090).
+//!
+//! The zones the class can launch into are the selected subnets' zones, narrowed by the NodePools'
+//! `topology.kubernetes.io/zone` requirements. One zone out of room is a warning (Karpenter still
+//! launches elsewhere); every zone out of room is `False`. When the NodePools are not known, the
+//! narrowing is skipped: `False` then needs every subnet zone to be out of room, which holds for
+//! any narrowing.
+
+use super::{Check, Context, Outcome, Why, list_bounded};
+use crate::clip;
+use crate::facts::{Observed, SubnetFacts};
+use crate::vpc_cni::addresses_per_node;
+use crate::warnings::Warning;
+use karpenter_health_api::karpenter::{NodePool, SelectorTerm};
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use std::collections::{BTreeMap, BTreeSet};
+
+const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// Whether one subnet selector term selects `subnet`. A term without fields selects nothing.
+pub fn subnet_term_matches(term: &SelectorTerm, subnet: &SubnetFacts) -> bool {
+    if term.id.is_none() && term.tags.is_empty() {
+        return false;
+    }
+    term.id.as_deref().is_none_or(|id| id == subnet.id)
+        && term.tags.iter().all(|(key, want)| {
+            subnet
+                .tags
+                .get(key)
+                .is_some_and(|have| want == "*" || crate::glob_match(want, have))
+        })
+}
+
+/// The subnet ids Karpenter's status lists for the class (empty when it lists none).
+pub fn status_subnet_ids(class: &karpenter_health_api::karpenter::EC2NodeClass) -> Vec<String> {
+    let mut ids: Vec<String> = class
+        .status
+        .as_ref()
+        .map(|s| s.subnets.iter().map(|s| s.id.clone()).collect())
+        .unwrap_or_default();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Whether `pool` lets Karpenter launch into `zone` (its template label, then its requirements).
+fn pool_admits(pool: &NodePool, zone: &str) -> bool {
+    let template = &pool.spec.template;
+    if let Some(label) = template.metadata.labels.get(ZONE_LABEL) {
+        return label == zone;
+    }
+    template
+        .spec
+        .requirements
+        .iter()
+        .filter(|r| r.key == ZONE_LABEL)
+        .all(|r| {
+            let listed = r.values.iter().any(|v| v == zone);
+            match r.operator.as_str() {
+                "In" => listed,
+                "NotIn" => !listed,
+                "DoesNotExist" => false,
+                _ => true,
+            }
+        })
+}
+
+/// The selected subnets, or the failure/unknown that stops the check.
+pub(crate) enum Selection<'a> {
+    Subnets(Vec<&'a SubnetFacts>),
+    Unknown(Why),
+    /// Nothing is selected, or status names subnets that are gone: (message, missing ids).
+    NotFound(String, Vec<String>),
+}
+
+/// Resolves the class's subnets from the facts (shared with `NodeNetworkReady`).
+pub(crate) fn selection<'a>(ctx: &Context<'a>) -> Selection<'a> {
+    let class = &ctx.facts.cluster.node_class;
+    let subnets: &[SubnetFacts] = match &ctx.facts.aws.subnets {
+        Observed::Unknown(u) => {
+            return Selection::Unknown(Why::unobserved("The EC2NodeClass's subnets", u));
+        }
+        Observed::Absent => &[],
+        Observed::Found(s) => s,
+    };
+    let in_status = status_subnet_ids(class);
+    let mut selected: Vec<&SubnetFacts> = if in_status.is_empty() {
+        let terms = &class.spec.subnet_selector_terms;
+        subnets
+            .iter()
+            .filter(|s| terms.iter().any(|t| subnet_term_matches(t, s)))
+            .collect()
+    } else {
+        subnets
+            .iter()
+            .filter(|s| in_status.binary_search(&s.id).is_ok())
+            .collect()
+    };
+    selected.sort_by(|a, b| a.id.cmp(&b.id));
+    selected.dedup_by(|a, b| a.id == b.id);
+    if !in_status.is_empty() {
+        let missing: Vec<String> = in_status
+            .iter()
+            .filter(|id| !selected.iter().any(|s| &&s.id == id))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Selection::NotFound(
+                format!(
+                    "Subnet {} in Karpenter's status.subnets does not exist, so launches into it \
+                     fail.",
+                    list_bounded(&missing, 5)
+                ),
+                missing,
+            );
+        }
+    } else if selected.is_empty() {
+        let terms = class.spec.subnet_selector_terms.len();
+        return Selection::NotFound(
+            if terms == 0 {
+                "The EC2NodeClass has no subnet selector terms, so Karpenter cannot launch nodes."
+                    .to_owned()
+            } else {
+                format!(
+                    "The {terms} subnet selector term(s) match no subnet, so Karpenter cannot \
+                     launch nodes."
+                )
+            },
+            Vec::new(),
+        );
+    }
+    Selection::Subnets(selected)
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::SubnetsReady, "subnets");
+    let node_class = ctx.node_class_subject();
+    let selected = match selection(ctx) {
+        Selection::Unknown(why) => {
+            c.unknown(why);
+            return c.finish(Reason::SubnetsValid, "");
+        }
+        Selection::NotFound(message, missing) => {
+            let mut subjects = vec![node_class];
+            subjects.extend(missing.iter().map(|id| SubjectRef::new("Subnet", id)));
+            subjects.truncate(super::MAX_SUBJECTS);
+            c.fail(Reason::SubnetsNotFound, message, subjects);
+            return c.finish(Reason::SubnetsValid, "");
+        }
+        Selection::Subnets(s) => s,
+    };
+    let subject = |s: &SubnetFacts| vec![node_class.clone(), SubjectRef::new("Subnet", &s.id)];
+
+    // Subnets in another VPC than the cluster's.
+    match &ctx.facts.aws.cluster_vpc {
+        Observed::Found(vpc) => {
+            for subnet in selected.iter().filter(|s| s.vpc_id != *vpc) {
+                c.fail(
+                    Reason::SubnetInOtherVpc,
+                    format!(
+                        "Subnet {} ({}) is in {}, not in the cluster's VPC {}, so nodes launched \
+                         there fail or cannot join.",
+                        clip(&subnet.id, 64),
+                        clip(&subnet.zone, 64),
+                        clip(&subnet.vpc_id, 64),
+                        clip(vpc, 64)
+                    ),
+                    subject(subnet),
+                );
+            }
+        }
+        Observed::Unknown(u) => c.unknown(Why::unobserved("The cluster's VPC", u)),
+        // No such EKS cluster: ClusterIdentityUnique reports it.
+        Observed::Absent => {}
+    }
+
+    // Free addresses per zone: the roomiest subnet of each zone counts (Karpenter picks it).
+    let need = addresses_per_node(&ctx.facts.cluster.vpc_cni);
+    let mut zones: BTreeMap<&str, Option<(u32, &SubnetFacts)>> = BTreeMap::new();
+    for subnet in &selected {
+        let entry = zones
+            .entry(subnet.zone.as_str())
+            .or_insert(Some((0, subnet)));
+        match (entry.as_mut(), subnet.available_ips) {
+            // A subnet whose free count is unknown may have room: the zone is not provably full.
+            (_, None) => *entry = None,
+            (Some((best, which)), Some(n)) if n > *best || *best == 0 => {
+                *best = n;
+                *which = subnet;
+            }
+            _ => {}
+        }
+    }
+    let launchable: BTreeSet<&str> = match &ctx.facts.cluster.node_pools {
+        Observed::Found(pools) if !pools.is_empty() => zones
+            .keys()
+            .copied()
+            .filter(|z| pools.iter().any(|p| pool_admits(p, z)))
+            .collect(),
+        _ => zones.keys().copied().collect(),
+    };
+    let full: Vec<(&str, u32, &SubnetFacts)> = launchable
+        .iter()
+        .filter_map(|z| match zones.get(z) {
+            Some(Some((best, which))) if *best < need.addresses => Some((*z, *best, *which)),
+            _ => None,
+        })
+        .collect();
+    let zone_text = |(zone, best, which): &(&str, u32, &SubnetFacts)| {
+        format!(
+            "{} (at most {best} free, in {})",
+            clip(zone, 64),
+            clip(&which.id, 64)
+        )
+    };
+    let zone_subjects = |full: &[(&str, u32, &SubnetFacts)]| {
+        let mut s = vec![node_class.clone()];
+        s.extend(
+            full.iter()
+                .flat_map(|(zone, _, _)| selected.iter().filter(move |x| x.zone == *zone))
+                .map(|x| SubjectRef::new("Subnet", &x.id)),
+        );
+        s.truncate(super::MAX_SUBJECTS);
+        s
+    };
+    if !full.is_empty() && full.len() == launchable.len() {
+        let texts: Vec<String> = full.iter().map(zone_text).collect();
+        c.fail(
+            Reason::SubnetsOutOfAddresses,
+            format!(
+                "Every zone the EC2NodeClass can launch into is out of addresses: {}; one node \
+                 takes {} ({}).",
+                list_bounded(&texts, 5),
+                need.addresses,
+                need.basis
+            ),
+            zone_subjects(&full),
+        );
+    } else {
+        for zone in &full {
+            c.warn(
+                Warning::ZoneSubnetsLowOnAddresses,
+                format!(
+                    "Zone {}: no selected subnet has the {} free addresses one node takes ({}).",
+                    zone_text(zone),
+                    need.addresses,
+                    need.basis
+                ),
+                zone_subjects(std::slice::from_ref(zone)),
+            );
+        }
+    }
+
+    let ids: Vec<&str> = selected.iter().map(|s| s.id.as_str()).collect();
+    let zone_names: Vec<&str> = launchable
+        .iter()
+        .copied()
+        .filter(|z| !full.iter().any(|(f, _, _)| f == z))
+        .collect();
+    c.finish(
+        Reason::SubnetsValid,
+        format!(
+            "Subnets {} exist in the cluster's VPC, with room for a node in {} (one node takes \
+             {}: {}).",
+            list_bounded(&ids, 5),
+            list_bounded(&zone_names, 6),
+            need.addresses,
+            need.basis
+        ),
+    )
+}
