@@ -9,8 +9,9 @@
 
 use super::AwsObserver;
 use super::shared::{because, not_observed};
-use crate::cache::Read;
-use crate::ports::{Filter, Service, VpcAttribute};
+use crate::cache::{Cache, Read};
+use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
+use futures::future::BoxFuture;
 use futures::future::join_all;
 use futures::join;
 use karpenter_health_api::karpenter::SelectorTerm;
@@ -19,7 +20,12 @@ use karpenter_health_checks::facts::{
     VpcNetworkFacts,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::Hash;
 use std::time::Duration;
+
+/// One of the EC2 port's listings of a VPC's objects (one page per call).
+type VpcListing<T> =
+    for<'a> fn(&'a dyn Ec2Api, &'a [Filter], Option<String>) -> BoxFuture<'a, PortResult<Page<T>>>;
 
 /// One DescribeSubnets question: the subnets with these ids, or those one selector term matches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,63 +212,67 @@ impl AwsObserver {
     }
 
     async fn route_tables(&self, vpc: &str, subnets: Vec<String>) -> Read<Vec<RouteTableFacts>> {
-        let this = self.clone();
-        let vpc = vpc.to_owned();
-        self.inner
-            .route_tables
-            .get((vpc.clone(), subnets), move || async move {
-                let ec2 = &this.inner.ec2;
-                let filters = [Filter::new("vpc-id", [&vpc])];
-                let mut all = Vec::new();
-                this.pages(
-                    Service::Ec2,
-                    "DescribeRouteTables",
-                    &vpc,
-                    |token| ec2.describe_route_tables(&filters, token),
-                    |page| all.extend(page),
-                )
-                .await?;
-                Ok(Some(all))
-            })
-            .await
+        let key = (vpc.to_owned(), subnets);
+        self.vpc_listing(
+            &self.inner.route_tables,
+            key,
+            vpc,
+            "DescribeRouteTables",
+            |ec2, f, t| ec2.describe_route_tables(f, t),
+        )
+        .await
     }
 
     async fn nat_gateways(&self, vpc: &str) -> Read<Vec<NatGatewayFacts>> {
-        let this = self.clone();
-        let vpc = vpc.to_owned();
-        self.inner
-            .nat_gateways
-            .get(vpc.clone(), move || async move {
-                let ec2 = &this.inner.ec2;
-                let filters = [Filter::new("vpc-id", [&vpc])];
-                let mut all = Vec::new();
-                this.pages(
-                    Service::Ec2,
-                    "DescribeNatGateways",
-                    &vpc,
-                    |token| ec2.describe_nat_gateways(&filters, token),
-                    |page| all.extend(page),
-                )
-                .await?;
-                Ok(Some(all))
-            })
-            .await
+        let key = vpc.to_owned();
+        self.vpc_listing(
+            &self.inner.nat_gateways,
+            key,
+            vpc,
+            "DescribeNatGateways",
+            |ec2, f, t| ec2.describe_nat_gateways(f, t),
+        )
+        .await
     }
 
     async fn vpc_endpoints(&self, vpc: &str) -> Read<Vec<VpcEndpointFacts>> {
+        let key = vpc.to_owned();
+        self.vpc_listing(
+            &self.inner.vpc_endpoints,
+            key,
+            vpc,
+            "DescribeVpcEndpoints",
+            |ec2, f, t| ec2.describe_vpc_endpoints(f, t),
+        )
+        .await
+    }
+
+    /// Everything `list` (one of the EC2 port's listings) returns for `vpc`, every page, through
+    /// `cache` under `key`.
+    async fn vpc_listing<K, T>(
+        &self,
+        cache: &Cache<K, Vec<T>>,
+        key: K,
+        vpc: &str,
+        operation: &'static str,
+        list: VpcListing<T>,
+    ) -> Read<Vec<T>>
+    where
+        K: Clone + Eq + Hash + Send + 'static,
+        T: Clone + Send + 'static,
+    {
         let this = self.clone();
         let vpc = vpc.to_owned();
-        self.inner
-            .vpc_endpoints
-            .get(vpc.clone(), move || async move {
-                let ec2 = &this.inner.ec2;
+        cache
+            .get(key, move || async move {
+                let ec2 = this.inner.ec2.as_ref();
                 let filters = [Filter::new("vpc-id", [&vpc])];
                 let mut all = Vec::new();
                 this.pages(
                     Service::Ec2,
-                    "DescribeVpcEndpoints",
+                    operation,
                     &vpc,
-                    |token| ec2.describe_vpc_endpoints(&filters, token),
+                    |token| list(ec2, &filters, token),
                     |page| all.extend(page),
                 )
                 .await?;
