@@ -8,7 +8,7 @@
 //! never an older answer in which the new subnet would fall back to the main table.
 
 use super::AwsObserver;
-use super::shared::{because, not_observed};
+use super::shared::{because, not_observed, union_of_reads};
 use crate::cache::{Cache, Read};
 use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
 use futures::future::BoxFuture;
@@ -21,7 +21,6 @@ use karpenter_health_checks::facts::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
-use std::time::Duration;
 
 /// One of the EC2 port's listings of a VPC's objects (one page per call).
 type VpcListing<T> =
@@ -117,32 +116,7 @@ impl AwsObserver {
                 all.into_iter().map(|s| (s.id.clone(), s)).collect();
             by_id.into_values().collect()
         };
-        let mut current = Ok(Vec::new());
-        let mut last_good = Some((Vec::new(), Duration::ZERO));
-        for read in reads {
-            match (&mut current, read.current) {
-                (Ok(all), Observed::Found(s)) => all.extend(s),
-                (Ok(_), Observed::Absent) => {}
-                (Ok(_), Observed::Unknown(u)) => current = Err(u),
-                (Err(_), _) => {}
-            }
-            last_good = match (last_good, read.last_good) {
-                (Some((mut all, age)), Some((obs, a))) => {
-                    if let Observed::Found(s) = obs {
-                        all.extend(s);
-                    }
-                    Some((all, age.max(a)))
-                }
-                _ => None,
-            };
-        }
-        Read {
-            current: match current {
-                Ok(all) => Observed::Found(union(all)),
-                Err(u) => Observed::Unknown(u),
-            },
-            last_good: last_good.map(|(all, age)| (Observed::Found(union(all)), age)),
-        }
+        union_of_reads(reads, union)
     }
 
     /// The cluster's VPC: DescribeCluster's `vpcId`, else the VPC of the cluster's own subnets
