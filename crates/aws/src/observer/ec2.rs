@@ -3,13 +3,13 @@
 //! instances (cached per cluster). Does IO (through the EC2 port); the filter builders are pure.
 
 use super::AwsObserver;
+use super::shared::union_of_reads;
 use crate::cache::Read;
 use crate::ports::{Filter, Service};
 use futures::future::join_all;
 use karpenter_health_api::karpenter::SelectorTerm;
-use karpenter_health_checks::facts::{InstanceFacts, Observed, SecurityGroupFacts};
+use karpenter_health_checks::facts::{InstanceFacts, SecurityGroupFacts};
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 /// Instance states worth knowing: terminated instances are gone (and linger in answers for an
 /// hour), so they only cost pages.
@@ -87,32 +87,7 @@ impl AwsObserver {
                 .map(|t| self.security_group_term(t.clone())),
         )
         .await;
-        let mut current = Ok(Vec::new());
-        let mut last_good = Some((Vec::new(), Duration::ZERO));
-        for read in reads {
-            match (&mut current, read.current) {
-                (Ok(all), Observed::Found(groups)) => all.extend(groups),
-                (Ok(_), Observed::Absent) => {}
-                (Ok(_), Observed::Unknown(u)) => current = Err(u),
-                (Err(_), _) => {}
-            }
-            last_good = match (last_good, read.last_good) {
-                (Some((mut all, age)), Some((obs, a))) => {
-                    if let Observed::Found(groups) = obs {
-                        all.extend(groups);
-                    }
-                    Some((all, age.max(a)))
-                }
-                _ => None,
-            };
-        }
-        Read {
-            current: match current {
-                Ok(all) => Observed::Found(union(all)),
-                Err(u) => Observed::Unknown(u),
-            },
-            last_good: last_good.map(|(all, age)| (Observed::Found(union(all)), age)),
-        }
+        union_of_reads(reads, union)
     }
 
     async fn security_group_term(&self, term: SelectorTerm) -> Read<Vec<SecurityGroupFacts>> {

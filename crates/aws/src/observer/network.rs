@@ -8,9 +8,10 @@
 //! never an older answer in which the new subnet would fall back to the main table.
 
 use super::AwsObserver;
-use super::shared::{because, not_observed};
-use crate::cache::Read;
-use crate::ports::{Filter, Service, VpcAttribute};
+use super::shared::{because, not_observed, union_of_reads};
+use crate::cache::{Cache, Read};
+use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
+use futures::future::BoxFuture;
 use futures::future::join_all;
 use futures::join;
 use karpenter_health_api::karpenter::SelectorTerm;
@@ -19,7 +20,11 @@ use karpenter_health_checks::facts::{
     VpcNetworkFacts,
 };
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::hash::Hash;
+
+/// One of the EC2 port's listings of a VPC's objects (one page per call).
+type VpcListing<T> =
+    for<'a> fn(&'a dyn Ec2Api, &'a [Filter], Option<String>) -> BoxFuture<'a, PortResult<Page<T>>>;
 
 /// One DescribeSubnets question: the subnets with these ids, or those one selector term matches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,32 +116,7 @@ impl AwsObserver {
                 all.into_iter().map(|s| (s.id.clone(), s)).collect();
             by_id.into_values().collect()
         };
-        let mut current = Ok(Vec::new());
-        let mut last_good = Some((Vec::new(), Duration::ZERO));
-        for read in reads {
-            match (&mut current, read.current) {
-                (Ok(all), Observed::Found(s)) => all.extend(s),
-                (Ok(_), Observed::Absent) => {}
-                (Ok(_), Observed::Unknown(u)) => current = Err(u),
-                (Err(_), _) => {}
-            }
-            last_good = match (last_good, read.last_good) {
-                (Some((mut all, age)), Some((obs, a))) => {
-                    if let Observed::Found(s) = obs {
-                        all.extend(s);
-                    }
-                    Some((all, age.max(a)))
-                }
-                _ => None,
-            };
-        }
-        Read {
-            current: match current {
-                Ok(all) => Observed::Found(union(all)),
-                Err(u) => Observed::Unknown(u),
-            },
-            last_good: last_good.map(|(all, age)| (Observed::Found(union(all)), age)),
-        }
+        union_of_reads(reads, union)
     }
 
     /// The cluster's VPC: DescribeCluster's `vpcId`, else the VPC of the cluster's own subnets
@@ -206,63 +186,67 @@ impl AwsObserver {
     }
 
     async fn route_tables(&self, vpc: &str, subnets: Vec<String>) -> Read<Vec<RouteTableFacts>> {
-        let this = self.clone();
-        let vpc = vpc.to_owned();
-        self.inner
-            .route_tables
-            .get((vpc.clone(), subnets), move || async move {
-                let ec2 = &this.inner.ec2;
-                let filters = [Filter::new("vpc-id", [&vpc])];
-                let mut all = Vec::new();
-                this.pages(
-                    Service::Ec2,
-                    "DescribeRouteTables",
-                    &vpc,
-                    |token| ec2.describe_route_tables(&filters, token),
-                    |page| all.extend(page),
-                )
-                .await?;
-                Ok(Some(all))
-            })
-            .await
+        let key = (vpc.to_owned(), subnets);
+        self.vpc_listing(
+            &self.inner.route_tables,
+            key,
+            vpc,
+            "DescribeRouteTables",
+            |ec2, f, t| ec2.describe_route_tables(f, t),
+        )
+        .await
     }
 
     async fn nat_gateways(&self, vpc: &str) -> Read<Vec<NatGatewayFacts>> {
-        let this = self.clone();
-        let vpc = vpc.to_owned();
-        self.inner
-            .nat_gateways
-            .get(vpc.clone(), move || async move {
-                let ec2 = &this.inner.ec2;
-                let filters = [Filter::new("vpc-id", [&vpc])];
-                let mut all = Vec::new();
-                this.pages(
-                    Service::Ec2,
-                    "DescribeNatGateways",
-                    &vpc,
-                    |token| ec2.describe_nat_gateways(&filters, token),
-                    |page| all.extend(page),
-                )
-                .await?;
-                Ok(Some(all))
-            })
-            .await
+        let key = vpc.to_owned();
+        self.vpc_listing(
+            &self.inner.nat_gateways,
+            key,
+            vpc,
+            "DescribeNatGateways",
+            |ec2, f, t| ec2.describe_nat_gateways(f, t),
+        )
+        .await
     }
 
     async fn vpc_endpoints(&self, vpc: &str) -> Read<Vec<VpcEndpointFacts>> {
+        let key = vpc.to_owned();
+        self.vpc_listing(
+            &self.inner.vpc_endpoints,
+            key,
+            vpc,
+            "DescribeVpcEndpoints",
+            |ec2, f, t| ec2.describe_vpc_endpoints(f, t),
+        )
+        .await
+    }
+
+    /// Everything `list` (one of the EC2 port's listings) returns for `vpc`, every page, through
+    /// `cache` under `key`.
+    async fn vpc_listing<K, T>(
+        &self,
+        cache: &Cache<K, Vec<T>>,
+        key: K,
+        vpc: &str,
+        operation: &'static str,
+        list: VpcListing<T>,
+    ) -> Read<Vec<T>>
+    where
+        K: Clone + Eq + Hash + Send + 'static,
+        T: Clone + Send + 'static,
+    {
         let this = self.clone();
         let vpc = vpc.to_owned();
-        self.inner
-            .vpc_endpoints
-            .get(vpc.clone(), move || async move {
-                let ec2 = &this.inner.ec2;
+        cache
+            .get(key, move || async move {
+                let ec2 = this.inner.ec2.as_ref();
                 let filters = [Filter::new("vpc-id", [&vpc])];
                 let mut all = Vec::new();
                 this.pages(
                     Service::Ec2,
-                    "DescribeVpcEndpoints",
+                    operation,
                     &vpc,
-                    |token| ec2.describe_vpc_endpoints(&filters, token),
+                    |token| list(ec2, &filters, token),
                     |page| all.extend(page),
                 )
                 .await?;

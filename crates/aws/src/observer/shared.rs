@@ -9,6 +9,7 @@ use crate::metrics::Outcome;
 use crate::ports::{CallError, ErrorKind, Page, PortResult, Service};
 use karpenter_health_checks::facts::{Observed, UnknownCause, Unobserved};
 use std::future::Future;
+use std::time::Duration;
 
 /// How a paginated read ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,4 +145,39 @@ pub(super) fn no_cluster<T>() -> Observed<T> {
 /// The last found/absent answer of a read, without its age.
 pub(super) fn good<V: Clone>(r: &Read<V>) -> Option<Observed<V>> {
     r.last_good.as_ref().map(|(o, _)| o.clone())
+}
+
+/// The union of several reads of lists (one per selector term or query): unknown if any read is,
+/// and a last good answer only if every read has one, aged as its oldest. `union` merges the
+/// items (e.g. de-duplicates by id).
+pub(super) fn union_of_reads<T>(
+    reads: Vec<Read<Vec<T>>>,
+    union: impl Fn(Vec<T>) -> Vec<T>,
+) -> Read<Vec<T>> {
+    let mut current = Ok(Vec::new());
+    let mut last_good = Some((Vec::new(), Duration::ZERO));
+    for read in reads {
+        match (&mut current, read.current) {
+            (Ok(all), Observed::Found(items)) => all.extend(items),
+            (Ok(_), Observed::Absent) => {}
+            (Ok(_), Observed::Unknown(u)) => current = Err(u),
+            (Err(_), _) => {}
+        }
+        last_good = match (last_good, read.last_good) {
+            (Some((mut all, age)), Some((obs, a))) => {
+                if let Observed::Found(items) = obs {
+                    all.extend(items);
+                }
+                Some((all, age.max(a)))
+            }
+            _ => None,
+        };
+    }
+    Read {
+        current: match current {
+            Ok(all) => Observed::Found(union(all)),
+            Err(u) => Observed::Unknown(u),
+        },
+        last_good: last_good.map(|(all, age)| (Observed::Found(union(all)), age)),
+    }
 }

@@ -1,0 +1,332 @@
+//! The permission half of `ControllerCanLaunch`: the questions of
+//! [`crate::karpenter_permissions`] answered by IAM's simulator, or, where it could not be asked,
+//! by evaluating the role's own policies and boundary locally. Pure: no IO.
+
+use super::super::{Check, Context, RoleName, Why};
+use crate::facts::{ControllerRoleFacts, Observed, PermissionFacts, RolePolicies};
+use crate::iam_policy::{self, Decision, Named, Request};
+use crate::karpenter_permissions::{ClassInputs, Group, Inputs, PASS_ROLE, Question};
+use crate::rules::list_bounded;
+use crate::{arn, clip};
+use karpenter_health_api::{Reason, SubjectRef};
+
+/// The answer to one question, from the simulator or the local evaluation.
+enum Answer {
+    Allowed,
+    /// Denied, with who denied it.
+    Denied(String),
+    Undecided(String),
+    Unasked(Why),
+}
+
+/// The inputs of the permission questions, as the facts give them.
+fn inputs(ctx: &Context) -> Result<Inputs, Why> {
+    let class = ClassInputs::of(&ctx.facts.cluster).ok_or_else(|| {
+        ctx.karpenter_cluster_name.clone().err().unwrap_or_else(|| {
+            Why::new(
+                Reason::ClusterNameUnknown,
+                "Karpenter's cluster name is not known.",
+            )
+        })
+    })?;
+    let account = match &ctx.facts.aws.account {
+        Observed::Found(a) => a,
+        Observed::Unknown(u) => return Err(Why::unobserved("The AWS account", u)),
+        Observed::Absent => {
+            return Err(Why::new(
+                Reason::NotObserved,
+                "The AWS account is not known.",
+            ));
+        }
+    };
+    let region = ctx.facts.aws.region.as_deref().ok_or_else(|| {
+        Why::new(
+            Reason::RegionUnknown,
+            "The AWS region is not known, so launch permissions cannot be asked.",
+        )
+    })?;
+    let node_role = match &ctx.facts.aws.node_role {
+        Some(Observed::Found(role)) => role.arn.clone(),
+        Some(Observed::Unknown(u)) => return Err(Why::unobserved("The node role", u)),
+        Some(Observed::Absent) | None => {
+            let what = match &ctx.node_role {
+                RoleName::Known(name) => format!("Node role {}", clip(name, 64)),
+                _ => "The node role".into(),
+            };
+            return Err(Why::new(
+                Reason::NotObserved,
+                format!("{what} is not known in IAM, so passing it cannot be asked about."),
+            ));
+        }
+    };
+    Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
+}
+
+pub(super) fn check_permissions(
+    ctx: &Context,
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    subjects: &[SubjectRef],
+) -> &'static str {
+    let inputs = match inputs(ctx) {
+        Ok(i) => i,
+        Err(why) => {
+            c.unknown(why);
+            return "";
+        }
+    };
+    let questions = inputs.questions();
+    let (answers, decided_by): (Vec<Answer>, &'static str) =
+        match &ctx.facts.aws.controller_permissions {
+            None => {
+                c.unknown(Why::new(
+                    Reason::NotObserved,
+                    "The controller role's permissions have not been asked about yet.",
+                ));
+                return "";
+            }
+            Some(PermissionFacts {
+                simulated: Observed::Found(decisions),
+                ..
+            }) => (
+                questions.iter().map(|q| simulated(q, decisions)).collect(),
+                "decided by IAM's policy simulator",
+            ),
+            Some(PermissionFacts {
+                simulated,
+                policies,
+            }) => {
+                let sim_why = match simulated {
+                    Observed::Unknown(u) => format!(
+                        "IAM's policy simulator could not be asked ({})",
+                        clip(&u.detail, 256)
+                    ),
+                    _ => "IAM's policy simulator gave no answer".into(),
+                };
+                match policies {
+                    Some(Observed::Found(policies)) => (
+                        local(&inputs, &questions, policies),
+                        "evaluated from the role's own policies, as IAM's simulator could not be \
+                     asked; service control policies are not visible this way",
+                    ),
+                    Some(Observed::Unknown(u)) => {
+                        let why = Why::unobserved(
+                            &format!("The policies of role {}", clip(&role.arn, 256)),
+                            u,
+                        );
+                        c.unknown(Why::new(
+                            why.reason,
+                            format!("{sim_why}, and {}", why.message),
+                        ));
+                        return "";
+                    }
+                    Some(Observed::Absent) => {
+                        c.fail(
+                            Reason::ControllerRoleNotFound,
+                            format!(
+                                "Role {} vanished while its policies were read.",
+                                clip(&role.arn, 256)
+                            ),
+                            subjects.to_vec(),
+                        );
+                        return "";
+                    }
+                    None => {
+                        let why = match simulated {
+                            Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", u),
+                            _ => Why::new(
+                                Reason::NotObserved,
+                                "IAM's policy simulation has no answer yet.",
+                            ),
+                        };
+                        c.unknown(why);
+                        return "";
+                    }
+                }
+            }
+        };
+    let group_reason = |q: &Question| match (q.group, q.action) {
+        (_, PASS_ROLE) => Reason::ControllerCannotPassNodeRole,
+        (Group::InstanceProfile, _) => Reason::ControllerCannotManageInstanceProfiles,
+        (Group::Launch, _) => Reason::ControllerCannotLaunchInstances,
+    };
+    let mut denied: Vec<(Reason, String)> = Vec::new();
+    for (q, a) in questions.iter().zip(answers) {
+        match a {
+            Answer::Allowed => {}
+            Answer::Denied(by) => {
+                let mut text = format!("{} on {} ({by})", q.action, clip(&q.resource, 256));
+                if q.action == PASS_ROLE
+                    && let Ok(node) = arn::parse_iam(&q.resource)
+                    && node.has_path()
+                {
+                    text.push_str(&format!(
+                        "; note the node role's path {}: a grant on {} does not cover it",
+                        node.path,
+                        node.without_path()
+                    ));
+                }
+                denied.push((group_reason(q), text));
+            }
+            Answer::Undecided(why) => c.unknown(Why::new(
+                Reason::PolicyUndecided,
+                format!(
+                    "Whether role {} may {} on {} cannot be decided: {}.",
+                    clip(&role.arn, 256),
+                    q.action,
+                    clip(&q.resource, 256),
+                    clip(&why, 512)
+                ),
+            )),
+            Answer::Unasked(why) => c.unknown(why),
+        }
+    }
+    for reason in [
+        Reason::ControllerCannotPassNodeRole,
+        Reason::ControllerCannotManageInstanceProfiles,
+        Reason::ControllerCannotLaunchInstances,
+    ] {
+        let texts: Vec<&str> = denied
+            .iter()
+            .filter(|(r, _)| *r == reason)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        if texts.is_empty() {
+            continue;
+        }
+        c.fail(
+            reason,
+            format!(
+                "Role {} may not {}; {decided_by}.",
+                clip(&role.arn, 256),
+                texts.join("; ")
+            ),
+            subjects.to_vec(),
+        );
+    }
+    decided_by
+}
+
+fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Answer {
+    let Some(d) = decisions
+        .iter()
+        .find(|d| d.action.eq_ignore_ascii_case(q.action) && d.resource == q.resource)
+    else {
+        return Answer::Unasked(Why::new(
+            Reason::NotObserved,
+            format!(
+                "IAM's simulator gave no answer for {} on {}.",
+                q.action,
+                clip(&q.resource, 256)
+            ),
+        ));
+    };
+    if d.decision.eq_ignore_ascii_case("allowed") {
+        return Answer::Allowed;
+    }
+    if d.denied_by_organizations {
+        return Answer::Denied("a service control policy of the organization denies it".into());
+    }
+    if d.denied_by_boundary {
+        return Answer::Denied("the role's permissions boundary does not allow it".into());
+    }
+    if d.decision.eq_ignore_ascii_case("explicitDeny") {
+        return Answer::Denied(format!(
+            "an explicit Deny in {}",
+            if d.matched.is_empty() {
+                "a policy".to_owned()
+            } else {
+                list_bounded(&d.matched, 3)
+            }
+        ));
+    }
+    if !d.missing_context.is_empty() {
+        return Answer::Undecided(format!(
+            "IAM's simulator needs the context keys {}",
+            list_bounded(&d.missing_context, 5)
+        ));
+    }
+    Answer::Denied("no policy of the role allows it".into())
+}
+
+fn parsed(
+    docs: &[crate::facts::PolicyDocument],
+) -> (Vec<(String, iam_policy::Policy)>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for d in docs {
+        match iam_policy::parse(&d.document) {
+            Ok(p) => ok.push((d.name.clone(), p)),
+            Err(e) => bad.push(format!("{} cannot be read ({e})", clip(&d.name, 256))),
+        }
+    }
+    (ok, bad)
+}
+
+fn local(inputs: &Inputs, questions: &[Question], policies: &RolePolicies) -> Vec<Answer> {
+    let (identity, mut unreadable) = parsed(&policies.identity);
+    let (boundary, bad_boundary) = parsed(policies.boundary.as_slice());
+    unreadable.extend(bad_boundary);
+    let identity: Vec<Named> = identity
+        .iter()
+        .map(|(name, policy)| Named { name, policy })
+        .collect();
+    let boundary: Vec<Named> = boundary
+        .iter()
+        .map(|(name, policy)| Named { name, policy })
+        .collect();
+    questions
+        .iter()
+        .map(|q| {
+            let context = inputs.context(q.group);
+            let request = Request {
+                principal: None,
+                action: q.action,
+                resource: &q.resource,
+                context: &context,
+            };
+            let by_identity = iam_policy::evaluate(&identity, &request);
+            let by_boundary = policies
+                .boundary
+                .as_ref()
+                .map(|_| iam_policy::evaluate(&boundary, &request));
+            let explicit = |d: &Decision| match d {
+                Decision::ExplicitDeny(by) => Some(
+                    by.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                _ => None,
+            };
+            if let Some(by) = explicit(&by_identity) {
+                return Answer::Denied(format!("an explicit Deny in {by}"));
+            }
+            if let Some(by) = by_boundary.as_ref().and_then(explicit) {
+                return Answer::Denied(format!(
+                    "an explicit Deny in the permissions boundary {by}"
+                ));
+            }
+            if by_boundary == Some(Decision::ImplicitDeny) {
+                return Answer::Denied("the role's permissions boundary does not allow it".into());
+            }
+            if by_identity == Decision::ImplicitDeny {
+                if !unreadable.is_empty() {
+                    return Answer::Undecided(list_bounded(&unreadable, 2));
+                }
+                return Answer::Denied("no policy of the role allows it".into());
+            }
+            let mut open = Vec::new();
+            for d in std::iter::once(&by_identity).chain(by_boundary.as_ref()) {
+                if let Decision::Undecided(why) = d {
+                    open.extend(why.iter().cloned());
+                }
+            }
+            if open.is_empty() {
+                Answer::Allowed
+            } else {
+                Answer::Undecided(list_bounded(&open, 2))
+            }
+        })
+        .collect()
+}
