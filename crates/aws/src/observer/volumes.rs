@@ -5,7 +5,7 @@
 //! reads. Does IO (through the EC2 and KMS ports).
 
 use super::AwsObserver;
-use super::shared::{because, not_observed};
+use super::shared::not_observed;
 use crate::cache::Read;
 use crate::ports::Service;
 use karpenter_health_checks::facts::{EbsEncryptionFacts, KmsKeyFacts, Observed};
@@ -77,12 +77,8 @@ impl AwsObserver {
                     .await
                 })
                 .await;
-            match read.current {
-                Observed::Unknown(u) => {
-                    Observed::Unknown(because("the account's default EBS KMS key", &u))
-                }
-                other => other,
-            }
+            // Not wrapped in `because`: the check already names the account's default key.
+            read.current
         } else {
             not_observed("not needed: no volume uses the default key")
         };
