@@ -2,6 +2,7 @@
 //! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
 //! Does IO (list/watch against the API server).
 
+use crate::changes::changed_objects;
 use crate::index::{SharedIndex, WatchIndex};
 use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
@@ -46,7 +47,8 @@ impl Default for WatchTargets {
     }
 }
 
-/// A stream of objects a watch touched (applied or deleted), for the controller's triggers.
+/// A stream of objects a watch touched (added, changed in what the checks read, or deleted), for
+/// the controller's triggers.
 pub type Touched<K> = BoxStream<'static, Result<K, watcher::Error>>;
 
 /// The trigger streams; each must be polled (the controller does) for its cache to fill.
@@ -142,7 +144,8 @@ const ALL_WATCHES: &[&str] = &[
     AWS_NODE_DAEMONSET,
 ];
 
-/// Starts a trimmed, reflected watch and returns its cache and its touched-object stream.
+/// Starts a trimmed, reflected watch and returns its cache and the stream of objects whose
+/// trimmed content changed (see [`changed_objects`]).
 fn reflected<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -155,7 +158,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let health = health.clone();
-    let stream = watcher(api, config)
+    let events = watcher(api, config)
         .default_backoff()
         .modify(trim)
         .reflect(writer)
@@ -166,10 +169,8 @@ where
                 tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
                 health.failed(name, cause_of(error), error.to_string(), Instant::now());
             }
-        })
-        .touched_objects()
-        .boxed();
-    (reader, stream)
+        });
+    (reader, changed_objects(events).boxed())
 }
 
 /// Guarded objects are trimmed only when they deserialized; a malformed one is kept as the error
