@@ -134,6 +134,38 @@ impl AwsSeeder {
         Ok(())
     }
 
+    /// Grants `grantee` the `operations` (KMS's names: `Decrypt`, `CreateGrant`, ...) on the KMS
+    /// key `id`; returns the grant id.
+    pub async fn kms_grant(&self, id: &str, grantee: &str, operations: &[&str]) -> Result<String> {
+        let out = self
+            .kms
+            .create_grant()
+            .key_id(id)
+            .grantee_principal(grantee)
+            .set_operations(Some(
+                operations
+                    .iter()
+                    .map(|o| aws_sdk_kms::types::GrantOperation::from(*o))
+                    .collect(),
+            ))
+            .send()
+            .await
+            .with_context(|| format!("granting {grantee} the use of {id}"))?;
+        out.grant_id().map(str::to_owned).context("created grant")
+    }
+
+    /// Revokes the grant `grant` on the KMS key `id`.
+    pub async fn revoke_kms_grant(&self, id: &str, grant: &str) -> Result<()> {
+        self.kms
+            .revoke_grant()
+            .key_id(id)
+            .grant_id(grant)
+            .send()
+            .await
+            .with_context(|| format!("revoking grant {grant} of {id}"))?;
+        Ok(())
+    }
+
     /// A role under `path` that `trust` lets assume it; returns its ARN (whose partition follows
     /// the region: moto keeps `aws-iso` IAM apart from `aws`).
     pub async fn role(&self, name: &str, path: &str, trust: &str) -> Result<String> {

@@ -88,6 +88,31 @@ async fn a_disabled_kms_key_and_a_key_policy_without_ec2_fail_volume_encryption(
         assert_only_failed(&status, &[ConditionType::VolumeEncryptionReady]);
         let text = message(&status, ConditionType::VolumeEncryptionReady);
         assert!(text.contains("kms:CreateGrant"), "{text}");
+        // A grant to the controller's role lets it use the key beyond the key policy.
+        let grant = fx
+            .aws
+            .kms_grant(
+                &key,
+                &fx.controller_role_arn,
+                &[
+                    "CreateGrant",
+                    "Decrypt",
+                    "GenerateDataKeyWithoutPlaintext",
+                    "ReEncryptFrom",
+                    "ReEncryptTo",
+                    "DescribeKey",
+                ],
+            )
+            .await?;
+        fx.wait_healthy("with a grant to the controller's role")
+            .await?;
+        assert!(fx.proxy.count("kms", "ListGrants") > 0);
+        fx.aws.revoke_kms_grant(&key, &grant).await?;
+        fx.wait_failed(&[(
+            ConditionType::VolumeEncryptionReady,
+            Reason::KmsKeyPolicyDeniesEc2,
+        )])
+        .await?;
         fx.aws
             .put_key_policy(&key, &ec2_via_service_policy(&fx.region))
             .await?;

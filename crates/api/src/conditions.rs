@@ -498,7 +498,7 @@ reasons! {
         "The KMS key is in a state other than Enabled, Disabled, PendingDeletion or PendingImport (Creating, Updating, Unavailable), so whether EC2 can use it is not decided.",
         "Wait for the key to settle; if it stays Unavailable, reconnect its custom key store.";
     KmsKeyPolicyDeniesEc2 => Only(C::VolumeEncryptionReady), False,
-        "The key policy neither delegates to the account (its root) nor allows the actions EC2 needs (kms:CreateGrant, kms:Decrypt, kms:GenerateDataKeyWithoutPlaintext, kms:ReEncrypt*, kms:DescribeKey) through ec2.<region>.amazonaws.com, so nodes terminate seconds after launch.",
+        "Neither the key policy nor a grant to the Karpenter controller's role lets EC2 use the key: the policy does not delegate to the account (its root), and the actions EC2 needs (kms:CreateGrant, kms:Decrypt, kms:GenerateDataKeyWithoutPlaintext, kms:ReEncrypt*, kms:DescribeKey) are allowed neither to the controller's role nor through ec2.<region>.amazonaws.com, so nodes terminate seconds after launch.",
         "Add a key policy statement allowing the account root, or those actions with kms:ViaService ec2.<region>.amazonaws.com and kms:CallerAccount of the account.";
 
     // KarpenterVersionCompatible

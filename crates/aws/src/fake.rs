@@ -8,9 +8,9 @@
 
 use crate::observer::AwsFactsSource;
 use crate::ports::{
-    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, KmsApi, KmsKeyData, Page,
-    PortResult, QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi, StsApi,
-    VpcAttribute,
+    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, KmsApi, KmsGrantData,
+    KmsKeyData, Page, PortResult, QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi,
+    StsApi, VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -72,6 +72,8 @@ pub struct FakeState {
     pub kms_keys: BTreeMap<String, (KmsKeyData, String)>,
     /// KMS aliases (`alias/...`) to key ids.
     pub kms_aliases: BTreeMap<String, String>,
+    /// KMS grants by key id.
+    pub kms_grants: BTreeMap<String, Vec<KmsGrantData>>,
 }
 
 impl FakeState {
@@ -122,6 +124,7 @@ impl Default for FakeState {
             ebs_default_kms_key_id: "arn:aws:kms:us-west-2:123456789012:alias/aws/ebs".into(),
             kms_keys: BTreeMap::new(),
             kms_aliases: BTreeMap::new(),
+            kms_grants: BTreeMap::new(),
         }
     }
 }
@@ -669,6 +672,22 @@ impl KmsApi for FakeAws {
     fn get_key_policy<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<String>> {
         let key = key.to_owned();
         self.answer("GetKeyPolicy", move |s| s.kms_key(&key).map(|(_, p)| p))
+    }
+
+    /// Every grant of the key, whatever `grantee` asks for: like moto, which ignores the
+    /// `GranteePrincipal` filter, so the observer's own filtering is what the tests see.
+    fn list_grants<'a>(
+        &'a self,
+        key: &'a str,
+        _grantee: &'a str,
+        _marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<KmsGrantData>>> {
+        let key = key.to_owned();
+        self.answer("ListGrants", move |s| {
+            let (data, _) = s.kms_key(&key)?;
+            let items = s.kms_grants.get(&data.key_id).cloned().unwrap_or_default();
+            Ok(Page { items, next: None })
+        })
     }
 }
 

@@ -318,11 +318,28 @@ pub struct KmsKeyData {
     pub manager: String,
 }
 
+/// What ListGrants returns of one grant that the checks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KmsGrantData {
+    pub grantee_principal: String,
+    /// `Decrypt`, `CreateGrant`, ... (without the `kms:` prefix, as KMS names them).
+    pub operations: Vec<String>,
+    /// Whether the grant only applies under an encryption context constraint.
+    pub constrained: bool,
+}
+
 pub trait KmsApi: Send + Sync {
     /// A key by id, key ARN, alias name or alias ARN; absent only on `NotFoundException`.
     fn describe_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<KmsKeyData>>;
     /// The key policy named `default` (the only name KMS has), by key id or ARN.
     fn get_key_policy<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<String>>;
+    /// One page of the key's grants to `grantee` (KMS filters by grantee principal).
+    fn list_grants<'a>(
+        &'a self,
+        key: &'a str,
+        grantee: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<KmsGrantData>>>;
 }
 
 pub trait EksApi: Send + Sync {

@@ -6,10 +6,10 @@
 #[allow(dead_code)]
 mod common;
 
-use common::{observer, options, request, world};
+use common::{CONTROLLER_ROLE, observer, options, request, role_arn, wiring_request, world};
 use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::FakeAws;
-use karpenter_health_aws::ports::{CallError, ErrorKind, KmsKeyData};
+use karpenter_health_aws::ports::{CallError, ErrorKind, KmsGrantData, KmsKeyData};
 use karpenter_health_checks::facts::{Observed, UnknownCause};
 use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
@@ -123,4 +123,70 @@ async fn the_default_key_is_read_only_when_used_and_keys_are_read_once_for_many_
     assert_eq!(fake.calls("GetEbsEncryptionByDefault"), 1);
     assert_eq!(fake.calls("DescribeKey"), 1);
     assert_eq!(fake.calls("GetKeyPolicy"), 1);
+}
+
+#[tokio::test]
+async fn the_controllers_grants_are_read_once_per_key_and_only_its_own_are_kept() {
+    let fake = fake();
+    let controller = role_arn("/", CONTROLLER_ROLE);
+    fake.with(|s| {
+        s.kms_grants.insert(
+            "k-1".into(),
+            vec![
+                KmsGrantData {
+                    grantee_principal: controller.clone(),
+                    operations: vec!["Decrypt".into(), "CreateGrant".into()],
+                    constrained: false,
+                },
+                KmsGrantData {
+                    grantee_principal: role_arn("/", "Someone"),
+                    operations: vec!["Decrypt".into()],
+                    constrained: true,
+                },
+            ],
+        );
+    });
+    let obs = observer(&fake, options());
+    let ask = AwsRequest {
+        volume_keys: Some(VolumeKeys {
+            named: BTreeSet::from(["alias/nodes".to_owned(), "k-1".to_owned()]),
+            default: DefaultKeyUse::Never,
+        }),
+        ..wiring_request()
+    };
+    let facts = obs.observe(&ask).await;
+    for reference in ["alias/nodes", "k-1"] {
+        let key = facts.kms_keys[reference].found().expect("found");
+        let grants = key.controller_grants.found().expect("grants read");
+        assert_eq!(grants.len(), 1, "{grants:?}");
+        assert_eq!(grants[0].grantee_principal, controller);
+        assert_eq!(grants[0].operations, ["Decrypt", "CreateGrant"]);
+    }
+    // Two references to one key: one ListGrants, by the key's ARN and the controller's role.
+    assert_eq!(fake.calls("ListGrants"), 1);
+    obs.observe(&ask).await;
+    assert_eq!(fake.calls("ListGrants"), 1, "cached");
+
+    // Without a known controller role, no grant is read and none is claimed.
+    let obs = observer(&fake, options());
+    let facts = obs.observe(&asking(&["k-1"], DefaultKeyUse::Never)).await;
+    let key = facts.kms_keys["k-1"].found().expect("found");
+    assert_eq!(
+        key.controller_grants.unobserved().map(|u| u.cause),
+        Some(UnknownCause::NotObserved)
+    );
+    assert_eq!(fake.calls("ListGrants"), 1);
+
+    // A denied ListGrants is unknown with its cause.
+    fake.fail(
+        "ListGrants",
+        CallError::new(ErrorKind::AccessDenied, "no").with_code("AccessDeniedException"),
+    );
+    let obs = observer(&fake, options());
+    let facts = obs.observe(&ask).await;
+    let key = facts.kms_keys["k-1"].found().expect("found");
+    assert_eq!(
+        key.controller_grants.unobserved().map(|u| u.cause),
+        Some(UnknownCause::AccessDenied)
+    );
 }

@@ -511,6 +511,19 @@ pub struct KmsKeyFacts {
     /// The `default` key policy as KMS returned it; unknown when it could not be read (a key
     /// of another account usually).
     pub policy: Observed<String>,
+    /// The key's grants to the Karpenter controller's role (ListGrants by grantee), which let
+    /// it use the key beyond the key policy; not observed when the role is not known.
+    pub controller_grants: Observed<Vec<KmsGrantFacts>>,
+}
+
+/// One KMS grant (ListGrants): who may use the key for which operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KmsGrantFacts {
+    pub grantee_principal: String,
+    /// `Decrypt`, `CreateGrant`, ... (KMS's names, without the `kms:` prefix).
+    pub operations: Vec<String>,
+    /// Whether the grant applies only under an encryption context constraint.
+    pub constrained: bool,
 }
 
 /// The Karpenter controller's IAM role (GetRole).

@@ -351,6 +351,7 @@ pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
         state: state.into(),
         manager: "CUSTOMER".into(),
         policy: Observed::Found(policy.into()),
+        controller_grants: Observed::Found(Vec::new()),
     }
 }
 

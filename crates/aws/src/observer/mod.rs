@@ -161,6 +161,8 @@ struct Inner {
     ebs_default_key: Cache<(), String>,
     /// By the reference the volumes use (id, ARN, alias).
     kms_keys: Cache<String, karpenter_health_checks::facts::KmsKeyFacts>,
+    /// By (key ARN, grantee).
+    kms_grants: Cache<(String, String), Vec<karpenter_health_checks::facts::KmsGrantFacts>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -251,6 +253,7 @@ impl AwsObserver {
                 ebs_by_default: Cache::new(account_ttls),
                 ebs_default_key: Cache::new(account_ttls),
                 kms_keys: Cache::new(ttls),
+                kms_grants: Cache::new(ttls),
                 options,
             }),
         }
@@ -415,7 +418,7 @@ impl AwsObserver {
         };
         let volumes_read = async {
             match &request.volume_keys {
-                Some(keys) => Some(self.volumes(keys).await),
+                Some(keys) => Some(self.volumes(keys, controller_role_arn.as_deref()).await),
                 None => None,
             }
         };

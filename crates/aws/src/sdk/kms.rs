@@ -1,8 +1,8 @@
 //! The KMS port over the AWS SDK client. Does IO (every method is one KMS request).
 
-use super::{SdkPorts, missing, text};
+use super::{SdkPorts, missing, next_page, text};
 use crate::classify::classify;
-use crate::ports::{KmsApi, KmsKeyData, PortResult, Service};
+use crate::ports::{KmsApi, KmsGrantData, KmsKeyData, Page, PortResult, Service};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
@@ -48,6 +48,45 @@ impl KmsApi for SdkPorts {
             out.policy()
                 .map(str::to_owned)
                 .ok_or_else(|| missing(Service::Kms, "Policy"))
+        }
+        .boxed()
+    }
+
+    fn list_grants<'a>(
+        &'a self,
+        key: &'a str,
+        grantee: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<KmsGrantData>>> {
+        async move {
+            let out = self
+                .kms
+                .list_grants()
+                .key_id(key)
+                .grantee_principal(grantee)
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Kms, &e))?;
+            let items = out
+                .grants()
+                .iter()
+                .map(|g| KmsGrantData {
+                    grantee_principal: text(g.grantee_principal()),
+                    operations: g
+                        .operations()
+                        .iter()
+                        .map(|o| o.as_str().to_owned())
+                        .collect(),
+                    constrained: g.constraints().is_some_and(|c| {
+                        c.encryption_context_subset().is_some()
+                            || c.encryption_context_equals().is_some()
+                    }),
+                })
+                .collect();
+            // KMS sends a marker only with `Truncated`; without it there is no next page.
+            let next = next_page(out.next_marker().filter(|_| out.truncated()));
+            Ok(Page { items, next })
         }
         .boxed()
     }

@@ -6,7 +6,7 @@
 //! Pure: no IO.
 
 use super::{Check, Context, Outcome, Why};
-use crate::facts::{KmsKeyFacts, Observed};
+use crate::facts::{KmsGrantFacts, KmsKeyFacts, Observed};
 use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -297,6 +297,16 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
             denied.push(format!("{action} (denied by {})", at.join(", ")));
         } else if decisions.iter().any(Decision::is_allowed) {
             continue;
+        } else if let Some(grant) = controller
+            .as_ref()
+            .and_then(|_| controller_grant(&k.controller_grants, action))
+        {
+            // A grant lets the controller use the key beyond the key policy (an explicit deny
+            // in the policy would still win, and was handled above).
+            match grant {
+                GrantAnswer::Granted => continue,
+                GrantAnswer::Undecided(why) => undecided.push(format!("{action}: {why}")),
+            }
         } else if let Some(Decision::Undecided(why)) = decisions
             .iter()
             .find(|d| matches!(d, Decision::Undecided(_)))
@@ -316,7 +326,8 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
             Reason::KmsKeyPolicyDeniesEc2,
             format!(
                 "The key policy of KMS key {shown} ({origin}) does not let EC2 use it on the \
-                 account's behalf: {} not allowed to the account root nor through \
+                 account's behalf: {} not allowed to the account root or the Karpenter \
+                 controller's role (by the key policy or a grant), nor through \
                  ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate seconds after \
                  launch (Client.InternalError).",
                 super::list_bounded(&denied, 3)
@@ -336,6 +347,44 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
         return false;
     }
     true
+}
+
+/// What the controller's grants on a key say about one action.
+enum GrantAnswer {
+    Granted,
+    Undecided(String),
+}
+
+/// Whether the grants to the controller's role settle `action` (`kms:Decrypt`, ...); `None` when
+/// they say nothing (no grant covers it). Asked only when the controller's role is known.
+fn controller_grant(grants: &Observed<Vec<KmsGrantFacts>>, action: &str) -> Option<GrantAnswer> {
+    let operation = action.strip_prefix("kms:").unwrap_or(action);
+    match grants {
+        Observed::Found(grants) => {
+            let covering = || {
+                grants
+                    .iter()
+                    .filter(|g| g.operations.iter().any(|o| o == operation))
+            };
+            if covering().any(|g| !g.constrained) {
+                Some(GrantAnswer::Granted)
+            } else if covering().next().is_some() {
+                Some(GrantAnswer::Undecided(
+                    "granted to the controller's role only under an encryption context \
+                     constraint"
+                        .to_owned(),
+                ))
+            } else {
+                None
+            }
+        }
+        Observed::Unknown(u) => Some(GrantAnswer::Undecided(format!(
+            "not allowed by the key policy, and the key's grants to the controller's role could \
+             not be read ({})",
+            crate::clip(&u.detail, 160)
+        ))),
+        Observed::Absent => None,
+    }
 }
 
 /// The account of a KMS key ARN (`arn:aws:kms:us-west-2:111122223333:key/...`).

@@ -3,7 +3,7 @@
 //! comes from. Pure.
 
 use super::reasons::status;
-use crate::facts::{EbsEncryptionFacts, Facts, KmsKeyFacts, Observed, UnknownCause};
+use crate::facts::{EbsEncryptionFacts, Facts, KmsGrantFacts, KmsKeyFacts, Observed, UnknownCause};
 use crate::testing::*;
 use karpenter_health_api::ConditionType;
 
@@ -70,6 +70,101 @@ fn via_service_for_another_region_or_a_deny_is_false() {
         "{m}"
     );
     assert!(m.contains("NoGrants"), "{m}");
+}
+
+/// A key whose policy admits only someone else, with the given grants to the controller's role.
+fn someone_elses_key_with_grants(grants: Observed<Vec<KmsGrantFacts>>) -> Facts {
+    let named = default_key_policy().replace(
+        "arn:aws:iam::111122223333:root",
+        "arn:aws:iam::111122223333:role/Someone",
+    );
+    let key = KmsKeyFacts {
+        controller_grants: grants,
+        ..kms_key(KMS_KEY, "Enabled", &named)
+    };
+    Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key))
+}
+
+fn grant(operations: &[&str], constrained: bool) -> KmsGrantFacts {
+    KmsGrantFacts {
+        grantee_principal: role_arn(CONTROLLER_ROLE),
+        operations: operations.iter().map(|o| (*o).to_owned()).collect(),
+        constrained,
+    }
+}
+
+const EC2_OPERATIONS: [&str; 6] = [
+    "CreateGrant",
+    "Decrypt",
+    "GenerateDataKeyWithoutPlaintext",
+    "ReEncryptFrom",
+    "ReEncryptTo",
+    "DescribeKey",
+];
+
+#[test]
+fn grants_to_the_controller_count_beyond_the_key_policy_and_unread_grants_never_make_it_false() {
+    // No grant: the policy alone decides, and it admits neither the account nor the controller.
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(Observed::Found(vec![])));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+    // A grant of every operation EC2 uses makes the key usable.
+    let granted = Observed::Found(vec![grant(&EC2_OPERATIONS, false)]);
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(granted));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "VolumeEncryptionKeysUsable"),
+        "{m}"
+    );
+    // A grant missing CreateGrant leaves exactly that action denied.
+    let partial = Observed::Found(vec![grant(&EC2_OPERATIONS[1..], false)]);
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(partial));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+    assert!(
+        m.contains("kms:CreateGrant") && !m.contains("kms:Decrypt"),
+        "{m}"
+    );
+    // A grant under an encryption context constraint is not judged.
+    let constrained = Observed::Found(vec![grant(&EC2_OPERATIONS, true)]);
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(constrained));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{m}"
+    );
+    assert!(m.contains("encryption context"), "{m}");
+    // Grants that could not be read: never False.
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(unknown(
+        UnknownCause::AccessDenied,
+    )));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{m}"
+    );
+    assert!(m.contains("grants"), "{m}");
+    // An explicit deny in the key policy wins over any grant.
+    let deny = default_key_policy().replace(
+        r#"}]}"#,
+        r#"},{"Sid":"NoGrants","Effect":"Deny","Principal":"*","Action":"kms:CreateGrant","Resource":"*"}]}"#,
+    );
+    let key = KmsKeyFacts {
+        controller_grants: Observed::Found(vec![grant(&EC2_OPERATIONS, false)]),
+        ..kms_key(KMS_KEY, "Enabled", &deny)
+    };
+    let (s, r, m) = volumes(&Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key)));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
 }
 
 #[test]
