@@ -64,6 +64,7 @@ rbac-check: ## fail when deploy/rbac.yaml drifts from the chart's RBAC templates
 chart-test: ## the Helm chart: lint, render, a real install on its own bed, alert unit tests, Prometheus + Alertmanager end to end
 	@bash e2e/bed/install-chart-tools.sh
 	@$(CARGO) build --quiet --locked -p karpenter-health
+	@$(CARGO) build --quiet --locked -p karpenter-health-e2e --bin aws-gap-proxy
 	@bash deploy/charts/test.sh
 
 CARGO_DENY_VERSION := 0.20.2
@@ -92,7 +93,8 @@ e2e-down: ## stop the local bed
 # AWS adapter tests share moto but isolate by region and name, so they run in parallel; operator
 # tests share cluster singletons (aws-auth, the Karpenter Deployment), so they run one at a time.
 E2E_OPERATOR_TESTS := --test foundation --test check_command --test operator_first_run --test probes --test leader_election --test operator_failures --test operator_pod_identity \
-  --test operator_resilience --test operator_rbac --test operator_scale --test operator_controller_wiring --test operator_node_network
+  --test operator_resilience --test operator_rbac --test operator_scale --test operator_controller_wiring \
+  --test operator_node_network --test operator_volumes_and_versions
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
 e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
@@ -128,6 +130,7 @@ image: ## the container image FROM scratch (podman, no daemon), reproducible; an
 .PHONY: image-test
 image-test: image ## the image on a bed of its own: digest twice, in-cluster config, probes, SIGTERM, Lease
 	@bash e2e/bed/install-chart-tools.sh
+	@$(CARGO) build --quiet --locked -p karpenter-health-e2e --bin aws-gap-proxy
 	@bash image/test.sh
 
 .PHONY: test

@@ -12,13 +12,20 @@ bash e2e/bed/bed.sh up "$bed_dir"
 # shellcheck disable=SC1091
 source "$bed_dir/env"
 
-echo "demo: building karpenter-health" >&2
+echo "demo: building karpenter-health and the aws-gap-proxy" >&2
 cargo build --quiet --locked -p karpenter-health
+cargo build --quiet --locked -p karpenter-health-e2e --bin aws-gap-proxy
 binary="${CARGO_TARGET_DIR:-$root/target}/debug/karpenter-health"
+# moto lacks a read every operator makes (EC2 GetEbsDefaultKmsKeyId): the operator talks to moto
+# through the project's proxy, which answers it.
+KH_AWS_GAP_PROXY="${CARGO_TARGET_DIR:-$root/target}/debug/aws-gap-proxy" bash e2e/bed/bed.sh aws-gap-proxy "$bed_dir"
+# shellcheck disable=SC1091
+source "$bed_dir/env"
 
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL="$KH_MOTO_URL"
 "$cache_root/moto-venv/bin/python" e2e/demo/seed_aws.py
+export AWS_ENDPOINT_URL="$KH_AWS_URL"
 "$binary" crd | kubectl apply -f - >/dev/null
 kubectl apply -f e2e/demo/seed.yaml >/dev/null
 # The bed runs no scheduler: write its verdict on the demo's Pod as kube-scheduler would, so the
@@ -37,9 +44,9 @@ echo $! > "$bed_dir/pids/operator.pid"
 
 echo "demo: waiting for the first evaluation of every EC2NodeClass" >&2
 for _ in $(seq 1 100); do
-  pending="$(kubectl get kh -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="InstanceProfileReady")].reason}{"\n"}{end}' 2>/dev/null | grep -c '^Pending$' || true)"
-  count="$(kubectl get kh --no-headers 2>/dev/null | wc -l)"
-  [ "$count" -ge 3 ] && [ "$pending" -eq 0 ] && break
+  # A KarpenterHealth exists a moment before its first (Pending) status: count evaluated ones.
+  evaluated="$(kubectl get kh -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].reason}{"\n"}{end}' 2>/dev/null | grep -cv '^\(Pending\)\?$' || true)"
+  [ "$evaluated" -ge 3 ] && break
   sleep 0.3
 done
 

@@ -98,6 +98,12 @@ source "$bed/env"
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL="$KH_MOTO_URL"
 "$cache_root/moto-venv/bin/python" e2e/demo/seed_aws.py >/dev/null || fail "seeding moto failed"
+# The container reads AWS through the project's proxy, which answers what moto lacks.
+KH_AWS_GAP_PROXY="${KH_AWS_GAP_PROXY:-${CARGO_TARGET_DIR:-target}/debug/aws-gap-proxy}" \
+  bash e2e/bed/bed.sh aws-gap-proxy "$bed" >>"$work/bed-up.log" 2>&1 \
+  || { tail -20 "$work/bed-up.log" >&2; fail "the aws-gap-proxy did not start"; }
+# shellcheck disable=SC1091
+source "$bed/env"
 # The CRD comes from the image itself.
 kh_podman run --rm --read-only --user 65532:65532 --network none "$tag" crd > "$work/crd.yaml" \
   || fail "karpenter-health crd in the image failed"
@@ -173,7 +179,7 @@ kh_podman run --detach --name "$container" \
   --user 65532:65532 --network host \
   --volume "$sa:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
   --env-file "$work/container.env" \
-  --env AWS_ENDPOINT_URL="$KH_MOTO_URL" --env AWS_ACCESS_KEY_ID=testing \
+  --env AWS_ENDPOINT_URL="$KH_AWS_URL" --env AWS_ACCESS_KEY_ID=testing \
   --env AWS_SECRET_ACCESS_KEY=testing --env AWS_REGION=us-east-1 \
   --env KUBERNETES_SERVICE_HOST=127.0.0.1 --env KUBERNETES_SERVICE_PORT="$KH_APISERVER_PORT" \
   "$tag" "${chart_args[@]}" >/dev/null || fail "podman run failed"

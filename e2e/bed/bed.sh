@@ -4,6 +4,8 @@
 #   bed.sh up   [DIR]   start everything, write DIR/env (source it) and DIR/kubeconfig
 #   bed.sh down [DIR]   stop exactly the processes `up` started (by pid) and remove DIR
 #   bed.sh status [DIR]
+#   bed.sh aws-gap-proxy [DIR]   start the project's aws-gap-proxy (KH_AWS_GAP_PROXY: its binary)
+#                       in front of moto and add KH_AWS_URL (moto plus what it lacks) to DIR/env
 #
 # DIR defaults to $KH_BED_DIR, else e2e/.bed. All state lives under DIR; ports are chosen free at
 # start. KARPENTER_CRDS_DIR may point at a folder of real Karpenter CRDs to install instead of the
@@ -25,7 +27,7 @@ free_port() {
 stop_all() {
   [ -d "$dir/pids" ] || return 0
   # Reverse start order; only processes this script started, by their recorded pids.
-  for name in operator moto kube-controller-manager kube-apiserver etcd; do
+  for name in operator aws-gap-proxy moto kube-controller-manager kube-apiserver etcd; do
     stop_one "$name"
   done
 }
@@ -132,6 +134,26 @@ stop_one() { # name
   rm -f "$pidfile"
 }
 
+# Runs whole operators (demo, chart and image tests) against moto plus what moto lacks; the e2e
+# tests start a proxy of their own per test instead.
+start_aws_gap_proxy() {
+  local binary="${KH_AWS_GAP_PROXY:?KH_AWS_GAP_PROXY must name the aws-gap-proxy binary}" url=""
+  # shellcheck disable=SC1091
+  source "$dir/env"
+  stop_one aws-gap-proxy
+  "$binary" --upstream "$KH_MOTO_URL" > "$dir/logs/aws-gap-proxy.log" 2>&1 &
+  echo $! > "$dir/pids/aws-gap-proxy.pid"
+  for _ in $(seq 1 100); do
+    url="$(head -n 1 "$dir/logs/aws-gap-proxy.log" 2>/dev/null | grep '^http://' || true)"
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { log "aws-gap-proxy did not start:"; cat "$dir/logs/aws-gap-proxy.log" >&2; exit 1; }
+  sed -i '/^export KH_AWS_URL=/d' "$dir/env"
+  echo "export KH_AWS_URL=\"$url\"" >> "$dir/env"
+  log "aws-gap-proxy at $url in front of moto"
+}
+
 up() {
   if [ -f "$dir/env" ] && [ -f "$dir/pids/kube-apiserver.pid" ] && kill -0 "$(cat "$dir/pids/kube-apiserver.pid")" 2>/dev/null; then
     log "already up in $dir"; return 0
@@ -219,6 +241,7 @@ ENV
 case "$cmd" in
   up) up ;;
   down) stop_all; [ "${KH_BED_KEEP:-}" = 1 ] || rm -rf "$dir"; log "down" ;;
+  aws-gap-proxy) start_aws_gap_proxy ;;
   stop-apiserver) stop_one kube-apiserver; log "kube-apiserver stopped" ;;
   start-apiserver) start_apiserver; log "kube-apiserver started" ;;
   restart-apiserver) stop_one kube-apiserver; start_apiserver; log "kube-apiserver restarted" ;;
@@ -228,5 +251,5 @@ case "$cmd" in
       n="$(basename "$f" .pid)"; p="$(cat "$f")"
       if kill -0 "$p" 2>/dev/null; then echo "$n running (pid $p)"; else echo "$n stopped"; fi
     done ;;
-  *) echo "usage: $0 up|down|status|stop-apiserver|start-apiserver|restart-apiserver [DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|aws-gap-proxy|stop-apiserver|start-apiserver|restart-apiserver [DIR]" >&2; exit 2 ;;
 esac

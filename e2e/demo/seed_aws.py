@@ -72,7 +72,9 @@ else:
     ec2.associate_route_table(RouteTableId=route_table, SubnetId=subnet_id)
     ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsSupport={"Value": True})
     ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsHostnames={"Value": True})
-    ignore_exists(eks.create_cluster, name=cluster, roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
+    # Kubernetes 1.29: supported by every Karpenter from 0.34 on (KarpenterVersionCompatible).
+    ignore_exists(eks.create_cluster, name=cluster, version="1.29",
+                  roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
                   resourcesVpcConfig={"subnetIds": [subnet_id]})
 
 # The controller's wiring: the cluster's IAM OIDC provider, and a controller role that trusts the

@@ -74,6 +74,7 @@ pub struct AwsSeeder {
     ec2: aws_sdk_ec2::Client,
     sqs: aws_sdk_sqs::Client,
     events: aws_sdk_eventbridge::Client,
+    kms: aws_sdk_kms::Client,
     moto: String,
     region: String,
 }
@@ -86,9 +87,83 @@ impl AwsSeeder {
             ec2: aws_sdk_ec2::Client::new(&config),
             sqs: aws_sdk_sqs::Client::new(&config),
             events: aws_sdk_eventbridge::Client::new(&config),
+            kms: aws_sdk_kms::Client::new(&config),
             moto: bed.moto_url()?.to_owned(),
             region: region.to_owned(),
         })
+    }
+
+    /// A customer-managed KMS key with `policy` (KMS's default, delegating to the account root,
+    /// when `None`); returns its id.
+    pub async fn kms_key(&self, policy: Option<&str>) -> Result<String> {
+        let out = self
+            .kms
+            .create_key()
+            .set_policy(policy.map(str::to_owned))
+            .description("karpenter-health e2e volumes")
+            .send()
+            .await
+            .context("creating a KMS key")?;
+        Ok(out
+            .key_metadata()
+            .context("created key")?
+            .key_id()
+            .to_owned())
+    }
+
+    /// Enables or disables the KMS key `id`.
+    pub async fn set_kms_key_enabled(&self, id: &str, enabled: bool) -> Result<()> {
+        if enabled {
+            self.kms.enable_key().key_id(id).send().await?;
+        } else {
+            self.kms.disable_key().key_id(id).send().await?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the key policy of the KMS key `id`.
+    pub async fn put_key_policy(&self, id: &str, policy: &str) -> Result<()> {
+        self.kms
+            .put_key_policy()
+            .key_id(id)
+            .policy_name("default")
+            .policy(policy)
+            .send()
+            .await
+            .with_context(|| format!("putting the key policy of {id}"))?;
+        Ok(())
+    }
+
+    /// Grants `grantee` the `operations` (KMS's names: `Decrypt`, `CreateGrant`, ...) on the KMS
+    /// key `id`; returns the grant id.
+    pub async fn kms_grant(&self, id: &str, grantee: &str, operations: &[&str]) -> Result<String> {
+        let out = self
+            .kms
+            .create_grant()
+            .key_id(id)
+            .grantee_principal(grantee)
+            .set_operations(Some(
+                operations
+                    .iter()
+                    .map(|o| aws_sdk_kms::types::GrantOperation::from(*o))
+                    .collect(),
+            ))
+            .send()
+            .await
+            .with_context(|| format!("granting {grantee} the use of {id}"))?;
+        out.grant_id().map(str::to_owned).context("created grant")
+    }
+
+    /// Revokes the grant `grant` on the KMS key `id`.
+    pub async fn revoke_kms_grant(&self, id: &str, grant: &str) -> Result<()> {
+        self.kms
+            .revoke_grant()
+            .key_id(id)
+            .grant_id(grant)
+            .send()
+            .await
+            .with_context(|| format!("revoking grant {grant} of {id}"))?;
+        Ok(())
     }
 
     /// A role under `path` that `trust` lets assume it; returns its ARN (whose partition follows
@@ -507,9 +582,11 @@ impl AwsSeeder {
         role_arn: &str,
         vpc: &str,
         subnet: Option<&str>,
+        kubernetes: &str,
     ) -> Result<()> {
         let body = json!({
             "name": name,
+            "version": kubernetes,
             "roleArn": role_arn,
             "resourcesVpcConfig": { "subnetIds": subnet.into_iter().collect::<Vec<_>>(), "vpcId": vpc },
         });

@@ -71,7 +71,7 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
         ],
     )
     .await?;
-    seed.eks_cluster(&cluster, &role_arn, &a.vpc, Some(&a.subnet))
+    seed.eks_cluster(&cluster, &role_arn, &a.vpc, Some(&a.subnet), "1.29")
         .await?;
 
     let proxy = FaultProxy::start(bed.moto_url()?).await?;
@@ -257,7 +257,7 @@ async fn api_authentication_mode_reads_the_node_roles_access_entry() -> Result<(
     let other_role = unique("kh-api-other");
     seed.node_role(&other_role, "/", &NODE_POLICIES).await?;
     let net = seed.network("10.30.0.0/16").await?;
-    seed.eks_cluster(&cluster, &role_arn, &net.vpc, Some(&net.subnet))
+    seed.eks_cluster(&cluster, &role_arn, &net.vpc, Some(&net.subnet), "1.29")
         .await?;
 
     let proxy = FaultProxy::start(bed.moto_url()?).await?;

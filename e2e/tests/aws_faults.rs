@@ -105,7 +105,7 @@ async fn each_fault_is_unknown_with_cause_keeps_last_good_and_recovers_without_r
         ],
     )
     .await?;
-    seed.eks_cluster(&cluster, &role_arn, &net.vpc, Some(&net.subnet))
+    seed.eks_cluster(&cluster, &role_arn, &net.vpc, Some(&net.subnet), "1.29")
         .await?;
 
     let proxy = FaultProxy::start(bed.moto_url()?).await?;

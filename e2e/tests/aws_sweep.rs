@@ -104,7 +104,7 @@ async fn twenty_node_classes_over_2000_instances_stay_within_the_call_budget() -
     seed.single_instances(&b.subnet, 1000, &karpenter_tags)
         .await?;
     eprintln!("seeded 2,000 instances in {:?}", seeding.elapsed());
-    seed.eks_cluster(&cluster, &role_arn, &a.vpc, Some(&a.subnet))
+    seed.eks_cluster(&cluster, &role_arn, &a.vpc, Some(&a.subnet), "1.29")
         .await?;
 
     // Three distinct selector sets; the third shares a term with the first (3 distinct terms).

@@ -132,7 +132,8 @@ async fn check_agrees_with_the_operator_exits_by_the_worst_condition_and_only_re
 
 async fn scenario(fx: &Fixture) -> Result<()> {
     let binary = karpenter_health_binary()?;
-    let moto = fx.bed.moto_url()?.to_owned();
+    // Through the fixture's proxy, which serves what moto lacks (EC2 GetEbsDefaultKmsKeyId).
+    let moto = fx.proxy.url();
     let audit_log = fx.bed.dir.join("logs/audit.log");
     let audit_from = audit::offset(&audit_log);
     let class = fx.name.as_str();

@@ -152,10 +152,11 @@ async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops
     )
     .await?;
 
-    ensure!(
-        metric(port_b, "karpenter_health_status_patches_total").await? > 0.0,
-        "the new leader writes"
-    );
+    // The counter moves just after the write returns, so the status may be seen a moment first.
+    wait_for("the new leader's status patches", deadline, || async {
+        Ok((metric(port_b, "karpenter_health_status_patches_total").await? > 0.0).then_some(()))
+    })
+    .await?;
 
     let node_classes: Api<EC2NodeClass> = Api::all(client);
     for name in ["le-one", "le-two"] {

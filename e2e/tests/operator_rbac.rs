@@ -95,6 +95,26 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                 attributes("watch", "apps:daemonsets", ks, Some("aws-node")),
                 attributes("watch", "apps:deployments", kns, Some("karpenter")),
                 attributes("list", "serviceaccounts", kns, Some("karpenter")),
+                // KarpenterVersionCompatible: Karpenter's CRDs, webhooks and their endpoints.
+                attributes(
+                    "watch",
+                    "apiextensions.k8s.io:customresourcedefinitions",
+                    None,
+                    Some("ec2nodeclasses.karpenter.k8s.aws"),
+                ),
+                attributes(
+                    "list",
+                    "admissionregistration.k8s.io:validatingwebhookconfigurations",
+                    None,
+                    None,
+                ),
+                attributes(
+                    "watch",
+                    "admissionregistration.k8s.io:mutatingwebhookconfigurations",
+                    None,
+                    None,
+                ),
+                attributes("list", "endpoints", kns, None),
                 attributes("create", "karpenter-health.io:karpenterhealths", None, None),
                 attributes(
                     "patch",
@@ -163,6 +183,20 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                 ),
                 attributes("watch", "coordination.k8s.io:leases", ks, None),
                 attributes("list", "nodes", None, None),
+                attributes("list", "endpoints", Some("default"), None),
+                attributes("get", "endpoints", kns, Some("karpenter")),
+                attributes(
+                    "patch",
+                    "admissionregistration.k8s.io:validatingwebhookconfigurations",
+                    None,
+                    Some("x"),
+                ),
+                attributes(
+                    "list",
+                    "apiextensions.k8s.io:customresourcedefinitions",
+                    None,
+                    Some("certificates.cert-manager.io"),
+                ),
                 attributes(
                     "create",
                     "apiextensions.k8s.io:customresourcedefinitions",

@@ -127,6 +127,12 @@ condition_types! {
     /// From every selected subnet a node can reach the control plane and AWS (a NAT or internet
     /// gateway route, or the VPC endpoints a private cluster needs), and the VPC resolves DNS.
     NodeNetworkReady, "Network";
+    /// The KMS keys that encrypt this EC2NodeClass's EBS volumes (named in its block devices, or
+    /// the account's default) exist, are enabled and let EC2 use them on the account's behalf.
+    VolumeEncryptionReady, "Volumes";
+    /// The installed Karpenter supports the cluster's Kubernetes version, its CRDs are not older
+    /// than the controller, no v1beta1 is left stored, and its webhooks reach a Service.
+    KarpenterVersionCompatible, "Version";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -469,6 +475,51 @@ reasons! {
     VpcDnsDisabled => Only(C::NodeNetworkReady), False,
         "The VPC has enableDnsSupport or enableDnsHostnames off, so nodes cannot resolve the cluster endpoint or register with their DNS names.",
         "Turn on both attributes: aws ec2 modify-vpc-attribute --enable-dns-support and --enable-dns-hostnames.";
+    // VolumeEncryptionReady
+    VolumeEncryptionNotUsed => Only(C::VolumeEncryptionReady), True,
+        "No volume of this EC2NodeClass is encrypted with a KMS key (no key named, no encrypted volume, default encryption off), so there is nothing to check.",
+        "Nothing to do.";
+    VolumeEncryptionKeysUsable => Only(C::VolumeEncryptionReady), True,
+        "Every KMS key the volumes are encrypted with exists, is enabled and lets EC2 use it (or is the AWS-managed aws/ebs key).",
+        "Nothing to do.";
+    KmsKeyNotFound => Only(C::VolumeEncryptionReady), False,
+        "KMS has no key of the id, ARN or alias the volumes are encrypted with, so every launch fails and the node terminates at once (Client.InternalError).",
+        "Point blockDeviceMappings[].ebs.kmsKeyID (or the account's default EBS key) at an existing key.";
+    KmsKeyDisabled => Only(C::VolumeEncryptionReady), False,
+        "The KMS key the volumes are encrypted with is disabled, so EC2 cannot create the volumes and the node terminates seconds after launch.",
+        "Enable the key (aws kms enable-key), or use another key.";
+    KmsKeyPendingDeletion => Only(C::VolumeEncryptionReady), False,
+        "The KMS key the volumes are encrypted with is scheduled for deletion, so EC2 cannot use it and nodes terminate seconds after launch.",
+        "Cancel the deletion (aws kms cancel-key-deletion, then enable the key), or use another key.";
+    KmsKeyPendingImport => Only(C::VolumeEncryptionReady), False,
+        "The KMS key the volumes are encrypted with has no key material imported yet, so EC2 cannot use it.",
+        "Import the key material (aws kms import-key-material), or use another key.";
+    KmsKeyStateTransient => Only(C::VolumeEncryptionReady), Unknown,
+        "The KMS key is in a state other than Enabled, Disabled, PendingDeletion or PendingImport (Creating, Updating, Unavailable), so whether EC2 can use it is not decided.",
+        "Wait for the key to settle; if it stays Unavailable, reconnect its custom key store.";
+    KmsKeyPolicyDeniesEc2 => Only(C::VolumeEncryptionReady), False,
+        "Neither the key policy nor a grant to the Karpenter controller's role lets EC2 use the key: the policy does not delegate to the account (its root), and the actions EC2 needs (kms:CreateGrant, kms:Decrypt, kms:GenerateDataKeyWithoutPlaintext, kms:ReEncrypt*, kms:DescribeKey) are allowed neither to the controller's role nor through ec2.<region>.amazonaws.com, so nodes terminate seconds after launch.",
+        "Add a key policy statement allowing the account root, or those actions with kms:ViaService ec2.<region>.amazonaws.com and kms:CallerAccount of the account.";
+
+    // KarpenterVersionCompatible
+    KarpenterVersionSupported => Only(C::KarpenterVersionCompatible), True,
+        "Karpenter supports the cluster's Kubernetes version, its CRDs match the controller, no v1beta1 is stored and every webhook reaches a ready Service.",
+        "Nothing to do.";
+    KubernetesVersionUnsupported => Only(C::KarpenterVersionCompatible), False,
+        "The installed Karpenter is older than the first release that supports the cluster's Kubernetes version (karpenter.sh compatibility matrix).",
+        "Upgrade Karpenter (controller and CRDs) to at least the version the message names, before or with the cluster upgrade.";
+    KubernetesVersionNotInMatrix => Only(C::KarpenterVersionCompatible), Unknown,
+        "The cluster's Kubernetes version is newer (or older) than the compatibility matrix this karpenter-health knows, so it cannot say whether Karpenter supports it.",
+        "Check the karpenter.sh compatibility page by hand, and upgrade karpenter-health.";
+    CrdsOlderThanController => Only(C::KarpenterVersionCompatible), False,
+        "The installed Karpenter CRDs lack schema fields the controller's release writes or reads, so the API server prunes them: the CRDs were not upgraded with the controller.",
+        "Apply the CRDs of the controller's release (the karpenter-crd chart, or the chart's crds/ directory: helm does not upgrade CRDs).";
+    StoredVersionsStale => Only(C::KarpenterVersionCompatible), False,
+        "A Karpenter CRD still lists v1beta1 in status.storedVersions on Karpenter 1.1 or later, which dropped v1beta1 and its conversion webhook, so applying the new CRDs fails.",
+        "Migrate stored objects to v1 (re-write them), then remove v1beta1 from status.storedVersions of the CRD named.";
+    WebhookServiceMissing => Only(C::KarpenterVersionCompatible), False,
+        "A Karpenter webhook (admission, or a CRD's conversion webhook) points at a Service that does not exist or has no ready endpoints, so the API server fails the requests it sends there.",
+        "Delete the leftover webhook configuration (or the CRD's spec.conversion webhook), or restore the Service the message names.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

@@ -43,6 +43,8 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     printcolumn = r#"{"name":"Spot","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"SpotReady\")].status"}"#,
     printcolumn = r#"{"name":"Subnets","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"SubnetsReady\")].status"}"#,
     printcolumn = r#"{"name":"Network","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"NodeNetworkReady\")].status"}"#,
+    printcolumn = r#"{"name":"Volumes","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"VolumeEncryptionReady\")].status"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"KarpenterVersionCompatible\")].status"}"#,
     printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

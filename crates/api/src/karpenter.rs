@@ -50,6 +50,31 @@ pub struct EC2NodeClassSpec {
     /// `spec.userData`, read only to notice an HTTP proxy that nodes may reach AWS through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_data: Option<String>,
+    /// `spec.blockDeviceMappings`: empty when absent (Karpenter then uses its AMI family's
+    /// default, an encrypted root volume).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_device_mappings: Vec<BlockDeviceMapping>,
+}
+
+/// One `spec.blockDeviceMappings` entry, as far as the checks read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockDeviceMapping {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ebs: Option<BlockDevice>,
+}
+
+/// `blockDeviceMappings[].ebs`: whether the volume is encrypted and with which KMS key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockDevice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+    /// Key id, key ARN, alias name or alias ARN.
+    #[serde(default, rename = "kmsKeyID", skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
 }
 
 /// One selector term: fields inside a term are ANDed, terms are ORed.

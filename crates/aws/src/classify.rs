@@ -125,7 +125,12 @@ where
 
 /// Classifies a known AWS error code, falling back on the HTTP status for unknown codes.
 pub fn by_code(service: Service, code: &str, status: u16, message: String) -> CallError {
-    let kind = if ABSENT.contains(&code) || (service == Service::Iam && code == "ValidationError") {
+    // KMS says `NotFoundException` for a key (or alias) that does not exist, and nothing else
+    // proves absence there.
+    let kind = if ABSENT.contains(&code)
+        || (service == Service::Iam && code == "ValidationError")
+        || (service == Service::Kms && code == "NotFoundException")
+    {
         ErrorKind::Absent
     } else if ACCESS_DENIED.contains(&code) {
         ErrorKind::AccessDenied

@@ -8,8 +8,9 @@
 
 use crate::observer::AwsFactsSource;
 use crate::ports::{
-    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, Page, PortResult,
-    QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi, StsApi, VpcAttribute,
+    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, KmsApi, KmsGrantData,
+    KmsKeyData, Page, PortResult, QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi,
+    StsApi, VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -63,6 +64,16 @@ pub struct FakeState {
     pub vpc_endpoints: BTreeMap<String, Vec<VpcEndpointFacts>>,
     /// VPC attributes by (VPC id, attribute); a VPC without an entry answers `true`.
     pub vpc_attributes: BTreeMap<(String, VpcAttribute), bool>,
+    /// EC2 GetEbsEncryptionByDefault.
+    pub ebs_encryption_by_default: bool,
+    /// EC2 GetEbsDefaultKmsKeyId (an ARN; the aws/ebs alias ARN unless changed).
+    pub ebs_default_kms_key_id: String,
+    /// KMS keys with their key policy, by key id.
+    pub kms_keys: BTreeMap<String, (KmsKeyData, String)>,
+    /// KMS aliases (`alias/...`) to key ids.
+    pub kms_aliases: BTreeMap<String, String>,
+    /// KMS grants by key id.
+    pub kms_grants: BTreeMap<String, Vec<KmsGrantData>>,
 }
 
 impl FakeState {
@@ -109,6 +120,11 @@ impl Default for FakeState {
             nat_gateways: BTreeMap::new(),
             vpc_endpoints: BTreeMap::new(),
             vpc_attributes: BTreeMap::new(),
+            ebs_encryption_by_default: false,
+            ebs_default_kms_key_id: "arn:aws:kms:us-west-2:123456789012:alias/aws/ebs".into(),
+            kms_keys: BTreeMap::new(),
+            kms_aliases: BTreeMap::new(),
+            kms_grants: BTreeMap::new(),
         }
     }
 }
@@ -610,6 +626,67 @@ impl Ec2Api for FakeAws {
                 .get(&(vpc, attribute))
                 .copied()
                 .unwrap_or(true))
+        })
+    }
+
+    fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>> {
+        self.answer("GetEbsEncryptionByDefault", |s| {
+            Ok(s.ebs_encryption_by_default)
+        })
+    }
+
+    fn get_ebs_default_kms_key_id(&self) -> BoxFuture<'_, PortResult<String>> {
+        self.answer("GetEbsDefaultKmsKeyId", |s| {
+            Ok(s.ebs_default_kms_key_id.clone())
+        })
+    }
+}
+
+impl FakeState {
+    /// The key a KMS reference names: key id, key ARN, alias name or alias ARN.
+    fn kms_key(&self, reference: &str) -> PortResult<(KmsKeyData, String)> {
+        let tail = reference
+            .rsplit_once(':')
+            .map_or(reference, |(_, tail)| tail);
+        let id = if tail.starts_with("alias/") {
+            self.kms_aliases
+                .get(tail)
+                .cloned()
+                .ok_or_else(|| absent("NotFoundException"))?
+        } else {
+            tail.strip_prefix("key/").unwrap_or(tail).to_owned()
+        };
+        self.kms_keys
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| absent("NotFoundException"))
+    }
+}
+
+impl KmsApi for FakeAws {
+    fn describe_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<KmsKeyData>> {
+        let key = key.to_owned();
+        self.answer("DescribeKey", move |s| s.kms_key(&key).map(|(k, _)| k))
+    }
+
+    fn get_key_policy<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        let key = key.to_owned();
+        self.answer("GetKeyPolicy", move |s| s.kms_key(&key).map(|(_, p)| p))
+    }
+
+    /// Every grant of the key, whatever `grantee` asks for: like moto, which ignores the
+    /// `GranteePrincipal` filter, so the observer's own filtering is what the tests see.
+    fn list_grants<'a>(
+        &'a self,
+        key: &'a str,
+        _grantee: &'a str,
+        _marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<KmsGrantData>>> {
+        let key = key.to_owned();
+        self.answer("ListGrants", move |s| {
+            let (data, _) = s.kms_key(&key)?;
+            let items = s.kms_grants.get(&data.key_id).cloned().unwrap_or_default();
+            Ok(Page { items, next: None })
         })
     }
 }

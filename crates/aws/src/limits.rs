@@ -46,6 +46,8 @@ pub struct RateLimits {
     pub sqs: Rate,
     /// All EventBridge calls together (the queue's rules).
     pub events: Rate,
+    /// All KMS calls together (the volumes' keys: two calls per key per refresh).
+    pub kms: Rate,
 }
 
 impl Default for RateLimits {
@@ -75,6 +77,10 @@ impl Default for RateLimits {
                 per_second: 0.5,
                 burst: 10,
             },
+            kms: Rate {
+                per_second: 0.5,
+                burst: 10,
+            },
         }
     }
 }
@@ -87,6 +93,7 @@ impl RateLimits {
         sts: Rate::UNLIMITED,
         sqs: Rate::UNLIMITED,
         events: Rate::UNLIMITED,
+        kms: Rate::UNLIMITED,
     };
 }
 
@@ -119,6 +126,7 @@ impl Limiters {
             Service::Sts => ((service, ""), self.limits.sts),
             Service::Sqs => ((service, ""), self.limits.sqs),
             Service::Events => ((service, ""), self.limits.events),
+            Service::Kms => ((service, ""), self.limits.kms),
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         buckets

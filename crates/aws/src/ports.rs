@@ -23,6 +23,7 @@ pub enum Service {
     Sqs,
     /// EventBridge (SigV4 name `events`).
     Events,
+    Kms,
 }
 
 impl Service {
@@ -35,6 +36,7 @@ impl Service {
             Service::Sts => "sts",
             Service::Sqs => "sqs",
             Service::Events => "events",
+            Service::Kms => "kms",
         }
     }
 
@@ -47,6 +49,7 @@ impl Service {
             Service::Sts => "STS",
             Service::Sqs => "SQS",
             Service::Events => "EventBridge",
+            Service::Kms => "KMS",
         }
     }
 }
@@ -281,6 +284,10 @@ pub trait Ec2Api: Send + Sync {
         vpc_id: &'a str,
         attribute: VpcAttribute,
     ) -> BoxFuture<'a, PortResult<bool>>;
+    /// Whether the account encrypts new EBS volumes by default in this region.
+    fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>>;
+    /// The key EC2 encrypts volumes with when none is named (an ARN).
+    fn get_ebs_default_kms_key_id(&self) -> BoxFuture<'_, PortResult<String>>;
 }
 
 /// The VPC attributes the checks read.
@@ -298,6 +305,41 @@ impl VpcAttribute {
             VpcAttribute::EnableDnsHostnames => "enableDnsHostnames",
         }
     }
+}
+
+/// What DescribeKey returns that the checks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KmsKeyData {
+    pub key_id: String,
+    pub arn: String,
+    /// `KeyState`: `Enabled`, `Disabled`, `PendingDeletion`, ...
+    pub state: String,
+    /// `KeyManager`: `AWS` or `CUSTOMER`.
+    pub manager: String,
+}
+
+/// What ListGrants returns of one grant that the checks read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KmsGrantData {
+    pub grantee_principal: String,
+    /// `Decrypt`, `CreateGrant`, ... (without the `kms:` prefix, as KMS names them).
+    pub operations: Vec<String>,
+    /// Whether the grant only applies under an encryption context constraint.
+    pub constrained: bool,
+}
+
+pub trait KmsApi: Send + Sync {
+    /// A key by id, key ARN, alias name or alias ARN; absent only on `NotFoundException`.
+    fn describe_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<KmsKeyData>>;
+    /// The key policy named `default` (the only name KMS has), by key id or ARN.
+    fn get_key_policy<'a>(&'a self, key: &'a str) -> BoxFuture<'a, PortResult<String>>;
+    /// One page of the key's grants to `grantee` (KMS filters by grantee principal).
+    fn list_grants<'a>(
+        &'a self,
+        key: &'a str,
+        grantee: &'a str,
+        marker: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<KmsGrantData>>>;
 }
 
 pub trait EksApi: Send + Sync {

@@ -8,8 +8,9 @@ mod common;
 
 use common::{CLUSTER, observer, options, role_arn, wiring_request, world};
 use karpenter_health_aws::fake::FakeAws;
-use karpenter_health_aws::ports::{CallError, ErrorKind};
+use karpenter_health_aws::ports::{CallError, ErrorKind, KmsKeyData};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
+use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
 
 const POLICY: &str = include_str!("../../../deploy/iam-policy.json");
@@ -36,6 +37,19 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
         CLUSTER.into(),
         vec![(aws_node.clone(), "a-1".into(), role_arn("/", "CniRole"))],
     );
+    // A customer-managed key the volumes name, so its policy is read too.
+    state.kms_keys.insert(
+        "k-1".into(),
+        (
+            KmsKeyData {
+                key_id: "k-1".into(),
+                arn: "arn:aws:kms:us-west-2:123456789012:key/k-1".into(),
+                state: "Enabled".into(),
+                manager: "CUSTOMER".into(),
+            },
+            "{}".into(),
+        ),
+    );
     let fake = FakeAws::new(state);
     // The simulator refuses once, so the role's own policies are read as well.
     fake.fail_next(
@@ -45,6 +59,10 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
     let obs = observer(&fake, options());
     obs.observe(&AwsRequest {
         pod_identity_service_accounts: vec![aws_node],
+        volume_keys: Some(VolumeKeys {
+            named: BTreeSet::from(["k-1".to_owned()]),
+            default: DefaultKeyUse::Always,
+        }),
         ..wiring_request()
     })
     .await;

@@ -147,6 +147,18 @@ pub struct ClusterFacts {
     /// from the earlier of this and the newest non-status `metadata.managedFields[].time`;
     /// `None` when the adapter does not track it.
     pub node_class_generation_seen_at: Option<Timestamp>,
+    /// The API server's `/version` (`gitVersion`, e.g. `v1.31.2-eks-1234`): the Kubernetes
+    /// version where EKS DescribeCluster cannot be read.
+    pub apiserver_version: Observed<String>,
+    /// The installed Karpenter CRDs (`*.karpenter.sh`, `*.karpenter.k8s.aws`), trimmed to what
+    /// `KarpenterVersionCompatible` reads; unknown until the CRD watch has listed.
+    pub karpenter_crds: Observed<Vec<CrdFacts>>,
+    /// The webhooks of validating and mutating webhook configurations that are Karpenter's (their
+    /// Service is in Karpenter's namespace or named `karpenter*`); unknown until listed.
+    pub karpenter_webhooks: Observed<Vec<WebhookFacts>>,
+    /// Ready endpoint addresses of the Services Karpenter's webhooks name, by `namespace/name`:
+    /// `Absent` when the Service has no Endpoints object. Only the Services asked for.
+    pub service_endpoints: BTreeMap<String, Observed<usize>>,
     /// The environment of the VPC CNI's `kube-system/aws-node` DaemonSet (its `aws-node`
     /// container): `Absent` when the cluster has no such DaemonSet (another CNI), unknown until
     /// its watch has listed it.
@@ -174,9 +186,41 @@ impl Default for ClusterFacts {
             aws_node_role_arn: Observed::default(),
             configured_cluster_name: None,
             node_class_generation_seen_at: None,
+            apiserver_version: Observed::default(),
+            karpenter_crds: Observed::default(),
+            karpenter_webhooks: Observed::default(),
+            service_endpoints: BTreeMap::new(),
             vpc_cni: Observed::default(),
         }
     }
+}
+
+/// One installed Karpenter CRD, as far as `KarpenterVersionCompatible` reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrdFacts {
+    /// `nodepools.karpenter.sh`, ...
+    pub name: String,
+    /// `status.storedVersions`.
+    pub stored_versions: Vec<String>,
+    /// The schema field paths of [`crate::karpenter_versions::CRD_FIELDS`] this CRD's `v1`
+    /// schema has (only those: the rest of the schema is not kept).
+    pub fields: BTreeSet<String>,
+    /// `spec.conversion.webhook.clientConfig.service` as `namespace/name`, when the CRD converts
+    /// through a webhook Service.
+    pub conversion_service: Option<String>,
+}
+
+/// One webhook of a validating or mutating webhook configuration that calls a Service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WebhookFacts {
+    /// `ValidatingWebhookConfiguration` or `MutatingWebhookConfiguration`.
+    pub kind: String,
+    /// The configuration's name.
+    pub configuration: String,
+    /// The webhook's name inside it.
+    pub webhook: String,
+    /// `clientConfig.service` as `namespace/name`.
+    pub service: String,
 }
 
 /// What the checks read of one NodeClaim: a few hundred bytes instead of the object, so that
@@ -327,6 +371,11 @@ pub struct AwsFacts {
     pub interruption_queue: Option<Observed<QueueFacts>>,
     /// The `AWSServiceRoleForEC2Spot` role's ARN; `None` when not asked (no spot NodePool).
     pub spot_service_linked_role: Option<Observed<String>>,
+    /// The account's EBS encryption defaults in this region; `None` when not asked.
+    pub ebs_encryption: Option<Observed<EbsEncryptionFacts>>,
+    /// The KMS keys the volumes are encrypted with, by the reference used (as written in
+    /// `kmsKeyID`, or the account's default key id). Only the keys asked for.
+    pub kms_keys: BTreeMap<String, Observed<KmsKeyFacts>>,
     /// The cluster's VPC: `resourcesVpcConfig.vpcId`, else the VPC of the cluster's own subnets
     /// (emulators leave `vpcId` out). `Absent` when the EKS cluster does not exist.
     pub cluster_vpc: Observed<String>,
@@ -355,6 +404,8 @@ impl Default for AwsFacts {
             controller_permissions: None,
             interruption_queue: None,
             spot_service_linked_role: None,
+            ebs_encryption: None,
+            kms_keys: BTreeMap::new(),
             cluster_vpc: Observed::unknown(pending(), "not observed yet"),
             subnets: Observed::unknown(pending(), "not observed yet"),
             vpc_networks: BTreeMap::new(),
@@ -433,6 +484,46 @@ pub struct EksClusterFacts {
     pub subnet_ids: Vec<String>,
     /// `kubernetesNetworkConfig.ipFamily`: `ipv4` or `ipv6`.
     pub ip_family: Option<String>,
+    /// The cluster's Kubernetes version (`1.31`), as DescribeCluster returns it.
+    pub version: Option<String>,
+}
+
+/// The account's EBS encryption settings in the region (EC2 GetEbsEncryptionByDefault,
+/// GetEbsDefaultKmsKeyId).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EbsEncryptionFacts {
+    /// New volumes are encrypted even when the launch does not ask for it.
+    pub by_default: bool,
+    /// The key EC2 uses when a volume is encrypted without a key named (an ARN, often the alias
+    /// ARN of `alias/aws/ebs`).
+    pub default_kms_key_id: Observed<String>,
+}
+
+/// One KMS key (DescribeKey) and its key policy (GetKeyPolicy `default`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KmsKeyFacts {
+    pub key_id: String,
+    pub arn: String,
+    /// `Enabled`, `Disabled`, `PendingDeletion`, `PendingImport`, `Creating`, `Unavailable`, ...
+    pub state: String,
+    /// `AWS` (an AWS-managed key) or `CUSTOMER`.
+    pub manager: String,
+    /// The `default` key policy as KMS returned it; unknown when it could not be read (a key
+    /// of another account usually).
+    pub policy: Observed<String>,
+    /// The key's grants to the Karpenter controller's role (ListGrants by grantee), which let
+    /// it use the key beyond the key policy; not observed when the role is not known.
+    pub controller_grants: Observed<Vec<KmsGrantFacts>>,
+}
+
+/// One KMS grant (ListGrants): who may use the key for which operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KmsGrantFacts {
+    pub grantee_principal: String,
+    /// `Decrypt`, `CreateGrant`, ... (KMS's names, without the `kms:` prefix).
+    pub operations: Vec<String>,
+    /// Whether the grant applies only under an encryption context constraint.
+    pub constrained: bool,
 }
 
 /// The Karpenter controller's IAM role (GetRole).

@@ -12,6 +12,7 @@ pub mod docs;
 pub mod facts;
 pub mod iam_policy;
 pub mod karpenter_permissions;
+pub mod karpenter_versions;
 pub mod labels;
 pub mod render;
 pub mod rules;

@@ -4,9 +4,10 @@
 
 use crate::facts::{
     AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, ControllerRoleFacts,
-    EksClusterFacts, EventRuleFacts, Facts, InstanceFacts, InstanceProfileFacts, KarpenterFacts,
-    NodeClaimFacts, Observed, PermissionFacts, PodScheduling, QueueFacts, RoleFacts, RoleRef,
-    SecurityGroupFacts, Setting, SimulatedDecision, UnknownCause,
+    CrdFacts, EbsEncryptionFacts, EksClusterFacts, EventRuleFacts, Facts, InstanceFacts,
+    InstanceProfileFacts, KarpenterFacts, KmsKeyFacts, NodeClaimFacts, Observed, PermissionFacts,
+    PodScheduling, QueueFacts, RoleFacts, RoleRef, SecurityGroupFacts, Setting, SimulatedDecision,
+    UnknownCause,
 };
 use crate::facts::{
     NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts, VpcCniSettings,
@@ -40,6 +41,9 @@ pub const HEALTHY_INSTANCE: &str = "i-0healthy";
 /// The cluster's OIDC issuer (host and path).
 pub const OIDC_ISSUER: &str = "oidc.eks.us-west-2.amazonaws.com/id/DEMO0123456789";
 pub const QUEUE: &str = "demo-interruptions";
+pub const KMS_KEY: &str = "1234abcd-12ab-34cd-56ef-1234567890ab";
+/// A key policy that lets only Lambda use the key: nothing for EC2, no delegation to the account.
+pub const LAMBDA_ONLY_KEY_POLICY: &str = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":["kms:Decrypt","kms:GenerateDataKey*","kms:CreateGrant","kms:DescribeKey"],"Resource":"*","Condition":{"StringEquals":{"kms:ViaService":"lambda.us-west-2.amazonaws.com","kms:CallerAccount":"111122223333"}}}]}"#;
 pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
 /// The healthy subnets, one per zone, and the private route table they use (to a NAT gateway).
 pub const SUBNET_A: &str = "subnet-0a";
@@ -135,6 +139,7 @@ pub fn node_class() -> EC2NodeClass {
         tags: BTreeMap::new(),
         associate_public_ip_address: None,
         user_data: None,
+        block_device_mappings: Vec::new(),
     };
     let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
     nc.metadata.generation = Some(1);
@@ -306,10 +311,55 @@ fn healthy_cluster() -> ClusterFacts {
         aws_node_role_arn: Observed::Found(None),
         configured_cluster_name: None,
         node_class_generation_seen_at: None,
+        apiserver_version: Observed::Found("v1.29.15-eks-1234".into()),
+        karpenter_crds: Observed::Found(current_crds()),
+        karpenter_webhooks: Observed::Found(Vec::new()),
+        service_endpoints: BTreeMap::new(),
         vpc_cni: Observed::Found(VpcCniSettings {
             env: BTreeMap::from([("WARM_ENI_TARGET".to_owned(), "1".to_owned())]),
         }),
     }
+}
+
+/// Karpenter's three CRDs as a current release installs them: v1 stored, every field of the
+/// version table present, no conversion webhook.
+pub fn current_crds() -> Vec<CrdFacts> {
+    [
+        "nodepools.karpenter.sh",
+        "nodeclaims.karpenter.sh",
+        "ec2nodeclasses.karpenter.k8s.aws",
+    ]
+    .iter()
+    .map(|name| CrdFacts {
+        name: (*name).into(),
+        stored_versions: vec!["v1".into()],
+        fields: crate::karpenter_versions::CRD_FIELDS
+            .iter()
+            .filter(|f| f.crd == *name)
+            .map(|f| f.path.to_owned())
+            .collect(),
+        conversion_service: None,
+    })
+    .collect()
+}
+
+/// An enabled customer-managed key whose policy delegates to the account (the KMS default).
+pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
+    KmsKeyFacts {
+        key_id: id.into(),
+        arn: format!("arn:aws:kms:{REGION}:{ACCOUNT}:key/{id}"),
+        state: state.into(),
+        manager: "CUSTOMER".into(),
+        policy: Observed::Found(policy.into()),
+        controller_grants: Observed::Found(Vec::new()),
+    }
+}
+
+/// The key policy KMS gives a key created without one: the account root may do everything.
+pub fn default_key_policy() -> String {
+    format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Sid":"Enable IAM User Permissions","Effect":"Allow","Principal":{{"AWS":"arn:aws:iam::{ACCOUNT}:root"}},"Action":"kms:*","Resource":"*"}}]}}"#
+    )
 }
 
 fn healthy_aws() -> AwsFacts {
@@ -353,6 +403,7 @@ fn healthy_aws() -> AwsFacts {
             vpc_id: Some(VPC.into()),
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
             oidc_issuer: Some(format!("https://{OIDC_ISSUER}")),
+            version: Some("1.29".into()),
             subnet_ids: vec![SUBNET_A.into(), SUBNET_B.into()],
             ip_family: Some("ipv4".into()),
         }),
@@ -386,6 +437,15 @@ fn healthy_aws() -> AwsFacts {
         }),
         interruption_queue: None,
         spot_service_linked_role: None,
+        // The class has no block devices, so its root volume uses the account's default key,
+        // the AWS-managed one.
+        ebs_encryption: Some(Observed::Found(EbsEncryptionFacts {
+            by_default: false,
+            default_kms_key_id: Observed::Found(format!(
+                "arn:aws:kms:{REGION}:{ACCOUNT}:alias/aws/ebs"
+            )),
+        })),
+        kms_keys: BTreeMap::new(),
         cluster_vpc: Observed::Found(VPC.into()),
         subnets: Observed::Found(vec![
             subnet(SUBNET_A, "us-west-2a", 4000),
@@ -727,6 +787,34 @@ impl Facts {
         self.with(|f| {
             if let Observed::Found(list) = &mut f.aws.cluster_instances {
                 list.push(instance);
+            }
+        })
+    }
+}
+
+impl Facts {
+    /// The class's one volume names `key`, which KMS answered as `found`.
+    pub fn with_volume_key(self, key: &str, found: Observed<KmsKeyFacts>) -> Self {
+        self.with(|f| {
+            f.cluster.node_class.spec.block_device_mappings =
+                vec![karpenter_health_api::karpenter::BlockDeviceMapping {
+                    device_name: Some("/dev/xvda".into()),
+                    ebs: Some(karpenter_health_api::karpenter::BlockDevice {
+                        encrypted: Some(true),
+                        kms_key_id: Some(key.into()),
+                    }),
+                }];
+            f.aws.kms_keys.insert(key.into(), found);
+        })
+    }
+
+    /// Changes the CRD named `name` (one of [`current_crds`]).
+    pub fn with_crd(self, name: &str, change: impl FnOnce(&mut CrdFacts)) -> Self {
+        self.with(|f| {
+            if let Observed::Found(crds) = &mut f.cluster.karpenter_crds
+                && let Some(crd) = crds.iter_mut().find(|c| c.name == name)
+            {
+                change(crd);
             }
         })
     }

@@ -3,6 +3,7 @@
 //! the translation helpers are pure.
 #![forbid(unsafe_code)]
 
+pub mod changes;
 pub mod index;
 pub mod karpenter_settings;
 pub mod listed;

@@ -7,6 +7,9 @@ use crate::pending_pods::{PendingPodIndex, SharedPendingPods};
 use crate::snapshot::Sources;
 use crate::trim;
 use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded, warn_malformed};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim};
 use karpenter_health_checks::facts::Observed;
@@ -147,6 +150,80 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             trim::daemonset
         ),
     );
+    let (node_claim_crd, node_class_crd, validating, mutating, endpoints, version) = futures::join!(
+        observe_named(
+            Api::all(client.clone()),
+            "nodeclaims.karpenter.sh",
+            "CRD nodeclaims.karpenter.sh",
+            trim::node_pool_crd
+        ),
+        observe_named(
+            Api::all(client.clone()),
+            "ec2nodeclasses.karpenter.k8s.aws",
+            "CRD ec2nodeclasses.karpenter.k8s.aws",
+            trim::node_pool_crd
+        ),
+        observe_list::<ValidatingWebhookConfiguration>(
+            Api::all(client.clone()),
+            ListParams::default(),
+            "ValidatingWebhookConfigurations",
+            trim::validating_webhooks
+        ),
+        observe_list::<MutatingWebhookConfiguration>(
+            Api::all(client.clone()),
+            ListParams::default(),
+            "MutatingWebhookConfigurations",
+            trim::mutating_webhooks
+        ),
+        observe_list(
+            Api::namespaced(client.clone(), karpenter_ns),
+            ListParams::default(),
+            "Endpoints in Karpenter's namespace",
+            trim::endpoints
+        ),
+        client.apiserver_version(),
+    );
+    let mut karpenter_crds = Observed::Found(Vec::new());
+    for crd in [&node_pool_crd, &node_claim_crd, &node_class_crd] {
+        match (crd, &mut karpenter_crds) {
+            (Observed::Unknown(u), _) => karpenter_crds = Observed::Unknown(u.clone()),
+            (Observed::Found(Some(c)), Observed::Found(all)) => all.push(c.clone()),
+            _ => {}
+        }
+    }
+    let webhooks = match (validating, mutating) {
+        (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => Observed::Unknown(u),
+        (v, m) => {
+            let mut all = Vec::new();
+            for c in v.found().into_iter().flatten() {
+                all.extend(crate::snapshot::webhooks_of(
+                    "ValidatingWebhookConfiguration",
+                    &c.metadata,
+                    c.webhooks
+                        .iter()
+                        .flatten()
+                        .map(|w| (&w.name, &w.client_config)),
+                ));
+            }
+            for c in m.found().into_iter().flatten() {
+                all.extend(crate::snapshot::webhooks_of(
+                    "MutatingWebhookConfiguration",
+                    &c.metadata,
+                    c.webhooks
+                        .iter()
+                        .flatten()
+                        .map(|w| (&w.name, &w.client_config)),
+                ));
+            }
+            Observed::Found(all)
+        }
+    };
+    let apiserver_version = match version {
+        Ok(info) => Observed::Found(info.git_version),
+        Err(error) => {
+            Observed::unknown(cause_of_api_error(&error), format!("GET /version: {error}"))
+        }
+    };
     let node_claims = node_claims.map(|claims| {
         SharedClaims::listed(NodeClaimIndex::of(
             claims.iter().filter_map(|guarded| guarded.0.as_ref().ok()),
@@ -163,6 +240,11 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         karpenter_service_account,
         aws_node_service_account,
         node_pool_crd,
+        karpenter_crds,
+        webhooks,
+        endpoints,
+        karpenter_namespace: karpenter_ns.clone(),
+        apiserver_version,
         aws_node_daemonset,
     }
 }

@@ -4,12 +4,14 @@
 use crate::karpenter_settings::{controller_settings, role_arn};
 use crate::node_claims::SharedClaims;
 use crate::pending_pods::SharedPendingPods;
+use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
 use karpenter_health_checks::facts::{
-    AwsAuthData, ClusterFacts, KarpenterFacts, Observed, VpcCniSettings,
+    AwsAuthData, ClusterFacts, CrdFacts, KarpenterFacts, Observed, VpcCniSettings, WebhookFacts,
 };
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
@@ -41,6 +43,87 @@ pub struct Sources {
     pub node_pool_crd: Observed<Option<Arc<CustomResourceDefinition>>>,
     /// The VPC CNI's `kube-system/aws-node` DaemonSet, trimmed to its containers' env.
     pub aws_node_daemonset: Observed<Option<Arc<DaemonSet>>>,
+    /// Every installed Karpenter CRD, trimmed ([`crate::trim::node_pool_crd`]).
+    pub karpenter_crds: Observed<Vec<Arc<CustomResourceDefinition>>>,
+    /// Every webhook of every validating and mutating webhook configuration.
+    pub webhooks: Observed<Vec<Webhook>>,
+    /// The Endpoints in Karpenter's namespace.
+    pub endpoints: Observed<Vec<Arc<Endpoints>>>,
+    pub karpenter_namespace: String,
+    pub apiserver_version: Observed<String>,
+}
+
+/// One webhook of a validating or mutating webhook configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Webhook {
+    pub kind: &'static str,
+    pub configuration: String,
+    pub name: String,
+    /// `clientConfig.service` as (namespace, name); `None` for a URL webhook.
+    pub service: Option<(String, String)>,
+}
+
+/// The webhooks of one configuration.
+pub fn webhooks_of<'a>(
+    kind: &'static str,
+    metadata: &ObjectMeta,
+    webhooks: impl Iterator<Item = (&'a String, &'a WebhookClientConfig)>,
+) -> Vec<Webhook> {
+    let configuration = metadata.name.clone().unwrap_or_default();
+    webhooks
+        .map(|(name, config)| Webhook {
+            kind,
+            configuration: configuration.clone(),
+            name: name.clone(),
+            service: config
+                .service
+                .as_ref()
+                .map(|s| (s.namespace.clone(), s.name.clone())),
+        })
+        .collect()
+}
+
+/// Whether a webhook is Karpenter's: it calls a Service named `karpenter*`, or a Service in
+/// Karpenter's namespace and carries Karpenter's name (its webhooks are `*.karpenter.sh` and
+/// `*.karpenter.k8s.aws`). Other webhooks sharing the namespace (kube-system) are not ours to
+/// judge.
+fn is_karpenters(webhook: &Webhook, namespace: &str) -> bool {
+    let Some((ns, name)) = &webhook.service else {
+        return false;
+    };
+    name.starts_with("karpenter")
+        || (ns == namespace
+            && (webhook.name.contains("karpenter") || webhook.configuration.contains("karpenter")))
+}
+
+/// The ready addresses of the Service `namespace/name`, from the Endpoints in Karpenter's
+/// namespace: absent when no Endpoints object has its name.
+fn ready_endpoints(sources: &Sources, service: &str) -> Observed<usize> {
+    let Some((namespace, name)) = service.split_once('/') else {
+        return Observed::not_observed(format!("{service} names no namespace"));
+    };
+    if namespace != sources.karpenter_namespace {
+        return Observed::not_observed(format!(
+            "only the Endpoints of Karpenter's namespace {} are watched",
+            sources.karpenter_namespace
+        ));
+    }
+    match &sources.endpoints {
+        Observed::Found(all) => all
+            .iter()
+            .find(|e| e.metadata.name.as_deref() == Some(name))
+            .map_or(Observed::Absent, |e| {
+                Observed::Found(
+                    e.subsets
+                        .iter()
+                        .flatten()
+                        .flat_map(|s| s.addresses.iter().flatten())
+                        .count(),
+                )
+            }),
+        Observed::Absent => Observed::Absent,
+        Observed::Unknown(u) => Observed::Unknown(u.clone()),
+    }
 }
 
 /// Builds the cluster facts of `node_class`.
@@ -93,6 +176,46 @@ pub fn cluster_facts(
         }
     };
 
+    let karpenter_crds: Observed<Vec<CrdFacts>> = sources
+        .karpenter_crds
+        .as_ref()
+        .map(|crds| crds.iter().map(|c| crate::trim::crd_facts(c)).collect());
+    let karpenter_webhooks: Observed<Vec<WebhookFacts>> = sources.webhooks.as_ref().map(|hooks| {
+        hooks
+            .iter()
+            .filter(|w| is_karpenters(w, &sources.karpenter_namespace))
+            .filter_map(|w| {
+                let (ns, name) = w.service.as_ref()?;
+                Some(WebhookFacts {
+                    kind: w.kind.to_owned(),
+                    configuration: w.configuration.clone(),
+                    webhook: w.name.clone(),
+                    service: format!("{ns}/{name}"),
+                })
+            })
+            .collect()
+    });
+    let services: std::collections::BTreeSet<String> = karpenter_webhooks
+        .found()
+        .into_iter()
+        .flatten()
+        .map(|w| w.service.clone())
+        .chain(
+            karpenter_crds
+                .found()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.conversion_service.clone()),
+        )
+        .collect();
+    let service_endpoints = services
+        .into_iter()
+        .map(|s| {
+            let ready = ready_endpoints(sources, &s);
+            (s, ready)
+        })
+        .collect();
+
     ClusterFacts {
         node_class: node_class.clone(),
         node_pools,
@@ -113,6 +236,10 @@ pub fn cluster_facts(
         configured_cluster_name: overrides.cluster_name.clone(),
         // The controller knows when it saw the current generation; it fills this in.
         node_class_generation_seen_at: None,
+        apiserver_version: sources.apiserver_version.clone(),
+        karpenter_crds,
+        karpenter_webhooks,
+        service_endpoints,
         vpc_cni: match &sources.aws_node_daemonset {
             Observed::Found(Some(ds)) => Observed::Found(vpc_cni_settings(ds)),
             Observed::Found(None) | Observed::Absent => Observed::Absent,

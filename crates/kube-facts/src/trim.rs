@@ -1,9 +1,17 @@
 //! Trims watched objects to what the checks read before they enter a cache, so memory stays flat
 //! as NodeClaims and Pods grow. Pure.
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, ValidatingWebhook,
+    ValidatingWebhookConfiguration, WebhookClientConfig,
+};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::PodSpec;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints, PodSpec};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionStatus,
+};
+use karpenter_health_checks::facts::CrdFacts;
+use karpenter_health_checks::karpenter_versions;
 use karpenter_health_checks::labels::LabelRules;
 use kube::Resource;
 
@@ -47,6 +55,52 @@ pub fn deployment(deployment: &mut Deployment) {
     deployment.status = None;
 }
 
+/// Keeps of a webhook configuration only each webhook's name and the Service it calls.
+pub fn validating_webhooks(config: &mut ValidatingWebhookConfiguration) {
+    metadata(config);
+    for w in config.webhooks.iter_mut().flatten() {
+        *w = ValidatingWebhook {
+            name: std::mem::take(&mut w.name),
+            client_config: service_only(&w.client_config),
+            ..Default::default()
+        };
+    }
+}
+
+/// Keeps of a webhook configuration only each webhook's name and the Service it calls.
+pub fn mutating_webhooks(config: &mut MutatingWebhookConfiguration) {
+    metadata(config);
+    for w in config.webhooks.iter_mut().flatten() {
+        *w = MutatingWebhook {
+            name: std::mem::take(&mut w.name),
+            client_config: service_only(&w.client_config),
+            ..Default::default()
+        };
+    }
+}
+
+fn service_only(config: &WebhookClientConfig) -> WebhookClientConfig {
+    WebhookClientConfig {
+        service: config.service.clone(),
+        ..Default::default()
+    }
+}
+
+/// Keeps of Endpoints only the ready addresses' IPs (their count is what the checks read).
+pub fn endpoints(endpoints: &mut Endpoints) {
+    metadata(endpoints);
+    for subset in endpoints.subsets.iter_mut().flatten() {
+        subset.not_ready_addresses = None;
+        subset.ports = None;
+        for address in subset.addresses.iter_mut().flatten() {
+            *address = EndpointAddress {
+                ip: std::mem::take(&mut address.ip),
+                ..Default::default()
+            };
+        }
+    }
+}
+
 /// Keeps of the VPC CNI's `aws-node` DaemonSet only its containers' names and env (the CNI's
 /// settings: warm targets, prefix delegation).
 pub fn daemonset(daemonset: &mut DaemonSet) {
@@ -74,22 +128,92 @@ pub fn daemonset(daemonset: &mut DaemonSet) {
 /// Where a trimmed CRD keeps the label rules its validation rules enforce.
 pub const LABEL_RULES_ANNOTATION: &str = "karpenter-health.io/label-rules";
 
-/// Keeps of the NodePool CRD only the label rules its validation rules enforce (read once per
-/// change, in an annotation of the cached copy), not its schema of thousands of lines.
+/// Where a trimmed Karpenter CRD keeps which fields of the version table its `v1` schema has.
+pub const SCHEMA_FIELDS_ANNOTATION: &str = "karpenter-health.io/schema-fields";
+
+/// Keeps of a Karpenter CRD only what the checks read, not its schema of thousands of lines: the
+/// label rules its validation rules enforce and the fields of the version table its `v1` schema
+/// has (read once per change, in annotations of the cached copy), `status.storedVersions`, and
+/// a conversion webhook's Service (without its CA bundle).
 pub fn node_pool_crd(crd: &mut CustomResourceDefinition) {
-    let rules = serde_json::to_value(&*crd)
-        .ok()
-        .and_then(|value| LabelRules::from_crd(&value));
+    let value = serde_json::to_value(&*crd).ok();
+    let rules = value.as_ref().and_then(LabelRules::from_crd);
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    let fields: Vec<String> = value
+        .as_ref()
+        .and_then(|v| {
+            v["spec"]["versions"]
+                .as_array()?
+                .iter()
+                .find(|version| version["name"] == "v1")
+                .map(|version| &version["schema"]["openAPIV3Schema"])
+                .map(|schema| {
+                    karpenter_versions::fields_present(&name, schema)
+                        .into_iter()
+                        .collect()
+                })
+        })
+        .unwrap_or_default();
     metadata(crd);
     crd.spec.versions = Vec::new();
-    crd.status = None;
+    if let Some(conversion) = &mut crd.spec.conversion
+        && let Some(webhook) = &mut conversion.webhook
+        && let Some(config) = &mut webhook.client_config
+    {
+        config.ca_bundle = None;
+    }
+    crd.status = crd
+        .status
+        .take()
+        .map(|status| CustomResourceDefinitionStatus {
+            stored_versions: status.stored_versions,
+            ..Default::default()
+        });
     let marker = match rules {
         Some(LabelRules::UpTo1_8) => "UpTo1_8",
         Some(LabelRules::From1_9) => "From1_9",
         None => "none",
     };
-    crd.metadata.annotations =
-        Some([(LABEL_RULES_ANNOTATION.to_owned(), marker.to_owned())].into());
+    crd.metadata.annotations = Some(
+        [
+            (LABEL_RULES_ANNOTATION.to_owned(), marker.to_owned()),
+            (SCHEMA_FIELDS_ANNOTATION.to_owned(), fields.join(",")),
+        ]
+        .into(),
+    );
+}
+
+/// What `KarpenterVersionCompatible` reads of a CRD trimmed by [`node_pool_crd`].
+pub fn crd_facts(crd: &CustomResourceDefinition) -> CrdFacts {
+    let fields = crd
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SCHEMA_FIELDS_ANNOTATION))
+        .map(|f| {
+            f.split(',')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let conversion_service = crd
+        .spec
+        .conversion
+        .as_ref()
+        .filter(|c| c.strategy == "Webhook")
+        .and_then(|c| c.webhook.as_ref()?.client_config.as_ref()?.service.as_ref())
+        .map(|s| format!("{}/{}", s.namespace, s.name));
+    CrdFacts {
+        name: crd.metadata.name.clone().unwrap_or_default(),
+        stored_versions: crd
+            .status
+            .as_ref()
+            .and_then(|s| s.stored_versions.clone())
+            .unwrap_or_default(),
+        fields,
+        conversion_service,
+    }
 }
 
 /// The label rules a CRD trimmed by [`node_pool_crd`] enforces; `None` when it carries none.
@@ -145,5 +269,38 @@ mod tests {
             assert!(trimmed.spec.versions.is_empty(), "the schema is dropped");
             assert_eq!(super::label_rules_of(&trimmed), expected, "{message:?}");
         }
+    }
+
+    #[test]
+    fn a_trimmed_crd_keeps_stored_versions_the_conversion_service_and_the_table_fields() {
+        let mut crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "nodepools.karpenter.sh"},
+            "spec": {"group": "karpenter.sh", "scope": "Cluster",
+                     "names": {"kind": "NodePool", "plural": "nodepools"},
+                     "conversion": {"strategy": "Webhook", "webhook": {
+                         "conversionReviewVersions": ["v1"],
+                         "clientConfig": {"caBundle": "Zm9v",
+                             "service": {"name": "karpenter", "namespace": "kube-system"}}}},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"properties": {"status": {
+                                       "properties": {"nodeClassObservedGeneration": {}}}}}}}]},
+            "status": {"storedVersions": ["v1beta1", "v1"], "conditions": [],
+                       "acceptedNames": {"kind": "NodePool", "plural": "nodepools"}}
+        }))
+        .unwrap();
+        super::node_pool_crd(&mut crd);
+        let facts = super::crd_facts(&crd);
+        assert_eq!(facts.stored_versions, ["v1beta1", "v1"]);
+        assert_eq!(
+            facts.conversion_service.as_deref(),
+            Some("kube-system/karpenter")
+        );
+        assert_eq!(
+            facts.fields.into_iter().collect::<Vec<_>>(),
+            ["status.nodeClassObservedGeneration"]
+        );
+        let conversion = crd.spec.conversion.as_ref().unwrap();
+        let config = conversion.webhook.as_ref().unwrap().client_config.as_ref();
+        assert_eq!(config.unwrap().ca_bundle, None, "the CA bundle is dropped");
     }
 }

@@ -2,6 +2,7 @@
 //! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
 //! Does IO (list/watch against the API server).
 
+use crate::changes::changed_objects;
 use crate::index::{SharedIndex, WatchIndex};
 use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
@@ -11,17 +12,21 @@ pub use crate::watch_health::WATCH_STALE_AFTER;
 use crate::watch_health::WatchHealth;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
-use karpenter_health_checks::facts::{ClusterFacts, UnknownCause};
+use karpenter_health_checks::facts::{ClusterFacts, Observed, UnknownCause};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Where the Karpenter controller lives; defaults follow Karpenter's Helm chart.
@@ -42,7 +47,8 @@ impl Default for WatchTargets {
     }
 }
 
-/// A stream of objects a watch touched (applied or deleted), for the controller's triggers.
+/// A stream of objects a watch touched (added, changed in what the checks read, or deleted), for
+/// the controller's triggers.
 pub type Touched<K> = BoxStream<'static, Result<K, watcher::Error>>;
 
 /// The trigger streams; each must be polled (the controller does) for its cache to fill.
@@ -55,8 +61,13 @@ pub struct Triggers {
     pub aws_auth: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
-    /// The NodePool CRD (its label rules).
+    /// Karpenter's CRDs (the NodePool's label rules; every one's stored versions, schema fields
+    /// and conversion webhook).
     pub node_pool_crd: Touched<CustomResourceDefinition>,
+    /// Webhook configurations and the Endpoints in Karpenter's namespace.
+    pub validating_webhooks: Touched<ValidatingWebhookConfiguration>,
+    pub mutating_webhooks: Touched<MutatingWebhookConfiguration>,
+    pub endpoints: Touched<Endpoints>,
     /// The VPC CNI's `kube-system/aws-node` DaemonSet (its warm targets).
     pub aws_node_daemonset: Touched<DaemonSet>,
     /// Fires when a watched input became observable (first list done, even an empty one) or
@@ -110,6 +121,11 @@ const KARPENTER_DEPLOYMENT: &str = "karpenter deployment";
 const KARPENTER_SA: &str = "karpenter serviceaccount";
 const AWS_NODE_SA: &str = "kube-system/aws-node serviceaccount";
 const NODE_POOL_CRD: &str = "nodepools.karpenter.sh CRD";
+const NODE_CLAIM_CRD: &str = "nodeclaims.karpenter.sh CRD";
+const NODE_CLASS_CRD: &str = "ec2nodeclasses.karpenter.k8s.aws CRD";
+const VALIDATING_WEBHOOKS: &str = "validatingwebhookconfigurations";
+const MUTATING_WEBHOOKS: &str = "mutatingwebhookconfigurations";
+const KARPENTER_ENDPOINTS: &str = "endpoints in karpenter's namespace";
 const AWS_NODE_DAEMONSET: &str = "kube-system/aws-node daemonset";
 const ALL_WATCHES: &[&str] = &[
     NODE_POOLS,
@@ -120,10 +136,16 @@ const ALL_WATCHES: &[&str] = &[
     KARPENTER_SA,
     AWS_NODE_SA,
     NODE_POOL_CRD,
+    NODE_CLAIM_CRD,
+    NODE_CLASS_CRD,
+    VALIDATING_WEBHOOKS,
+    MUTATING_WEBHOOKS,
+    KARPENTER_ENDPOINTS,
     AWS_NODE_DAEMONSET,
 ];
 
-/// Starts a trimmed, reflected watch and returns its cache and its touched-object stream.
+/// Starts a trimmed, reflected watch and returns its cache and the stream of objects whose
+/// trimmed content changed (see [`changed_objects`]).
 fn reflected<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -136,7 +158,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let health = health.clone();
-    let stream = watcher(api, config)
+    let events = watcher(api, config)
         .default_backoff()
         .modify(trim)
         .reflect(writer)
@@ -147,10 +169,8 @@ where
                 tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
                 health.failed(name, cause_of(error), error.to_string(), Instant::now());
             }
-        })
-        .touched_objects()
-        .boxed();
-    (reader, stream)
+        });
+    (reader, changed_objects(events).boxed())
 }
 
 /// Guarded objects are trimmed only when they deserialized; a malformed one is kept as the error
@@ -245,6 +265,14 @@ pub struct KubeFacts {
     karpenter_service_account: Store<ServiceAccount>,
     aws_node_service_account: Store<ServiceAccount>,
     node_pool_crd: Store<CustomResourceDefinition>,
+    node_claim_crd: Store<CustomResourceDefinition>,
+    node_class_crd: Store<CustomResourceDefinition>,
+    validating_webhooks: Store<ValidatingWebhookConfiguration>,
+    mutating_webhooks: Store<MutatingWebhookConfiguration>,
+    endpoints: Store<Endpoints>,
+    karpenter_namespace: String,
+    /// The API server's `/version`, read by [`KubeFacts::refresh_apiserver_version`].
+    apiserver_version: std::sync::Arc<std::sync::RwLock<Observed<String>>>,
     aws_node_daemonset: Store<DaemonSet>,
     health: WatchHealth,
 }
@@ -323,6 +351,44 @@ impl KubeFacts {
             &health,
             trim::node_pool_crd,
         );
+        // The other Karpenter CRDs: stored versions, schema fields, conversion webhook.
+        let (node_claim_crd, node_claim_crd_stream) = reflected(
+            Api::all(client.clone()),
+            by_name("nodeclaims.karpenter.sh"),
+            NODE_CLAIM_CRD,
+            &health,
+            trim::node_pool_crd,
+        );
+        let (node_class_crd, node_class_crd_stream) = reflected(
+            Api::all(client.clone()),
+            by_name("ec2nodeclasses.karpenter.k8s.aws"),
+            NODE_CLASS_CRD,
+            &health,
+            trim::node_pool_crd,
+        );
+        // Webhook configurations are few and small once trimmed to their Services.
+        let (validating_webhooks, validating_stream) = reflected(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            VALIDATING_WEBHOOKS,
+            &health,
+            trim::validating_webhooks,
+        );
+        let (mutating_webhooks, mutating_stream) = reflected(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            MUTATING_WEBHOOKS,
+            &health,
+            trim::mutating_webhooks,
+        );
+        // Karpenter's webhooks (and conversion) call a Service in its own namespace.
+        let (endpoints, endpoints_stream) = reflected(
+            Api::namespaced(client.clone(), &targets.karpenter_namespace),
+            watcher::Config::default(),
+            KARPENTER_ENDPOINTS,
+            &health,
+            trim::endpoints,
+        );
         let (aws_node_daemonset, aws_node_daemonset_stream) = reflected(
             Api::namespaced(client.clone(), "kube-system"),
             by_name("aws-node"),
@@ -339,6 +405,15 @@ impl KubeFacts {
             karpenter_service_account,
             aws_node_service_account,
             node_pool_crd,
+            node_claim_crd,
+            node_class_crd,
+            validating_webhooks,
+            mutating_webhooks,
+            endpoints,
+            karpenter_namespace: targets.karpenter_namespace.clone(),
+            apiserver_version: std::sync::Arc::new(std::sync::RwLock::new(Observed::not_observed(
+                "the API server's /version has not been read yet",
+            ))),
             aws_node_daemonset,
             health,
         };
@@ -351,7 +426,15 @@ impl KubeFacts {
             service_accounts: futures::stream::select(karpenter_sa_stream, aws_node_sa_stream)
                 .map_err(|e| e)
                 .boxed(),
-            node_pool_crd: node_pool_crd_stream,
+            node_pool_crd: futures::stream::select_all([
+                node_pool_crd_stream,
+                node_claim_crd_stream,
+                node_class_crd_stream,
+            ])
+            .boxed(),
+            validating_webhooks: validating_stream,
+            mutating_webhooks: mutating_stream,
+            endpoints: endpoints_stream,
             aws_node_daemonset: aws_node_daemonset_stream,
             inputs_changed: facts.health.changes(),
         };
@@ -389,11 +472,91 @@ impl KubeFacts {
             node_pool_crd: self.health.observe(NODE_POOL_CRD, || {
                 self.node_pool_crd.state().into_iter().next()
             }),
+            karpenter_crds: self.karpenter_crds(),
+            webhooks: self.webhooks(),
+            endpoints: self
+                .health
+                .observe(KARPENTER_ENDPOINTS, || self.endpoints.state()),
+            karpenter_namespace: self.karpenter_namespace.clone(),
+            apiserver_version: self
+                .apiserver_version
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
             aws_node_daemonset: self.health.observe(AWS_NODE_DAEMONSET, || {
                 self.aws_node_daemonset.state().into_iter().next()
             }),
         };
         cluster_facts(node_class, &sources, overrides)
+    }
+
+    /// Karpenter's installed CRDs: unknown while any of their watches is.
+    fn karpenter_crds(&self) -> Observed<Vec<Arc<CustomResourceDefinition>>> {
+        let mut all = Vec::new();
+        for (name, store) in [
+            (NODE_POOL_CRD, &self.node_pool_crd),
+            (NODE_CLAIM_CRD, &self.node_claim_crd),
+            (NODE_CLASS_CRD, &self.node_class_crd),
+        ] {
+            match self.health.observe(name, || store.state()) {
+                Observed::Found(crds) => all.extend(crds),
+                Observed::Absent => {}
+                Observed::Unknown(u) => return Observed::Unknown(u),
+            }
+        }
+        Observed::Found(all)
+    }
+
+    /// Every webhook of both kinds of configuration: unknown while either watch is.
+    fn webhooks(&self) -> Observed<Vec<crate::snapshot::Webhook>> {
+        let validating = self
+            .health
+            .observe(VALIDATING_WEBHOOKS, || self.validating_webhooks.state());
+        let mutating = self
+            .health
+            .observe(MUTATING_WEBHOOKS, || self.mutating_webhooks.state());
+        match (validating, mutating) {
+            (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => Observed::Unknown(u),
+            (v, m) => {
+                let mut all = Vec::new();
+                for c in v.found().into_iter().flatten() {
+                    all.extend(crate::snapshot::webhooks_of(
+                        "ValidatingWebhookConfiguration",
+                        &c.metadata,
+                        c.webhooks
+                            .iter()
+                            .flatten()
+                            .map(|w| (&w.name, &w.client_config)),
+                    ));
+                }
+                for c in m.found().into_iter().flatten() {
+                    all.extend(crate::snapshot::webhooks_of(
+                        "MutatingWebhookConfiguration",
+                        &c.metadata,
+                        c.webhooks
+                            .iter()
+                            .flatten()
+                            .map(|w| (&w.name, &w.client_config)),
+                    ));
+                }
+                Observed::Found(all)
+            }
+        }
+    }
+
+    /// Reads the API server's `/version` (a non-resource URL every authenticated user may get,
+    /// through `system:public-info-viewer`): the Kubernetes version where EKS cannot be read.
+    pub async fn refresh_apiserver_version(&self, client: &Client) {
+        let observed = match client.apiserver_version().await {
+            Ok(info) => Observed::Found(info.git_version),
+            Err(error) => {
+                Observed::unknown(cause_of_api_error(&error), format!("GET /version: {error}"))
+            }
+        };
+        *self
+            .apiserver_version
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = observed;
     }
 
     /// Names of every NodePool in the cache that refers to some EC2NodeClass, with that class.

@@ -158,6 +158,10 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             aws_node_role_arn: offline(),
             configured_cluster_name: None,
             node_class_generation_seen_at: None,
+            apiserver_version: offline(),
+            karpenter_crds: offline(),
+            karpenter_webhooks: offline(),
+            service_endpoints: Default::default(),
             vpc_cni: offline(),
         },
         aws: AwsFacts {

@@ -128,6 +128,11 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
             .node_pools
             .found()
             .is_some_and(|pools| pools.iter().any(allows_spot)),
+        // Every class asks: a class without block devices still encrypts its root volume with
+        // the account's default key (`VolumeEncryptionReady`).
+        volume_keys: Some(
+            karpenter_health_checks::rules::volume_encryption::volume_keys(node_class),
+        ),
         subnet_ids: karpenter_health_checks::rules::subnets::status_subnet_ids(node_class),
         subnet_selector_terms: node_class.spec.subnet_selector_terms.clone(),
     }

@@ -133,6 +133,9 @@ fn standby_caches(
         drained(inputs.karpenter_deployment),
         drained(inputs.service_accounts),
         drained(inputs.node_pool_crd),
+        drained(inputs.validating_webhooks),
+        drained(inputs.mutating_webhooks),
+        drained(inputs.endpoints),
         drained(inputs.aws_node_daemonset),
         inputs.inputs_changed,
     ];
@@ -154,6 +157,17 @@ async fn run_controller(
     shutdown: SharedShutdown,
 ) -> anyhow::Result<()> {
     let (kube_facts, inputs) = KubeFacts::new(&client, &config.watch_targets());
+    // The API server's /version: the Kubernetes version where EKS cannot be read. It changes
+    // only with a control-plane upgrade, so it is re-read every ten minutes, not per reconcile.
+    let _version_refresh = {
+        let (facts, client) = (kube_facts.clone(), client.clone());
+        AbortOnDrop(tokio::spawn(async move {
+            loop {
+                facts.refresh_apiserver_version(&client).await;
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+            }
+        }))
+    };
     let metrics = process.metrics.clone();
     metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
@@ -252,6 +266,16 @@ async fn run_controller(
             inputs.node_pool_crd,
             triggers.mapper(|t, _| t.all_classes()),
         )
+        // Webhooks and their Services' endpoints: every class's KarpenterVersionCompatible.
+        .watches_stream(
+            inputs.validating_webhooks,
+            triggers.mapper(|t, _| t.all_classes()),
+        )
+        .watches_stream(
+            inputs.mutating_webhooks,
+            triggers.mapper(|t, _| t.all_classes()),
+        )
+        .watches_stream(inputs.endpoints, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(
             inputs.aws_node_daemonset,
             triggers.mapper(|t, _| t.all_classes()),
@@ -358,4 +382,13 @@ fn serve_probes(
             tracing::error!(%error, "HTTP endpoints failed");
         }
     });
+}
+
+/// Aborts a background task when the controller that started it returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -106,7 +106,7 @@ impl Default for Metrics {
         let status_patches = Counter::default();
         registry.register(
             "status_patches",
-            "Status writes (only on change)",
+            "Status writes (the first Pending write, then only on change)",
             status_patches.clone(),
         );
         let change_to_status = Histogram::new(LATENCY_BUCKETS);

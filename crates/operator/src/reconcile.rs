@@ -76,6 +76,7 @@ async fn reconcile_in_span(
         let pending =
             KarpenterHealthStatus::pending(Time(status_clock()), node_class.metadata.generation);
         health_object::patch_status(&healths, &name, &pending).await?;
+        ctx.metrics.status_patched();
         previous = Some(pending);
     }
 

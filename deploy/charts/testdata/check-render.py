@@ -108,8 +108,10 @@ def check_default(path):
           "default: no ServiceAccount annotations")
     karpenter_role = objs[("Role", "karpenter-health-karpenter")]
     check(karpenter_role["metadata"]["namespace"] == "kube-system", "default: Karpenter Role in kube-system")
-    check([r["resourceNames"] for r in karpenter_role["rules"]] == [["karpenter"], ["karpenter"]],
-          "default: Karpenter Role pinned to the binary's default names")
+    check([r.get("resourceNames") for r in karpenter_role["rules"]] == [["karpenter"], ["karpenter"], None],
+          "default: Karpenter Role pinned to the binary's default names (Endpoints: any webhook Service)")
+    check(karpenter_role["rules"][2] == {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["list", "watch"]},
+          f"default: the Karpenter Role only reads Endpoints: {karpenter_role['rules'][2]}")
     lease = objs[("Role", "karpenter-health-leader-election")]
     check(lease["rules"][1]["resourceNames"] == ["karpenter-health"], "default: Lease Role pinned to karpenter-health")
     check(not any(r.get("resourceNames") == ["karpenterhealths.karpenter-health.io"]
@@ -167,7 +169,7 @@ def check_all(path):
     check(role["metadata"]["namespace"] == "karpenter", "all: the Karpenter Role lives in settings.karpenterNamespace")
     check(objs[("RoleBinding", "kh-operator-karpenter")]["metadata"]["namespace"] == "karpenter",
           "all: its RoleBinding too")
-    check([r["resourceNames"] for r in role["rules"]] == [["karpenter-controller"], ["karpenter-sa"]],
+    check([r.get("resourceNames") for r in role["rules"]] == [["karpenter-controller"], ["karpenter-sa"], None],
           f"all: Karpenter Role pinned to the configured names: {role['rules']}")
     check(objs[("Role", "kh-operator-kube-system")]["metadata"]["namespace"] == "kube-system",
           "all: aws-auth/aws-node Role stays in kube-system")

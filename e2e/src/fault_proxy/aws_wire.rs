@@ -144,9 +144,13 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
     let (status, code, message) = match (service, fault) {
         ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
         ("eks", Fault::Throttle) => (429, "ThrottlingException", "Rate exceeded"),
-        ("sqs" | "events", Fault::Throttle) => (400, "ThrottlingException", "Rate exceeded"),
-        ("sqs" | "events", Fault::ServerError) => (500, "InternalFailure", "Internal failure"),
-        ("sqs" | "events", _) => (
+        ("sqs" | "events" | "kms", Fault::Throttle) => {
+            (400, "ThrottlingException", "Rate exceeded")
+        }
+        ("sqs" | "events" | "kms", Fault::ServerError) => {
+            (500, "InternalFailure", "Internal failure")
+        }
+        ("sqs" | "events" | "kms", _) => (
             400,
             "AccessDeniedException",
             "User is not authorized to perform this operation",
@@ -182,7 +186,7 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
                  <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
             ),
         ),
-        "eks" | "sqs" | "events" => respond(
+        "eks" | "sqs" | "events" | "kms" => respond(
             status,
             "application/json",
             &[("x-amzn-errortype", code)],
@@ -322,6 +326,36 @@ pub(super) fn xml_escape(s: &str) -> String {
 }
 
 /// An awsQuery XML answer (IAM).
+/// The ARN of the AWS-managed EBS key's alias in `region` of moto's account.
+pub(super) fn aws_ebs_alias_arn(region: &str) -> String {
+    let partition = if region.starts_with("us-isob-") {
+        "aws-iso-b"
+    } else if region.starts_with("us-iso") {
+        "aws-iso"
+    } else if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else {
+        "aws"
+    };
+    format!("arn:{partition}:kms:{region}:123456789012:alias/aws/ebs")
+}
+
+/// EC2 GetEbsDefaultKmsKeyId's answer, in the ec2Query shape the EC2 API reference documents.
+pub(super) fn ebs_default_kms_key_id(key: &str) -> Response<Full<Bytes>> {
+    respond(
+        200,
+        "text/xml;charset=UTF-8",
+        &[],
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<GetEbsDefaultKmsKeyIdResponse \
+             xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>fault-proxy</requestId>\
+             <kmsKeyId>{key}</kmsKeyId></GetEbsDefaultKmsKeyIdResponse>"
+        ),
+    )
+}
+
 pub(super) fn query_xml(status: u16, body: String) -> Response<Full<Bytes>> {
     respond(status, "text/xml", &[], body)
 }

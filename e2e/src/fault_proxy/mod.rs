@@ -86,6 +86,9 @@ struct State {
     counts: BTreeMap<(String, String), usize>,
     /// Serve IAM SimulatePrincipalPolicy (moto has none).
     simulator: bool,
+    /// What EC2 GetEbsDefaultKmsKeyId answers (moto has none); `None`: the AWS-managed
+    /// `alias/aws/ebs` of the request's region, as for an account that never changed it.
+    ebs_default_kms_key: Option<String>,
 }
 
 /// The running proxy; stops when dropped.
@@ -207,6 +210,11 @@ impl FaultProxy {
         lock(&self.state)
             .pod_identity
             .insert(cluster.to_owned(), associations);
+    }
+
+    /// Make EC2 GetEbsDefaultKmsKeyId answer `key` (an ARN) instead of the aws/ebs alias.
+    pub fn set_ebs_default_kms_key(&self, key: Option<&str>) {
+        lock(&self.state).ebs_default_kms_key = key.map(str::to_owned);
     }
 
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
@@ -345,6 +353,23 @@ async fn handle(
         if let Some(associations) = served {
             return Ok(pod_identity_associations(&call, &associations));
         }
+    }
+
+    // Always served: moto lacks it, and every EC2NodeClass without its own key reads it.
+    if call.service == "ec2" && call.operation == "GetEbsDefaultKmsKeyId" {
+        let region = probe
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split("Credential=").nth(1))
+            .and_then(|c| c.split('/').nth(2))
+            .unwrap_or("us-east-1")
+            .to_owned();
+        let key = lock(&state)
+            .ebs_default_kms_key
+            .clone()
+            .unwrap_or_else(|| aws_wire::aws_ebs_alias_arn(&region));
+        return Ok(aws_wire::ebs_default_kms_key_id(&key));
     }
 
     if call.service == "iam"

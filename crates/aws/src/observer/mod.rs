@@ -18,6 +18,7 @@ mod options;
 mod pod_identity;
 mod shared;
 mod sts;
+mod volumes;
 
 pub use controller::simulations;
 pub use ec2::{instance_filters, security_group_filters};
@@ -28,7 +29,9 @@ use crate::cache::{Cache, Read, Ttls};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
-use crate::ports::{Ec2Api, EksApi, EventsApi, IamApi, RoleData, Simulation, SqsApi, StsApi};
+use crate::ports::{
+    Ec2Api, EksApi, EventsApi, IamApi, KmsApi, RoleData, Simulation, SqsApi, StsApi,
+};
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
 use futures::{FutureExt, join};
@@ -68,6 +71,8 @@ pub struct AwsRequest {
     /// which subnets to read.
     pub subnet_ids: Vec<String>,
     pub subnet_selector_terms: Vec<SelectorTerm>,
+    /// The KMS keys the class's volumes use; `None` when not asked.
+    pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,
 }
 
 /// What identifies the controller's role and the permission questions about it.
@@ -121,6 +126,7 @@ struct Inner {
     sts: Arc<dyn StsApi>,
     sqs: Arc<dyn SqsApi>,
     events: Arc<dyn EventsApi>,
+    kms: Arc<dyn KmsApi>,
     region: Option<String>,
     options: ObserverOptions,
     limiters: Limiters,
@@ -151,6 +157,12 @@ struct Inner {
     nat_gateways: Cache<String, Vec<karpenter_health_checks::facts::NatGatewayFacts>>,
     vpc_endpoints: Cache<String, Vec<karpenter_health_checks::facts::VpcEndpointFacts>>,
     vpc_attributes: Cache<(String, crate::ports::VpcAttribute), bool>,
+    ebs_by_default: Cache<(), bool>,
+    ebs_default_key: Cache<(), String>,
+    /// By the reference the volumes use (id, ARN, alias).
+    kms_keys: Cache<String, karpenter_health_checks::facts::KmsKeyFacts>,
+    /// By (key ARN, grantee).
+    kms_grants: Cache<(String, String), Vec<karpenter_health_checks::facts::KmsGrantFacts>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -174,6 +186,7 @@ impl AwsObserver {
             ports.clone(),
             ports.clone(),
             ports.clone(),
+            ports.clone(),
             ports,
             region,
             options,
@@ -189,6 +202,7 @@ impl AwsObserver {
         sts: Arc<dyn StsApi>,
         sqs: Arc<dyn SqsApi>,
         events: Arc<dyn EventsApi>,
+        kms: Arc<dyn KmsApi>,
         region: Option<String>,
         options: ObserverOptions,
     ) -> Self {
@@ -213,6 +227,7 @@ impl AwsObserver {
                 sts,
                 sqs,
                 events,
+                kms,
                 region,
                 limiters: Limiters::new(options.rate_limits),
                 counters: Counters::default(),
@@ -235,6 +250,10 @@ impl AwsObserver {
                 nat_gateways: Cache::new(ttls),
                 vpc_endpoints: Cache::new(ttls),
                 vpc_attributes: Cache::new(ttls),
+                ebs_by_default: Cache::new(account_ttls),
+                ebs_default_key: Cache::new(account_ttls),
+                kms_keys: Cache::new(ttls),
+                kms_grants: Cache::new(ttls),
                 options,
             }),
         }
@@ -397,8 +416,19 @@ impl AwsObserver {
                 None
             }
         };
-        let (controller, oidc, queue, slr) =
-            join!(controller_read, oidc_read, queue_read, slr_read);
+        let volumes_read = async {
+            match &request.volume_keys {
+                Some(keys) => Some(self.volumes(keys, controller_role_arn.as_deref()).await),
+                None => None,
+            }
+        };
+        let (controller, oidc, queue, slr, volumes) = join!(
+            controller_read,
+            oidc_read,
+            queue_read,
+            slr_read,
+            volumes_read
+        );
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
@@ -444,6 +474,12 @@ impl AwsObserver {
             "cluster_instances",
             instances.as_ref().and_then(Read::stale_age),
         );
+        if let Some(v) = &volumes {
+            note("ebs_encryption", v.ebs.as_ref().and_then(Read::stale_age));
+            for read in v.keys.values() {
+                note("kms_keys", read.stale_age());
+            }
+        }
 
         let facts = AwsFacts {
             region: inner.region.clone(),
@@ -479,6 +515,18 @@ impl AwsObserver {
             cluster_vpc: cluster_vpc.clone(),
             subnets: subnets.current.clone(),
             vpc_networks: networks.iter().cloned().collect(),
+            ebs_encryption: volumes
+                .as_ref()
+                .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
+            kms_keys: volumes
+                .as_ref()
+                .map(|v| {
+                    v.keys
+                        .iter()
+                        .map(|(k, r)| (k.clone(), r.current.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         let last_good = AwsFacts {
             region: inner.region.clone(),
@@ -515,6 +563,18 @@ impl AwsObserver {
             },
             subnets: good(&subnets).unwrap_or_default(),
             vpc_networks: networks.into_iter().collect(),
+            ebs_encryption: volumes
+                .as_ref()
+                .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),
+            kms_keys: volumes
+                .as_ref()
+                .map(|v| {
+                    v.keys
+                        .iter()
+                        .map(|(k, r)| (k.clone(), good(r).unwrap_or_default()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         AwsObservation {
             facts,

@@ -109,6 +109,36 @@ impl Ec2Api for SdkPorts {
         .boxed()
     }
 
+    fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>> {
+        async move {
+            let out = self
+                .ec2
+                .get_ebs_encryption_by_default()
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            out.ebs_encryption_by_default()
+                .ok_or_else(|| super::missing(Service::Ec2, "EbsEncryptionByDefault"))
+        }
+        .boxed()
+    }
+
+    fn get_ebs_default_kms_key_id(&self) -> BoxFuture<'_, PortResult<String>> {
+        async move {
+            let out = self
+                .ec2
+                .get_ebs_default_kms_key_id()
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            out.kms_key_id()
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| super::missing(Service::Ec2, "KmsKeyId"))
+        }
+        .boxed()
+    }
+
     fn describe_subnets<'a>(
         &'a self,
         filters: &'a [Filter],

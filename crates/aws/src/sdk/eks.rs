@@ -35,6 +35,7 @@ impl EksApi for SdkPorts {
                     .and_then(|i| i.oidc())
                     .and_then(|o| o.issuer())
                     .map(str::to_owned),
+                version: c.version().map(str::to_owned),
                 subnet_ids: c
                     .resources_vpc_config()
                     .map(|v| v.subnet_ids().to_vec())

@@ -16,6 +16,7 @@ mod ec2;
 mod eks;
 mod events;
 mod iam;
+mod kms;
 mod sqs;
 mod sts;
 
@@ -81,6 +82,7 @@ pub struct SdkPorts {
     sts: aws_sdk_sts::Client,
     sqs: aws_sdk_sqs::Client,
     events: aws_sdk_eventbridge::Client,
+    kms: aws_sdk_kms::Client,
     sweep_timeouts: TimeoutConfig,
 }
 
@@ -119,6 +121,7 @@ impl SdkPorts {
             sts: client!(aws_sdk_sts, "sts"),
             sqs: client!(aws_sdk_sqs, "sqs"),
             events: client!(aws_sdk_eventbridge, "events"),
+            kms: client!(aws_sdk_kms, "kms"),
             sweep_timeouts: options.sweep_timeouts.config(),
         }
     }

@@ -100,6 +100,7 @@ pub fn world() -> FakeState {
             vpc_id: Some("vpc-a".into()),
             authentication_mode: Some("API_AND_CONFIG_MAP".into()),
             oidc_issuer: None,
+            version: Some("1.31".into()),
             subnet_ids: vec!["subnet-a1".into()],
             ip_family: Some("ipv4".into()),
         },
@@ -287,6 +288,7 @@ pub fn options() -> ObserverOptions {
 pub fn observer(fake: &FakeAws, options: ObserverOptions) -> AwsObserver {
     let f = Arc::new(fake.clone());
     AwsObserver::with_ports(
+        f.clone(),
         f.clone(),
         f.clone(),
         f.clone(),

@@ -10,6 +10,7 @@ pub mod controller_can_launch;
 pub mod instance_profile;
 pub mod interruption_handling;
 pub mod karpenter_status;
+pub mod karpenter_version;
 pub mod labels_allowed;
 pub mod metadata_options;
 pub mod node_network;
@@ -19,6 +20,7 @@ pub mod nodeclaims_registered;
 pub mod security_groups;
 pub mod spot_ready;
 pub mod subnets;
+pub mod volume_encryption;
 
 use crate::facts::{Facts, Observed, Settings, UnknownCause, Unobserved};
 use crate::warnings::Warning;
@@ -68,6 +70,9 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     // Where nodes land (issue 12).
     outcomes.push(subnets::check(&ctx));
     outcomes.push(node_network::check(&ctx));
+    // What a launched node needs to boot and what this Karpenter needs to run (issue 12).
+    outcomes.push(volume_encryption::check(&ctx));
+    outcomes.push(karpenter_version::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

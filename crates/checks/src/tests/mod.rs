@@ -7,3 +7,4 @@ mod properties;
 mod reasons;
 mod scenarios;
 mod strategies;
+mod volumes_and_versions;

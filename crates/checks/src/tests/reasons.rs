@@ -191,6 +191,56 @@ sentences! {
         Facts::healthy().with_spot(Some(Observed::Absent))
         => SpotReady is False because SpotServiceLinkedRoleMissing;
 
+    // VolumeEncryptionReady.
+    volumes_encrypted_by_nothing_are_volume_encryption_not_used:
+        Facts::healthy().with(|f| {
+            f.cluster.node_class.spec.block_device_mappings = vec![karpenter_health_api::karpenter::BlockDeviceMapping {
+                device_name: Some("/dev/xvda".into()),
+                ebs: Some(karpenter_health_api::karpenter::BlockDevice { encrypted: Some(false), kms_key_id: None }),
+            }];
+        })
+        => VolumeEncryptionReady is True because VolumeEncryptionNotUsed;
+    the_aws_managed_default_key_is_volume_encryption_keys_usable:
+        Facts::healthy() => VolumeEncryptionReady is True because VolumeEncryptionKeysUsable;
+    a_named_key_absent_from_kms_is_kms_key_not_found:
+        Facts::healthy().with_volume_key("alias/gone", Observed::Absent)
+        => VolumeEncryptionReady is False because KmsKeyNotFound;
+    a_disabled_key_is_kms_key_disabled:
+        Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Disabled", &default_key_policy())))
+        => VolumeEncryptionReady is False because KmsKeyDisabled;
+    a_key_scheduled_for_deletion_is_kms_key_pending_deletion:
+        Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "PendingDeletion", &default_key_policy())))
+        => VolumeEncryptionReady is False because KmsKeyPendingDeletion;
+    a_key_without_material_is_kms_key_pending_import:
+        Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "PendingImport", &default_key_policy())))
+        => VolumeEncryptionReady is False because KmsKeyPendingImport;
+    a_key_being_created_is_kms_key_state_transient:
+        Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Creating", &default_key_policy())))
+        => VolumeEncryptionReady is Unknown because KmsKeyStateTransient;
+    a_key_policy_for_lambda_only_is_kms_key_policy_denies_ec2:
+        Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Enabled", LAMBDA_ONLY_KEY_POLICY)))
+        => VolumeEncryptionReady is False because KmsKeyPolicyDeniesEc2;
+
+    // KarpenterVersionCompatible.
+    karpenter_1_8_on_kubernetes_1_29_is_karpenter_version_supported:
+        Facts::healthy() => KarpenterVersionCompatible is True because KarpenterVersionSupported;
+    karpenter_1_0_1_on_kubernetes_1_31_is_kubernetes_version_unsupported:
+        Facts::healthy().with_karpenter_version("1.0.1").with(|f| if let Observed::Found(e) = &mut f.aws.eks_cluster { e.version = Some("1.31".into()) })
+        => KarpenterVersionCompatible is False because KubernetesVersionUnsupported;
+    kubernetes_newer_than_the_matrix_is_kubernetes_version_not_in_matrix:
+        Facts::healthy().with(|f| if let Observed::Found(e) = &mut f.aws.eks_cluster { e.version = Some("1.99".into()) })
+        => KarpenterVersionCompatible is Unknown because KubernetesVersionNotInMatrix;
+    a_nodepool_crd_without_status_nodes_under_1_8_6_is_crds_older_than_controller:
+        Facts::healthy().with_crd("nodepools.karpenter.sh", |c| { c.fields.remove("status.nodes"); })
+        => KarpenterVersionCompatible is False because CrdsOlderThanController;
+    a_stored_v1beta1_on_1_8_is_stored_versions_stale:
+        Facts::healthy().with_crd("nodeclaims.karpenter.sh", |c| c.stored_versions.push("v1beta1".into()))
+        => KarpenterVersionCompatible is False because StoredVersionsStale;
+    a_conversion_webhook_to_a_missing_service_is_webhook_service_missing:
+        Facts::healthy().with_crd("nodepools.karpenter.sh", |c| c.conversion_service = Some("kube-system/karpenter".into()))
+            .with(|f| { f.cluster.service_endpoints.insert("kube-system/karpenter".into(), Observed::Absent); })
+        => KarpenterVersionCompatible is False because WebhookServiceMissing;
+
     // InstanceProfileReady.
     a_generated_profile_holding_spec_role_is_instance_profile_valid:
         Facts::healthy() => InstanceProfileReady is True because InstanceProfileValid;

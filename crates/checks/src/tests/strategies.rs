@@ -27,6 +27,16 @@ pub(super) enum Fact {
     PendingPods,
     /// The EKS Pod Identity roles of aws-node and the Karpenter controller.
     PodIdentity,
+    /// The account's EBS encryption defaults.
+    EbsEncryption,
+    /// Every KMS key looked up.
+    KmsKeys,
+    /// The API server's /version.
+    ApiserverVersion,
+    KarpenterCrds,
+    Webhooks,
+    /// Every webhook Service's endpoints.
+    ServiceEndpoints,
     /// The selected subnets (issue 12).
     Subnets,
     ClusterVpc,
@@ -36,7 +46,7 @@ pub(super) enum Fact {
     VpcCni,
 }
 
-pub(super) const ALL_FACTS: [Fact; 19] = [
+pub(super) const ALL_FACTS: [Fact; 25] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -52,6 +62,12 @@ pub(super) const ALL_FACTS: [Fact; 19] = [
     Fact::NodeClaims,
     Fact::PendingPods,
     Fact::PodIdentity,
+    Fact::EbsEncryption,
+    Fact::KmsKeys,
+    Fact::ApiserverVersion,
+    Fact::KarpenterCrds,
+    Fact::Webhooks,
+    Fact::ServiceEndpoints,
     Fact::Subnets,
     Fact::ClusterVpc,
     Fact::VpcNetwork,
@@ -99,6 +115,24 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
         Fact::PodIdentity => {
             for role in f.aws.pod_identity_roles.values_mut() {
                 *role = cause.map_or(Observed::Found(None), unknown);
+            }
+        }
+        Fact::EbsEncryption => {
+            if f.aws.ebs_encryption.is_some() {
+                f.aws.ebs_encryption = Some(to(cause));
+            }
+        }
+        Fact::KmsKeys => {
+            for key in f.aws.kms_keys.values_mut() {
+                *key = to(cause);
+            }
+        }
+        Fact::ApiserverVersion => f.cluster.apiserver_version = to(cause),
+        Fact::KarpenterCrds => f.cluster.karpenter_crds = list(cause),
+        Fact::Webhooks => f.cluster.karpenter_webhooks = list(cause),
+        Fact::ServiceEndpoints => {
+            for endpoints in f.cluster.service_endpoints.values_mut() {
+                *endpoints = to(cause);
             }
         }
         Fact::Subnets => f.aws.subnets = list(cause),
@@ -149,6 +183,26 @@ pub(super) enum Mutation {
     ManyBadPods(usize),
     /// The controller's wiring (issue 11).
     Wiring(Wiring),
+    /// Volume encryption and version skew (issue 12).
+    Beyond(Beyond),
+}
+
+/// Mutations of what a launched node needs to boot and what this Karpenter needs to run.
+#[derive(Clone, Debug)]
+pub(super) enum Beyond {
+    /// The one volume names this key; KMS answers with this state and policy, or absent.
+    VolumeKey(String, String, String, bool),
+    /// No volume is encrypted and the account does not encrypt by default.
+    Unencrypted,
+    /// The EKS cluster's Kubernetes version.
+    KubernetesVersion(String),
+    /// A CRD (by index) loses a table field (by index).
+    CrdField(usize, usize),
+    /// A CRD (by index) still stores v1beta1.
+    StoredV1beta1(usize),
+    /// A CRD (by index) converts through this Service, whose endpoints are: absent (0), none
+    /// ready (1), ready (2), unknown (3).
+    Conversion(usize, u8),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -265,7 +319,85 @@ pub(super) fn mutation() -> impl Strategy<Value = Mutation> {
         1 => prop::option::of(prop::option::of(text(&["disabled", "enabled"]))).prop_map(Mutation::MetadataIpv6),
         1 => (0usize..80).prop_map(Mutation::ManyBadPods),
         3 => wiring().prop_map(Mutation::Wiring),
+        2 => beyond().prop_map(Mutation::Beyond),
     ]
+}
+
+fn beyond() -> impl Strategy<Value = Beyond> {
+    // The volume key has four dimensions to hit (key, state, policy, found): it gets more draws,
+    // or the generator rarely reaches KmsKeyPolicyDeniesEc2 once the other mutations dilute it.
+    prop_oneof![
+        2 => (
+            text(&[KMS_KEY, "alias/ebs", "alias/aws/ebs"]),
+            text(&[
+                "Enabled",
+                "Disabled",
+                "PendingDeletion",
+                "PendingImport",
+                "Creating"
+            ]),
+            text(&[&default_key_policy(), LAMBDA_ONLY_KEY_POLICY, "{"]),
+            any::<bool>()
+        )
+            .prop_map(|(k, st, p, a)| Beyond::VolumeKey(k, st, p, a)),
+        1 => Just(Beyond::Unencrypted),
+        1 => text(&["1.29", "1.31", "1.36", "1.99", "v1.30.2-eks-1"])
+            .prop_map(Beyond::KubernetesVersion),
+        1 => (0usize..3, 0usize..8).prop_map(|(c, f)| Beyond::CrdField(c, f)),
+        1 => (0usize..3).prop_map(Beyond::StoredV1beta1),
+        1 => (0usize..3, 0u8..4).prop_map(|(c, s)| Beyond::Conversion(c, s)),
+    ]
+}
+
+fn apply_beyond(f: &mut Facts, b: &Beyond) {
+    use crate::karpenter_versions::CRD_FIELDS;
+    use karpenter_health_api::karpenter::{BlockDevice, BlockDeviceMapping};
+    let crd_name = |i: usize| current_crds()[i % 3].name.clone();
+    match b {
+        Beyond::VolumeKey(key, state, policy, absent) => {
+            let found = if *absent {
+                Observed::Absent
+            } else {
+                Observed::Found(kms_key(key, state, policy))
+            };
+            *f = f.clone().with_volume_key(key, found);
+        }
+        Beyond::Unencrypted => {
+            f.cluster.node_class.spec.block_device_mappings = vec![BlockDeviceMapping {
+                device_name: Some("/dev/xvda".into()),
+                ebs: Some(BlockDevice::default()),
+            }];
+        }
+        Beyond::KubernetesVersion(v) => {
+            if let Observed::Found(e) = &mut f.aws.eks_cluster {
+                e.version = Some(v.clone());
+            }
+        }
+        Beyond::CrdField(c, i) => {
+            let path = CRD_FIELDS[i % CRD_FIELDS.len()].path;
+            *f = f.clone().with_crd(&crd_name(*c), |crd| {
+                crd.fields.remove(path);
+            });
+        }
+        Beyond::StoredV1beta1(c) => {
+            *f = f.clone().with_crd(&crd_name(*c), |crd| {
+                crd.stored_versions.push("v1beta1".into())
+            });
+        }
+        Beyond::Conversion(c, state) => {
+            let svc = "kube-system/karpenter".to_owned();
+            *f = f.clone().with_crd(&crd_name(*c), |crd| {
+                crd.conversion_service = Some(svc.clone())
+            });
+            let endpoints = match state {
+                0 => Observed::Absent,
+                1 => Observed::Found(0),
+                2 => Observed::Found(2),
+                _ => unknown(UnknownCause::AccessDenied),
+            };
+            f.cluster.service_endpoints.insert(svc, endpoints);
+        }
+    }
 }
 
 const OWN_POLICY: &str = r#"{"Statement":[{"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"}]}"#;
@@ -549,6 +681,7 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
                     })
         }
         Mutation::Wiring(w) => apply_wiring(f, w),
+        Mutation::Beyond(b) => apply_beyond(f, b),
         Mutation::ManyBadPods(n) => {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
                 for i in 0..*n {

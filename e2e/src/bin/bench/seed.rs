@@ -97,6 +97,7 @@ pub async fn aws(bed: &Bed) -> Result<AwsSeed> {
             &role_arn("bench-cluster"),
             &vpc,
             Some(&subnets[0].0),
+            "1.29",
         )
         .await?;
     // The controller's wiring, all healthy: the cluster's OIDC provider, a controller role that

@@ -1,0 +1,414 @@
+//! `VolumeEncryptionReady`: the KMS keys this EC2NodeClass's EBS volumes are encrypted with (named
+//! in `spec.blockDeviceMappings[].ebs.kmsKeyID`, or the account's default EBS key) exist, are
+//! enabled, and their key policy lets EC2 use them on the account's behalf. A key EC2 may not
+//! use makes every node terminate seconds after launch with `Client.InternalError`
+//! (aws/karpenter-provider-aws #1407, #3767), and Karpenter only sees the instance vanish.
+//! Pure: no IO.
+
+use super::{Check, Context, Outcome, Why};
+use crate::facts::{KmsGrantFacts, KmsKeyFacts, Observed};
+use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use std::collections::BTreeSet;
+
+/// The AWS-managed EBS key: its policy always lets EC2 in the account use it, and EC2 creates it
+/// on first use, so it is never a finding (nor looked up).
+pub const AWS_MANAGED_EBS_ALIAS: &str = "alias/aws/ebs";
+
+/// What EC2 calls on a customer-managed key to create and attach an encrypted volume (the EBS
+/// user guide's key policy requirements; `kms:ReEncrypt*` checked as both of its actions).
+pub const EC2_KMS_ACTIONS: [&str; 6] = [
+    "kms:CreateGrant",
+    "kms:Decrypt",
+    "kms:GenerateDataKeyWithoutPlaintext",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+    "kms:DescribeKey",
+];
+
+/// Whether the volumes use the account's default EBS key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultKeyUse {
+    /// Every volume names its own key.
+    Never,
+    /// Some volume is not asked to be encrypted: it uses the default key only when the account
+    /// encrypts by default.
+    IfEncryptedByDefault,
+    /// Some volume is encrypted without a key named, or the class has no block devices at all
+    /// (Karpenter's AMI families then give an encrypted root volume:
+    /// `pkg/providers/amifamily/*.go DefaultBlockDeviceMappings`).
+    Always,
+}
+
+/// The KMS keys a class's volumes name, and whether they use the account's default key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeKeys {
+    pub named: BTreeSet<String>,
+    pub default: DefaultKeyUse,
+}
+
+/// The keys `class` encrypts its volumes with, as written.
+pub fn volume_keys(class: &EC2NodeClass) -> VolumeKeys {
+    let mappings = &class.spec.block_device_mappings;
+    let mut named = BTreeSet::new();
+    let mut default = if mappings.is_empty() {
+        DefaultKeyUse::Always
+    } else {
+        DefaultKeyUse::Never
+    };
+    for ebs in mappings.iter().filter_map(|m| m.ebs.as_ref()) {
+        match ebs.kms_key_id.as_deref().map(str::trim) {
+            Some(key) if !key.is_empty() => {
+                named.insert(key.to_owned());
+            }
+            _ if ebs.encrypted == Some(true) => default = DefaultKeyUse::Always,
+            _ if default == DefaultKeyUse::Never => default = DefaultKeyUse::IfEncryptedByDefault,
+            _ => {}
+        }
+    }
+    VolumeKeys { named, default }
+}
+
+/// Whether a key reference names the AWS-managed EBS key (`alias/aws/ebs` or its alias ARN).
+pub fn is_aws_managed_ebs_alias(key: &str) -> bool {
+    key == AWS_MANAGED_EBS_ALIAS || key.ends_with(":alias/aws/ebs")
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::VolumeEncryptionReady, "volume-encryption");
+    let keys = volume_keys(&ctx.facts.cluster.node_class);
+    // (reference, how the volumes come to use it)
+    let mut refs: Vec<(String, &str)> = keys
+        .named
+        .iter()
+        .map(|k| (k.clone(), "named in spec.blockDeviceMappings"))
+        .collect();
+    let mut default_off = false;
+    if keys.default != DefaultKeyUse::Never {
+        match &ctx.facts.aws.ebs_encryption {
+            None | Some(Observed::Absent) => c.unknown(Why::new(
+                Reason::NotObserved,
+                "The account's EBS encryption defaults have not been read yet.",
+            )),
+            Some(Observed::Unknown(u)) => {
+                c.unknown(Why::unobserved("The account's EBS encryption defaults", u))
+            }
+            Some(Observed::Found(e)) if keys.default == DefaultKeyUse::Always || e.by_default => {
+                match &e.default_kms_key_id {
+                    Observed::Found(id) => refs.push((id.clone(), "the account's default EBS key")),
+                    Observed::Absent => refs.push((
+                        AWS_MANAGED_EBS_ALIAS.to_owned(),
+                        "the account's default EBS key",
+                    )),
+                    Observed::Unknown(u) => {
+                        c.unknown(Why::unobserved("The account's default EBS KMS key", u))
+                    }
+                }
+            }
+            Some(Observed::Found(_)) => default_off = true,
+        }
+    }
+    if refs.is_empty() {
+        let message = if default_off {
+            "No volume names a KMS key and the account does not encrypt EBS by default: nothing \
+             to check."
+        } else {
+            "Every volume names no KMS key: nothing to check."
+        };
+        return c.finish(Reason::VolumeEncryptionNotUsed, message);
+    }
+    let mut usable = Vec::new();
+    for (key, origin) in &refs {
+        if is_aws_managed_ebs_alias(key) {
+            usable.push(format!("{key} (AWS-managed)"));
+            continue;
+        }
+        let shown = crate::clip(key, 256);
+        match ctx.facts.aws.kms_keys.get(key) {
+            None => c.unknown(Why::new(
+                Reason::NotObserved,
+                format!("KMS key {shown} ({origin}) has not been looked up yet."),
+            )),
+            Some(Observed::Unknown(u)) => {
+                c.unknown(Why::unobserved(&format!("KMS key {shown} ({origin})"), u))
+            }
+            Some(Observed::Absent) => c.fail(
+                Reason::KmsKeyNotFound,
+                format!(
+                    "KMS key {shown} ({origin}) does not exist: every node of this EC2NodeClass \
+                     terminates seconds after launch (Client.InternalError)."
+                ),
+                vec![ctx.node_class_subject(), SubjectRef::new("KMSKey", &*shown)],
+            ),
+            Some(Observed::Found(k)) => {
+                if check_key(ctx, &mut c, &shown, origin, k) {
+                    usable.push(shown.into_owned());
+                }
+            }
+        }
+    }
+    let ok = format!(
+        "The volumes' KMS keys are usable by EC2: {}.",
+        super::list_bounded(&usable, 3)
+    );
+    c.finish(Reason::VolumeEncryptionKeysUsable, ok)
+}
+
+/// Judges one key that exists; true when it is usable.
+fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKeyFacts) -> bool {
+    let subjects = || {
+        vec![
+            ctx.node_class_subject(),
+            SubjectRef::new("KMSKey", crate::clip(&k.arn, 256)),
+        ]
+    };
+    let state_reason = match k.state.as_str() {
+        "Enabled" => None,
+        "Disabled" => Some((Reason::KmsKeyDisabled, "is disabled")),
+        "PendingDeletion" => Some((Reason::KmsKeyPendingDeletion, "is pending deletion")),
+        "PendingImport" => Some((Reason::KmsKeyPendingImport, "has no key material imported")),
+        other => {
+            c.unknown(Why::new(
+                Reason::KmsKeyStateTransient,
+                format!(
+                    "KMS key {shown} ({origin}) is in state {}, so whether EC2 can use it is not \
+                     decided.",
+                    crate::clip(other, 64)
+                ),
+            ));
+            return false;
+        }
+    };
+    if let Some((reason, what)) = state_reason {
+        c.fail(
+            reason,
+            format!(
+                "KMS key {shown} ({origin}) {what}: every node of this EC2NodeClass terminates \
+                 seconds after launch (Client.InternalError)."
+            ),
+            subjects(),
+        );
+        return false;
+    }
+    if k.manager.eq_ignore_ascii_case("AWS") {
+        // AWS-managed keys' policies admit EC2 in their own account; they cannot be changed.
+        return true;
+    }
+    let document = match &k.policy {
+        Observed::Found(d) => d,
+        Observed::Absent => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                format!("KMS key {shown} ({origin}) returned no key policy."),
+            ));
+            return false;
+        }
+        Observed::Unknown(u) => {
+            let other_account = key_account(&k.arn)
+                .zip(ctx.facts.aws.account.found())
+                .filter(|(owner, me)| *owner != me.account_id)
+                .map(|(owner, _)| format!(" (a key of account {owner})"))
+                .unwrap_or_default();
+            c.unknown(Why::unobserved(
+                &format!("The key policy of KMS key {shown}{other_account}"),
+                u,
+            ));
+            return false;
+        }
+    };
+    let Some(region) = ctx.facts.aws.region.as_deref() else {
+        c.unknown(Why::new(
+            Reason::RegionUnknown,
+            "The region is unknown, so kms:ViaService for EC2 cannot be decided.",
+        ));
+        return false;
+    };
+    let Some(account) = ctx.facts.aws.account.found() else {
+        let why = match ctx.facts.aws.account.unobserved() {
+            Some(u) => Why::unobserved("The operator's AWS account", u),
+            None => Why::new(Reason::NotObserved, "The AWS account is not known."),
+        };
+        c.unknown(why);
+        return false;
+    };
+    let mut policy = match iam_policy::parse(document) {
+        Ok(p) => p,
+        Err(e) => {
+            // KMS only stores valid policies: a document this parser cannot read is our gap.
+            c.unknown(Why::new(
+                Reason::PolicyUndecided,
+                format!(
+                    "The key policy of KMS key {shown} could not be evaluated ({}).",
+                    crate::clip(&e.0, 256)
+                ),
+            ));
+            return false;
+        }
+    };
+    let root = format!("arn:{}:iam::{}:root", account.partition, account.account_id);
+    // A bare account id as principal means the account's root (IAM's policy grammar).
+    for s in &mut policy.statements {
+        if let Some(p) = &mut s.principals {
+            for a in &mut p.aws {
+                if a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit()) {
+                    *a = format!("arn:{}:iam::{a}:root", account.partition);
+                }
+            }
+        }
+    }
+    let controller = controller_role_arn(ctx);
+    let mut candidates = vec![Principal::Aws(root.clone())];
+    if let Some(arn) = &controller {
+        candidates.push(Principal::Aws(arn.clone()));
+    }
+    let context = RequestContext::new()
+        .with_value("kms:ViaService", &format!("ec2.{region}.amazonaws.com"))
+        .with_value("kms:CallerAccount", &account.account_id)
+        .with_value("aws:PrincipalAccount", &account.account_id)
+        .with_value("kms:GrantIsForAWSResource", "true");
+    let named = [Named {
+        name: "key policy default",
+        policy: &policy,
+    }];
+    let mut denied = Vec::new();
+    let mut undecided = Vec::new();
+    for action in EC2_KMS_ACTIONS {
+        let decisions: Vec<Decision> = candidates
+            .iter()
+            .map(|p| {
+                iam_policy::evaluate(
+                    &named,
+                    &Request {
+                        principal: Some(p),
+                        action,
+                        resource: &k.arn,
+                        context: &context,
+                    },
+                )
+            })
+            .collect();
+        let explicit = decisions.iter().find_map(|d| match d {
+            Decision::ExplicitDeny(at) => Some(at),
+            _ => None,
+        });
+        if let Some(at) = explicit {
+            let at: Vec<String> = at.iter().map(ToString::to_string).collect();
+            denied.push(format!("{action} (denied by {})", at.join(", ")));
+        } else if decisions.iter().any(Decision::is_allowed) {
+            continue;
+        } else if let Some(grant) = controller
+            .as_ref()
+            .and_then(|_| controller_grant(&k.controller_grants, action))
+        {
+            // A grant lets the controller use the key beyond the key policy (an explicit deny
+            // in the policy would still win, and was handled above).
+            match grant {
+                GrantAnswer::Granted => continue,
+                GrantAnswer::Undecided(why) => undecided.push(format!("{action}: {why}")),
+            }
+        } else if let Some(Decision::Undecided(why)) = decisions
+            .iter()
+            .find(|d| matches!(d, Decision::Undecided(_)))
+        {
+            undecided.push(format!("{action}: {}", why.join("; ")));
+        } else if controller.is_none() && names_specific_principals(&policy, &root) {
+            undecided.push(format!(
+                "{action}: allowed only to named principals, and the Karpenter controller's \
+                 role is not known"
+            ));
+        } else {
+            denied.push(action.to_owned());
+        }
+    }
+    if !denied.is_empty() {
+        c.fail(
+            Reason::KmsKeyPolicyDeniesEc2,
+            format!(
+                "The key policy of KMS key {shown} ({origin}) does not let EC2 use it on the \
+                 account's behalf: {} not allowed to the account root or the Karpenter \
+                 controller's role (by the key policy or a grant), nor through \
+                 ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate seconds after \
+                 launch (Client.InternalError).",
+                super::list_bounded(&denied, 3)
+            ),
+            subjects(),
+        );
+        return false;
+    }
+    if !undecided.is_empty() {
+        c.unknown(Why::new(
+            Reason::PolicyUndecided,
+            format!(
+                "Whether the key policy of KMS key {shown} lets EC2 use it is undecided: {}.",
+                crate::clip(&super::list_bounded(&undecided, 2), 512)
+            ),
+        ));
+        return false;
+    }
+    true
+}
+
+/// What the controller's grants on a key say about one action.
+enum GrantAnswer {
+    Granted,
+    Undecided(String),
+}
+
+/// Whether the grants to the controller's role settle `action` (`kms:Decrypt`, ...); `None` when
+/// they say nothing (no grant covers it). Asked only when the controller's role is known.
+fn controller_grant(grants: &Observed<Vec<KmsGrantFacts>>, action: &str) -> Option<GrantAnswer> {
+    let operation = action.strip_prefix("kms:").unwrap_or(action);
+    match grants {
+        Observed::Found(grants) => {
+            let covering = || {
+                grants
+                    .iter()
+                    .filter(|g| g.operations.iter().any(|o| o == operation))
+            };
+            if covering().any(|g| !g.constrained) {
+                Some(GrantAnswer::Granted)
+            } else if covering().next().is_some() {
+                Some(GrantAnswer::Undecided(
+                    "granted to the controller's role only under an encryption context \
+                     constraint"
+                        .to_owned(),
+                ))
+            } else {
+                None
+            }
+        }
+        Observed::Unknown(u) => Some(GrantAnswer::Undecided(format!(
+            "not allowed by the key policy, and the key's grants to the controller's role could \
+             not be read ({})",
+            crate::clip(&u.detail, 160)
+        ))),
+        Observed::Absent => None,
+    }
+}
+
+/// The account of a KMS key ARN (`arn:aws:kms:us-west-2:111122223333:key/...`).
+fn key_account(arn: &str) -> Option<&str> {
+    arn.split(':').nth(4).filter(|a| !a.is_empty())
+}
+
+fn controller_role_arn(ctx: &Context) -> Option<String> {
+    if let Some(Observed::Found(role)) = &ctx.facts.aws.controller_role {
+        return Some(role.arn.clone());
+    }
+    ctx.facts
+        .cluster
+        .karpenter
+        .found()
+        .and_then(|k| k.controller_role_arn.clone())
+}
+
+/// Whether an `Allow` statement names AWS principals other than the account root or everyone.
+fn names_specific_principals(policy: &iam_policy::Policy, root: &str) -> bool {
+    policy.statements.iter().any(|s| {
+        s.allow
+            && s.principals
+                .as_ref()
+                .is_some_and(|p| !p.everyone && p.aws.iter().any(|a| a != root))
+    })
+}

@@ -1,0 +1,316 @@
+//! Scenarios of `VolumeEncryptionReady` and `KarpenterVersionCompatible` beyond one sentence per
+//! reason: which key policies let EC2 in, what stays Unknown, and where the Kubernetes version
+//! comes from. Pure.
+
+use super::reasons::status;
+use crate::facts::{EbsEncryptionFacts, Facts, KmsGrantFacts, KmsKeyFacts, Observed, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::ConditionType;
+
+fn volumes(f: &Facts) -> (String, String, String) {
+    let s = status(f);
+    let c = s.condition(ConditionType::VolumeEncryptionReady).unwrap();
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+fn version(f: &Facts) -> (String, String, String) {
+    let s = status(f);
+    let c = s
+        .condition(ConditionType::KarpenterVersionCompatible)
+        .unwrap();
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+fn with_policy(policy: &str) -> Facts {
+    Facts::healthy().with_volume_key(
+        KMS_KEY,
+        Observed::Found(kms_key(KMS_KEY, "Enabled", policy)),
+    )
+}
+
+const EBS_VIA_SERVICE: &str = r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":["kms:Encrypt","kms:Decrypt","kms:ReEncrypt*","kms:GenerateDataKey*","kms:CreateGrant","kms:DescribeKey"],"Resource":"*","Condition":{"StringEquals":{"kms:ViaService":"ec2.us-west-2.amazonaws.com","kms:CallerAccount":"111122223333"}}}]}"#;
+
+#[test]
+fn a_key_policy_delegating_to_the_account_or_allowing_ec2_through_via_service_is_usable() {
+    for policy in [
+        default_key_policy(),
+        EBS_VIA_SERVICE.to_owned(),
+        // A bare account id is the account's root.
+        default_key_policy().replace("arn:aws:iam::111122223333:root", "111122223333"),
+        // The controller's role itself, named.
+        default_key_policy().replace("arn:aws:iam::111122223333:root", &role_arn(CONTROLLER_ROLE)),
+    ] {
+        let (s, r, m) = volumes(&with_policy(&policy));
+        assert_eq!(
+            (s.as_str(), r.as_str()),
+            ("True", "VolumeEncryptionKeysUsable"),
+            "{policy}: {m}"
+        );
+    }
+}
+
+#[test]
+fn via_service_for_another_region_or_a_deny_is_false() {
+    let other_region = EBS_VIA_SERVICE.replace("ec2.us-west-2", "ec2.eu-west-1");
+    let (s, r, m) = volumes(&with_policy(&other_region));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+    assert!(m.contains("kms:CreateGrant"), "{m}");
+    let deny = default_key_policy().replace(
+        r#"}]}"#,
+        r#"},{"Sid":"NoGrants","Effect":"Deny","Principal":"*","Action":"kms:CreateGrant","Resource":"*"}]}"#,
+    );
+    let (s, r, m) = volumes(&with_policy(&deny));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+    assert!(m.contains("NoGrants"), "{m}");
+}
+
+/// A key whose policy admits only someone else, with the given grants to the controller's role.
+fn someone_elses_key_with_grants(grants: Observed<Vec<KmsGrantFacts>>) -> Facts {
+    let named = default_key_policy().replace(
+        "arn:aws:iam::111122223333:root",
+        "arn:aws:iam::111122223333:role/Someone",
+    );
+    let key = KmsKeyFacts {
+        controller_grants: grants,
+        ..kms_key(KMS_KEY, "Enabled", &named)
+    };
+    Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key))
+}
+
+fn grant(operations: &[&str], constrained: bool) -> KmsGrantFacts {
+    KmsGrantFacts {
+        grantee_principal: role_arn(CONTROLLER_ROLE),
+        operations: operations.iter().map(|o| (*o).to_owned()).collect(),
+        constrained,
+    }
+}
+
+const EC2_OPERATIONS: [&str; 6] = [
+    "CreateGrant",
+    "Decrypt",
+    "GenerateDataKeyWithoutPlaintext",
+    "ReEncryptFrom",
+    "ReEncryptTo",
+    "DescribeKey",
+];
+
+#[test]
+fn grants_to_the_controller_count_beyond_the_key_policy_and_unread_grants_never_make_it_false() {
+    // No grant: the policy alone decides, and it admits neither the account nor the controller.
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(Observed::Found(vec![])));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+    // A grant of every operation EC2 uses makes the key usable.
+    let granted = Observed::Found(vec![grant(&EC2_OPERATIONS, false)]);
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(granted));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "VolumeEncryptionKeysUsable"),
+        "{m}"
+    );
+    // A grant missing CreateGrant leaves exactly that action denied.
+    let partial = Observed::Found(vec![grant(&EC2_OPERATIONS[1..], false)]);
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(partial));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+    assert!(
+        m.contains("kms:CreateGrant") && !m.contains("kms:Decrypt"),
+        "{m}"
+    );
+    // A grant under an encryption context constraint is not judged.
+    let constrained = Observed::Found(vec![grant(&EC2_OPERATIONS, true)]);
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(constrained));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{m}"
+    );
+    assert!(m.contains("encryption context"), "{m}");
+    // Grants that could not be read: never False.
+    let (s, r, m) = volumes(&someone_elses_key_with_grants(unknown(
+        UnknownCause::AccessDenied,
+    )));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{m}"
+    );
+    assert!(m.contains("grants"), "{m}");
+    // An explicit deny in the key policy wins over any grant.
+    let deny = default_key_policy().replace(
+        r#"}]}"#,
+        r#"},{"Sid":"NoGrants","Effect":"Deny","Principal":"*","Action":"kms:CreateGrant","Resource":"*"}]}"#,
+    );
+    let key = KmsKeyFacts {
+        controller_grants: Observed::Found(vec![grant(&EC2_OPERATIONS, false)]),
+        ..kms_key(KMS_KEY, "Enabled", &deny)
+    };
+    let (s, r, m) = volumes(&Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key)));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "KmsKeyPolicyDeniesEc2"),
+        "{m}"
+    );
+}
+
+#[test]
+fn conditions_outside_what_is_known_are_undecided_never_false() {
+    let vpc = default_key_policy().replace(
+        r#""Resource":"*"}"#,
+        r#""Resource":"*","Condition":{"StringEquals":{"aws:SourceVpc":"vpc-1"}}}"#,
+    );
+    let (s, r, m) = volumes(&with_policy(&vpc));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{m}"
+    );
+    // A policy naming only some role, while the controller's role is not known.
+    let named = default_key_policy().replace(
+        "arn:aws:iam::111122223333:root",
+        "arn:aws:iam::111122223333:role/Someone",
+    );
+    let blind = with_policy(&named).with(|f| {
+        f.aws.controller_role = None;
+        if let Observed::Found(k) = &mut f.cluster.karpenter {
+            k.controller_role_arn = None;
+        }
+    });
+    let (s, r, m) = volumes(&blind);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_key_of_another_account_with_an_unreadable_policy_is_unknown_with_the_cause() {
+    let foreign = KmsKeyFacts {
+        arn: format!("arn:aws:kms:{REGION}:444455556666:key/{KMS_KEY}"),
+        policy: unknown(UnknownCause::AccessDenied),
+        ..kms_key(KMS_KEY, "Enabled", "")
+    };
+    let key = foreign.arn.clone();
+    let (s, r, m) = volumes(&Facts::healthy().with_volume_key(&key, Observed::Found(foreign)));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "AwsAccessDenied"),
+        "{m}"
+    );
+    assert!(m.contains("444455556666"), "{m}");
+}
+
+#[test]
+fn the_aws_managed_key_is_never_false_and_needs_no_lookup() {
+    let f = Facts::healthy().with(|f| {
+        f.cluster.node_class.spec.block_device_mappings =
+            vec![karpenter_health_api::karpenter::BlockDeviceMapping {
+                device_name: None,
+                ebs: Some(karpenter_health_api::karpenter::BlockDevice {
+                    encrypted: Some(true),
+                    kms_key_id: Some("alias/aws/ebs".into()),
+                }),
+            }];
+        f.aws.ebs_encryption = None;
+    });
+    let (s, r, m) = volumes(&f);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "VolumeEncryptionKeysUsable"),
+        "{m}"
+    );
+    let aws_managed = KmsKeyFacts {
+        manager: "AWS".into(),
+        policy: unknown(UnknownCause::AccessDenied),
+        ..kms_key(KMS_KEY, "Enabled", "")
+    };
+    let (s, _, m) =
+        volumes(&Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(aws_managed)));
+    assert_eq!(s, "True", "{m}");
+}
+
+#[test]
+fn a_disabled_customer_default_key_fails_classes_without_their_own_key() {
+    let key_arn = format!("arn:aws:kms:{REGION}:{ACCOUNT}:key/{KMS_KEY}");
+    let f = Facts::healthy().with(|f| {
+        f.aws.ebs_encryption = Some(Observed::Found(EbsEncryptionFacts {
+            by_default: true,
+            default_kms_key_id: Observed::Found(key_arn.clone()),
+        }));
+        f.aws.kms_keys.insert(
+            key_arn.clone(),
+            Observed::Found(kms_key(KMS_KEY, "Disabled", &default_key_policy())),
+        );
+    });
+    let (s, r, m) = volumes(&f);
+    assert_eq!((s.as_str(), r.as_str()), ("False", "KmsKeyDisabled"), "{m}");
+    assert!(m.contains("default EBS key"), "{m}");
+    // Denied GetEbsDefaultKmsKeyId: Unknown, never False.
+    let denied = Facts::healthy().with(|f| {
+        f.aws.ebs_encryption = Some(Observed::Found(EbsEncryptionFacts {
+            by_default: true,
+            default_kms_key_id: unknown(UnknownCause::AccessDenied),
+        }));
+    });
+    let (s, r, _) = volumes(&denied);
+    assert_eq!((s.as_str(), r.as_str()), ("Unknown", "AwsAccessDenied"));
+}
+
+#[test]
+fn the_kubernetes_version_falls_back_to_the_api_server_and_says_so() {
+    let f = Facts::healthy().with(|f| f.aws.eks_cluster = unknown(UnknownCause::AccessDenied));
+    let (s, r, m) = version(&f);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "KarpenterVersionSupported"),
+        "{m}"
+    );
+    assert!(m.contains("/version"), "{m}");
+    let (_, _, m) = version(&Facts::healthy());
+    assert!(m.contains("EKS DescribeCluster"), "{m}");
+    let blind = f.with(|f| f.cluster.apiserver_version = unknown(UnknownCause::AccessDenied));
+    let (s, r, m) = version(&blind);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "AwsAccessDenied"),
+        "{m}"
+    );
+}
+
+#[test]
+fn stored_v1beta1_is_only_stale_from_karpenter_1_1_and_webhooks_with_ready_endpoints_pass() {
+    let stored = Facts::healthy()
+        .with_crd("nodepools.karpenter.sh", |c| {
+            c.stored_versions.push("v1beta1".into());
+            c.conversion_service = Some("kube-system/karpenter".into());
+        })
+        .with(|f| {
+            f.cluster
+                .service_endpoints
+                .insert("kube-system/karpenter".into(), Observed::Found(1));
+        });
+    let (s, r, m) = version(&stored.clone().with_karpenter_version("1.0.8"));
+    // 1.0.8 on Kubernetes 1.29, v1beta1 stored, conversion webhook served: all fine.
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "KarpenterVersionSupported"),
+        "{m}"
+    );
+    let (s, r, _) = version(&stored);
+    assert_eq!((s.as_str(), r.as_str()), ("False", "StoredVersionsStale"));
+}
