@@ -5,14 +5,14 @@
 //! for True again; and AWS denying the new reads is Unknown with the cause, never False. Does IO
 //! (API server, moto, fault proxy).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
 use karpenter_health_e2e::health_status::{assert_only_failed, message};
 use karpenter_health_e2e::status_log::StatusLog;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 /// A key policy that lets only Lambda use the key: EC2 gets nothing and the account root is not
@@ -174,6 +174,30 @@ async fn set_conversion_webhook(fx: &Fixture, service: Option<(&str, &str)>) -> 
     Ok(())
 }
 
+/// Serves (or stops serving) a `v1beta1` copy of the EC2NodeClass CRD's `v1`, so the API server
+/// converts between versions, as Karpenter 1.0's CRDs did. Objects stay stored as `v1`.
+async fn serve_v1beta1(fx: &Fixture, serve: bool) -> Result<()> {
+    let crds = Api::<CustomResourceDefinition>::all(fx.admin.clone());
+    let mut crd = crds.get(NODE_CLASS_CRD).await?;
+    crd.spec.versions.retain(|v| v.name != "v1beta1");
+    if serve {
+        let mut old = crd
+            .spec
+            .versions
+            .iter()
+            .find(|v| v.name == "v1")
+            .cloned()
+            .context("the CRD serves v1")?;
+        old.name = "v1beta1".into();
+        old.storage = false;
+        old.served = true;
+        crd.spec.versions.push(old);
+    }
+    crds.replace(NODE_CLASS_CRD, &PostParams::default(), &crd)
+        .await?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fail_version_compatibility()
 -> Result<()> {
@@ -201,9 +225,20 @@ async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fai
         fx.set_karpenter_version("1.8.6").await?;
         fx.wait_healthy("after Karpenter is upgraded").await?;
 
-        // A conversion webhook left on a Karpenter CRD, pointing at a Service that is gone.
+        // A conversion webhook left on a Karpenter CRD, pointing at a Service that is gone. While
+        // the CRD serves one version the API server never calls it: a warning, still True.
         let webhook: Result<()> = async {
             set_conversion_webhook(&fx, Some((&fx.name, "karpenter"))).await?;
+            fx.wait_status("the unused conversion webhook's warning", |s| {
+                s.condition(ConditionType::KarpenterVersionCompatible)
+                    .is_some_and(|c| c.status == "True")
+                    && s.findings
+                        .iter()
+                        .any(|w| w.reason == "UnusedConversionWebhookUnreachable")
+            })
+            .await?;
+            // Serving v1beta1 as well makes the API server convert through it.
+            serve_v1beta1(&fx, true).await?;
             let status = fx
                 .wait_failed(&[(
                     ConditionType::KarpenterVersionCompatible,
@@ -217,8 +252,9 @@ async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fai
         }
         .await;
         // Undone whatever happened: the CRD is shared by every test of the run.
+        let unserve = serve_v1beta1(&fx, false).await;
         let undo = set_conversion_webhook(&fx, None).await;
-        webhook.and(undo)?;
+        webhook.and(unserve).and(undo)?;
         fx.wait_healthy("after the conversion webhook is removed")
             .await?;
         operator.stop().await

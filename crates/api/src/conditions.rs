@@ -518,7 +518,7 @@ reasons! {
         "A Karpenter CRD still lists v1beta1 in status.storedVersions on Karpenter 1.1 or later, which dropped v1beta1 and its conversion webhook, so applying the new CRDs fails.",
         "Migrate stored objects to v1 (re-write them), then remove v1beta1 from status.storedVersions of the CRD named.";
     WebhookServiceMissing => Only(C::KarpenterVersionCompatible), False,
-        "A Karpenter webhook (admission, or a CRD's conversion webhook) points at a Service that does not exist or has no ready endpoints, so the API server fails the requests it sends there.",
+        "A Karpenter webhook (admission, or the conversion webhook of a CRD that serves or stores more than one version) points at a Service that does not exist or has no ready endpoints, so the API server fails the requests it sends there.",
         "Delete the leftover webhook configuration (or the CRD's spec.conversion webhook), or restore the Service the message names.";
 
     // Ready (summary)
