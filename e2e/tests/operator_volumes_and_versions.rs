@@ -10,7 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
-use karpenter_health_e2e::health_status::{assert_only_failed, message};
+use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -68,10 +68,8 @@ async fn a_disabled_kms_key_and_a_key_policy_without_ec2_fail_volume_encryption(
 
         // The key is disabled.
         fx.aws.set_kms_key_enabled(&key, false).await?;
-        let status = fx
-            .wait_failed(&[(ConditionType::VolumeEncryptionReady, Reason::KmsKeyDisabled)])
+        fx.wait_only_failed(ConditionType::VolumeEncryptionReady, Reason::KmsKeyDisabled)
             .await?;
-        assert_only_failed(&status, &[ConditionType::VolumeEncryptionReady]);
         fx.aws.set_kms_key_enabled(&key, true).await?;
         fx.wait_healthy("after the key is enabled again").await?;
 
@@ -80,12 +78,11 @@ async fn a_disabled_kms_key_and_a_key_policy_without_ec2_fail_volume_encryption(
             .put_key_policy(&key, &lambda_only_policy(&fx.region))
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::VolumeEncryptionReady,
                 Reason::KmsKeyPolicyDeniesEc2,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::VolumeEncryptionReady]);
         let text = message(&status, ConditionType::VolumeEncryptionReady);
         assert!(text.contains("kms:CreateGrant"), "{text}");
         // A grant to the controller's role lets it use the key beyond the key policy.
@@ -214,12 +211,11 @@ async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fai
         // Karpenter 1.0.1 on Kubernetes 1.31, which needs 1.0.5.
         fx.set_karpenter_version("1.0.1").await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::KarpenterVersionCompatible,
                 Reason::KubernetesVersionUnsupported,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::KarpenterVersionCompatible]);
         let text = message(&status, ConditionType::KarpenterVersionCompatible);
         assert!(text.contains("1.0.5"), "{text}");
         fx.set_karpenter_version("1.8.6").await?;
@@ -240,12 +236,11 @@ async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fai
             // Serving v1beta1 as well makes the API server convert through it.
             serve_v1beta1(&fx, true).await?;
             let status = fx
-                .wait_failed(&[(
+                .wait_only_failed(
                     ConditionType::KarpenterVersionCompatible,
                     Reason::WebhookServiceMissing,
-                )])
+                )
                 .await?;
-            assert_only_failed(&status, &[ConditionType::KarpenterVersionCompatible]);
             let text = message(&status, ConditionType::KarpenterVersionCompatible);
             assert!(text.contains(NODE_CLASS_CRD), "{text}");
             Ok(())

@@ -4,7 +4,9 @@
 use crate::karpenter_settings::{controller_settings, role_arn};
 use crate::node_claims::SharedClaims;
 use crate::pending_pods::SharedPendingPods;
-use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -15,6 +17,7 @@ use karpenter_health_checks::facts::{
 };
 use kube::ResourceExt;
 use kube::core::DeserializeGuard;
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -81,6 +84,45 @@ pub fn webhooks_of<'a>(
                 .map(|s| (s.namespace.clone(), s.name.clone())),
         })
         .collect()
+}
+
+/// Every webhook of both kinds of configuration (cached `Arc`s or listed objects alike); unknown
+/// while either kind is.
+pub fn webhooks_of_configurations<V, M>(
+    validating: Observed<Vec<V>>,
+    mutating: Observed<Vec<M>>,
+) -> Observed<Vec<Webhook>>
+where
+    V: Borrow<ValidatingWebhookConfiguration>,
+    M: Borrow<MutatingWebhookConfiguration>,
+{
+    match (validating, mutating) {
+        (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => Observed::Unknown(u),
+        (v, m) => {
+            let mut all = Vec::new();
+            for c in v.found().into_iter().flatten().map(Borrow::borrow) {
+                all.extend(webhooks_of(
+                    "ValidatingWebhookConfiguration",
+                    &c.metadata,
+                    c.webhooks
+                        .iter()
+                        .flatten()
+                        .map(|w| (&w.name, &w.client_config)),
+                ));
+            }
+            for c in m.found().into_iter().flatten().map(Borrow::borrow) {
+                all.extend(webhooks_of(
+                    "MutatingWebhookConfiguration",
+                    &c.metadata,
+                    c.webhooks
+                        .iter()
+                        .flatten()
+                        .map(|w| (&w.name, &w.client_config)),
+                ));
+            }
+            Observed::Found(all)
+        }
+    }
 }
 
 /// Whether a webhook is Karpenter's: it calls a Service named `karpenter*`, or a Service in
