@@ -16,7 +16,7 @@ use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy, PodIdentityAssociatio
 use karpenter_health_e2e::fixture::{
     CONTROLLER_POLICY, Fixture, REFRESH, controller_policy, irsa_trust,
 };
-use karpenter_health_e2e::health_status::{assert_only_failed, message};
+use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -48,12 +48,11 @@ async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_t
             )
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::ControllerCanLaunch,
                 Reason::ControllerCannotPassNodeRole,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::ControllerCanLaunch]);
         let text = message(&status, ConditionType::ControllerCanLaunch);
         assert!(
             text.contains(&fx.node_role_arn) && text.contains("iam:PassRole"),
@@ -151,12 +150,11 @@ async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_t
             )
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::ControllerCanLaunch,
                 Reason::PodIdentityTrustMissing,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::ControllerCanLaunch]);
         let text = message(&status, ConditionType::ControllerCanLaunch);
         assert!(text.contains("sts:TagSession"), "{text}");
         fx.aws
@@ -210,9 +208,8 @@ async fn the_interruption_queue_its_name_policy_and_rules_and_the_spot_service_l
         // The queue given as its ARN (kubernetes-sigs/karpenter#1799).
         fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", arn.as_str())]).await?;
         let status = fx
-            .wait_failed(&[(ConditionType::InterruptionHandlingReady, Reason::InterruptionQueueNotAName)])
+            .wait_only_failed(ConditionType::InterruptionHandlingReady, Reason::InterruptionQueueNotAName)
             .await?;
-        assert_only_failed(&status, &[ConditionType::InterruptionHandlingReady]);
         let text = message(&status, ConditionType::InterruptionHandlingReady);
         assert!(text.contains(&format!("{queue:?}")), "names the queue name to use: {text}");
         fx.set_karpenter_env(VERSION, &[("INTERRUPTION_QUEUE", queue.as_str())]).await?;
@@ -263,10 +260,9 @@ async fn the_interruption_queue_its_name_policy_and_rules_and_the_spot_service_l
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
         ]))
         .await?;
-        let status = fx
-            .wait_failed(&[(ConditionType::SpotReady, Reason::SpotServiceLinkedRoleMissing)])
+        fx
+            .wait_only_failed(ConditionType::SpotReady, Reason::SpotServiceLinkedRoleMissing)
             .await?;
-        assert_only_failed(&status, &[ConditionType::SpotReady]);
         fx.aws.ensure_spot_service_linked_role().await?;
         fx.wait_healthy("once the spot service-linked role exists").await?;
         operator.stop().await

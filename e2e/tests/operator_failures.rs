@@ -35,12 +35,11 @@ async fn an_instance_profile_arn_fails_the_profile_check_and_karpenters_stuck_va
         fx.patch_node_class_spec(json!({"instanceProfile": fx.profile_arn}))
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::InstanceProfileReady,
                 Reason::InstanceProfileIsArn,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::InstanceProfileReady]);
         let text = message(&status, ConditionType::InstanceProfileReady);
         assert!(
             text.contains(&fx.profile_arn) && text.contains(&format!("{:?}", fx.profile)),
@@ -242,9 +241,8 @@ async fn a_pending_pod_selecting_a_node_role_label_is_named_up_to_karpenter_1_8_
         )
         .await?;
         let status = fx
-            .wait_failed(&[(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)])
+            .wait_only_failed(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)
             .await?;
-        assert_only_failed(&status, &[ConditionType::LabelsAllowed]);
         let text = message(&status, ConditionType::LabelsAllowed);
         assert!(
             text.contains(&format!("{}/web", fx.name))
@@ -299,12 +297,11 @@ async fn another_cluster_of_the_same_name_and_a_security_group_of_another_cluste
             )
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::ClusterIdentityUnique,
                 Reason::ClusterNameSharedWithOtherCluster,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::ClusterIdentityUnique]);
         let text = message(&status, ConditionType::ClusterIdentityUnique);
         for id in &foreign {
             assert!(
@@ -342,12 +339,11 @@ async fn another_cluster_of_the_same_name_and_a_security_group_of_another_cluste
         )
         .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::SecurityGroupsReady,
                 Reason::SecurityGroupTaggedForOtherCluster,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::SecurityGroupsReady]);
         let text = message(&status, ConditionType::SecurityGroupsReady);
         assert!(
             text.contains(&shared) && text.contains(&other_cluster),
@@ -389,12 +385,11 @@ async fn karpenter_before_1_7_in_an_isolated_region_fails_metadata_options_and_1
         // Rolled back to a release that still sends httpProtocolIPv6.
         fx.set_karpenter_version("1.0.1").await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::MetadataOptionsSupported,
                 Reason::HttpProtocolIPv6UnsupportedInRegion,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::MetadataOptionsSupported]);
         let text = message(&status, ConditionType::MetadataOptionsSupported);
         assert!(
             text.contains("us-iso-east-1") && text.contains("1.0.1") && text.contains("1.7.0"),
@@ -431,12 +426,11 @@ async fn a_selected_security_group_in_another_vpc_is_caught_before_any_launch_fa
             )
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::SecurityGroupsReady,
                 Reason::SecurityGroupInOtherVpc,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::SecurityGroupsReady]);
         let text = message(&status, ConditionType::SecurityGroupsReady);
         assert!(
             text.contains(&stray) && text.contains(&other_vpc) && text.contains(&fx.vpc),

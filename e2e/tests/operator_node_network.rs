@@ -13,7 +13,7 @@ use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::apply_json;
 use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy};
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
-use karpenter_health_e2e::health_status::{assert_only_failed, message};
+use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
 use kube::api::{Api, DeleteParams};
 use serde_json::json;
@@ -75,9 +75,8 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         // subnet is never judged by an answer from before its association.
         fx.set_status_subnets(&[&small]).await?;
         let status = fx
-            .wait_failed(&[(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)])
+            .wait_only_failed(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)
             .await?;
-        assert_only_failed(&status, &[ConditionType::SubnetsReady]);
         let text = message(&status, ConditionType::SubnetsReady);
         assert!(
             text.contains(&small) && text.contains("at most 11 free") && text.contains("16"),
@@ -89,9 +88,8 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         // The VPC CNI keeps 400 addresses warm: a node takes 401, more than the /24 has free.
         apply_json(&fx.admin, &[aws_node(400)]).await?;
         let status = fx
-            .wait_failed(&[(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)])
+            .wait_only_failed(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)
             .await?;
-        assert_only_failed(&status, &[ConditionType::SubnetsReady]);
         let text = message(&status, ConditionType::SubnetsReady);
         assert!(text.contains("401") && text.contains(&subnet), "{text}");
         apply_json(&fx.admin, &[aws_node(10)]).await?;
@@ -106,9 +104,8 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         fx.aws.enable_vpc_dns(&other_vpc, true).await?;
         fx.set_status_subnets(&[&subnet, &other]).await?;
         let status = fx
-            .wait_failed(&[(ConditionType::SubnetsReady, Reason::SubnetInOtherVpc)])
+            .wait_only_failed(ConditionType::SubnetsReady, Reason::SubnetInOtherVpc)
             .await?;
-        assert_only_failed(&status, &[ConditionType::SubnetsReady]);
         let text = message(&status, ConditionType::SubnetsReady);
         assert!(
             text.contains(&other) && text.contains(&other_vpc) && text.contains(&fx.vpc),
@@ -135,9 +132,8 @@ async fn a_private_subnet_without_a_nat_route_fails_until_the_vpc_endpoints_exis
         // The NAT route is removed and there are no endpoints (#1157, #6550).
         fx.aws.delete_default_route(&fx.route_table).await?;
         let status = fx
-            .wait_failed(&[(ConditionType::NodeNetworkReady, Reason::SubnetNoEgressRoute)])
+            .wait_only_failed(ConditionType::NodeNetworkReady, Reason::SubnetNoEgressRoute)
             .await?;
-        assert_only_failed(&status, &[ConditionType::NodeNetworkReady]);
         let text = message(&status, ConditionType::NodeNetworkReady);
         assert!(
             text.contains(&subnet)
@@ -159,9 +155,8 @@ async fn a_private_subnet_without_a_nat_route_fails_until_the_vpc_endpoints_exis
         // VPC DNS host names off.
         fx.aws.enable_vpc_dns(&fx.vpc, false).await?;
         let status = fx
-            .wait_failed(&[(ConditionType::NodeNetworkReady, Reason::VpcDnsDisabled)])
+            .wait_only_failed(ConditionType::NodeNetworkReady, Reason::VpcDnsDisabled)
             .await?;
-        assert_only_failed(&status, &[ConditionType::NodeNetworkReady]);
         let text = message(&status, ConditionType::NodeNetworkReady);
         assert!(
             text.contains(&fx.vpc) && text.contains("enableDnsHostnames"),

@@ -5,14 +5,14 @@
 //! for True again; and AWS denying the new reads is Unknown with the cause, never False. Does IO
 //! (API server, moto, fault proxy).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
-use karpenter_health_e2e::health_status::{assert_only_failed, message};
+use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 /// A key policy that lets only Lambda use the key: EC2 gets nothing and the account root is not
@@ -68,10 +68,8 @@ async fn a_disabled_kms_key_and_a_key_policy_without_ec2_fail_volume_encryption(
 
         // The key is disabled.
         fx.aws.set_kms_key_enabled(&key, false).await?;
-        let status = fx
-            .wait_failed(&[(ConditionType::VolumeEncryptionReady, Reason::KmsKeyDisabled)])
+        fx.wait_only_failed(ConditionType::VolumeEncryptionReady, Reason::KmsKeyDisabled)
             .await?;
-        assert_only_failed(&status, &[ConditionType::VolumeEncryptionReady]);
         fx.aws.set_kms_key_enabled(&key, true).await?;
         fx.wait_healthy("after the key is enabled again").await?;
 
@@ -80,12 +78,11 @@ async fn a_disabled_kms_key_and_a_key_policy_without_ec2_fail_volume_encryption(
             .put_key_policy(&key, &lambda_only_policy(&fx.region))
             .await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::VolumeEncryptionReady,
                 Reason::KmsKeyPolicyDeniesEc2,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::VolumeEncryptionReady]);
         let text = message(&status, ConditionType::VolumeEncryptionReady);
         assert!(text.contains("kms:CreateGrant"), "{text}");
         // A grant to the controller's role lets it use the key beyond the key policy.
@@ -174,6 +171,30 @@ async fn set_conversion_webhook(fx: &Fixture, service: Option<(&str, &str)>) -> 
     Ok(())
 }
 
+/// Serves (or stops serving) a `v1beta1` copy of the EC2NodeClass CRD's `v1`, so the API server
+/// converts between versions, as Karpenter 1.0's CRDs did. Objects stay stored as `v1`.
+async fn serve_v1beta1(fx: &Fixture, serve: bool) -> Result<()> {
+    let crds = Api::<CustomResourceDefinition>::all(fx.admin.clone());
+    let mut crd = crds.get(NODE_CLASS_CRD).await?;
+    crd.spec.versions.retain(|v| v.name != "v1beta1");
+    if serve {
+        let mut old = crd
+            .spec
+            .versions
+            .iter()
+            .find(|v| v.name == "v1")
+            .cloned()
+            .context("the CRD serves v1")?;
+        old.name = "v1beta1".into();
+        old.storage = false;
+        old.served = true;
+        crd.spec.versions.push(old);
+    }
+    crds.replace(NODE_CLASS_CRD, &PostParams::default(), &crd)
+        .await?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fail_version_compatibility()
 -> Result<()> {
@@ -190,35 +211,45 @@ async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fai
         // Karpenter 1.0.1 on Kubernetes 1.31, which needs 1.0.5.
         fx.set_karpenter_version("1.0.1").await?;
         let status = fx
-            .wait_failed(&[(
+            .wait_only_failed(
                 ConditionType::KarpenterVersionCompatible,
                 Reason::KubernetesVersionUnsupported,
-            )])
+            )
             .await?;
-        assert_only_failed(&status, &[ConditionType::KarpenterVersionCompatible]);
         let text = message(&status, ConditionType::KarpenterVersionCompatible);
         assert!(text.contains("1.0.5"), "{text}");
         fx.set_karpenter_version("1.8.6").await?;
         fx.wait_healthy("after Karpenter is upgraded").await?;
 
-        // A conversion webhook left on a Karpenter CRD, pointing at a Service that is gone.
+        // A conversion webhook left on a Karpenter CRD, pointing at a Service that is gone. While
+        // the CRD serves one version the API server never calls it: a warning, still True.
         let webhook: Result<()> = async {
             set_conversion_webhook(&fx, Some((&fx.name, "karpenter"))).await?;
+            fx.wait_status("the unused conversion webhook's warning", |s| {
+                s.condition(ConditionType::KarpenterVersionCompatible)
+                    .is_some_and(|c| c.status == "True")
+                    && s.findings
+                        .iter()
+                        .any(|w| w.reason == "UnusedConversionWebhookUnreachable")
+            })
+            .await?;
+            // Serving v1beta1 as well makes the API server convert through it.
+            serve_v1beta1(&fx, true).await?;
             let status = fx
-                .wait_failed(&[(
+                .wait_only_failed(
                     ConditionType::KarpenterVersionCompatible,
                     Reason::WebhookServiceMissing,
-                )])
+                )
                 .await?;
-            assert_only_failed(&status, &[ConditionType::KarpenterVersionCompatible]);
             let text = message(&status, ConditionType::KarpenterVersionCompatible);
             assert!(text.contains(NODE_CLASS_CRD), "{text}");
             Ok(())
         }
         .await;
         // Undone whatever happened: the CRD is shared by every test of the run.
+        let unserve = serve_v1beta1(&fx, false).await;
         let undo = set_conversion_webhook(&fx, None).await;
-        webhook.and(undo)?;
+        webhook.and(unserve).and(undo)?;
         fx.wait_healthy("after the conversion webhook is removed")
             .await?;
         operator.stop().await

@@ -518,7 +518,7 @@ reasons! {
         "A Karpenter CRD still lists v1beta1 in status.storedVersions on Karpenter 1.1 or later, which dropped v1beta1 and its conversion webhook, so applying the new CRDs fails.",
         "Migrate stored objects to v1 (re-write them), then remove v1beta1 from status.storedVersions of the CRD named.";
     WebhookServiceMissing => Only(C::KarpenterVersionCompatible), False,
-        "A Karpenter webhook (admission, or a CRD's conversion webhook) points at a Service that does not exist or has no ready endpoints, so the API server fails the requests it sends there.",
+        "A Karpenter webhook (admission, or the conversion webhook of a CRD that serves or stores more than one version) points at a Service that does not exist or has no ready endpoints, so the API server fails the requests it sends there.",
         "Delete the leftover webhook configuration (or the CRD's spec.conversion webhook), or restore the Service the message names.";
 
     // Ready (summary)
@@ -560,66 +560,4 @@ impl fmt::Display for Reason {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_reason_matches_the_metav1_condition_reason_pattern() {
-        for reason in Reason::ALL {
-            let s = reason.as_str();
-            assert!(s.len() <= 1024);
-            assert!(s.starts_with(|c: char| c.is_ascii_alphabetic()), "{s}");
-            assert!(
-                s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_,:".contains(c)),
-                "{s}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_condition_has_a_true_reason_and_a_false_reason() {
-        for &condition in ConditionType::ALL {
-            let own: Vec<_> = Reason::ALL
-                .iter()
-                .filter(|r| r.meta().scope == ReasonScope::Only(condition))
-                .collect();
-            let trues = own
-                .iter()
-                .filter(|r| r.meta().status == ConditionStatus::True)
-                .count();
-            let falses = own
-                .iter()
-                .filter(|r| r.meta().status == ConditionStatus::False)
-                .count();
-            assert!(trues >= 1, "{condition} must have a True reason");
-            assert!(falses >= 1, "{condition} must have a False reason");
-        }
-    }
-
-    #[test]
-    fn names_round_trip_through_parse() {
-        for &r in Reason::ALL {
-            assert_eq!(Reason::parse(r.as_str()), Some(r));
-        }
-        for &c in ConditionType::ALL {
-            assert_eq!(ConditionType::parse(c.as_str()), Some(c));
-            assert!(!c.meaning().is_empty());
-        }
-        assert_eq!(
-            ConditionType::sub_conditions().len(),
-            ConditionType::ALL.len() - 1
-        );
-        assert!(!ConditionType::sub_conditions().contains(&ConditionType::Ready));
-    }
-
-    #[test]
-    fn the_summary_may_carry_any_reason_that_keeps_a_sub_condition_from_true() {
-        assert!(Reason::AwsThrottled.applies_to(ConditionType::NodeRoleReady));
-        assert!(Reason::AwsThrottled.applies_to(ConditionType::Ready));
-        assert!(Reason::InstanceProfileIsArn.applies_to(ConditionType::Ready));
-        assert!(!Reason::InstanceProfileValid.applies_to(ConditionType::Ready));
-        assert!(!Reason::InstanceProfileIsArn.applies_to(ConditionType::NodeRoleReady));
-        assert!(!Reason::MultipleChecksFailed.applies_to(ConditionType::NodeRoleReady));
-    }
-}
+mod tests;

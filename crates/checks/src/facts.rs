@@ -202,6 +202,8 @@ pub struct CrdFacts {
     pub name: String,
     /// `status.storedVersions`.
     pub stored_versions: Vec<String>,
+    /// The versions of `spec.versions` with `served: true`.
+    pub served_versions: Vec<String>,
     /// The schema field paths of [`crate::karpenter_versions::CRD_FIELDS`] this CRD's `v1`
     /// schema has (only those: the rest of the schema is not kept).
     pub fields: BTreeSet<String>,

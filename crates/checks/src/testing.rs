@@ -333,6 +333,7 @@ pub fn current_crds() -> Vec<CrdFacts> {
     .map(|name| CrdFacts {
         name: (*name).into(),
         stored_versions: vec!["v1".into()],
+        served_versions: vec!["v1".into()],
         fields: crate::karpenter_versions::CRD_FIELDS
             .iter()
             .filter(|f| f.crd == *name)

@@ -60,6 +60,9 @@ warnings! {
     ZoneSubnetsLowOnAddresses => SubnetsReady,
         "In a zone the EC2NodeClass can launch into, no selected subnet has the free IP addresses one node takes when it starts; Karpenter still launches into the other zones, so pods that need this zone stay pending.",
         "Free addresses in the zone's subnets, add a larger subnet there and tag it for the selector, or lower the VPC CNI's warm targets.";
+    UnusedConversionWebhookUnreachable => KarpenterVersionCompatible,
+        "A Karpenter CRD still names a conversion webhook whose Service is missing or has no ready endpoints (left over from Karpenter 1.0), but it serves and stores a single version, so the API server never calls it today. Serving or storing a second version again would make every conversion fail.",
+        "Remove the leftover: kubectl patch crd <name> --type=merge -p '{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}' (Karpenter 1.1 and later ship their CRDs without one).";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

@@ -191,33 +191,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             _ => {}
         }
     }
-    let webhooks = match (validating, mutating) {
-        (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => Observed::Unknown(u),
-        (v, m) => {
-            let mut all = Vec::new();
-            for c in v.found().into_iter().flatten() {
-                all.extend(crate::snapshot::webhooks_of(
-                    "ValidatingWebhookConfiguration",
-                    &c.metadata,
-                    c.webhooks
-                        .iter()
-                        .flatten()
-                        .map(|w| (&w.name, &w.client_config)),
-                ));
-            }
-            for c in m.found().into_iter().flatten() {
-                all.extend(crate::snapshot::webhooks_of(
-                    "MutatingWebhookConfiguration",
-                    &c.metadata,
-                    c.webhooks
-                        .iter()
-                        .flatten()
-                        .map(|w| (&w.name, &w.client_config)),
-                ));
-            }
-            Observed::Found(all)
-        }
-    };
+    let webhooks = crate::snapshot::webhooks_of_configurations(validating, mutating);
     let apiserver_version = match version {
         Ok(info) => Observed::Found(info.git_version),
         Err(error) => {

@@ -133,8 +133,8 @@ pub const SCHEMA_FIELDS_ANNOTATION: &str = "karpenter-health.io/schema-fields";
 
 /// Keeps of a Karpenter CRD only what the checks read, not its schema of thousands of lines: the
 /// label rules its validation rules enforce and the fields of the version table its `v1` schema
-/// has (read once per change, in annotations of the cached copy), `status.storedVersions`, and
-/// a conversion webhook's Service (without its CA bundle).
+/// has (read once per change, in annotations of the cached copy), which versions it serves,
+/// `status.storedVersions`, and a conversion webhook's Service (without its CA bundle).
 pub fn node_pool_crd(crd: &mut CustomResourceDefinition) {
     let value = serde_json::to_value(&*crd).ok();
     let rules = value.as_ref().and_then(LabelRules::from_crd);
@@ -155,7 +155,13 @@ pub fn node_pool_crd(crd: &mut CustomResourceDefinition) {
         })
         .unwrap_or_default();
     metadata(crd);
-    crd.spec.versions = Vec::new();
+    // Each version's name and served/storage flags only: whether the API server ever converts.
+    for version in &mut crd.spec.versions {
+        version.schema = None;
+        version.additional_printer_columns = None;
+        version.subresources = None;
+        version.selectable_fields = None;
+    }
     if let Some(conversion) = &mut crd.spec.conversion
         && let Some(webhook) = &mut conversion.webhook
         && let Some(config) = &mut webhook.client_config
@@ -211,6 +217,13 @@ pub fn crd_facts(crd: &CustomResourceDefinition) -> CrdFacts {
             .as_ref()
             .and_then(|s| s.stored_versions.clone())
             .unwrap_or_default(),
+        served_versions: crd
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.clone())
+            .collect(),
         fields,
         conversion_service,
     }
@@ -266,7 +279,10 @@ mod tests {
         for (message, expected) in cases {
             let mut trimmed = crd(message);
             super::node_pool_crd(&mut trimmed);
-            assert!(trimmed.spec.versions.is_empty(), "the schema is dropped");
+            assert!(
+                trimmed.spec.versions.iter().all(|v| v.schema.is_none()),
+                "the schema is dropped"
+            );
             assert_eq!(super::label_rules_of(&trimmed), expected, "{message:?}");
         }
     }
@@ -283,7 +299,8 @@ mod tests {
                              "service": {"name": "karpenter", "namespace": "kube-system"}}}},
                      "versions": [{"name": "v1", "served": true, "storage": true,
                                    "schema": {"openAPIV3Schema": {"properties": {"status": {
-                                       "properties": {"nodeClassObservedGeneration": {}}}}}}}]},
+                                       "properties": {"nodeClassObservedGeneration": {}}}}}}},
+                                  {"name": "v1beta1", "served": false, "storage": false}]},
             "status": {"storedVersions": ["v1beta1", "v1"], "conditions": [],
                        "acceptedNames": {"kind": "NodePool", "plural": "nodepools"}}
         }))
@@ -291,6 +308,12 @@ mod tests {
         super::node_pool_crd(&mut crd);
         let facts = super::crd_facts(&crd);
         assert_eq!(facts.stored_versions, ["v1beta1", "v1"]);
+        assert_eq!(
+            facts.served_versions,
+            ["v1"],
+            "v1beta1 is listed but not served"
+        );
+        assert!(crd.spec.versions.iter().all(|v| v.schema.is_none()));
         assert_eq!(
             facts.conversion_service.as_deref(),
             Some("kube-system/karpenter")

@@ -515,33 +515,7 @@ impl KubeFacts {
         let mutating = self
             .health
             .observe(MUTATING_WEBHOOKS, || self.mutating_webhooks.state());
-        match (validating, mutating) {
-            (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => Observed::Unknown(u),
-            (v, m) => {
-                let mut all = Vec::new();
-                for c in v.found().into_iter().flatten() {
-                    all.extend(crate::snapshot::webhooks_of(
-                        "ValidatingWebhookConfiguration",
-                        &c.metadata,
-                        c.webhooks
-                            .iter()
-                            .flatten()
-                            .map(|w| (&w.name, &w.client_config)),
-                    ));
-                }
-                for c in m.found().into_iter().flatten() {
-                    all.extend(crate::snapshot::webhooks_of(
-                        "MutatingWebhookConfiguration",
-                        &c.metadata,
-                        c.webhooks
-                            .iter()
-                            .flatten()
-                            .map(|w| (&w.name, &w.client_config)),
-                    ));
-                }
-                Observed::Found(all)
-            }
-        }
+        crate::snapshot::webhooks_of_configurations(validating, mutating)
     }
 
     /// Reads the API server's `/version` (a non-resource URL every authenticated user may get,

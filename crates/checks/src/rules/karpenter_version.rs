@@ -8,8 +8,10 @@
 use super::{Check, Context, Outcome, Why};
 use crate::facts::Observed;
 use crate::karpenter_versions::{self, CRD_FIELDS, Support};
+use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use semver::Version;
+use std::collections::BTreeSet;
 
 /// The release that removed v1beta1 from Karpenter's CRDs.
 pub const V1BETA1_DROPPED: (u64, u64, u64) = (1, 1, 0);
@@ -35,7 +37,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .unwrap_or_default();
     ok.push(format!(
         "its CRDs match controller {version}, none stores v1beta1, and every Karpenter webhook \
-         reaches a ready Service"
+         the API server calls reaches a ready Service"
     ));
     c.finish(
         Reason::KarpenterVersionSupported,
@@ -180,16 +182,26 @@ fn crds(ctx: &Context, c: &mut Check, version: &Version) {
 }
 
 fn webhooks(ctx: &Context, c: &mut Check) {
-    // (what calls, Service)
-    let mut callers: Vec<(String, SubjectRef, &str)> = Vec::new();
+    // (what calls, Service, whether the API server calls it at all)
+    let mut callers: Vec<(String, SubjectRef, &str, bool)> = Vec::new();
     match &ctx.facts.cluster.karpenter_crds {
         Observed::Found(crds) => {
             for crd in crds {
                 if let Some(svc) = &crd.conversion_service {
+                    // The API server converts only between versions: a CRD that serves and
+                    // stores one version never calls its conversion webhook
+                    // (apiextensions-apiserver's converter returns objects already in the
+                    // requested version as they are).
+                    let versions: BTreeSet<&String> = crd
+                        .served_versions
+                        .iter()
+                        .chain(&crd.stored_versions)
+                        .collect();
                     callers.push((
                         format!("The conversion webhook of CRD {}", crd.name),
                         SubjectRef::new("CustomResourceDefinition", &crd.name),
                         svc,
+                        versions.len() > 1,
                     ));
                 }
             }
@@ -204,15 +216,20 @@ fn webhooks(ctx: &Context, c: &mut Check) {
                     format!("Webhook {} of {} {}", h.webhook, h.kind, h.configuration),
                     SubjectRef::new(&h.kind, &h.configuration),
                     &h.service,
+                    true,
                 ));
             }
         }
         Observed::Absent => {}
         Observed::Unknown(u) => c.unknown(Why::unobserved("The webhook configurations", u)),
     }
-    for (what, subject, service) in callers {
+    for (what, subject, service, called) in callers {
         let service_shown = crate::clip(service, 256);
-        match ctx.facts.cluster.service_endpoints.get(service) {
+        let endpoints = ctx.facts.cluster.service_endpoints.get(service);
+        match endpoints {
+            Some(Observed::Found(n)) if *n > 0 => {}
+            // What an uncalled webhook's Service looks like cannot change the verdict.
+            None | Some(Observed::Unknown(_)) if !called => {}
             None => c.unknown(Why::new(
                 Reason::NotObserved,
                 format!("The endpoints of Service {service_shown} have not been read yet."),
@@ -221,21 +238,33 @@ fn webhooks(ctx: &Context, c: &mut Check) {
                 &format!("The endpoints of Service {service_shown}"),
                 u,
             )),
-            Some(Observed::Found(n)) if *n > 0 => {}
             Some(found) => {
                 let state = if matches!(found, Observed::Absent) {
                     "which does not exist (no Endpoints object)"
                 } else {
                     "which has no ready endpoints"
                 };
-                c.fail(
-                    Reason::WebhookServiceMissing,
-                    format!(
-                        "{what} points at Service {service_shown}, {state}: the API server \
-                         fails every request it sends there."
-                    ),
-                    vec![subject, SubjectRef::new("Service", &*service_shown)],
-                );
+                let subjects = vec![subject, SubjectRef::new("Service", &*service_shown)];
+                if called {
+                    c.fail(
+                        Reason::WebhookServiceMissing,
+                        format!(
+                            "{what} points at Service {service_shown}, {state}: the API server \
+                             fails every request it sends there."
+                        ),
+                        subjects,
+                    );
+                } else {
+                    c.warn(
+                        Warning::UnusedConversionWebhookUnreachable,
+                        format!(
+                            "{what} points at Service {service_shown}, {state}; the CRD serves \
+                             and stores a single version, so the API server does not call it \
+                             today, but would fail any conversion."
+                        ),
+                        subjects,
+                    );
+                }
             }
         }
     }

@@ -236,8 +236,8 @@ sentences! {
     a_stored_v1beta1_on_1_8_is_stored_versions_stale:
         Facts::healthy().with_crd("nodeclaims.karpenter.sh", |c| c.stored_versions.push("v1beta1".into()))
         => KarpenterVersionCompatible is False because StoredVersionsStale;
-    a_conversion_webhook_to_a_missing_service_is_webhook_service_missing:
-        Facts::healthy().with_crd("nodepools.karpenter.sh", |c| c.conversion_service = Some("kube-system/karpenter".into()))
+    a_conversion_webhook_of_a_crd_serving_two_versions_to_a_missing_service_is_webhook_service_missing:
+        Facts::healthy().with_crd("nodepools.karpenter.sh", |c| { c.conversion_service = Some("kube-system/karpenter".into()); c.served_versions.push("v1beta1".into()); })
             .with(|f| { f.cluster.service_endpoints.insert("kube-system/karpenter".into(), Observed::Absent); })
         => KarpenterVersionCompatible is False because WebhookServiceMissing;
 

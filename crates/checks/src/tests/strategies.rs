@@ -387,7 +387,11 @@ fn apply_beyond(f: &mut Facts, b: &Beyond) {
         Beyond::Conversion(c, state) => {
             let svc = "kube-system/karpenter".to_owned();
             *f = f.clone().with_crd(&crd_name(*c), |crd| {
-                crd.conversion_service = Some(svc.clone())
+                crd.conversion_service = Some(svc.clone());
+                // Odd states also serve v1beta1, so the webhook is called.
+                if state % 2 == 1 {
+                    crd.served_versions.push("v1beta1".into());
+                }
             });
             let endpoints = match state {
                 0 => Observed::Absent,
