@@ -218,8 +218,17 @@ async fn a_deleted_or_hand_edited_health_gets_its_full_status_back_at_once() -> 
             .as_ref()
             .is_some_and(|s| s.conditions.len() == ConditionType::ALL.len())
     };
-    let first = wait_for("fnd-restored's status", DEADLINE, || async {
-        Ok(healths.get_opt("fnd-restored").await?.filter(complete))
+    // Decided: past the Pending status written before the first AWS reads return (which can
+    // take seconds here: the bed's moto answers GetEbsDefaultKmsKeyId with a 500, retried).
+    let evaluated = |h: &KarpenterHealth| {
+        complete(h)
+            && h.status
+                .as_ref()
+                .and_then(|s| s.condition(ConditionType::Ready))
+                .is_some_and(|c| c.reason != "Pending")
+    };
+    let first = wait_for("fnd-restored's evaluated status", DEADLINE, || async {
+        Ok(healths.get_opt("fnd-restored").await?.filter(evaluated))
     })
     .await?;
     let decided = first.status.clone().expect("status");
