@@ -94,7 +94,7 @@ e2e-down: ## stop the local bed
 # tests share cluster singletons (aws-auth, the Karpenter Deployment), so they run one at a time.
 E2E_OPERATOR_TESTS := --test foundation --test check_command --test operator_first_run --test probes --test leader_election --test operator_failures --test operator_pod_identity \
   --test operator_resilience --test operator_rbac --test operator_scale --test operator_controller_wiring \
-  --test operator_node_network --test operator_volumes_and_versions
+  --test operator_node_network --test operator_volumes_and_versions --test shutdown
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
 e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
@@ -104,6 +104,16 @@ e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever ha
 	  $(CARGO) test --locked -p karpenter-health-e2e $(E2E_OPERATOR_TESTS) -- --test-threads=1 \
 	  || status=$$?; \
 	  bash $(BED) down $(BED_DIR); exit $$status
+
+# `make e2e-repeat N=20 TESTS="leader_election shutdown"`: chosen e2e test files N times in a row
+# on a bed of their own, each failure reported with its round, tests and kept log (e2e/repeat.sh).
+# TESTS defaults to the whole suite; FILTER keeps only test functions whose names contain it.
+N ?= 5
+TESTS ?= $(filter-out --test,$(E2E_AWS_TESTS) $(E2E_OPERATOR_TESTS))
+FILTER ?=
+.PHONY: e2e-repeat
+e2e-repeat: ## run chosen e2e tests N times and report each failure: make e2e-repeat N=20 TESTS="leader_election shutdown"
+	@KH_BED_DIR=$(CURDIR)/e2e/.bed-repeat KH_REPEAT_FILTER=$(FILTER) bash e2e/repeat.sh $(N) $(TESTS)
 
 # Extra flags for `make bench` and `make bench-large`, after their own (the last of a flag wins),
 # e.g. `make bench BENCH_FLAGS="--idle 60s --cold-starts 2"`. KH_BENCH_OPERATOR=<binary> runs a

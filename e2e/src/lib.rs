@@ -28,8 +28,10 @@ pub mod process;
 pub mod rbac;
 /// Every status a KarpenterHealth had while a test ran.
 pub mod status_log;
+/// A TCP relay in front of the API server that can stall like a network partition.
+pub mod tcp_relay;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -92,6 +94,26 @@ impl Bed {
     /// a test binds it (to read verbs only, for `karpenter-health check`).
     pub fn reader_kubeconfig(&self) -> PathBuf {
         self.dir.join("reader.kubeconfig")
+    }
+
+    /// A copy of the admin kubeconfig that reaches the API server through loopback `port` (a
+    /// [`tcp_relay::TcpRelay`]), written to the bed's folder as `kubeconfig-via-<port>`.
+    pub fn admin_kubeconfig_via(&self, port: u16) -> Result<PathBuf> {
+        let apiserver = self.var("KH_APISERVER_PORT")?;
+        let text = std::fs::read_to_string(self.admin_kubeconfig())?;
+        let from = format!("https://127.0.0.1:{apiserver}");
+        ensure!(text.contains(&from), "the admin kubeconfig names no {from}");
+        let path = self.dir.join(format!("kubeconfig-via-{port}"));
+        std::fs::write(
+            &path,
+            text.replace(&from, &format!("https://127.0.0.1:{port}")),
+        )?;
+        Ok(path)
+    }
+
+    /// The API server's address on loopback.
+    pub fn api_server_address(&self) -> Result<std::net::SocketAddr> {
+        Ok(([127, 0, 0, 1], self.var("KH_APISERVER_PORT")?.parse()?).into())
     }
 
     pub async fn admin_client(&self) -> Result<kube::Client> {

@@ -6,7 +6,7 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::coordination::v1::Lease;
 use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use karpenter_health_e2e::process::OperatorProcess;
+use karpenter_health_e2e::process::{OperatorProcess, Replica};
 use karpenter_health_e2e::{
     Bed, OperatorHandle, apply_yaml, free_port, http_get, install_health_crd, wait_for,
 };
@@ -172,32 +172,7 @@ async fn only_the_lease_holder_reconciles_and_a_standby_takes_over_when_it_stops
 
 /// Starts the binary as a replica holding `lease` in `default`, on the bed's admin identity.
 fn replica_process(bed: &Bed, lease: &str, identity: &str, port: u16) -> Result<OperatorProcess> {
-    let kubeconfig = bed.admin_kubeconfig();
-    let address = format!("127.0.0.1:{port}");
-    let log = bed.dir.join(format!("logs/{lease}-{identity}.log"));
-    OperatorProcess::spawn(
-        &[
-            "run",
-            "--leader-elect",
-            "--lease-name",
-            lease,
-            "--lease-namespace",
-            "default",
-            "--lease-identity",
-            identity,
-            "--http-address",
-            &address,
-            "--region",
-            "us-east-2",
-        ],
-        &[
-            ("KUBECONFIG", kubeconfig.to_str().unwrap_or_default()),
-            ("AWS_ENDPOINT_URL", bed.moto_url()?),
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ],
-        log,
-    )
+    Replica::on(bed, lease, identity, port)?.spawn(bed)
 }
 
 async fn wait_ready(port: u16, deadline: Duration) -> Result<()> {

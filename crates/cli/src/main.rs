@@ -78,8 +78,19 @@ fn parse_cli(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(&matches)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let result = runtime.block_on(run_command());
+    // Dropping a runtime waits for its blocking threads without limit; a request abandoned at the
+    // shutdown bound may still hold one (a DNS lookup), and must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
+}
+
+async fn run_command() -> anyhow::Result<()> {
     let cli = parse_cli(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Crd => {
@@ -104,12 +115,23 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Run(config) => {
-            let shutdown = karpenter_health_operator::shutdown_signal();
+            use karpenter_health_operator::shutdown::{SHUTDOWN_BOUND, unless_stopped};
+            let shutdown = karpenter_health_operator::leader::shared(
+                karpenter_health_operator::shutdown_signal(),
+            );
             init_logging(cli.log_format, "info,kube=warn");
             let client = kube::Client::try_default()
                 .await
                 .context("connecting to Kubernetes")?;
-            karpenter_health_operator::run(client, *config, shutdown).await
+            let operator = karpenter_health_operator::run(client, *config, shutdown.clone());
+            // Each step of the way out is bounded on its own; this is the backstop for whatever
+            // is not (a call that does not answer), so a replica never outlives its bound.
+            unless_stopped(operator, shutdown, SHUTDOWN_BOUND)
+                .await
+                .unwrap_or_else(|| {
+                    tracing::warn!(bound = ?SHUTDOWN_BOUND, "still shutting down at the bound; exiting");
+                    Ok(())
+                })
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::leader::{self, SharedShutdown};
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
 use crate::reconcile::{error_policy, reconcile};
+use crate::shutdown::{RECONCILE_GRACE, unless_stopped};
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -26,6 +27,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Runs the operator with the real AWS adapter until `shutdown` completes.
 pub async fn run(
@@ -48,10 +50,14 @@ pub async fn run_with(
     aws: AwsPort,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
-    if config.install_crd {
-        crd::install(&client).await?;
-    }
     let shutdown = leader::shared(shutdown);
+    // Nothing before the Lease may outlast a signal: the API server may not be answering.
+    if config.install_crd
+        && let Some(installed) =
+            unless_stopped(crd::install(&client), shutdown.clone(), Duration::ZERO).await
+    {
+        installed?;
+    }
     let metrics = Arc::new(Metrics::default());
     let readiness = Readiness::default();
     readiness.set_blocked(Some("checking that the CRDs are served".into()));
@@ -243,7 +249,7 @@ async fn run_controller(
 
     tracing::info!("karpenter-health operator started");
     let triggers = ClassTriggers::new(classes, kube_facts, triggered_at);
-    controller
+    let reconciling = controller
         // A KarpenterHealth has the name of its class.
         .watches_stream(
             health_stream,
@@ -293,15 +299,22 @@ async fn run_controller(
         // after a lasting watch failure, or recovering, re-evaluates every class at once.
         .reconcile_all_on(inputs.inputs_changed)
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
-        .graceful_shutdown_on(shutdown)
+        .graceful_shutdown_on(shutdown.clone())
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(node_class = %object.name, "reconciled"),
                 Err(error) => tracing::debug!(%error, "reconcile trigger or reconcile failed"),
             }
-        })
-        .await;
+        });
+    // kube-runtime's graceful shutdown waits for every reconcile in flight, and one waiting on
+    // AWS retries takes up to an operation's timeout: past the grace they are cancelled.
+    if unless_stopped(reconciling, shutdown, RECONCILE_GRACE)
+        .await
+        .is_none()
+    {
+        tracing::info!(grace = ?RECONCILE_GRACE, "reconciles still in flight were cancelled");
+    }
     metrics.set_leader(false);
     tracing::info!("karpenter-health operator stopped");
     Ok(())

@@ -57,7 +57,12 @@ pub async fn wait_until_served(
     let mut stop = std::pin::pin!(stop);
     let mut advised: Option<(Instant, String)> = None;
     loop {
-        let Some(why) = missing_crd(client).await else {
+        // An API server that does not answer must not hold a shutdown.
+        let missing = tokio::select! {
+            missing = missing_crd(client) => missing,
+            () = &mut stop => return false,
+        };
+        let Some(why) = missing else {
             if advised.is_some() {
                 tracing::info!("the CRDs are served now; starting");
             }

@@ -3,6 +3,7 @@
 //! released, so a clean hand-over takes a round trip, not a lease period. Does IO (the Lease).
 
 use crate::config::OperatorConfig;
+use crate::shutdown::{LEASE_RELEASE_TIMEOUT, unless_stopped};
 use futures::future::{BoxFuture, Shared};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -72,10 +73,8 @@ where
     }
     // Closing the channel makes the lease task release the Lease, so a standby takes over at once.
     drop(leader);
-    match lease_task.await {
-        Ok(Ok(_)) => tracing::info!("lease released"),
-        Ok(Err(error)) => tracing::warn!(%error, "could not release the lease"),
-        Err(error) => tracing::warn!(%error, "lease task failed"),
+    if finish(lease_task).await {
+        tracing::info!("lease released");
     }
     result
 }
@@ -96,14 +95,19 @@ async fn contend(
 ) -> anyhow::Result<Option<(tokio::sync::watch::Receiver<bool>, LeaseManagerTask)>> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), &config.lease_namespace);
     loop {
-        let manager =
+        // Building reads (or creates) the Lease: an API server that does not answer must not
+        // hold a shutdown.
+        let building =
             kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &config.lease_name)
                 .with_namespace(&config.lease_namespace)
                 .with_identity(identity)
                 .with_duration(LEASE_SECONDS)
                 .with_grace(LEASE_GRACE_SECONDS)
-                .build()
-                .await?;
+                .build();
+        let Some(manager) = unless_stopped(building, shutdown.clone(), Duration::ZERO).await else {
+            return Ok(None);
+        };
+        let manager = manager?;
         let (mut leader, lease_task) = manager.watch().await;
         let became_leader = async {
             while !*leader.borrow_and_update() {
@@ -120,7 +124,10 @@ async fn contend(
                 }
                 // The lease task ended on an error of its own: start over after a pause.
                 finish(lease_task).await;
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                let pause = tokio::time::sleep(Duration::from_secs(1));
+                if unless_stopped(pause, shutdown.clone(), Duration::ZERO).await.is_none() {
+                    return Ok(None);
+                }
             }
             () = released_by_its_holder(&leases, &config.lease_name, identity, on_standby) => {
                 // Dropping the receiver ends the manager's sleep; a fresh one takes the free Lease.
@@ -142,11 +149,31 @@ async fn contend(
 pub const LEASE_SECONDS: u64 = 15;
 const LEASE_GRACE_SECONDS: u64 = 5;
 
-async fn finish(task: LeaseManagerTask) {
-    match task.await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => tracing::warn!(%error, "lease manager stopped"),
-        Err(error) => tracing::warn!(%error, "lease manager task failed"),
+/// Waits for a lease manager whose receiver was dropped to release the Lease (if it holds it)
+/// and end, for at most [`LEASE_RELEASE_TIMEOUT`]: after an API error the manager sleeps its
+/// backoff (up to 30 s in kube-lease-manager 0.13's `watch`) before it looks at its channel
+/// again, and a release to an API server that does not answer waits for the client's timeout.
+/// Whether it ended cleanly.
+async fn finish(mut task: LeaseManagerTask) -> bool {
+    match tokio::time::timeout(LEASE_RELEASE_TIMEOUT, &mut task).await {
+        Ok(Ok(Ok(_))) => true,
+        Ok(Ok(Err(error))) => {
+            tracing::warn!(%error, "lease manager stopped on an error");
+            false
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "lease manager task failed");
+            false
+        }
+        Err(_) => {
+            task.abort();
+            tracing::warn!(
+                timeout = ?LEASE_RELEASE_TIMEOUT,
+                expires_in_s = LEASE_SECONDS,
+                "the lease manager did not stop in time; a Lease it held expires on its own"
+            );
+            false
+        }
     }
 }
 

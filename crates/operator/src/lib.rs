@@ -16,11 +16,11 @@ pub mod metrics;
 pub mod one_shot;
 pub mod readiness;
 pub mod reconcile;
-pub mod signals;
+pub mod shutdown;
 pub mod triggers;
 
 pub use config::{EvaluationConfig, OperatorConfig};
 pub use context::AwsPort;
 pub use controller::{run, run_with};
 pub use error::Error;
-pub use signals::shutdown_signal;
+pub use shutdown::shutdown_signal;
