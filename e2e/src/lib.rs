@@ -304,7 +304,17 @@ impl Bed {
     /// The operator's AWS port on this bed's moto server in `region`, with the adapter's
     /// production defaults.
     pub async fn aws_port(&self, region: &str) -> Result<karpenter_health_operator::AwsPort> {
-        let config = self.aws_config(region).await?;
+        self.aws_port_at(self.moto_url()?, region).await
+    }
+
+    /// The operator's AWS port on any endpoint (a fault proxy in front of moto, which also
+    /// answers what moto lacks), with the adapter's production defaults.
+    pub async fn aws_port_at(
+        &self,
+        endpoint: &str,
+        region: &str,
+    ) -> Result<karpenter_health_operator::AwsPort> {
+        let config = self.aws_config_at(endpoint, region).await?;
         Ok(karpenter_health_operator::AwsPort::from_sdk_config(
             &config,
             Default::default(),

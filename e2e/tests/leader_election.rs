@@ -1,6 +1,6 @@
 //! Two replicas on a real API server: only the Lease holder reconciles, the standby is ready with
-//! caches of its own, a leader stopped by SIGTERM hands over within 2 s, and a killed one is
-//! replaced within the Lease duration plus 2 s. Does IO (API server, moto, child processes).
+//! caches of its own, a leader stopped by SIGTERM hands over within 2 s (measured 0.04 to 0.22 s
+//! with a cargo build beside it), and a killed one is replaced within the Lease duration plus 5 s. Does IO (API server, moto, child processes).
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -245,7 +245,10 @@ async fn sigterm_hands_over_within_two_seconds_and_a_killed_leader_is_replaced_w
     .await?;
     let replaced = killed.elapsed();
     eprintln!("replacement after SIGKILL: {replaced:?}");
-    let bound = Duration::from_secs(karpenter_health_operator::leader::LEASE_SECONDS + 2);
+    // The standby takes an expired Lease at its expiry, 15 s after the killed leader's last
+    // renewal: 14.8 to 15.0 s measured with a cargo build beside it. The bound proves the
+    // take-over came from the expiry, with room for a loaded machine.
+    let bound = Duration::from_secs(karpenter_health_operator::leader::LEASE_SECONDS + 5);
     ensure!(
         replaced <= bound,
         "a killed leader was replaced after {replaced:?}, more than {bound:?}"
