@@ -54,6 +54,10 @@ pub struct EC2NodeClassSpec {
     /// default, an encrypted root volume).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_device_mappings: Vec<BlockDeviceMapping>,
+    /// `spec.capacityReservationSelectorTerms` (Karpenter 1.3+): the class launches into the
+    /// capacity reservations they select. Kept as written; only whether there are any is read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_reservation_selector_terms: Vec<serde_json::Value>,
 }
 
 /// One `spec.blockDeviceMappings` entry, as far as the checks read it.

@@ -8,9 +8,9 @@
 
 use crate::observer::AwsFactsSource;
 use crate::ports::{
-    CallError, Ec2Api, EksApi, ErrorKind, EventsApi, Filter, IamApi, KmsApi, KmsGrantData,
-    KmsKeyData, Page, PortResult, QueueAttributes, RoleData, ServiceAccountRef, Simulation, SqsApi,
-    StsApi, VpcAttribute,
+    CallError, Ec2Api, EksApi, ErrorKind, EventBus, EventsApi, Filter, IamApi, KmsApi,
+    KmsGrantData, KmsKeyData, Page, PortResult, QueueAttributes, RoleData, ServiceAccountRef,
+    Simulation, SqsApi, StsApi, VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -489,30 +489,60 @@ impl SqsApi for FakeAws {
     }
 }
 
+/// The ARN EventBridge gives event bus `name` in the fake's account and region.
+pub fn event_bus_arn(name: &str) -> String {
+    format!("arn:aws:events:us-west-2:111122223333:event-bus/{name}")
+}
+
 impl EventsApi for FakeAws {
+    fn list_event_buses<'a>(
+        &'a self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<EventBus>>> {
+        self.answer("ListEventBuses", move |s| {
+            let mut names: Vec<String> = s.rules.iter().map(|(r, _)| r.event_bus.clone()).collect();
+            names.push("default".into());
+            names.sort();
+            names.dedup();
+            let buses = names
+                .into_iter()
+                .map(|name| EventBus {
+                    arn: event_bus_arn(&name),
+                    name,
+                })
+                .collect();
+            page(buses, 100, next_token)
+        })
+    }
+
     fn list_rule_names_by_target<'a>(
         &'a self,
         target_arn: &'a str,
+        bus: &'a str,
         next_token: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<String>>> {
-        let target = target_arn.to_owned();
+        let (target, bus) = (target_arn.to_owned(), bus.to_owned());
         self.answer("ListRuleNamesByTarget", move |s| {
             let names = s
                 .rules
                 .iter()
-                .filter(|(_, targets)| targets.contains(&target))
+                .filter(|(r, targets)| r.event_bus == bus && targets.contains(&target))
                 .map(|(r, _)| r.name.clone())
                 .collect();
             page(names, 100, next_token)
         })
     }
 
-    fn describe_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EventRuleFacts>> {
-        let name = name.to_owned();
+    fn describe_rule<'a>(
+        &'a self,
+        name: &'a str,
+        bus: &'a str,
+    ) -> BoxFuture<'a, PortResult<EventRuleFacts>> {
+        let (name, bus) = (name.to_owned(), bus.to_owned());
         self.answer("DescribeRule", move |s| {
             s.rules
                 .iter()
-                .find(|(r, _)| r.name == name)
+                .find(|(r, _)| r.name == name && r.event_bus == bus)
                 .map(|(r, _)| r.clone())
                 .ok_or_else(|| absent("ResourceNotFoundException"))
         })

@@ -225,6 +225,8 @@ pub trait IamApi: Send + Sync {
 pub struct QueueAttributes {
     pub arn: String,
     pub policy: Option<String>,
+    /// `KmsMasterKeyId`: the SSE-KMS key as the queue names it; `None` without SSE-KMS.
+    pub kms_master_key_id: Option<String>,
 }
 
 pub trait SqsApi: Send + Sync {
@@ -236,14 +238,32 @@ pub trait SqsApi: Send + Sync {
     ) -> BoxFuture<'a, PortResult<QueueAttributes>>;
 }
 
+/// One EventBridge event bus (ListEventBuses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventBus {
+    pub name: String,
+    pub arn: String,
+}
+
 pub trait EventsApi: Send + Sync {
-    /// One page of the names of the default bus's rules that target `target_arn`.
+    /// One page of the account's event buses in the region, the default bus included.
+    fn list_event_buses<'a>(
+        &'a self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<EventBus>>>;
+    /// One page of the names of the rules on event bus `bus` that target `target_arn`.
     fn list_rule_names_by_target<'a>(
         &'a self,
         target_arn: &'a str,
+        bus: &'a str,
         next_token: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<String>>>;
-    fn describe_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EventRuleFacts>>;
+    /// A rule of event bus `bus`; its `event_bus` is `bus`.
+    fn describe_rule<'a>(
+        &'a self,
+        name: &'a str,
+        bus: &'a str,
+    ) -> BoxFuture<'a, PortResult<EventRuleFacts>>;
 }
 
 pub trait Ec2Api: Send + Sync {

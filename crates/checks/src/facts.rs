@@ -591,8 +591,17 @@ pub struct QueueFacts {
     pub arn: String,
     /// `Policy` attribute: `None` when the queue has no policy.
     pub policy: Option<String>,
-    /// EventBridge rules (default bus) that target the queue.
+    /// `KmsMasterKeyId` attribute: the SSE-KMS key as the queue names it (id, ARN, alias name or
+    /// alias ARN); `None` when the queue is not encrypted with SSE-KMS (SSE-SQS or none).
+    pub kms_master_key_id: Option<String>,
+    /// That key (DescribeKey, GetKeyPolicy); `None` when there is none or it was not looked up.
+    pub kms_key: Option<Observed<KmsKeyFacts>>,
+    /// EventBridge rules on every event bus of the account that target the queue.
     pub rules: Observed<Vec<EventRuleFacts>>,
+    /// For each custom event bus whose rules target the queue, by bus name: the default bus's
+    /// rules that target that bus (AWS services send their events to the default bus only, so
+    /// these are what feeds it).
+    pub bus_forwarders: BTreeMap<String, Observed<Vec<EventRuleFacts>>>,
 }
 
 /// One EventBridge rule (DescribeRule).
@@ -603,6 +612,16 @@ pub struct EventRuleFacts {
     /// `ENABLED`, `DISABLED`, ...
     pub state: String,
     pub event_pattern: Option<String>,
+    /// The event bus's name: `default` for the account's default bus (an empty name counts as
+    /// the default bus too).
+    pub event_bus: String,
+}
+
+impl EventRuleFacts {
+    /// Whether the rule is on the default bus, where AWS services put their events.
+    pub fn on_default_bus(&self) -> bool {
+        self.event_bus.is_empty() || self.event_bus == "default"
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -140,6 +140,7 @@ pub fn node_class() -> EC2NodeClass {
         associate_public_ip_address: None,
         user_data: None,
         block_device_mappings: Vec::new(),
+        capacity_reservation_selector_terms: Vec::new(),
     };
     let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
     nc.metadata.generation = Some(1);
@@ -605,12 +606,16 @@ pub fn healthy_queue() -> QueueFacts {
         event_pattern: Some(format!(
             r#"{{"source":["{source}"],"detail-type":["{detail}"]}}"#
         )),
+        event_bus: "default".into(),
     };
     QueueFacts {
         name: QUEUE.into(),
         url: format!("https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{QUEUE}"),
         arn,
         policy: Some(policy),
+        kms_master_key_id: None,
+        kms_key: None,
+        bus_forwarders: BTreeMap::new(),
         rules: Observed::Found(vec![
             rule("spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
             rule(

@@ -46,11 +46,14 @@ warnings! {
         "Karpenter's status.securityGroups differs from what the selector terms resolve to now, so new nodes and drift use an outdated set.",
         "Wait for Karpenter's next security-group refresh (at most 5 minutes); if it persists, check Karpenter's logs.";
     RestrictedLabelOnSharedPod => LabelsAllowed,
-        "A pending Pod that NodePools of several EC2NodeClasses could take selects on a label key the installed Karpenter rejects: whichever class Karpenter picks cannot create the NodeClaim. It is a warning on each candidate class, not a failure of any one of them.",
+        "A pending Pod that NodePools of several EC2NodeClasses could take has a label key the installed Karpenter rejects in some of its required affinity terms or preferences only: if Karpenter uses that term, whichever class it picks cannot create the NodeClaim. (A rejected key in its node selector or in every required term fails every candidate class.)",
         "Remove the key from the Pod's node selector and affinity (for kubernetes.io keys, Karpenter 1.9 and later accept them).";
     SpotWithoutInterruptionHandling => InterruptionHandlingReady,
         "A NodePool of this EC2NodeClass allows spot, but Karpenter has no interruption queue: spot interruption warnings, rebalance recommendations and scheduled maintenance are not handled, so spot nodes vanish without being drained first.",
         "Create the interruption queue and its EventBridge rules (Karpenter's CloudFormation template) and set Karpenter's settings.interruptionQueue to the queue's name.";
+    InterruptionRuleNotYetNeeded => InterruptionHandlingReady,
+        "No enabled EventBridge rule sends a kind of event to the interruption queue that this EC2NodeClass's nodes cannot get yet (spot interruption and rebalance without spot NodePools; capacity-reservation interruption without capacity reservations): nothing is lost now, but it will be once they can.",
+        "Add the rule (Karpenter's CloudFormation template) before a NodePool of the class allows spot or the class selects capacity reservations.";
     InterruptionQueuePolicyWithoutSqs => InterruptionHandlingReady,
         "The interruption queue's policy lets EventBridge send, but not sqs.amazonaws.com, which Karpenter's template also allows.",
         "Add sqs.amazonaws.com to the queue policy's Allow sqs:SendMessage statement, as Karpenter's CloudFormation template does.";

@@ -169,7 +169,7 @@ impl AwsObserver {
             .await
     }
 
-    async fn kms_key_and_policy(&self, reference: &str) -> Read<KmsKeyFacts> {
+    pub(super) async fn kms_key_and_policy(&self, reference: &str) -> Read<KmsKeyFacts> {
         let this = self.clone();
         let reference = reference.to_owned();
         self.inner

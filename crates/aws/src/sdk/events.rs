@@ -2,15 +2,44 @@
 
 use super::{SdkPorts, next_page, text};
 use crate::classify::classify;
-use crate::ports::{EventsApi, Page, PortResult, Service};
+use crate::ports::{EventBus, EventsApi, Page, PortResult, Service};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::EventRuleFacts;
 
 impl EventsApi for SdkPorts {
+    fn list_event_buses<'a>(
+        &'a self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'a, PortResult<Page<EventBus>>> {
+        async move {
+            let out = self
+                .events
+                .list_event_buses()
+                .limit(100)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Events, &e))?;
+            Ok(Page {
+                items: out
+                    .event_buses()
+                    .iter()
+                    .map(|b| EventBus {
+                        name: text(b.name()),
+                        arn: text(b.arn()),
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
     fn list_rule_names_by_target<'a>(
         &'a self,
         target_arn: &'a str,
+        bus: &'a str,
         next_token: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<String>>> {
         async move {
@@ -18,6 +47,7 @@ impl EventsApi for SdkPorts {
                 .events
                 .list_rule_names_by_target()
                 .target_arn(target_arn)
+                .event_bus_name(bus)
                 .limit(100)
                 .set_next_token(next_token)
                 .send()
@@ -31,12 +61,17 @@ impl EventsApi for SdkPorts {
         .boxed()
     }
 
-    fn describe_rule<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<EventRuleFacts>> {
+    fn describe_rule<'a>(
+        &'a self,
+        name: &'a str,
+        bus: &'a str,
+    ) -> BoxFuture<'a, PortResult<EventRuleFacts>> {
         async move {
             let out = self
                 .events
                 .describe_rule()
                 .name(name)
+                .event_bus_name(bus)
                 .send()
                 .await
                 .map_err(|e| classify(Service::Events, &e))?;
@@ -48,6 +83,7 @@ impl EventsApi for SdkPorts {
                     .map(|s| s.as_str().to_owned())
                     .unwrap_or_default(),
                 event_pattern: out.event_pattern().map(str::to_owned),
+                event_bus: out.event_bus_name().unwrap_or(bus).to_owned(),
             })
         }
         .boxed()

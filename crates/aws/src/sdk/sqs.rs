@@ -35,6 +35,7 @@ impl SqsApi for SdkPorts {
                 .queue_url(url)
                 .attribute_names(QueueAttributeName::QueueArn)
                 .attribute_names(QueueAttributeName::Policy)
+                .attribute_names(QueueAttributeName::KmsMasterKeyId)
                 .send()
                 .await
                 .map_err(|e| classify(Service::Sqs, &e))?;
@@ -44,6 +45,8 @@ impl SqsApi for SdkPorts {
                 arn: get(QueueAttributeName::QueueArn)
                     .ok_or_else(|| missing(Service::Sqs, "QueueArn"))?,
                 policy: get(QueueAttributeName::Policy).filter(|p| !p.is_empty()),
+                kms_master_key_id: get(QueueAttributeName::KmsMasterKeyId)
+                    .filter(|k| !k.trim().is_empty()),
             })
         }
         .boxed()

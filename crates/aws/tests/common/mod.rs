@@ -221,6 +221,7 @@ pub fn world() -> FakeState {
             QueueAttributes {
                 arn: queue_arn.clone(),
                 policy: Some("{}".into()),
+                kms_master_key_id: None,
             },
         ),
     );
@@ -230,6 +231,7 @@ pub fn world() -> FakeState {
             arn: format!("arn:aws:events:us-west-2:{ACCOUNT}:rule/spot"),
             state: "ENABLED".into(),
             event_pattern: Some(r#"{"source":["aws.ec2"]}"#.into()),
+            event_bus: "default".into(),
         },
         vec![queue_arn],
     ));

@@ -2,9 +2,12 @@
 //! affinity key, is in a label domain the installed Karpenter rejects. Pure: no IO.
 //!
 //! Pod keys matter because Karpenter copies them, whatever the operator (`NotIn` and
-//! `DoesNotExist` included), into NodeClaim requirements (aws/karpenter-provider-aws #7069, #8022). With the
-//! version unknown, a key rejected by every version still fails; a key only some versions reject
-//! makes the condition Unknown.
+//! `DoesNotExist` included), into NodeClaim requirements (aws/karpenter-provider-aws #7069, #8022).
+//! A rejected key the Pod always carries (its node selector, or every required affinity term)
+//! fails every class whose NodePools could take the Pod, since whichever Karpenter picks, the
+//! NodeClaim is rejected; one only some terms or preferences carry fails only a class that alone
+//! could take the Pod, and is a warning elsewhere. With the version unknown, a key rejected by
+//! every version still fails; a key only some versions reject makes the condition Unknown.
 
 use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, list_bounded};
 use crate::clip;
@@ -52,6 +55,16 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
     }
     for pod in cluster.pending_pods.found().into_iter().flatten() {
         let subject = SubjectRef::namespaced("Pod", pod.namespace.as_str(), pod.name.as_str());
+        // Keys every NodeClaim for the Pod carries, whichever NodePool and class Karpenter picks:
+        // the node selector's, and those in every required term (terms are ORed; Karpenter tries
+        // them in turn). A rejected one fails every class that could take the Pod.
+        let in_every_term = |key: &String| {
+            !pod.required_affinity.is_empty()
+                && pod
+                    .required_affinity
+                    .iter()
+                    .all(|term| term.iter().any(|r| &r.key == key))
+        };
         let affinity = pod
             .required_affinity
             .iter()
@@ -59,11 +72,12 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
             .flatten();
         let keys = pod.node_selector.keys().chain(affinity.map(|r| &r.key));
         for key in keys {
+            let certain = pod.node_selector.contains_key(key) || in_every_term(key);
             uses.push(KeyUse {
                 subject: subject.clone(),
                 key: key.clone(),
                 context: KeyContext::Requirement,
-                decisive: pod.only_this_class,
+                decisive: certain || pod.only_this_class,
             });
         }
     }
@@ -183,9 +197,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         c.warn(
             Warning::RestrictedLabelOnSharedPod,
             format!(
-                "Pending Pod {} selects on {}, which {rules_name} rejects; NodePools of several \
-                 EC2NodeClasses could take it, so whichever Karpenter picks cannot create its \
-                 NodeClaim.",
+                "Pending Pod {} may select on {} (in some required terms or its preferences), which \
+                 {rules_name} rejects; NodePools of several EC2NodeClasses could take it, so if \
+                 Karpenter uses that term, whichever class it picks cannot create the NodeClaim.",
                 clip(&name, 128),
                 describe(&keys)
             ),
@@ -209,10 +223,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             ),
         ));
     }
-    c.finish(
-        Reason::NoRestrictedLabels,
-        format!("No NodePool or pending Pod uses a label key {ok_rules} rejects."),
-    )
+    let ok_message = if c.has_warnings() {
+        format!(
+            "No NodePool uses a label key {ok_rules} rejects, and no pending Pod is certain to; \
+             a Pod that may still carry one into a NodeClaim is a warning."
+        )
+    } else {
+        format!("No NodePool or pending Pod uses a label key {ok_rules} rejects.")
+    };
+    c.finish(Reason::NoRestrictedLabels, ok_message)
 }
 
 fn describe(keys: &[(String, &'static str)]) -> String {

@@ -203,6 +203,11 @@ impl Check {
         !self.failures.is_empty()
     }
 
+    /// Whether a warning was recorded: a True message must then not claim what it contradicts.
+    pub fn has_warnings(&self) -> bool {
+        !self.warnings.is_empty()
+    }
+
     /// The outcome: `False` on any failure, else `Unknown` on any unknown, else `True` with
     /// `ok` and `ok_message`.
     pub fn finish(self, ok: Reason, ok_message: impl Into<String>) -> Outcome {

@@ -93,10 +93,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             check_policies(ctx, &mut c, role, &shown, subjects());
         }
     }
-    c.finish(
-        Reason::NodeRoleValid,
-        format!("Role {shown} trusts ec2.amazonaws.com and has the policies nodes need."),
-    )
+    let ok_message = if c.has_warnings() {
+        format!(
+            "Role {shown} trusts ec2.amazonaws.com and has the policies nodes need to join; \
+             see the warning for what else they may need."
+        )
+    } else {
+        format!("Role {shown} trusts ec2.amazonaws.com and has the policies nodes need.")
+    };
+    c.finish(Reason::NodeRoleValid, ok_message)
 }
 
 fn check_trust(c: &mut Check, role: &RoleFacts, shown: &str, subjects: Vec<SubjectRef>) {

@@ -11,7 +11,7 @@ use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 
 /// The role EC2 needs to request spot capacity.
 pub const SPOT_SERVICE_LINKED_ROLE: &str = "AWSServiceRoleForEC2Spot";
-const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
 
 /// Whether Karpenter may launch spot capacity for `pool`: its requirements (and template labels)
 /// admit `spot`. A NodePool without a capacity-type requirement admits every capacity type

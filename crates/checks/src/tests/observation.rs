@@ -134,25 +134,66 @@ fn registration_is_timed_from_the_registered_condition_and_deleting_claims_are_s
     );
 }
 
+/// Issue 22 point 8: whichever NodePool Karpenter picks, a rejected key in the Pod's node selector
+/// reaches the NodeClaim, so every class that could take the Pod fails, naming it. This test
+/// replaces one that made it a warning on every class (the failure was invisible with two
+/// classes).
 #[test]
-fn a_restricted_key_on_a_pod_other_classes_could_take_is_a_warning_not_a_failure() {
+fn a_restricted_node_selector_key_on_a_pod_several_classes_could_take_fails_each() {
     let shared = PodScheduling {
         only_this_class: false,
         ..pending_pod("shop", "web-1", &[("node-role.kubernetes.io/web", "")])
     };
+    let status = status(&Facts::healthy().with_pending_pod(shared));
+    assert_eq!(
+        failures(&status),
+        vec![pair(
+            ConditionType::LabelsAllowed,
+            Reason::RestrictedLabelDomain
+        )]
+    );
+    assert!(
+        message(&status, ConditionType::LabelsAllowed).contains("shop/web-1"),
+        "{}",
+        message(&status, ConditionType::LabelsAllowed)
+    );
+}
+
+#[test]
+fn a_restricted_key_in_only_some_terms_of_a_shared_pod_is_a_warning_the_true_message_admits() {
+    use karpenter_health_api::karpenter::Requirement;
+    let restricted = Requirement {
+        key: "node-role.kubernetes.io/web".into(),
+        operator: "Exists".into(),
+        values: Vec::new(),
+    };
+    let other = Requirement {
+        key: "team".into(),
+        operator: "In".into(),
+        values: vec!["web".into()],
+    };
+    let shared = PodScheduling {
+        only_this_class: false,
+        required_affinity: vec![vec![restricted.clone()], vec![other]],
+        preferred_affinity: vec![vec![restricted]],
+        ..pending_pod("shop", "web-3", &[])
+    };
     let status = status(&Facts::healthy().with_pending_pod(shared.clone()));
     assert!(failures(&status).is_empty(), "{:?}", failures(&status));
-    let warning = status
-        .findings
-        .iter()
-        .find(|f| f.reason == "RestrictedLabelOnSharedPod")
-        .expect("a warning on the candidate class");
     assert!(
-        warning.message.contains("shop/web-1"),
-        "{}",
-        warning.message
+        status
+            .findings
+            .iter()
+            .any(|f| f.reason == "RestrictedLabelOnSharedPod" && f.message.contains("shop/web-3")),
+        "{:?}",
+        status.findings
     );
-    // Pinned to this class's NodePool, the same Pod fails it.
+    let ok = message(&status, ConditionType::LabelsAllowed);
+    assert!(
+        !ok.starts_with("No NodePool or pending Pod uses"),
+        "the True message contradicts the warning beside it: {ok}"
+    );
+    // The same Pod only this class could take fails it.
     let pinned = PodScheduling {
         only_this_class: true,
         ..shared

@@ -42,8 +42,46 @@ const DECIDABLE_WITHOUT_OBSERVED_FACTS: &[Reason] = &[
     Reason::NodeClaimsNotRegistering,
 ];
 
+/// What a True message says only when its check found nothing at all, by condition: with a
+/// warning of the same check beside it, the message would contradict it (issue 22, point 8: a
+/// `LabelsAllowed=True` "no Pod uses a rejected key" next to a warning naming such a Pod).
+const CLAIMS_OF_NOTHING_FOUND: &[(ConditionType, &str)] = &[
+    (
+        ConditionType::LabelsAllowed,
+        "No NodePool or pending Pod uses a label key",
+    ),
+    (ConditionType::NodeRoleReady, "has the policies nodes need."),
+];
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    #[test]
+    fn a_true_message_never_contradicts_a_warning_of_its_own_check(f in facts()) {
+        for o in rules::evaluate_all(&f, &Settings::default(), now()) {
+            if o.status != ConditionStatus::True {
+                continue;
+            }
+            let warned: Vec<&str> = o
+                .findings
+                .iter()
+                .filter(|x| x.severity == karpenter_health_api::Severity::Warning)
+                .map(|x| x.reason.as_str())
+                .collect();
+            if warned.is_empty() {
+                continue;
+            }
+            for (ty, claim) in CLAIMS_OF_NOTHING_FOUND {
+                prop_assert!(
+                    o.condition != *ty || !o.message.contains(claim),
+                    "{} True says {:?} beside warnings {:?}",
+                    o.condition,
+                    o.message,
+                    warned
+                );
+            }
+        }
+    }
 
     #[test]
     fn ready_is_the_fold_of_the_sub_conditions_and_the_status_is_well_formed(f in facts()) {
@@ -181,7 +219,7 @@ fn the_mutation_generator_reaches_every_reason() {
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     let mut seen = std::collections::BTreeSet::new();
-    for _ in 0..3_000 {
+    for _ in 0..6_000 {
         let f = facts().new_tree(&mut runner).expect("tree").current();
         for c in eval(&f).conditions {
             seen.insert(c.reason);

@@ -142,6 +142,9 @@ sentences! {
     a_queue_without_a_policy_is_interruption_queue_policy_missing:
         Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { policy: None, ..healthy_queue() })))
         => InterruptionHandlingReady is False because InterruptionQueuePolicyMissing;
+    a_queue_encrypted_with_the_aws_managed_sqs_key_is_interruption_queue_key_unusable:
+        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { kms_master_key_id: Some("alias/aws/sqs".into()), ..healthy_queue() })))
+        => InterruptionHandlingReady is False because InterruptionQueueKeyUnusable;
     a_queue_without_rules_is_interruption_rules_missing:
         Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { rules: Observed::Found(Vec::new()), ..healthy_queue() })))
         => InterruptionHandlingReady is False because InterruptionRulesMissing;

@@ -167,7 +167,9 @@ pub(super) enum Mutation {
         claimed: bool,
         state: String,
     },
-    PodKey(String, String),
+    /// A pending Pod with a key: its operator, whether other classes could take the Pod too, and
+    /// whether the key is in its node selector (else only a preference).
+    PodKey(String, String, bool, bool),
     PoolLabel(String),
     PoolRequirement(String),
     KarpenterCondition(String, String, i64),
@@ -208,7 +210,7 @@ pub(super) enum Beyond {
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
 #[derive(Clone, Debug)]
 pub(super) enum Wiring {
-    /// The interruption queue setting and what AWS says about the queue (0..=5).
+    /// The interruption queue setting and what AWS says about the queue (0..=7).
     Queue(String, u8),
     /// Spot allowed, with the service-linked role found (0), absent (1) or unknown (2).
     Spot(u8),
@@ -303,7 +305,7 @@ pub(super) fn mutation() -> impl Strategy<Value = Mutation> {
             .prop_map(|(id, tags)| Mutation::SecurityGroup(id, tags)),
         1 => (text(&["i-0a", "i-0b", HEALTHY_INSTANCE]), text(&[VPC, "vpc-0twin"]), 0i64..600, any::<bool>(), text(&["running", "terminated", "pending"]))
             .prop_map(|(id, vpc, age_mins, claimed, state)| Mutation::Instance { id, vpc, age_mins, claimed, state }),
-        1 => (text(LABEL_KEYS), text(&["In", "NotIn", "DoesNotExist", "Exists"])).prop_map(|(k, op)| Mutation::PodKey(k, op)),
+        1 => (text(LABEL_KEYS), text(&["In", "NotIn", "DoesNotExist", "Exists"]), any::<bool>(), any::<bool>()).prop_map(|(k, op, shared, selector)| Mutation::PodKey(k, op, shared, selector)),
         1 => text(LABEL_KEYS).prop_map(Mutation::PoolLabel),
         1 => text(LABEL_KEYS).prop_map(Mutation::PoolRequirement),
         1 => (text(&["Ready", "ValidationSucceeded", "InstanceProfileReady", "SubnetsReady"]), text(&["True", "False", "Unknown", "Garbage"]), 0i64..120)
@@ -416,7 +418,7 @@ fn wiring() -> impl Strategy<Value = Wiring> {
                 "arn:aws:sqs:us-west-2:111122223333:q",
                 "https://sqs.us-west-2.amazonaws.com/1/q"
             ]),
-            0u8..6
+            0u8..8
         )
             .prop_map(|(q, shape)| Wiring::Queue(q, shape)),
         (0u8..3).prop_map(Wiring::Spot),
@@ -473,6 +475,20 @@ fn apply_wiring(f: &mut Facts, w: &Wiring) {
                         "\"*\",\"Resource\"",
                         "\"*\",\"Principal\":\"*\",\"Resource\"",
                     )),
+                    ..healthy_queue()
+                }),
+                5 => Observed::Found(QueueFacts {
+                    kms_master_key_id: Some("alias/aws/sqs".into()),
+                    ..healthy_queue()
+                }),
+                6 => Observed::Found(QueueFacts {
+                    kms_master_key_id: Some("q-key".into()),
+                    // The account root only: a service principal is never admitted by IAM.
+                    kms_key: Some(Observed::Found(crate::testing::kms_key(
+                        "q-key",
+                        "Enabled",
+                        &crate::testing::default_key_policy(),
+                    ))),
                     ..healthy_queue()
                 }),
                 _ => unknown(UnknownCause::AccessDenied),
@@ -607,11 +623,20 @@ pub(super) fn apply(f: &mut Facts, m: &Mutation) {
                 ..instance(id, CLUSTER, vpc, *age_mins)
             });
         }
-        Mutation::PodKey(key, op) => {
+        Mutation::PodKey(key, op, shared, in_selector) => {
             if let Some(pods) = f.cluster.pending_pods.found_mut() {
-                let pod = PodScheduling {
-                    preferred_affinity: vec![vec![requirement(key, op, &[])]],
-                    ..pending_pod("ns", &format!("pod-{}", pods.len()), &[])
+                let name = format!("pod-{}", pods.len());
+                let pod = if *in_selector {
+                    PodScheduling {
+                        only_this_class: !shared,
+                        ..pending_pod("ns", &name, &[(key, "x")])
+                    }
+                } else {
+                    PodScheduling {
+                        preferred_affinity: vec![vec![requirement(key, op, &[])]],
+                        only_this_class: !shared,
+                        ..pending_pod("ns", &name, &[])
+                    }
                 };
                 pods.push(std::sync::Arc::new(pod));
             }
