@@ -453,8 +453,8 @@ reasons! {
         "A selected subnet is in another VPC than the cluster's, so nodes launched there cannot join (Karpenter reports SecurityGroupSubnetVPCMismatch only after a failed launch).",
         "Select subnets of the cluster's VPC only (fix spec.subnetSelectorTerms or the subnets' tags).";
     SubnetsOutOfAddresses => Only(C::SubnetsReady), False,
-        "In every zone the class can launch into, no selected subnet has the free IP addresses one node takes when it starts, so launches fail with InsufficientFreeAddressesInSubnet.",
-        "Free addresses (delete unused ENIs), add larger subnets (or a secondary CIDR) and tag them for the selector, or lower the VPC CNI's warm targets.";
+        "In every zone the class can launch into, no selected subnet has what a node needs for certain: one free address for the launch (else InsufficientFreeAddressesInSubnet), and one more for a Pod where the VPC CNI gives Pods addresses from the node's subnet (not with custom networking, IPv6 or another CNI).",
+        "Free addresses (delete unused ENIs), add larger subnets (or a secondary CIDR) and tag them for the selector, or move Pod addresses off the node subnets (VPC CNI custom networking).";
 
     // NodeNetworkReady
     NodeNetworkValid => Only(C::NodeNetworkReady), True,

@@ -936,10 +936,8 @@ impl Facts {
             NetworkChange::AllZonesFull | NetworkChange::OneZoneFull => {
                 if let Some(s) = self.aws.subnets.found_mut() {
                     for (i, subnet) in s.iter_mut().enumerate() {
-                        if i == 1 {
-                            subnet.available_ips = Some(11);
-                        } else if change == NetworkChange::AllZonesFull {
-                            subnet.available_ips = Some(3);
+                        if i == 1 || change == NetworkChange::AllZonesFull {
+                            subnet.available_ips = Some(0);
                         }
                     }
                 }

@@ -1,38 +1,59 @@
-//! How many subnet addresses one node takes when it starts, from the VPC CNI's settings on the
+//! How many addresses of its subnet one node takes: what a launch needs for certain, and what the
+//! VPC CNI's warm pool takes right after it starts, from the CNI's settings on the
 //! `kube-system/aws-node` DaemonSet. Pure: no IO.
 //!
-//! The VPC CNI's IP address manager (ipamd) fills its warm pool as soon as the node starts, from
-//! the subnet of the node's primary ENI (aws/amazon-vpc-cni-k8s `README.md` "WARM_ENI_TARGET",
-//! "WARM_IP_TARGET", "MINIMUM_IP_TARGET", "ENABLE_PREFIX_DELEGATION", "WARM_PREFIX_TARGET";
-//! `docs/eni-and-ip-target.md`, `docs/prefix-and-ip-target.md`; `pkg/ipamd/ipamd.go`):
+//! A launch needs one free address, the primary address of the node's primary ENI: without it EC2
+//! refuses the launch (`InsufficientFreeAddressesInSubnet`). Whether Pods take more from the same
+//! subnet depends on the CNI mode (aws/amazon-vpc-cni-k8s `README.md`, `docs/eni-and-ip-target.md`,
+//! `docs/prefix-and-ip-target.md`; `pkg/ipamd/ipamd.go`):
 //!
-//! - The node itself takes one address: the primary address of its primary ENI.
-//! - With `WARM_IP_TARGET` or `MINIMUM_IP_TARGET` set (and no prefix delegation), ipamd keeps
-//!   `max(WARM_IP_TARGET, MINIMUM_IP_TARGET)` secondary addresses on an idle node: those plus one.
-//! - With `ENABLE_PREFIX_DELEGATION=true`, addresses come in /28 prefixes of 16 each: ipamd keeps
-//!   `ceil(max(WARM_IP_TARGET, MINIMUM_IP_TARGET) / 16)` prefixes when either is set, else
-//!   `WARM_PREFIX_TARGET` (the DaemonSet sets 1) and at least one prefix: 16 per prefix plus one.
-//! - Otherwise `WARM_ENI_TARGET` (default 1) keeps whole ENIs warm: `(1 + WARM_ENI_TARGET)` ENIs
-//!   with every address of each. How many that is depends on the instance type (2 to 50 per ENI),
-//!   which is not known before the launch, so the lower bound is the floor below.
+//! - No `aws-node` DaemonSet: another CNI (Cilium, Calico overlays) gives Pods addresses outside
+//!   the node's subnet; the node needs its own address. (Cilium's ENI mode does take addresses
+//!   from VPC subnets; its pool is not known here.)
+//! - `ENABLE_IPv6=true`: Pods get IPv6 addresses from the node's /80 prefix; one IPv4 address.
+//! - `AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true`: Pods get addresses from the `ENIConfig` subnets;
+//!   the node's own subnet gives the primary ENI's address only.
+//! - Otherwise Pods take addresses from the node's subnet: a node that can run any Pod needs its
+//!   own address and one for a Pod, for certain; ipamd then fills its warm pool at once:
+//!   - with `WARM_IP_TARGET` or `MINIMUM_IP_TARGET` set (and no prefix delegation),
+//!     `max(WARM_IP_TARGET, MINIMUM_IP_TARGET)` secondary addresses;
+//!   - with `ENABLE_PREFIX_DELEGATION=true`, /28 prefixes of 16: `ceil(max(...) / 16)` prefixes
+//!     when either target is set, else `WARM_PREFIX_TARGET` (the DaemonSet sets 1), at least one;
+//!   - otherwise `WARM_ENI_TARGET` (default 1) whole ENIs, whose size depends on the instance
+//!     type (2 to 50 addresses each), so the warm pool is taken as [`FLOOR`].
 //!
-//! The result is never below [`FLOOR`]: a subnet with fewer free addresses cannot hold one node of
-//! a common instance type in the default mode (two ENIs of at least 8 addresses each, e.g. m5.large
-//! has 10 per ENI). Every branch is a lower bound, so a zone below it is really out of room.
+//! A subnet short of the warm pool still launches nodes (Pods beyond its free addresses wait for
+//! one), so that shortfall is a warning; only the certain need decides `False`.
 
 use crate::facts::{Observed, VpcCniSettings};
 
-/// The least any node takes, whatever the settings say.
+/// The warm pool assumed when it cannot be computed: a subnet with fewer free addresses cannot
+/// hold the warm ENIs of one node of a common instance type in the default mode (two ENIs of at
+/// least 8 addresses each, e.g. m5.large has 10 per ENI).
 pub const FLOOR: u32 = 16;
 /// Addresses in one /28 prefix.
 const PREFIX: u32 = 16;
 
-/// What one node takes and how that was worked out, for messages.
+/// What one node takes of its subnet, and how that was worked out, for messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeAddressNeed {
-    pub addresses: u32,
+    /// Free addresses without which a node launched there cannot work, for certain: its own, and
+    /// one for a Pod where Pods take addresses from the node's subnet.
+    pub certain: u32,
+    /// What the node takes once the VPC CNI has filled its warm pool (at least `certain`).
+    pub warm: u32,
     /// One sentence: the settings it came from.
     pub basis: String,
+}
+
+impl NodeAddressNeed {
+    fn own_address_only(basis: String) -> Self {
+        Self {
+            certain: 1,
+            warm: 1,
+            basis,
+        }
+    }
 }
 
 fn number(env: &std::collections::BTreeMap<String, String>, key: &str) -> Option<u32> {
@@ -50,24 +71,37 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
     let env = match cni {
         Observed::Found(settings) => &settings.env,
         Observed::Absent => {
-            return NodeAddressNeed {
-                addresses: FLOOR,
-                basis: format!(
-                    "the cluster has no kube-system/aws-node DaemonSet, so the floor of {FLOOR} \
-                     addresses per node is assumed"
-                ),
-            };
+            return NodeAddressNeed::own_address_only(
+                "the cluster has no kube-system/aws-node DaemonSet, so Pods get their addresses \
+                 from another CNI and a node takes its own address"
+                    .into(),
+            );
         }
         Observed::Unknown(_) => {
             return NodeAddressNeed {
-                addresses: FLOOR,
+                certain: 1,
+                warm: FLOOR,
                 basis: format!(
-                    "kube-system/aws-node could not be read, so the floor of {FLOOR} addresses \
-                     per node is assumed"
+                    "kube-system/aws-node could not be read, so a launch needs one address and \
+                     a warm pool of {FLOOR} is assumed"
                 ),
             };
         }
     };
+    if truthy(env, "ENABLE_IPv6") {
+        return NodeAddressNeed::own_address_only(
+            "the VPC CNI gives Pods IPv6 addresses (ENABLE_IPv6), so a node takes its own IPv4 \
+             address"
+                .into(),
+        );
+    }
+    if truthy(env, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG") {
+        return NodeAddressNeed::own_address_only(
+            "the VPC CNI uses custom networking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG), so Pods \
+             get addresses from the ENIConfig subnets and a node takes its own address here"
+                .into(),
+        );
+    }
     let warm_ip = number(env, "WARM_IP_TARGET").filter(|n| *n > 0);
     let min_ip = number(env, "MINIMUM_IP_TARGET").filter(|n| *n > 0);
     let ip_target = warm_ip.into_iter().chain(min_ip).max();
@@ -76,12 +110,12 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
             Some(ips) => ips.div_ceil(PREFIX).max(1),
             None => number(env, "WARM_PREFIX_TARGET").unwrap_or(1).max(1),
         };
+        let warm = prefixes.saturating_mul(PREFIX).saturating_add(1);
         (
-            prefixes.saturating_mul(PREFIX).saturating_add(1),
+            warm,
             format!(
                 "the VPC CNI delegates prefixes and keeps {prefixes} /28 prefix(es) warm, so a \
-                 node takes {} addresses",
-                prefixes.saturating_mul(PREFIX).saturating_add(1)
+                 started node takes {warm}"
             ),
         )
     } else if let Some(ips) = ip_target {
@@ -89,7 +123,7 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
             ips.saturating_add(1),
             format!(
                 "the VPC CNI keeps {ips} addresses warm (WARM_IP_TARGET/MINIMUM_IP_TARGET), so a \
-                 node takes {}",
+                 started node takes {}",
                 ips.saturating_add(1)
             ),
         )
@@ -99,23 +133,24 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
             0,
             format!(
                 "the VPC CNI keeps {enis} ENI(s) warm beyond the primary, whose size depends on \
-                 the instance type, so the floor of {FLOOR} addresses per node is assumed"
+                 the instance type, so a warm pool of {FLOOR} is assumed"
             ),
         )
     };
-    if computed < FLOOR {
+    let (warm, basis) = if computed < FLOOR {
         let basis = if computed == 0 {
             basis
         } else {
             format!("{basis}, below the floor of {FLOOR}, which is used instead")
         };
-        return NodeAddressNeed {
-            addresses: FLOOR,
-            basis,
-        };
-    }
+        (FLOOR, basis)
+    } else {
+        (computed, basis)
+    };
     NodeAddressNeed {
-        addresses: computed,
+        // Its own address and one for a Pod: Pods take theirs from this subnet.
+        certain: 2,
+        warm,
         basis,
     }
 }
@@ -124,12 +159,16 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
 mod tests {
     use super::*;
 
-    fn need(pairs: &[(&str, &str)]) -> u32 {
+    fn need_of(pairs: &[(&str, &str)]) -> NodeAddressNeed {
         let env = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        addresses_per_node(&Observed::Found(VpcCniSettings { env })).addresses
+        addresses_per_node(&Observed::Found(VpcCniSettings { env }))
+    }
+
+    fn need(pairs: &[(&str, &str)]) -> u32 {
+        need_of(pairs).warm
     }
 
     #[test]
@@ -169,9 +208,30 @@ mod tests {
     }
 
     #[test]
-    fn an_unread_daemonset_assumes_the_floor_and_says_so() {
+    fn an_unread_daemonset_assumes_the_floor_for_the_warm_pool_only_and_says_so() {
         let n = addresses_per_node(&Observed::not_observed("watch not synced"));
-        assert_eq!(n.addresses, FLOOR);
+        assert_eq!((n.certain, n.warm), (1, FLOOR));
         assert!(n.basis.contains("could not be read"), "{}", n.basis);
+    }
+
+    #[test]
+    fn pods_from_the_node_subnet_need_two_addresses_for_certain() {
+        assert_eq!(need_of(&[]).certain, 2);
+        assert_eq!(need_of(&[("WARM_IP_TARGET", "400")]).certain, 2);
+        assert_eq!(need_of(&[("WARM_IP_TARGET", "400")]).warm, 401);
+    }
+
+    #[test]
+    fn custom_networking_ipv6_and_other_cnis_take_one_address() {
+        for pairs in [
+            &[("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true"), ("WARM_IP_TARGET", "400")][..],
+            &[("ENABLE_IPv6", "true"), ("ENABLE_PREFIX_DELEGATION", "true")][..],
+        ] {
+            let n = need_of(pairs);
+            assert_eq!((n.certain, n.warm), (1, 1), "{pairs:?}: {}", n.basis);
+        }
+        let other = addresses_per_node(&Observed::Absent);
+        assert_eq!((other.certain, other.warm), (1, 1));
+        assert!(other.basis.contains("another CNI"), "{}", other.basis);
     }
 }

@@ -61,7 +61,7 @@ warnings! {
         "DISABLE_DRY_RUN is set on the Karpenter controller: Karpenter then reports ValidationSucceeded=True without its dry-run launch calls, so its own status no longer proves it can launch.",
         "Remove DISABLE_DRY_RUN (or --disable-dry-run) from the controller unless your environment cannot answer dry-run calls; rely on ControllerCanLaunch meanwhile.";
     ZoneSubnetsLowOnAddresses => SubnetsReady,
-        "In a zone the EC2NodeClass can launch into, no selected subnet has the free IP addresses one node takes when it starts; Karpenter still launches into the other zones, so pods that need this zone stay pending.",
+        "In a zone the EC2NodeClass can launch into, no selected subnet has the free IP addresses a node needs: either not even what a launch needs for certain (Karpenter then launches into the other zones only, so pods that need this zone stay pending), or not the VPC CNI's warm pool (nodes launch, but Pods beyond the free addresses wait for one).",
         "Free addresses in the zone's subnets, add a larger subnet there and tag it for the selector, or lower the VPC CNI's warm targets.";
     UnusedConversionWebhookUnreachable => KarpenterVersionCompatible,
         "A Karpenter CRD still names a conversion webhook whose Service is missing or has no ready endpoints (left over from Karpenter 1.0), but it serves and stores a single version, so the API server never calls it today. Serving or storing a second version again would make every conversion fail.",

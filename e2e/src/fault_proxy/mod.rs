@@ -86,6 +86,9 @@ struct State {
     counts: BTreeMap<(String, String), usize>,
     /// Serve IAM SimulatePrincipalPolicy (moto has none).
     simulator: bool,
+    /// The service control policies (JSON documents) the simulator applies; none: the account
+    /// is in no organization.
+    service_control_policies: Vec<String>,
     /// What EC2 GetEbsDefaultKmsKeyId answers (moto has none); `None`: the AWS-managed
     /// `alias/aws/ebs` of the request's region, as for an account that never changed it.
     ebs_default_kms_key: Option<String>,
@@ -220,6 +223,13 @@ impl FaultProxy {
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
     pub fn serve_simulator(&self) {
         lock(&self.state).simulator = true;
+    }
+
+    /// Make the simulator apply `policies` (JSON documents) as the service control policies of
+    /// the account's organization, named `scp-1`, `scp-2`, ... in its `MatchedStatements`, and
+    /// answer `OrganizationsDecisionDetail`; an empty list: no organization (the default).
+    pub fn set_service_control_policies(&self, policies: Vec<String>) {
+        lock(&self.state).service_control_policies = policies;
     }
 
     /// Add `accessConfig.authenticationMode` to moto's DescribeCluster answer for `cluster`.
@@ -372,11 +382,13 @@ async fn handle(
         return Ok(aws_wire::ebs_default_kms_key_id(&key));
     }
 
-    if call.service == "iam"
-        && call.operation == "SimulatePrincipalPolicy"
-        && lock(&state).simulator
-    {
-        let (status, xml) = simulator::simulate(&upstream, &String::from_utf8_lossy(&body)).await;
+    let simulated = (call.service == "iam" && call.operation == "SimulatePrincipalPolicy")
+        .then(|| lock(&state))
+        .filter(|s| s.simulator)
+        .map(|s| s.service_control_policies.clone());
+    if let Some(scps) = simulated {
+        let body = String::from_utf8_lossy(&body);
+        let (status, xml) = simulator::simulate(&upstream, &body, &scps).await;
         return Ok(aws_wire::query_xml(status, xml));
     }
 

@@ -1,61 +1,122 @@
 //! The IAM policy simulator the fault proxy serves, since moto has none: `SimulatePrincipalPolicy`
 //! for a role, decided from the role's policies as moto holds them (inline, attached managed, the
-//! permissions boundary) with the check engine's policy evaluator, and answered in IAM's awsQuery
-//! XML with per-resource results (IAM API reference, `EvaluationResult`). Keys the request does
-//! not give are absent, as IAM treats them. Does IO (reads moto through the IAM SDK).
+//! permissions boundary) and the service control policies a test installed, by the proxy's own
+//! deliberately simple matcher ([`policy`], [`condition`]) written from AWS's documentation and
+//! sharing nothing with the product's evaluator; answered in IAM's awsQuery XML with
+//! per-resource results (IAM API reference, `EvaluationResult`, `ResourceSpecificResult`). Does
+//! IO (reads moto through the IAM SDK).
+//!
+//! What IAM's simulator does that this one does not:
+//! - the service control policies are one level of the organization (see [`policy::evaluate`]);
+//! - no policy variables (`${aws:username}`), no condition operators but the String, Arn, Bool
+//!   and Null families: a policy using others is refused with `InvalidInput` rather than guessed;
+//! - `Resource` patterns match the whole ARN with `*`/`?` (only the Arn operators go component
+//!   by component), no resource-based policies, session policies or `CallerArn`, and only the
+//!   request's `ContextEntries` (no keys filled in from the role or the resource);
+//! - `MatchedStatements` names each deciding policy once, without statement positions, and
+//!   leaves `SourcePolicyType` out for boundaries and service control policies;
+//! - the action-level result sums up its resources: the most restrictive decision, the union of
+//!   the missing keys, and `AllowedBy...` true only if true for every resource.
+
+#[cfg(test)]
+mod answer_tests;
+mod condition;
+#[cfg(test)]
+mod matcher_tests;
+mod policy;
 
 use super::aws_wire::xml_escape;
-use anyhow::{Context, Result};
-use karpenter_health_checks::iam_policy::{self, Decision, Named, Request, RequestContext};
+use anyhow::{Context as _, Result};
+use condition::Context;
 use percent_encoding::percent_decode_str;
+use policy::{Decision, Matched, Outcome, Policies, Request};
 use std::collections::BTreeMap;
 
 /// The form of a `SimulatePrincipalPolicy` request.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Form {
     source: String,
     actions: Vec<String>,
     resources: Vec<String>,
-    context: BTreeMap<String, (String, Vec<String>)>,
+    /// `ContextEntries`: key and values, in member order.
+    context: Vec<(String, Vec<String>)>,
 }
 
 fn parse_form(body: &str) -> Form {
-    let mut form = Form::default();
     let decode = |v: &str| {
         percent_decode_str(&v.replace('+', " "))
             .decode_utf8_lossy()
             .into_owned()
     };
-    let mut ordered: BTreeMap<String, String> = BTreeMap::new();
+    let index = |n: &str| n.parse::<u32>().ok();
+    let mut form = Form::default();
+    let mut actions = BTreeMap::new();
+    let mut resources = BTreeMap::new();
+    let mut entries: BTreeMap<u32, (String, BTreeMap<u32, String>)> = BTreeMap::new();
     for pair in body.split('&') {
         let Some((k, v)) = pair.split_once('=') else {
             continue;
         };
-        ordered.insert(decode(k), decode(v));
-    }
-    for (k, v) in ordered {
+        let (k, v) = (decode(k), decode(v));
         if k == "PolicySourceArn" {
             form.source = v;
-        } else if k.starts_with("ActionNames.member.") {
-            form.actions.push(v);
-        } else if k.starts_with("ResourceArns.member.") {
-            form.resources.push(v);
-        } else if let Some(rest) = k.strip_prefix("ContextEntries.member.") {
-            let Some((n, field)) = rest.split_once('.') else {
-                continue;
-            };
-            let entry = form.context.entry(n.to_owned()).or_default();
+        } else if let Some(n) = k.strip_prefix("ActionNames.member.").and_then(index) {
+            actions.insert(n, v);
+        } else if let Some(n) = k.strip_prefix("ResourceArns.member.").and_then(index) {
+            resources.insert(n, v);
+        } else if let Some(rest) = k.strip_prefix("ContextEntries.member.")
+            && let Some((n, field)) = rest.split_once('.')
+            && let Some(n) = index(n)
+        {
+            let entry = entries.entry(n).or_default();
             if field == "ContextKeyName" {
                 entry.0 = v;
-            } else if field.starts_with("ContextKeyValues.member.") {
-                entry.1.push(v);
+            } else if let Some(i) = field
+                .strip_prefix("ContextKeyValues.member.")
+                .and_then(index)
+            {
+                entry.1.insert(i, v);
             }
         }
     }
+    form.actions = actions.into_values().collect();
+    form.resources = resources.into_values().collect();
+    form.context = entries
+        .into_values()
+        .filter(|(key, _)| !key.is_empty())
+        .map(|(key, values)| (key, values.into_values().collect()))
+        .collect();
     form
 }
 
-async fn documents(upstream: &str, role: &str) -> Result<(Vec<(String, String)>, Option<String>)> {
+/// A policy document as IAM's API gives it (URL-encoded JSON) or as moto may (plain JSON).
+fn decode_document(document: &str) -> String {
+    if document.trim_start().starts_with('{') {
+        document.to_owned()
+    } else {
+        percent_decode_str(document)
+            .decode_utf8_lossy()
+            .into_owned()
+    }
+}
+
+/// `SourcePolicyType` of a managed policy: AWS's own (account `aws`) or the customer's.
+fn managed_kind(arn: &str) -> &'static str {
+    if arn.split(':').nth(4) == Some("aws") {
+        "aws-managed"
+    } else {
+        "user-managed"
+    }
+}
+
+/// A policy document with its `SourcePolicyId` and `SourcePolicyType`.
+type Document = (String, Option<&'static str>, String);
+
+/// The role's identity policies and its permissions boundary (ARN, document) from moto.
+async fn documents(
+    upstream: &str,
+    role: &str,
+) -> Result<(Vec<Document>, Option<(String, String)>)> {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .endpoint_url(upstream)
@@ -85,7 +146,7 @@ async fn documents(upstream: &str, role: &str) -> Result<(Vec<(String, String)>,
             .policy_name(name)
             .send()
             .await?;
-        docs.push((name.clone(), doc.policy_document().to_owned()));
+        docs.push((name.clone(), Some("role"), doc.policy_document().to_owned()));
     }
     let managed = |arn: String| {
         let iam = iam.clone();
@@ -117,113 +178,220 @@ async fn documents(upstream: &str, role: &str) -> Result<(Vec<(String, String)>,
         .await?;
     for p in attached.attached_policies() {
         if let Some(arn) = p.policy_arn() {
-            docs.push((arn.to_owned(), managed(arn.to_owned()).await?));
+            let doc = managed(arn.to_owned()).await?;
+            docs.push((arn.to_owned(), Some(managed_kind(arn)), doc));
         }
     }
     let boundary = match boundary {
-        Some(arn) => Some(managed(arn).await?),
+        Some(arn) => Some((arn.clone(), managed(arn).await?)),
         None => None,
     };
     Ok((docs, boundary))
 }
 
-fn parse_all(docs: &[(String, String)]) -> Vec<(String, iam_policy::Policy)> {
-    docs.iter()
-        .filter_map(|(n, d)| Some((n.clone(), iam_policy::parse(d).ok()?)))
+/// Reads every document; the service control policies are named `scp-1`, `scp-2`, ... in the
+/// order given.
+fn read_policies(
+    identity: &[Document],
+    boundary: Option<&(String, String)>,
+    service_control: &[String],
+) -> Result<Policies, String> {
+    let read = |id: &str, kind, doc: &str| policy::parse(id, kind, &decode_document(doc));
+    Ok(Policies {
+        identity: identity
+            .iter()
+            .map(|(id, kind, doc)| read(id, *kind, doc))
+            .collect::<Result<_, _>>()?,
+        boundary: boundary.map(|(id, doc)| read(id, None, doc)).transpose()?,
+        service_control: service_control
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| read(&format!("scp-{}", i + 1), None, doc))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// One action's results, one per resource.
+#[derive(Debug)]
+struct ActionResult {
+    action: String,
+    resources: Vec<(String, Outcome)>,
+}
+
+/// Every action of the form on every resource (`*` if it names none) in its context.
+fn evaluate_form(form: &Form, policies: &Policies) -> Vec<ActionResult> {
+    let mut context = Context::default();
+    for (key, values) in &form.context {
+        context.insert(key, values.clone());
+    }
+    let star = ["*".to_owned()];
+    let resources: &[String] = if form.resources.is_empty() {
+        &star
+    } else {
+        &form.resources
+    };
+    form.actions
+        .iter()
+        .map(|action| ActionResult {
+            action: action.clone(),
+            resources: resources
+                .iter()
+                .map(|resource| {
+                    let request = Request {
+                        action,
+                        resource,
+                        context: &context,
+                    };
+                    (resource.clone(), policy::evaluate(policies, &request))
+                })
+                .collect(),
+        })
         .collect()
 }
 
-/// The answer to one request body: the XML and its HTTP status.
-pub(super) async fn simulate(upstream: &str, body: &str) -> (u16, String) {
-    let form = parse_form(body);
-    let role = form
-        .source
-        .rsplit('/')
-        .next()
+fn matched_xml(matched: &[Matched]) -> String {
+    let members: String = matched
+        .iter()
+        .map(|m| {
+            let kind = m
+                .kind
+                .map(|k| format!("<SourcePolicyType>{k}</SourcePolicyType>"))
+                .unwrap_or_default();
+            format!(
+                "<member><SourcePolicyId>{}</SourcePolicyId>{kind}</member>",
+                xml_escape(&m.id)
+            )
+        })
+        .collect();
+    format!("<MatchedStatements>{members}</MatchedStatements>")
+}
+
+fn missing_xml(missing: &[String]) -> String {
+    let members: String = missing
+        .iter()
+        .map(|k| format!("<member>{}</member>", xml_escape(k)))
+        .collect();
+    format!("<MissingContextValues>{members}</MissingContextValues>")
+}
+
+fn boundary_xml(allowed: Option<bool>) -> String {
+    allowed
+        .map(|a| {
+            format!(
+                "<PermissionsBoundaryDecisionDetail><AllowedByPermissionsBoundary>{a}\
+                 </AllowedByPermissionsBoundary></PermissionsBoundaryDecisionDetail>"
+            )
+        })
         .unwrap_or_default()
-        .to_owned();
-    let (identity, boundary) = match documents(upstream, &role).await {
-        Ok(found) => found,
-        Err(e) => {
-            return (
-                404,
-                format!(
-                    "<ErrorResponse xmlns=\"https://iam.amazonaws.com/doc/2010-05-08/\"><Error><Type>Sender</Type>\
-                     <Code>NoSuchEntity</Code><Message>{}</Message></Error><RequestId>fault-proxy</RequestId></ErrorResponse>",
-                    xml_escape(&format!("{e:#}"))
-                ),
-            );
-        }
-    };
-    let identity = parse_all(&identity);
-    let boundary = boundary.map(|b| parse_all(&[("boundary".into(), b)]));
-    let named =
-        |ps: &[(String, iam_policy::Policy)]| -> Vec<(String, iam_policy::Policy)> { ps.to_vec() };
-    let identity = named(&identity);
-    let mut context = RequestContext::new();
-    for (key, values) in form.context.values() {
-        let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        context = context.with(key, &values);
-    }
-    let context = context.all_given_under("");
-    let mut results = String::new();
-    for action in &form.actions {
-        let mut per_resource = String::new();
-        let mut worst = "allowed";
-        for resource in &form.resources {
-            let request = Request {
-                principal: None,
-                action,
-                resource,
-                context: &context,
-            };
-            let by = |ps: &[(String, iam_policy::Policy)]| {
-                let named: Vec<Named> = ps
-                    .iter()
-                    .map(|(name, policy)| Named { name, policy })
-                    .collect();
-                iam_policy::evaluate(&named, &request)
-            };
-            let identity_decision = by(&identity);
-            let boundary_decision = boundary.as_deref().map(by);
-            let boundary_denies = boundary_decision.as_ref().is_some_and(|d| !d.is_allowed());
-            let decision = match (&identity_decision, boundary_denies) {
-                (Decision::ExplicitDeny(_), _) => "explicitDeny",
-                (_, true) => "implicitDeny",
-                (Decision::Allowed(_), false) => "allowed",
-                _ => "implicitDeny",
-            };
-            if decision != "allowed" && worst != "explicitDeny" {
-                worst = decision;
+}
+
+/// `Some(true)` if every `Some` is true, `None` if all are `None`.
+fn all_allowed(each: impl Iterator<Item = Option<bool>>) -> Option<bool> {
+    each.fold(None, |sum, one| match (sum, one) {
+        (s, None) => s,
+        (None, Some(o)) => Some(o),
+        (Some(s), Some(o)) => Some(s && o),
+    })
+}
+
+/// The `SimulatePrincipalPolicy` answer: one `EvaluationResult` per action, summing up its
+/// `ResourceSpecificResults`.
+fn answer(results: &[ActionResult]) -> String {
+    let mut xml = String::new();
+    for result in results {
+        let outcomes = || result.resources.iter().map(|(_, o)| o);
+        let decision = outcomes()
+            .map(|o| o.decision)
+            .max()
+            .unwrap_or(Decision::ImplicitDeny);
+        let mut matched: Vec<Matched> = Vec::new();
+        for m in outcomes()
+            .filter(|o| o.decision == decision)
+            .flat_map(|o| &o.matched)
+        {
+            if !matched.contains(m) {
+                matched.push(m.clone());
             }
-            let boundary_detail = if boundary.is_some() {
-                format!(
-                    "<PermissionsBoundaryDecisionDetail><AllowedByPermissionsBoundary>{}</AllowedByPermissionsBoundary></PermissionsBoundaryDecisionDetail>",
-                    !boundary_denies
-                )
-            } else {
-                String::new()
-            };
-            per_resource.push_str(&format!(
-                "<member><EvalResourceName>{}</EvalResourceName><EvalResourceDecision>{decision}</EvalResourceDecision>\
-                 <MatchedStatements/><MissingContextValues/>{boundary_detail}</member>",
-                xml_escape(resource)
-            ));
         }
-        results.push_str(&format!(
+        let mut missing = BTreeMap::new();
+        for key in outcomes().flat_map(|o| &o.missing) {
+            missing
+                .entry(key.to_lowercase())
+                .or_insert_with(|| key.clone());
+        }
+        let missing: Vec<String> = missing.into_values().collect();
+        let organizations = all_allowed(outcomes().map(|o| o.allowed_by_organizations))
+            .map(|a| {
+                format!(
+                    "<OrganizationsDecisionDetail><AllowedByOrganizations>{a}\
+                     </AllowedByOrganizations></OrganizationsDecisionDetail>"
+                )
+            })
+            .unwrap_or_default();
+        let boundary = boundary_xml(all_allowed(outcomes().map(|o| o.allowed_by_boundary)));
+        let per_resource: String = result
+            .resources
+            .iter()
+            .map(|(resource, o)| {
+                format!(
+                    "<member><EvalResourceName>{}</EvalResourceName>\
+                     <EvalResourceDecision>{}</EvalResourceDecision>{}{}{}</member>",
+                    xml_escape(resource),
+                    o.decision.as_str(),
+                    matched_xml(&o.matched),
+                    missing_xml(&o.missing),
+                    boundary_xml(o.allowed_by_boundary),
+                )
+            })
+            .collect();
+        xml.push_str(&format!(
             "<member><EvalActionName>{}</EvalActionName><EvalResourceName>*</EvalResourceName>\
-             <EvalDecision>{worst}</EvalDecision><MatchedStatements/><MissingContextValues/>\
+             <EvalDecision>{}</EvalDecision>{}{}{organizations}{boundary}\
              <ResourceSpecificResults>{per_resource}</ResourceSpecificResults></member>",
-            xml_escape(action)
+            xml_escape(&result.action),
+            decision.as_str(),
+            matched_xml(&matched),
+            missing_xml(&missing),
         ));
     }
+    format!(
+        "<SimulatePrincipalPolicyResponse xmlns=\"https://iam.amazonaws.com/doc/2010-05-08/\">\
+         <SimulatePrincipalPolicyResult><IsTruncated>false</IsTruncated>\
+         <EvaluationResults>{xml}</EvaluationResults></SimulatePrincipalPolicyResult>\
+         <ResponseMetadata><RequestId>fault-proxy</RequestId></ResponseMetadata>\
+         </SimulatePrincipalPolicyResponse>"
+    )
+}
+
+/// An IAM error answer.
+fn error(status: u16, code: &str, message: &str) -> (u16, String) {
     (
-        200,
+        status,
         format!(
-            "<SimulatePrincipalPolicyResponse xmlns=\"https://iam.amazonaws.com/doc/2010-05-08/\">\
-             <SimulatePrincipalPolicyResult><IsTruncated>false</IsTruncated><EvaluationResults>{results}</EvaluationResults>\
-             </SimulatePrincipalPolicyResult><ResponseMetadata><RequestId>fault-proxy</RequestId></ResponseMetadata>\
-             </SimulatePrincipalPolicyResponse>"
+            "<ErrorResponse xmlns=\"https://iam.amazonaws.com/doc/2010-05-08/\"><Error>\
+             <Type>Sender</Type><Code>{code}</Code><Message>{}</Message></Error>\
+             <RequestId>fault-proxy</RequestId></ErrorResponse>",
+            xml_escape(message)
         ),
     )
+}
+
+/// The answer to one request body, given the service control policies (JSON documents) in
+/// force: the XML and its HTTP status.
+pub(super) async fn simulate(
+    upstream: &str,
+    body: &str,
+    service_control_policies: &[String],
+) -> (u16, String) {
+    let form = parse_form(body);
+    let role = form.source.rsplit('/').next().unwrap_or_default();
+    let (identity, boundary) = match documents(upstream, role).await {
+        Ok(found) => found,
+        Err(e) => return error(404, "NoSuchEntity", &format!("{e:#}")),
+    };
+    match read_policies(&identity, boundary.as_ref(), service_control_policies) {
+        Ok(policies) => (200, answer(&evaluate_form(&form, &policies))),
+        // What this simulator cannot read it says so, rather than guess a decision.
+        Err(e) => error(400, "InvalidInput", &e),
+    }
 }

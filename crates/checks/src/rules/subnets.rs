@@ -12,10 +12,12 @@
 //! (#9090).
 //!
 //! The zones the class can launch into are the selected subnets' zones, narrowed by the NodePools'
-//! `topology.kubernetes.io/zone` requirements. One zone out of room is a warning (Karpenter still
-//! launches elsewhere); every zone out of room is `False`. When the NodePools are not known, the
-//! narrowing is skipped: `False` then needs every subnet zone to be out of room, which holds for
-//! any narrowing.
+//! `topology.kubernetes.io/zone` requirements. A zone below what a node needs for certain (one
+//! address, two where Pods take theirs from the node's subnet; `crate::vpc_cni`) is out of room:
+//! one such zone is a warning (Karpenter still launches elsewhere), every one is `False`. A zone
+//! short of the VPC CNI's warm pool only is a warning: nodes launch and join there. When the
+//! NodePools are not known, the narrowing is skipped: `False` then needs every subnet zone to be
+//! out of room, which holds for any narrowing.
 
 use super::{Check, Context, Outcome, Why, list_bounded};
 use crate::clip;
@@ -210,12 +212,21 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             .collect(),
         _ => zones.keys().copied().collect(),
     };
-    let full: Vec<(&str, u32, &SubnetFacts)> = launchable
-        .iter()
-        .filter_map(|z| match zones.get(z) {
-            Some(Some((best, which))) if *best < need.addresses => Some((*z, *best, *which)),
-            _ => None,
-        })
+    // Below the certain need a node launched there cannot work; below the warm pool it starts
+    // with fewer Pod addresses than the VPC CNI keeps ready, and Pods beyond them wait.
+    let below = |floor: u32| -> Vec<(&str, u32, &SubnetFacts)> {
+        launchable
+            .iter()
+            .filter_map(|z| match zones.get(z) {
+                Some(Some((best, which))) if *best < floor => Some((*z, *best, *which)),
+                _ => None,
+            })
+            .collect()
+    };
+    let full = below(need.certain);
+    let short: Vec<(&str, u32, &SubnetFacts)> = below(need.warm)
+        .into_iter()
+        .filter(|(z, _, _)| !full.iter().any(|(f, _, _)| f == z))
         .collect();
     let zone_text = |(zone, best, which): &(&str, u32, &SubnetFacts)| {
         format!(
@@ -234,15 +245,22 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         s.truncate(super::MAX_SUBJECTS);
         s
     };
+    let certain = |n: u32| {
+        if n == 1 {
+            "its own address".to_owned()
+        } else {
+            format!("{n} addresses (its own and one for a Pod)")
+        }
+    };
     if !full.is_empty() && full.len() == launchable.len() {
         let texts: Vec<String> = full.iter().map(zone_text).collect();
         c.fail(
             Reason::SubnetsOutOfAddresses,
             format!(
-                "Every zone the EC2NodeClass can launch into is out of addresses: {}; one node \
-                 takes {} ({}).",
+                "Every zone the EC2NodeClass can launch into is out of addresses: {}; a node \
+                 needs {} for certain ({}).",
                 list_bounded(&texts, 5),
-                need.addresses,
+                certain(need.certain),
                 need.basis
             ),
             zone_subjects(&full),
@@ -252,14 +270,28 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             c.warn(
                 Warning::ZoneSubnetsLowOnAddresses,
                 format!(
-                    "Zone {}: no selected subnet has the {} free addresses one node takes ({}).",
+                    "Zone {}: no selected subnet has the {} a node needs for certain ({}), so \
+                     Karpenter launches in the other zones only.",
                     zone_text(zone),
-                    need.addresses,
+                    certain(need.certain),
                     need.basis
                 ),
                 zone_subjects(std::slice::from_ref(zone)),
             );
         }
+    }
+    for zone in &short {
+        c.warn(
+            Warning::ZoneSubnetsLowOnAddresses,
+            format!(
+                "Zone {}: no selected subnet has the {} free addresses a started node takes ({}); \
+                 nodes still launch there, but Pods beyond the free addresses wait for one.",
+                zone_text(zone),
+                need.warm,
+                need.basis
+            ),
+            zone_subjects(std::slice::from_ref(zone)),
+        );
     }
 
     let ids: Vec<&str> = selected.iter().map(|s| s.id.as_str()).collect();
@@ -271,11 +303,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     c.finish(
         Reason::SubnetsValid,
         format!(
-            "Subnets {} exist in the cluster's VPC, with room for a node in {} (one node takes \
-             {}: {}).",
+            "Subnets {} exist in the cluster's VPC, with room to launch a node in {} (a node \
+             needs {} for certain; {}).",
             list_bounded(&ids, 5),
             list_bounded(&zone_names, 6),
-            need.addresses,
+            certain(need.certain),
             need.basis
         ),
     )

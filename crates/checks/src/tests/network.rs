@@ -51,30 +51,76 @@ fn a_node_pool_pinned_to_the_full_zone_makes_it_false() {
         (st.as_str(), reason.as_str()),
         ("False", "SubnetsOutOfAddresses")
     );
-    assert!(message.contains("at most 11 free"), "{message}");
+    assert!(message.contains("at most 0 free"), "{message}");
 }
 
+/// Issue 22 point 2: a warm pool the subnets cannot fill is a warning, never a failure; nodes
+/// still launch and join. (This test replaces one that made WARM_IP_TARGET=5000 False.)
 #[test]
-fn warm_ip_targets_raise_what_a_node_takes() {
+fn a_warm_pool_beyond_the_free_addresses_is_a_warning() {
     let mut facts = Facts::healthy();
     facts.cluster.vpc_cni = Observed::Found(VpcCniSettings {
         env: BTreeMap::from([("WARM_IP_TARGET".to_owned(), "5000".to_owned())]),
     });
-    let (st, reason, message) = condition(&facts, ConditionType::SubnetsReady);
-    assert_eq!(
-        (st.as_str(), reason.as_str()),
-        ("False", "SubnetsOutOfAddresses")
-    );
-    assert!(message.contains("5001"), "{message}");
+    let (st, reason, _) = condition(&facts, ConditionType::SubnetsReady);
+    assert_eq!((st.as_str(), reason.as_str()), ("True", "SubnetsValid"));
+    let s = status(&facts);
+    let warnings: Vec<&str> = s
+        .findings
+        .iter()
+        .filter(|f| f.reason == "ZoneSubnetsLowOnAddresses")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings.iter().all(|m| m.contains("5001")), "{warnings:?}");
+}
+
+/// Subnets with one free address each: enough to launch where Pods do not take addresses from the
+/// node's subnet, not enough where they do.
+fn one_free_address_each(cni: Observed<VpcCniSettings>) -> Facts {
+    let mut facts = Facts::healthy();
+    if let Some(s) = facts.aws.subnets.found_mut() {
+        for subnet in s {
+            subnet.available_ips = Some(1);
+        }
+    }
+    facts.cluster.vpc_cni = cni;
+    facts
 }
 
 #[test]
-fn an_unread_aws_node_uses_the_floor_and_says_so() {
-    let mut facts = Facts::healthy().with_network(NetworkChange::AllZonesFull);
-    facts.cluster.vpc_cni = Observed::not_observed("watch not synced");
-    let (st, _, message) = condition(&facts, ConditionType::SubnetsReady);
-    assert_eq!(st, "False", "the floor never overstates the need");
-    assert!(message.contains("could not be read"), "{message}");
+fn custom_networking_ipv6_and_other_cnis_need_one_address_per_node() {
+    let env = |pairs: &[(&str, &str)]| {
+        Observed::Found(VpcCniSettings {
+            env: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })
+    };
+    for cni in [
+        env(&[("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true")]),
+        env(&[("ENABLE_IPv6", "true")]),
+        Observed::Absent,
+    ] {
+        let facts = one_free_address_each(cni.clone());
+        let s = status(&facts);
+        let (st, reason, message) = condition(&facts, ConditionType::SubnetsReady);
+        assert_eq!(
+            (st.as_str(), reason.as_str()),
+            ("True", "SubnetsValid"),
+            "{cni:?}: {message}"
+        );
+        assert!(s.findings.is_empty(), "{cni:?}: {:?}", s.findings);
+    }
+    // Pods from the node's subnet: a node there could not give any Pod an address.
+    let (st, reason, message) =
+        condition(&one_free_address_each(env(&[])), ConditionType::SubnetsReady);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "SubnetsOutOfAddresses"),
+        "{message}"
+    );
 }
 
 #[test]
