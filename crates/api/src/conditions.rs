@@ -461,7 +461,7 @@ reasons! {
         "Every selected subnet routes to a NAT or internet gateway, or the VPC has the endpoints a private cluster needs, and the VPC resolves DNS.",
         "Nothing to do.";
     NodeEgressNotInspected => Only(C::NodeNetworkReady), True,
-        "A selected subnet's default route leads to a target this check cannot see through (transit gateway, peering, virtual private gateway, network interface, core network, private NAT); the rest is healthy.",
+        "A selected subnet's default route leads to a target this check cannot see through (transit gateway, peering, virtual private gateway, network interface, core network, private NAT, a Gateway Load Balancer or Network Firewall endpoint), or the subnet is in a VPC another account shares through AWS RAM, whose NAT gateways and endpoints this account cannot list; the rest is healthy.",
         "Nothing to do if that path reaches the EKS endpoint and the AWS APIs; the message names what was not checked.";
     SubnetNoEgressRoute => Only(C::NodeNetworkReady), False,
         "A selected subnet's route table has no default route and the VPC has none of the endpoints a private cluster needs, so nodes cannot reach the control plane or AWS and never join.",

@@ -652,6 +652,10 @@ pub struct SubnetFacts {
     /// `MapPublicIpOnLaunch`.
     pub map_public_ip_on_launch: bool,
     pub tags: BTreeMap<String, String>,
+    /// `OwnerId`: the account that owns the subnet. Another account than the operator's means a
+    /// VPC shared through AWS RAM, whose owner's NAT gateways, endpoints and route tables this
+    /// account may not be able to list. `None` when the answer left it out.
+    pub owner_id: Option<String>,
 }
 
 /// What one VPC's routing, endpoints and DNS look like, each read on its own.

@@ -466,6 +466,7 @@ pub fn subnet(id: &str, zone: &str, free: u32) -> SubnetFacts {
         available_ips: Some(free),
         map_public_ip_on_launch: false,
         tags: BTreeMap::from([("karpenter.sh/discovery".into(), CLUSTER.into())]),
+        owner_id: Some(ACCOUNT.into()),
     }
 }
 

@@ -224,8 +224,14 @@ mod tests {
     #[test]
     fn custom_networking_ipv6_and_other_cnis_take_one_address() {
         for pairs in [
-            &[("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true"), ("WARM_IP_TARGET", "400")][..],
-            &[("ENABLE_IPv6", "true"), ("ENABLE_PREFIX_DELEGATION", "true")][..],
+            &[
+                ("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true"),
+                ("WARM_IP_TARGET", "400"),
+            ][..],
+            &[
+                ("ENABLE_IPv6", "true"),
+                ("ENABLE_PREFIX_DELEGATION", "true"),
+            ][..],
         ] {
             let n = need_of(pairs);
             assert_eq!((n.certain, n.warm), (1, 1), "{pairs:?}: {}", n.basis);

@@ -167,6 +167,7 @@ impl Ec2Api for SdkPorts {
                             .and_then(|n| u32::try_from(n).ok()),
                         map_public_ip_on_launch: s.map_public_ip_on_launch().unwrap_or(false),
                         tags: ec2_tags(s.tags()),
+                        owner_id: s.owner_id().filter(|o| !o.is_empty()).map(str::to_owned),
                     })
                     .collect(),
                 next: next_page(out.next_token()),

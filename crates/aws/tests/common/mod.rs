@@ -155,6 +155,7 @@ pub fn world() -> FakeState {
             available_ips: Some(200),
             map_public_ip_on_launch: false,
             tags: tags(&[("karpenter.sh/discovery", CLUSTER)]),
+            owner_id: Some(ACCOUNT.into()),
         })
         .collect();
     s.route_tables.insert(

@@ -18,6 +18,10 @@
 //!   `Unknown` would stay forever on healthy hub-and-spoke networks and teach users to ignore the
 //!   condition, and nothing read suggests a problem. The message says what was not checked.
 //! - a NAT gateway that is still `pending` (it becomes usable by itself): same reason.
+//! - a default route to a `vpce-` target: a Gateway Load Balancer or Network Firewall endpoint
+//!   (gateway endpoints never carry a default route), so traffic is inspected on its way out.
+//! - a subnet of a VPC shared through AWS RAM by another account: the owner's NAT gateways and
+//!   endpoints cannot be listed by this account, so what is not seen is not proven missing.
 //! - an EC2NodeClass whose user data mentions a proxy: nodes may reach AWS through an HTTP proxy
 //!   inside the VPC, which routes cannot show, so what would be a failure is reported the same way.
 //!
@@ -76,6 +80,7 @@ fn route_egress(
     route: &RouteFacts,
     nats: &Observed<Vec<NatGatewayFacts>>,
     public_ip: bool,
+    shared_by: Option<&str>,
 ) -> Result<Egress, Why> {
     if route.state.eq_ignore_ascii_case("blackhole") {
         return Ok(Egress::Blackholed(format!(
@@ -93,6 +98,13 @@ fn route_egress(
                 }
             };
             match nats.iter().find(|n| &n.id == id) {
+                // A shared VPC's NAT gateways belong to its owner, whom this account cannot list.
+                None if shared_by.is_some() => Egress::Opaque(format!(
+                    "a default route to NAT gateway {}, which account {} (the VPC's owner) holds \
+                     and this account cannot list",
+                    clip(id, 64),
+                    clip(shared_by.unwrap_or_default(), 32)
+                )),
                 None => Egress::Blackholed(format!("NAT gateway {} does not exist", clip(id, 64))),
                 Some(n) if n.connectivity_type.as_deref() == Some("private") => {
                     Egress::Opaque(format!(
@@ -130,7 +142,15 @@ fn route_egress(
         RouteTarget::Unknown => {
             Egress::Opaque("a default route to a target this check does not recognise".to_owned())
         }
-        RouteTarget::Local | RouteTarget::VpcEndpoint(_) => Egress::None,
+        // Gateway endpoints (S3, DynamoDB) are reached through prefix-list routes and never carry
+        // a default route; a default route to `vpce-` is a Gateway Load Balancer or Network
+        // Firewall endpoint, an inspection path this check does not follow.
+        RouteTarget::VpcEndpoint(id) => Egress::Opaque(format!(
+            "a default route to {} (a Gateway Load Balancer or Network Firewall endpoint), \
+             which this check does not follow",
+            clip(id, 64)
+        )),
+        RouteTarget::Local => Egress::None,
     })
 }
 
@@ -153,6 +173,7 @@ fn egress(
     nats: &Observed<Vec<NatGatewayFacts>>,
     public_ip: bool,
     ipv6: bool,
+    shared_by: Option<&str>,
 ) -> Result<Egress, Why> {
     let mut best = Egress::None;
     let rank = |e: &Egress| match e {
@@ -164,7 +185,7 @@ fn egress(
     };
     let mut unknown = None;
     for route in table.routes.iter().filter(|r| is_default(r, ipv6)) {
-        match route_egress(route, nats, public_ip) {
+        match route_egress(route, nats, public_ip, shared_by) {
             Ok(e) if rank(&e) > rank(&best) => best = e,
             Ok(_) => {}
             Err(why) => unknown = Some(why),
@@ -355,6 +376,17 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     )
 }
 
+/// The account that shared `subnet`'s VPC with this one (AWS RAM), when it is another account
+/// than the operator's: its NAT gateways and endpoints cannot be listed from here.
+fn shared_by<'a>(ctx: &Context<'a>, subnet: &'a SubnetFacts) -> Option<&'a str> {
+    let owner = subnet.owner_id.as_deref()?;
+    match ctx.facts.aws.account.found() {
+        Some(account) if account.account_id != owner => Some(owner),
+        // The operator's account unknown: a foreign owner cannot be told from its own.
+        _ => None,
+    }
+}
+
 /// The network facts of `vpc`, or `None` after recording why they are unknown.
 fn network_of<'a>(ctx: &Context<'a>, c: &mut Check, vpc: &str) -> Option<&'a VpcNetworkFacts> {
     match ctx.facts.aws.vpc_networks.get(vpc) {
@@ -412,7 +444,8 @@ fn subnet_path(
         ));
     };
     let public_ip = associate.unwrap_or(subnet.map_public_ip_on_launch);
-    let egress = egress(table, &network.nat_gateways, public_ip, ipv6)?;
+    let shared_by = shared_by(ctx, subnet);
+    let egress = egress(table, &network.nat_gateways, public_ip, ipv6, shared_by)?;
     let where_ = format!(
         "Subnet {} (route table {})",
         clip(&subnet.id, 64),
@@ -444,6 +477,16 @@ fn subnet_path(
         return Ok(Path::Works);
     }
     let missing_text = list_bounded(&missing, 6);
+    // What this account cannot list is not proven missing: the owner of a shared VPC may have
+    // the NAT gateways and endpoints the path needs.
+    if let Some(owner) = shared_by {
+        return Ok(Path::Caveat(format!(
+            "{where_}, in a VPC shared by account {}, shows no usable default route and no \
+             endpoints {missing_text} from this account, which cannot list the owner's NAT \
+             gateways and endpoints",
+            clip(owner, 32)
+        )));
+    }
     let table_id = table.id.clone();
     Ok(match egress {
         Egress::Blackholed(what) => Path::Broken(

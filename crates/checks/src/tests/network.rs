@@ -114,8 +114,10 @@ fn custom_networking_ipv6_and_other_cnis_need_one_address_per_node() {
         assert!(s.findings.is_empty(), "{cni:?}: {:?}", s.findings);
     }
     // Pods from the node's subnet: a node there could not give any Pod an address.
-    let (st, reason, message) =
-        condition(&one_free_address_each(env(&[])), ConditionType::SubnetsReady);
+    let (st, reason, message) = condition(
+        &one_free_address_each(env(&[])),
+        ConditionType::SubnetsReady,
+    );
     assert_eq!(
         (st.as_str(), reason.as_str()),
         ("False", "SubnetsOutOfAddresses"),
@@ -258,4 +260,80 @@ fn the_main_route_table_applies_to_subnets_without_an_association() {
         ("False", "SubnetNoEgressRoute")
     );
     assert!(message.contains("rtb-0main"), "{message}");
+}
+
+/// Issue 22 point 3: a default route to a `vpce-` endpoint is inspected egress (Gateway Load
+/// Balancer, Network Firewall), never a missing route.
+#[test]
+fn a_default_route_to_an_inspection_endpoint_is_never_false() {
+    let facts = Facts::healthy()
+        .with_network(NetworkChange::NoEgress)
+        .with(|f| {
+            private_routes(f).push(default_route(RouteTarget::VpcEndpoint(
+                "vpce-0inspection".into(),
+            )))
+        });
+    let (st, reason, message) = condition(&facts, ConditionType::NodeNetworkReady);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "NodeEgressNotInspected"),
+        "{message}"
+    );
+    assert!(message.contains("vpce-0inspection"), "{message}");
+}
+
+/// The healthy facts with the selected subnets owned by another account (a VPC shared through
+/// AWS RAM): the owner's NAT gateways and endpoints are not in this account's lists.
+fn in_a_shared_vpc(change: Option<NetworkChange>) -> Facts {
+    let facts = match change {
+        Some(change) => Facts::healthy().with_network(change),
+        None => Facts::healthy(),
+    };
+    facts.with(|f| {
+        if let Some(subnets) = f.aws.subnets.found_mut() {
+            for s in subnets {
+                s.owner_id = Some("444455556666".into());
+            }
+        }
+        for network in f.aws.vpc_networks.values_mut() {
+            if let Observed::Found(n) = network {
+                n.nat_gateways = Observed::Found(Vec::new());
+            }
+        }
+    })
+}
+
+#[test]
+fn a_shared_vpcs_unlisted_nat_gateway_and_endpoints_are_never_proven_missing() {
+    // The route names a NAT gateway this account cannot list.
+    let (st, reason, message) = condition(&in_a_shared_vpc(None), ConditionType::NodeNetworkReady);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "NodeEgressNotInspected"),
+        "{message}"
+    );
+    assert!(message.contains("444455556666"), "{message}");
+    // No default route seen, no endpoints seen: not proven either.
+    let (st, reason, message) = condition(
+        &in_a_shared_vpc(Some(NetworkChange::NoEgress)),
+        ConditionType::NodeNetworkReady,
+    );
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "NodeEgressNotInspected"),
+        "{message}"
+    );
+    // The same subnets owned by this account: the missing NAT gateway is proven.
+    let own = Facts::healthy().with(|f| {
+        for network in f.aws.vpc_networks.values_mut() {
+            if let Observed::Found(n) = network {
+                n.nat_gateways = Observed::Found(Vec::new());
+            }
+        }
+    });
+    let (st, reason, _) = condition(&own, ConditionType::NodeNetworkReady);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "SubnetEgressBlackholed")
+    );
 }
