@@ -7,8 +7,10 @@
 //! principal assuming a role) and SQS queue policies. It follows IAM's evaluation logic for one
 //! account (docs: "Policy evaluation logic"): an explicit `Deny` wins, else an `Allow` allows,
 //! else the request is implicitly denied. Matching is IAM's: actions case-insensitively with `*`
-//! and `?`, resources and `*Like` operators case-sensitively with `*` and `?`, condition keys
-//! case-insensitively; `NotAction`, `NotResource` and `NotPrincipal` invert their lists.
+//! and `?`, resources and `StringLike` case-sensitively with `*` and `?`, ARN operators component
+//! by component, condition keys case-insensitively; `NotAction`, `NotResource` and `NotPrincipal`
+//! invert their lists. The condition operators, with IAM's rules for absent keys, `IfExists`,
+//! `Null` and the set operators, are in the `conditions` module.
 //!
 //! What it cannot know, it does not guess: a condition on a key the [`RequestContext`] does not
 //! know, an operator it does not implement (numeric, date, IP address, binary), or a policy
@@ -17,6 +19,9 @@
 //! treat such a statement as not matching (a silent implicit deny, a false alarm here) or only
 //! model the grammar, so this small evaluator is the project's own.
 
+mod conditions;
+
+use conditions::condition_matches;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -488,108 +493,14 @@ fn conditions_match(conditions: &[ConditionEntry], context: &RequestContext) -> 
     result
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SetQualifier {
-    None,
-    ForAnyValue,
-    ForAllValues,
-}
-
-fn condition_matches(c: &ConditionEntry, context: &RequestContext) -> Tri {
-    let mut op = c.operator.as_str();
-    let qualifier = if let Some(rest) = op.strip_prefix("ForAnyValue:") {
-        op = rest;
-        SetQualifier::ForAnyValue
-    } else if let Some(rest) = op.strip_prefix("ForAllValues:") {
-        op = rest;
-        SetQualifier::ForAllValues
-    } else {
-        SetQualifier::None
-    };
-    let if_exists = op.ends_with("IfExists");
-    let op = op.trim_end_matches("IfExists");
-    let unknown = |why: &str| Tri::Maybe(format!("condition {} on {}: {why}", c.operator, c.key));
-    if c.values.iter().any(|v| has_variable(v)) {
-        return unknown("its value uses a policy variable");
-    }
-    let values = match context.lookup(&c.key) {
-        Lookup::Unknown => return unknown("the key's value is not known outside AWS"),
-        Lookup::Absent => {
-            return match (op, qualifier) {
-                ("Null", _) => match c.values.first().map(String::as_str) {
-                    Some("true") => Tri::Yes,
-                    Some("false") => Tri::No,
-                    _ => unknown("Null needs true or false"),
-                },
-                (_, SetQualifier::ForAllValues) => Tri::Yes,
-                (_, SetQualifier::ForAnyValue) => Tri::No,
-                _ if if_exists => Tri::Yes,
-                _ if is_negated(op) => Tri::Yes,
-                _ if is_supported(op) => Tri::No,
-                _ => unknown("the operator is not evaluated here"),
-            };
-        }
-        Lookup::Values(values) => values,
-    };
-    if op == "Null" {
-        return match c.values.first().map(String::as_str) {
-            Some("true") => Tri::No,
-            Some("false") => Tri::Yes,
-            _ => unknown("Null needs true or false"),
-        };
-    }
-    let Some(single) = single_matcher(op) else {
-        return unknown("the operator is not evaluated here");
-    };
-    let one = |v: &str| single(v, &c.values);
-    let result = match qualifier {
-        SetQualifier::ForAllValues => values.iter().all(|v| one(v)),
-        // Negated operators on several values: none of them may match (IAM's ForAnyValue
-        // semantics for a multivalued key without a qualifier are the same as any-of).
-        SetQualifier::ForAnyValue | SetQualifier::None => {
-            if is_negated(op) && qualifier == SetQualifier::None {
-                values.iter().all(|v| one(v))
-            } else {
-                values.iter().any(|v| one(v))
-            }
-        }
-    };
-    Tri::from_bool(result)
-}
-
-fn is_negated(op: &str) -> bool {
-    matches!(
-        op,
-        "StringNotEquals"
-            | "StringNotEqualsIgnoreCase"
-            | "StringNotLike"
-            | "ArnNotEquals"
-            | "ArnNotLike"
-    )
-}
-
-fn is_supported(op: &str) -> bool {
-    single_matcher(op).is_some()
-}
-
-type Matcher = fn(&str, &[String]) -> bool;
-
-/// Whether one request value satisfies the operator against the condition's values.
-fn single_matcher(op: &str) -> Option<Matcher> {
-    Some(match op {
-        "StringEquals" | "ArnEquals" => |v, want| want.iter().any(|w| w == v),
-        "StringNotEquals" | "ArnNotEquals" => |v, want| !want.iter().any(|w| w == v),
-        "StringEqualsIgnoreCase" => |v, want| want.iter().any(|w| w.eq_ignore_ascii_case(v)),
-        "StringNotEqualsIgnoreCase" => |v, want| !want.iter().any(|w| w.eq_ignore_ascii_case(v)),
-        "StringLike" | "ArnLike" => |v, want| want.iter().any(|w| like(w, v)),
-        "StringNotLike" | "ArnNotLike" => |v, want| !want.iter().any(|w| like(w, v)),
-        "Bool" => |v, want| want.iter().any(|w| w.eq_ignore_ascii_case(v)),
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod properties;
+
+#[cfg(test)]
+mod operator_tests;
+
+#[cfg(test)]
+mod arn_bool_null_tests;
