@@ -225,6 +225,9 @@ reasons! {
     AwsUnsupported => Any, Unknown,
         "The AWS endpoint does not support a call the check needs.",
         "Use an endpoint that implements the API, or accept that this check cannot run here.";
+    AwsOtherAccount => Any, Unknown,
+        "What the check needs lives in another AWS account than the operator's credentials (a controller role, or an EKS Pod Identity target role, of another account), and IAM does not let this account read it, so the check is not made rather than guessed.",
+        "Nothing is wrong by itself: check that account's role by hand, or run karpenter-health check with credentials of that account.";
     KarpenterVersionUnknown => Any, Unknown,
         "The Karpenter version could not be determined, and the check depends on it.",
         "Run the operator where it can read the Karpenter Deployment, or set --karpenter-version.";

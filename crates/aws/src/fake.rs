@@ -9,8 +9,8 @@
 use crate::observer::AwsFactsSource;
 use crate::ports::{
     CallError, Ec2Api, EksApi, ErrorKind, EventBus, EventsApi, Filter, IamApi, KmsApi,
-    KmsGrantData, KmsKeyData, Page, PortResult, QueueAttributes, RoleData, ServiceAccountRef,
-    Simulation, SqsApi, StsApi, VpcAttribute,
+    KmsGrantData, KmsKeyData, Page, PodIdentityRoles, PortResult, QueueAttributes, RoleData,
+    ServiceAccountRef, Simulation, SqsApi, StsApi, VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -37,7 +37,7 @@ pub struct FakeState {
     /// `false` answers access-entry and Pod Identity calls like moto does (an HTML 404).
     pub access_entries_supported: bool,
     /// Pod Identity associations by cluster: (ServiceAccount, association id, role ARN).
-    pub pod_identity: BTreeMap<String, Vec<(ServiceAccountRef, String, String)>>,
+    pub pod_identity: BTreeMap<String, Vec<(ServiceAccountRef, String, PodIdentityRoles)>>,
     pub security_groups: Vec<SecurityGroupFacts>,
     pub instances: Vec<InstanceFacts>,
     /// IAM `MaxItems` of ListAttachedRolePolicies pages.
@@ -791,7 +791,7 @@ impl EksApi for FakeAws {
         &'a self,
         cluster: &'a str,
         association_id: &'a str,
-    ) -> BoxFuture<'a, PortResult<String>> {
+    ) -> BoxFuture<'a, PortResult<PodIdentityRoles>> {
         let (cluster, id) = (cluster.to_owned(), association_id.to_owned());
         self.answer("DescribePodIdentityAssociation", move |s| {
             s.newer_eks_api(None)?;

@@ -382,12 +382,35 @@ pub trait EksApi: Send + Sync {
         service_account: &'a ServiceAccountRef,
         next_token: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<String>>>;
-    /// The IAM role ARN of one Pod Identity association.
+    /// The roles of one Pod Identity association.
     fn describe_pod_identity_association<'a>(
         &'a self,
         cluster: &'a str,
         association_id: &'a str,
-    ) -> BoxFuture<'a, PortResult<String>>;
+    ) -> BoxFuture<'a, PortResult<PodIdentityRoles>>;
+}
+
+/// The roles of an EKS Pod Identity association (DescribePodIdentityAssociation): its role, and
+/// the target role EKS assumes with it when the association has one (cross-account access).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodIdentityRoles {
+    pub role_arn: String,
+    pub target_role_arn: Option<String>,
+}
+
+impl PodIdentityRoles {
+    /// The association's role alone.
+    pub fn role(role_arn: impl Into<String>) -> Self {
+        Self {
+            role_arn: role_arn.into(),
+            target_role_arn: None,
+        }
+    }
+
+    /// The role whose credentials the Pods get: the target when there is one.
+    pub fn effective(&self) -> &str {
+        self.target_role_arn.as_deref().unwrap_or(&self.role_arn)
+    }
 }
 
 /// A Kubernetes ServiceAccount by namespace and name.

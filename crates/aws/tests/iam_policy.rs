@@ -8,7 +8,7 @@ mod common;
 
 use common::{CLUSTER, observer, options, role_arn, wiring_request, world};
 use karpenter_health_aws::fake::FakeAws;
-use karpenter_health_aws::ports::{CallError, ErrorKind, KmsKeyData};
+use karpenter_health_aws::ports::{CallError, ErrorKind, KmsKeyData, PodIdentityRoles};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
 use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
@@ -35,7 +35,11 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
     let mut state = world();
     state.pod_identity.insert(
         CLUSTER.into(),
-        vec![(aws_node.clone(), "a-1".into(), role_arn("/", "CniRole"))],
+        vec![(
+            aws_node.clone(),
+            "a-1".into(),
+            PodIdentityRoles::role(role_arn("/", "CniRole")),
+        )],
     );
     // A customer-managed key the volumes name, so its policy is read too.
     state.kms_keys.insert(

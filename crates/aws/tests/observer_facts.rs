@@ -5,7 +5,7 @@ mod common;
 
 use common::{ACCOUNT, CLUSTER, cause, id_term, observer, options, request, role_arn, world};
 use karpenter_health_aws::fake::{FakeAws, FakeState};
-use karpenter_health_aws::ports::{CallError, ErrorKind};
+use karpenter_health_aws::ports::{CallError, ErrorKind, PodIdentityRoles};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
 use karpenter_health_checks::facts::{AccessEntryFacts, Observed, UnknownCause};
 
@@ -243,7 +243,7 @@ async fn pod_identity_roles_are_read_only_for_the_service_accounts_asked_about()
         vec![(
             sa("kube-system", "aws-node"),
             "a-1".into(),
-            cni_role.clone(),
+            PodIdentityRoles::role(cni_role.clone()),
         )],
     );
     let fake = FakeAws::new(state);

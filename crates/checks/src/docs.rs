@@ -113,6 +113,10 @@ pub fn docs_markdown() -> String {
             "the endpoint does not implement the call",
         ),
         (UnknownCause::NotObserved, "not observed yet"),
+        (
+            UnknownCause::OtherAccount,
+            "in another AWS account, which this account's IAM cannot read",
+        ),
     ] {
         let reason = unknown_reason(cause);
         let _ = writeln!(

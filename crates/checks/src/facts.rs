@@ -98,6 +98,9 @@ pub enum UnknownCause {
     Unsupported,
     /// Not observed yet (watch not synced, call not made yet).
     NotObserved,
+    /// It lives in another AWS account than the operator's credentials, which IAM does not let
+    /// this account read (a controller role or Pod Identity target role of another account).
+    OtherAccount,
 }
 
 impl fmt::Display for Unobserved {
@@ -301,6 +304,9 @@ pub struct KarpenterFacts {
     /// `DISABLE_DRY_RUN` / `--disable-dry-run`: Karpenter then sets `ValidationSucceeded=True`
     /// without its dry-run launch calls.
     pub dry_run_disabled: bool,
+    /// `eks.amazonaws.com/audience` of the controller's ServiceAccount: the audience of its IRSA
+    /// token (`sts.amazonaws.com` without it).
+    pub irsa_audience: Option<String>,
 }
 
 /// One setting of the controller as its Deployment gives it.
@@ -357,6 +363,10 @@ pub struct AwsFacts {
     /// `Found(None)` when no association exists. Only asked for the ServiceAccounts the checks
     /// need a role of (the Karpenter controller's, `kube-system/aws-node`).
     pub pod_identity_roles: BTreeMap<String, Observed<Option<String>>>,
+    /// For a Pod Identity association with a `targetRoleArn`, by `namespace/name`: the
+    /// association's own role, which EKS assumes to assume the target. `pod_identity_roles` then
+    /// holds the target, whose credentials the Pods get.
+    pub pod_identity_via: BTreeMap<String, String>,
     /// What the security-group selector terms resolve to now (an empty list: proven no match).
     pub security_groups: Observed<Vec<SecurityGroupFacts>>,
     /// Instances tagged with this cluster's name (`eks:eks-cluster-name` or
@@ -399,6 +409,7 @@ impl Default for AwsFacts {
             eks_cluster: Observed::unknown(pending(), "not observed yet"),
             node_role_access_entries: Observed::unknown(pending(), "not observed yet"),
             pod_identity_roles: BTreeMap::new(),
+            pod_identity_via: BTreeMap::new(),
             security_groups: Observed::unknown(pending(), "not observed yet"),
             cluster_instances: Observed::unknown(pending(), "not observed yet"),
             controller_role: None,

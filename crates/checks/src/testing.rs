@@ -306,6 +306,7 @@ fn healthy_cluster() -> ClusterFacts {
             service_account_state: Observed::Found(()),
             interruption_queue: Setting::Unset,
             dry_run_disabled: false,
+            irsa_audience: None,
         }),
         // Served without validation rules (an API server before 1.25): the version decides.
         crd_label_rules: Observed::Found(None),
@@ -415,6 +416,7 @@ fn healthy_aws() -> AwsFacts {
             ("kube-system/aws-node".to_owned(), Observed::Found(None)),
             (KARPENTER_SERVICE_ACCOUNT.to_owned(), Observed::Found(None)),
         ]),
+        pod_identity_via: BTreeMap::new(),
         security_groups: Observed::Found(vec![SecurityGroupFacts {
             name: "demo-nodes".into(),
             ..security_group(

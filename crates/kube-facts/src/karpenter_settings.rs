@@ -136,6 +136,21 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
     }
 }
 
+/// The audience of a ServiceAccount's IRSA token when not `sts.amazonaws.com`
+/// (amazon-eks-pod-identity-webhook `README.md`).
+pub const AUDIENCE_ANNOTATION: &str = "eks.amazonaws.com/audience";
+
+/// The IRSA token audience a ServiceAccount is annotated with, if any.
+pub fn irsa_audience(service_account: &ServiceAccount) -> Option<String> {
+    service_account
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(AUDIENCE_ANNOTATION))
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
 /// The IAM role ARN a ServiceAccount is annotated with, if any.
 pub fn role_arn(service_account: &ServiceAccount) -> Option<String> {
     service_account

@@ -1,7 +1,7 @@
 //! Turns what the watch caches hold into the check engine's `ClusterFacts` for one EC2NodeClass.
 //! Pure: no IO, callers pass the cache contents in.
 
-use crate::karpenter_settings::{controller_settings, role_arn};
+use crate::karpenter_settings::{controller_settings, irsa_audience, role_arn};
 use crate::node_claims::SharedClaims;
 use crate::pending_pods::SharedPendingPods;
 use k8s_openapi::api::admissionregistration::v1::{
@@ -342,17 +342,19 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         }
     };
     let settings = settings.unwrap_or_default();
-    let (controller_role_arn, service_account) = match &sources.karpenter_service_account {
-        Observed::Found(Some(sa)) => (
-            role_arn(sa),
-            Some(format!(
-                "{}/{}",
-                sa.namespace().unwrap_or_default(),
-                sa.name_any()
-            )),
-        ),
-        _ => (None, None),
-    };
+    let (controller_role_arn, irsa_audience, service_account) =
+        match &sources.karpenter_service_account {
+            Observed::Found(Some(sa)) => (
+                role_arn(sa),
+                irsa_audience(sa),
+                Some(format!(
+                    "{}/{}",
+                    sa.namespace().unwrap_or_default(),
+                    sa.name_any()
+                )),
+            ),
+            _ => (None, None, None),
+        };
     // Issue 11: whether the ServiceAccount was read, and the interruption and dry-run settings.
     let service_account_state = match &sources.karpenter_service_account {
         Observed::Found(Some(_)) => Observed::Found(()),
@@ -368,6 +370,7 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         service_account_state,
         interruption_queue: settings.interruption_queue,
         dry_run_disabled: settings.dry_run_disabled,
+        irsa_audience,
     })
 }
 

@@ -13,7 +13,7 @@ use crate::ports::{RoleData, Service, Simulation};
 use futures::future::join_all;
 use karpenter_health_checks::facts::{
     ControllerRoleFacts, Observed, PermissionFacts, PolicyDocument, RolePolicies,
-    SimulatedDecision, Unobserved,
+    SimulatedDecision, UnknownCause, Unobserved,
 };
 use karpenter_health_checks::karpenter_permissions::{Group, Inputs};
 use std::collections::BTreeMap;
@@ -98,13 +98,33 @@ impl AwsObserver {
             .await
     }
 
-    /// The controller role and, when `inputs` are known, what it may do.
+    /// The controller role and, when `inputs` are known, what it may do. A role of another
+    /// account than `own_account` is not read: IAM's GetRole takes a name and looks in the
+    /// caller's account, so it would answer NoSuchEntity for a role that exists elsewhere.
     pub(super) async fn controller(
         &self,
-        role_name: &str,
+        role_arn: &str,
+        own_account: Option<&str>,
         inputs: Result<Inputs, Unobserved>,
     ) -> ControllerReads {
-        let role = self.role(role_name).await;
+        if let (Ok(parsed), Some(own)) = (
+            karpenter_health_checks::arn::parse_iam(role_arn),
+            own_account,
+        ) && parsed.account != own
+        {
+            return ControllerReads {
+                role: Read::answered(Observed::Unknown(Unobserved {
+                    cause: UnknownCause::OtherAccount,
+                    detail: format!(
+                        "role {role_arn} is in account {}, and IAM in account {own} cannot read it",
+                        parsed.account
+                    ),
+                })),
+                permissions: None,
+            };
+        }
+        let role_name = karpenter_health_checks::arn::name_of(role_arn).to_owned();
+        let role = self.role(&role_name).await;
         let data = match &role.current {
             Observed::Found(data) => data.clone(),
             _ => {

@@ -30,7 +30,8 @@ use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
 use crate::ports::{
-    Ec2Api, EksApi, EventsApi, IamApi, KmsApi, RoleData, Simulation, SqsApi, StsApi,
+    Ec2Api, EksApi, EventsApi, IamApi, KmsApi, PodIdentityRoles, RoleData, Simulation, SqsApi,
+    StsApi,
 };
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
@@ -139,7 +140,7 @@ struct Inner {
     /// Keyed by (cluster, node role ARN): ListAccessEntries then DescribeAccessEntry.
     access: Cache<(String, String), Vec<AccessEntryFacts>>,
     /// Keyed by (cluster, ServiceAccount): the role of its Pod Identity association, if any.
-    pod_identity: Cache<(String, ServiceAccountRef), Option<String>>,
+    pod_identity: Cache<(String, ServiceAccountRef), Option<PodIdentityRoles>>,
     security_groups: Cache<SelectorTerm, Vec<SecurityGroupFacts>>,
     instances: Cache<String, Vec<InstanceFacts>>,
     oidc_providers: Cache<(), Vec<String>>,
@@ -350,6 +351,7 @@ impl AwsObserver {
                     .iter()
                     .find(|(asked, _)| *asked == sa)
                     .and_then(|(_, read)| read.as_ref()?.current.found().cloned().flatten())
+                    .map(|roles| roles.effective().to_owned())
             })
         });
         let wants_irsa = request
@@ -383,8 +385,8 @@ impl AwsObserver {
         let controller_read = async {
             match controller_role_arn.as_deref() {
                 Some(arn) => {
-                    let name = karpenter_health_checks::arn::name_of(arn).to_owned();
-                    Some(self.controller(&name, inputs()).await)
+                    let own = account.current.found().map(|a| a.account_id.as_str());
+                    Some(self.controller(arn, own, inputs()).await)
                 }
                 None => None,
             }
@@ -481,6 +483,18 @@ impl AwsObserver {
             }
         }
 
+        let current_pod_identity =
+            pod_identity::pod_identity_facts(pod_identity.iter().map(|(sa, read)| {
+                let current = read.as_ref().map_or_else(no_cluster, |r| r.current.clone());
+                (sa.to_string(), current)
+            }));
+        let good_pod_identity =
+            pod_identity::pod_identity_facts(pod_identity.iter().map(|(sa, read)| {
+                (
+                    sa.to_string(),
+                    read.as_ref().and_then(good).unwrap_or_default(),
+                )
+            }));
         let facts = AwsFacts {
             region: inner.region.clone(),
             account: account.current.clone(),
@@ -492,13 +506,8 @@ impl AwsObserver {
                 (None, Some(why)) => why.clone(),
                 (None, None) => no_cluster(),
             },
-            pod_identity_roles: pod_identity
-                .iter()
-                .map(|(sa, read)| {
-                    let current = read.as_ref().map_or_else(no_cluster, |r| r.current.clone());
-                    (sa.to_string(), current)
-                })
-                .collect(),
+            pod_identity_roles: current_pod_identity.0,
+            pod_identity_via: current_pod_identity.1,
             security_groups: sgs.current.clone(),
             cluster_instances: instances
                 .as_ref()
@@ -535,15 +544,8 @@ impl AwsObserver {
             node_role: role.last_good(),
             eks_cluster: eks.as_ref().and_then(good).unwrap_or_default(),
             node_role_access_entries: access.as_ref().and_then(good).unwrap_or_default(),
-            pod_identity_roles: pod_identity
-                .iter()
-                .map(|(sa, read)| {
-                    (
-                        sa.to_string(),
-                        read.as_ref().and_then(good).unwrap_or_default(),
-                    )
-                })
-                .collect(),
+            pod_identity_roles: good_pod_identity.0,
+            pod_identity_via: good_pod_identity.1,
             security_groups: good(&sgs).unwrap_or_default(),
             cluster_instances: instances.as_ref().and_then(good).unwrap_or_default(),
             controller_role: controller.as_ref().map(|c| {

@@ -1,23 +1,24 @@
-//! EKS Pod Identity reads of the observer: the IAM role a ServiceAccount gets from a Pod Identity
-//! association (ListPodIdentityAssociations, then DescribePodIdentityAssociation), cached by
-//! cluster and ServiceAccount. Karpenter's getting-started guide sets the controller's and the
+//! EKS Pod Identity reads of the observer: the IAM roles a ServiceAccount gets from a Pod Identity
+//! association (ListPodIdentityAssociations, then DescribePodIdentityAssociation: the role, and a
+//! target role when the association chains to one), cached by cluster and ServiceAccount. Karpenter's getting-started guide sets the controller's and the
 //! VPC CNI's roles up this way, without IRSA annotations. Does IO (through the EKS port).
 
 use super::AwsObserver;
 use super::shared::{Paged, because, not_observed};
 use crate::cache::Read;
-use crate::ports::{Service, ServiceAccountRef};
+use crate::ports::{PodIdentityRoles, Service, ServiceAccountRef};
 use karpenter_health_checks::facts::{EksClusterFacts, Observed, UnknownCause, Unobserved};
+use std::collections::BTreeMap;
 
 impl AwsObserver {
-    /// The role Pod Identity gives `service_account` in `cluster`: `Found(None)` when it has no
+    /// The roles Pod Identity gives `service_account` in `cluster`: `Found(None)` when it has no
     /// association. `None` when there is no cluster to ask (the facade reports why).
     pub(super) async fn pod_identity_role(
         &self,
         cluster: Option<&str>,
         eks: Option<&Read<EksClusterFacts>>,
         service_account: &ServiceAccountRef,
-    ) -> Option<Read<Option<String>>> {
+    ) -> Option<Read<Option<PodIdentityRoles>>> {
         let fixed = |current| Some(Read::answered(current));
         let (Some(cluster), Some(eks)) = (cluster, eks) else {
             return None;
@@ -82,4 +83,25 @@ impl AwsObserver {
             .await;
         Some(read)
     }
+}
+
+/// The role each ServiceAccount's Pods get, by `namespace/name`.
+pub(super) type EffectiveRoles = BTreeMap<String, Observed<Option<String>>>;
+
+/// The Pod Identity facts of the reads: each ServiceAccount's effective role (the target role when
+/// the association chains to one), and the association's own role where it does.
+pub(super) fn pod_identity_facts<'a>(
+    reads: impl IntoIterator<Item = (String, Observed<Option<PodIdentityRoles>>)> + 'a,
+) -> (EffectiveRoles, BTreeMap<String, String>) {
+    let mut roles = BTreeMap::new();
+    let mut via = BTreeMap::new();
+    for (sa, read) in reads {
+        if let Observed::Found(Some(r)) = &read
+            && r.target_role_arn.is_some()
+        {
+            via.insert(sa.clone(), r.role_arn.clone());
+        }
+        roles.insert(sa, read.map(|r| r.map(|r| r.effective().to_owned())));
+    }
+    (roles, via)
 }

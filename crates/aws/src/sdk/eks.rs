@@ -2,7 +2,7 @@
 
 use super::{SdkPorts, missing, next_page, text};
 use crate::classify::classify;
-use crate::ports::{EksApi, Page, PortResult, Service, ServiceAccountRef};
+use crate::ports::{EksApi, Page, PodIdentityRoles, PortResult, Service, ServiceAccountRef};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{AccessEntryFacts, EksClusterFacts};
@@ -132,7 +132,7 @@ impl EksApi for SdkPorts {
         &'a self,
         cluster: &'a str,
         association_id: &'a str,
-    ) -> BoxFuture<'a, PortResult<String>> {
+    ) -> BoxFuture<'a, PortResult<PodIdentityRoles>> {
         async move {
             let out = self
                 .eks
@@ -142,10 +142,18 @@ impl EksApi for SdkPorts {
                 .send()
                 .await
                 .map_err(|e| classify(Service::Eks, &e))?;
-            out.association()
+            let association = out.association();
+            let role_arn = association
                 .and_then(|a| a.role_arn())
                 .map(str::to_owned)
-                .ok_or_else(|| missing(Service::Eks, "association.roleArn"))
+                .ok_or_else(|| missing(Service::Eks, "association.roleArn"))?;
+            Ok(PodIdentityRoles {
+                role_arn,
+                target_role_arn: association
+                    .and_then(|a| a.target_role_arn())
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned),
+            })
         }
         .boxed()
     }

@@ -15,23 +15,48 @@
 
 use super::{Check, Context, Outcome, Why};
 use crate::arn;
-use crate::facts::{ControllerRoleFacts, KarpenterFacts, Observed};
-use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
+use crate::clip;
+use crate::facts::{KarpenterFacts, Observed};
 use crate::karpenter_permissions::ClassInputs;
 use crate::warnings::Warning;
-use crate::{clip, rules::list_bounded};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use permissions::check_permissions;
+use trust::{DEFAULT_AUDIENCE, check_chained_trust, check_irsa_trust, check_pod_identity_trust};
 
 mod permissions;
-
-const WEB_IDENTITY: &str = "sts:AssumeRoleWithWebIdentity";
-const POD_IDENTITY_SERVICE: &str = "pods.eks.amazonaws.com";
+mod trust;
 
 /// How the controller gets its role.
-enum Identity {
-    Irsa(String),
+enum CredentialSource {
+    /// The ServiceAccount's IRSA annotation, and the token's audience.
+    Irsa {
+        role: String,
+        audience: String,
+    },
     PodIdentity(String),
+    /// A Pod Identity association with a target role: EKS assumes `via`, then `target` with it.
+    PodIdentityChained {
+        via: String,
+        target: String,
+    },
+}
+
+impl CredentialSource {
+    /// The role whose credentials the controller ends up with.
+    fn role(&self) -> &str {
+        match self {
+            CredentialSource::Irsa { role, .. } | CredentialSource::PodIdentity(role) => role,
+            CredentialSource::PodIdentityChained { target, .. } => target,
+        }
+    }
+
+    fn how(&self) -> &'static str {
+        match self {
+            CredentialSource::Irsa { .. } => "IRSA",
+            CredentialSource::PodIdentity(_) => "EKS Pod Identity",
+            CredentialSource::PodIdentityChained { .. } => "EKS Pod Identity with a target role",
+        }
+    }
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
@@ -61,10 +86,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let Some(identity) = identity(ctx, karpenter, &mut c) else {
         return c.finish(Reason::ControllerPermissionsVerified, "");
     };
-    let (role_arn, how) = match &identity {
-        Identity::Irsa(arn) => (arn.as_str(), "IRSA"),
-        Identity::PodIdentity(arn) => (arn.as_str(), "EKS Pod Identity"),
-    };
+    let (role_arn, how) = (identity.role(), identity.how());
     let sa = karpenter
         .service_account
         .clone()
@@ -91,6 +113,20 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             ));
             return c.finish(Reason::ControllerPermissionsVerified, "");
         }
+        // GetRole looks the name up in the operator's own account: a role of another account
+        // is never "not found" from that answer.
+        Some(Observed::Absent) if in_other_account(ctx, role_arn).is_some() => {
+            c.unknown(Why::new(
+                Reason::AwsOtherAccount,
+                format!(
+                    "The controller role {} is in account {}, which the operator's credentials \
+                     cannot read, so its trust and permissions are not checked.",
+                    clip(role_arn, 256),
+                    in_other_account(ctx, role_arn).unwrap_or_default()
+                ),
+            ));
+            return c.finish(Reason::ControllerPermissionsVerified, "");
+        }
         Some(Observed::Absent) => {
             c.fail(
                 Reason::ControllerRoleNotFound,
@@ -106,9 +142,14 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Some(Observed::Found(role)) => role,
     };
     subjects[1] = SubjectRef::new("IAMRole", clip(&role.arn, 256));
-    match identity {
-        Identity::Irsa(_) => check_irsa_trust(ctx, &mut c, role, &sa, &subjects),
-        Identity::PodIdentity(_) => check_pod_identity_trust(ctx, &mut c, role, &sa, &subjects),
+    match &identity {
+        CredentialSource::Irsa { audience, .. } => {
+            check_irsa_trust(ctx, &mut c, role, &sa, audience, &subjects);
+        }
+        CredentialSource::PodIdentity(_) => check_pod_identity_trust(ctx, &mut c, role, &sa, &subjects),
+        CredentialSource::PodIdentityChained { via, .. } => {
+            check_chained_trust(&mut c, role, via, &sa, &subjects);
+        }
     }
     let decided_by = check_permissions(ctx, &mut c, role, &subjects);
     c.finish(
@@ -126,13 +167,19 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     )
 }
 
-fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<Identity> {
+fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<CredentialSource> {
     if let Some(arn) = karpenter
         .controller_role_arn
         .as_deref()
         .filter(|a| !a.is_empty())
     {
-        return Some(Identity::Irsa(arn.to_owned()));
+        return Some(CredentialSource::Irsa {
+            role: arn.to_owned(),
+            audience: karpenter
+                .irsa_audience
+                .clone()
+                .unwrap_or_else(|| DEFAULT_AUDIENCE.to_owned()),
+        });
     }
     let sa = karpenter.service_account.as_deref();
     let shown = sa.unwrap_or("the Karpenter ServiceAccount");
@@ -161,7 +208,13 @@ fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<
         return None;
     };
     match ctx.facts.aws.pod_identity_role(sa) {
-        Observed::Found(Some(arn)) => Some(Identity::PodIdentity(arn)),
+        Observed::Found(Some(arn)) => Some(match ctx.facts.aws.pod_identity_via.get(sa) {
+            Some(via) => CredentialSource::PodIdentityChained {
+                via: via.clone(),
+                target: arn,
+            },
+            None => CredentialSource::PodIdentity(arn),
+        }),
         Observed::Found(None) => {
             c.unknown(Why::new(
                 Reason::ControllerIdentityNotFound,
@@ -190,249 +243,9 @@ fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<
     }
 }
 
-fn trust_policy(
-    c: &mut Check,
-    role: &ControllerRoleFacts,
-    subjects: &[SubjectRef],
-) -> Option<iam_policy::Policy> {
-    let document = role
-        .assume_role_policy_document
-        .as_deref()
-        .unwrap_or_default();
-    match iam_policy::parse(document) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            c.fail(
-                Reason::ControllerTrustMismatch,
-                format!(
-                    "The trust policy of role {} cannot be read ({e}), so nobody may assume it.",
-                    clip(&role.arn, 256)
-                ),
-                subjects.to_vec(),
-            );
-            None
-        }
-    }
-}
-
-/// `https://oidc.eks.r.amazonaws.com/id/X` -> `oidc.eks.r.amazonaws.com/id/X`.
-fn issuer_host_path(issuer: &str) -> &str {
-    issuer
-        .trim()
-        .trim_start_matches("https://")
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-}
-
-fn check_irsa_trust(
-    ctx: &Context,
-    c: &mut Check,
-    role: &ControllerRoleFacts,
-    sa: &str,
-    subjects: &[SubjectRef],
-) {
-    let Some(policy) = trust_policy(c, role, subjects) else {
-        return;
-    };
-    let role_arn = arn::parse_iam(&role.arn).ok();
-    let (partition, account) = role_arn
-        .as_ref()
-        .map(|a| (a.partition.clone(), a.account.clone()))
-        .unwrap_or_else(|| ("aws".into(), String::new()));
-    let trusted_providers: Vec<String> = policy
-        .statements
-        .iter()
-        .filter(|s| s.allow)
-        .filter_map(|s| s.principals.as_ref())
-        .flat_map(|p| p.federated.iter().cloned())
-        .filter(|f| f.contains(":oidc-provider/"))
-        .collect();
-    // The provider the cluster's issuer needs, when DescribeCluster told the issuer.
-    let issuer = ctx
-        .facts
-        .aws
-        .eks_cluster
-        .found()
-        .and_then(|e| e.oidc_issuer.as_deref())
-        .map(issuer_host_path)
-        .filter(|i| !i.is_empty());
-    let candidates: Vec<(String, String)> = match issuer {
-        Some(host_path) => vec![(
-            format!("arn:{partition}:iam::{account}:oidc-provider/{host_path}"),
-            host_path.to_owned(),
-        )],
-        None => trusted_providers
-            .iter()
-            .filter_map(|p| {
-                let (_, host_path) = p.split_once(":oidc-provider/")?;
-                Some((p.clone(), host_path.to_owned()))
-            })
-            .collect(),
-    };
-    if candidates.is_empty() {
-        c.fail(
-            Reason::ControllerTrustMismatch,
-            format!(
-                "The trust policy of role {} names no OIDC provider, so IRSA cannot give {sa} \
-                 its credentials.",
-                clip(&role.arn, 256)
-            ),
-            subjects.to_vec(),
-        );
-        return;
-    }
-    match &ctx.facts.aws.oidc_providers {
-        Observed::Found(providers) => {
-            let missing: Vec<&str> = candidates
-                .iter()
-                .map(|(arn, _)| arn.as_str())
-                .filter(|arn| !providers.iter().any(|p| p == arn))
-                .collect();
-            if missing.len() == candidates.len() {
-                c.fail(
-                    Reason::OidcProviderMissing,
-                    format!(
-                        "IAM has no OIDC provider {}, so the IRSA credentials of {sa} never work.",
-                        list_bounded(&missing, 2)
-                    ),
-                    subjects.to_vec(),
-                );
-                return;
-            }
-        }
-        Observed::Unknown(u) => c.unknown(Why::unobserved("The account's IAM OIDC providers", u)),
-        Observed::Absent => {}
-    }
-    let wanted_sub = format!("system:serviceaccount:{}", sa.replace('/', ":"));
-    let mut undecided = Vec::new();
-    for (provider, host_path) in &candidates {
-        let context = RequestContext::new()
-            .with_value(&format!("{host_path}:sub"), &wanted_sub)
-            .with_value(&format!("{host_path}:aud"), "sts.amazonaws.com");
-        let principal = Principal::Federated(provider.clone());
-        match iam_policy::evaluate(
-            &[Named {
-                name: "the trust policy",
-                policy: &policy,
-            }],
-            &Request {
-                principal: Some(&principal),
-                action: WEB_IDENTITY,
-                resource: &role.arn,
-                context: &context,
-            },
-        ) {
-            Decision::Allowed(_) => return,
-            Decision::Undecided(why) => undecided.extend(why),
-            Decision::ExplicitDeny(_) | Decision::ImplicitDeny => {}
-        }
-    }
-    if !undecided.is_empty() {
-        c.unknown(Why::new(
-            Reason::PolicyUndecided,
-            format!(
-                "Whether the trust policy of role {} admits {sa} cannot be decided: {}.",
-                clip(&role.arn, 256),
-                clip(&list_bounded(&undecided, 2), 512)
-            ),
-        ));
-        return;
-    }
-    // Say what the trust admits instead: its `sub` conditions and providers.
-    let subs: Vec<String> = policy
-        .statements
-        .iter()
-        .flat_map(|s| s.conditions.iter())
-        .filter(|cond| cond.key.to_ascii_lowercase().ends_with(":sub"))
-        .flat_map(|cond| cond.values.iter().map(|v| clip(v, 128).into_owned()))
-        .collect();
-    let admits = if subs.is_empty() {
-        format!("trusts {}", list_bounded(&trusted_providers, 2))
-    } else {
-        format!("admits only {}", list_bounded(&subs, 3))
-    };
-    c.fail(
-        Reason::ControllerTrustMismatch,
-        format!(
-            "The trust policy of role {} {admits}, not {wanted_sub} (aud sts.amazonaws.com) \
-             through {}, so the controller's IRSA credentials never work.",
-            clip(&role.arn, 256),
-            candidates[0].0
-        ),
-        subjects.to_vec(),
-    );
-}
-
-fn check_pod_identity_trust(
-    ctx: &Context,
-    c: &mut Check,
-    role: &ControllerRoleFacts,
-    sa: &str,
-    subjects: &[SubjectRef],
-) {
-    let Some(policy) = trust_policy(c, role, subjects) else {
-        return;
-    };
-    let mut context = RequestContext::new();
-    if let Ok(role_arn) = arn::parse_iam(&role.arn) {
-        context = context.with_value("aws:SourceAccount", &role_arn.account);
-        if let (Ok(cluster), Some(region)) = (
-            ctx.karpenter_cluster_name.as_ref(),
-            ctx.facts.aws.region.as_deref(),
-        ) {
-            let cluster_arn = format!(
-                "arn:{}:eks:{region}:{}:cluster/{cluster}",
-                role_arn.partition, role_arn.account
-            );
-            context = context
-                .with_value("aws:SourceArn", &cluster_arn)
-                .with_value("aws:RequestTag/eks-cluster-arn", &cluster_arn)
-                .with_value("aws:RequestTag/eks-cluster-name", cluster);
-        }
-    }
-    if let Some((namespace, name)) = sa.split_once('/') {
-        context = context
-            .with_value("aws:RequestTag/kubernetes-namespace", namespace)
-            .with_value("aws:RequestTag/kubernetes-service-account", name);
-    }
-    let principal = Principal::Service(POD_IDENTITY_SERVICE.into());
-    let mut missing = Vec::new();
-    for action in ["sts:AssumeRole", "sts:TagSession"] {
-        match iam_policy::evaluate(
-            &[Named {
-                name: "the trust policy",
-                policy: &policy,
-            }],
-            &Request {
-                principal: Some(&principal),
-                action,
-                resource: &role.arn,
-                context: &context,
-            },
-        ) {
-            Decision::Allowed(_) => {}
-            Decision::Undecided(why) => c.unknown(Why::new(
-                Reason::PolicyUndecided,
-                format!(
-                    "Whether the trust policy of role {} lets {POD_IDENTITY_SERVICE} call {action} \
-                     cannot be decided: {}.",
-                    clip(&role.arn, 256),
-                    clip(&list_bounded(&why, 2), 512)
-                ),
-            )),
-            Decision::ExplicitDeny(_) | Decision::ImplicitDeny => missing.push(action),
-        }
-    }
-    if !missing.is_empty() {
-        c.fail(
-            Reason::PodIdentityTrustMissing,
-            format!(
-                "EKS Pod Identity gives {sa} role {}, but its trust policy does not let \
-                 {POD_IDENTITY_SERVICE} call {}, so the controller gets no credentials.",
-                clip(&role.arn, 256),
-                missing.join(" and ")
-            ),
-            subjects.to_vec(),
-        );
-    }
+/// The account of `role_arn` when it is another than the operator's (both known).
+fn in_other_account(ctx: &Context, role_arn: &str) -> Option<String> {
+    let account = ctx.facts.aws.account.found()?;
+    let role = arn::parse_iam(role_arn).ok()?;
+    (role.account != account.account_id).then_some(role.account)
 }

@@ -90,6 +90,7 @@ pub fn unknown_reason(cause: UnknownCause) -> Reason {
         UnknownCause::Unavailable => Reason::AwsUnavailable,
         UnknownCause::Unsupported => Reason::AwsUnsupported,
         UnknownCause::NotObserved => Reason::NotObserved,
+        UnknownCause::OtherAccount => Reason::AwsOtherAccount,
     }
 }
 
@@ -100,6 +101,7 @@ fn cause_text(cause: UnknownCause) -> &'static str {
         UnknownCause::Unavailable => "endpoint unavailable",
         UnknownCause::Unsupported => "call not supported by the endpoint",
         UnknownCause::NotObserved => "not observed yet",
+        UnknownCause::OtherAccount => "in another account",
     }
 }
 
@@ -458,6 +460,7 @@ mod tests {
             UnknownCause::Unavailable,
             UnknownCause::Unsupported,
             UnknownCause::NotObserved,
+            UnknownCause::OtherAccount,
         ] {
             let reason = unknown_reason(cause);
             assert_eq!(reason.meta().status, ConditionStatus::Unknown);

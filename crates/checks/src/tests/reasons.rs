@@ -103,6 +103,15 @@ sentences! {
     a_cluster_without_its_iam_oidc_provider_is_oidc_provider_missing:
         Facts::healthy().with(|f| f.aws.oidc_providers = Observed::Found(Vec::new()))
         => ControllerCanLaunch is False because OidcProviderMissing;
+    a_controller_role_of_another_account_is_aws_other_account_never_not_found:
+        Facts::healthy().with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.controller_role_arn = Some("arn:aws:iam::999988887777:role/KarpenterController".into());
+            }
+            // IAM's GetRole looked the name up in the operator's own account.
+            f.aws.controller_role = Some(Observed::Absent);
+        })
+        => ControllerCanLaunch is Unknown because AwsOtherAccount;
     an_irsa_trust_naming_another_service_account_is_controller_trust_mismatch:
         Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
             r.assume_role_policy_document = Some(irsa_trust_policy("karpenter/karpenter"));

@@ -237,6 +237,7 @@ pub(super) fn cause() -> impl Strategy<Value = UnknownCause> {
         UnknownCause::Unavailable,
         UnknownCause::Unsupported,
         UnknownCause::NotObserved,
+        UnknownCause::OtherAccount,
     ])
 }
 

@@ -1,0 +1,131 @@
+//! `ControllerCanLaunch`'s identity across accounts and audiences: an IRSA token audience other
+//! than `sts.amazonaws.com`, a Pod Identity association with a target role, a controller role of
+//! another account. Pure.
+
+use super::reasons::status;
+use crate::facts::{Facts, Observed, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::ConditionType;
+
+fn controller(facts: &Facts) -> (String, String, String) {
+    let s = status(facts);
+    let c = s
+        .condition(ConditionType::ControllerCanLaunch)
+        .expect("present");
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+/// The healthy IRSA trust with audience `aud` instead of `sts.amazonaws.com`.
+fn trust_with_audience(aud: &str) -> String {
+    let decoded =
+        percent_encoding::percent_decode_str(&irsa_trust_policy(KARPENTER_SERVICE_ACCOUNT))
+            .decode_utf8_lossy()
+            .into_owned();
+    decoded.replace("\"sts.amazonaws.com\"", &format!("\"{aud}\""))
+}
+
+fn with_trust(facts: Facts, trust: String) -> Facts {
+    facts.with(|f| {
+        if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+            r.assume_role_policy_document = Some(trust);
+        }
+    })
+}
+
+fn with_audience_annotation(facts: Facts, aud: Option<&str>) -> Facts {
+    facts.with(|f| {
+        if let Observed::Found(k) = &mut f.cluster.karpenter {
+            k.irsa_audience = aud.map(str::to_owned);
+        }
+    })
+}
+
+#[test]
+fn the_service_accounts_audience_annotation_is_the_audience_the_trust_must_admit() {
+    let custom = with_trust(
+        Facts::healthy(),
+        trust_with_audience("karpenter.example.com"),
+    );
+    // Without the annotation the token says sts.amazonaws.com: the trust does not admit it.
+    let (st, reason, message) = controller(&custom);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "ControllerTrustMismatch"),
+        "{message}"
+    );
+    assert!(message.contains("aud sts.amazonaws.com"), "{message}");
+    // With it, the token carries the audience the trust names.
+    let annotated = with_audience_annotation(custom, Some("karpenter.example.com"));
+    let (st, reason, message) = controller(&annotated);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "ControllerPermissionsVerified"),
+        "{message}"
+    );
+    // And an annotation the default trust does not name is a mismatch naming that audience.
+    let wrong = with_audience_annotation(Facts::healthy(), Some("other"));
+    let (st, _, message) = controller(&wrong);
+    assert_eq!(st, "False", "{message}");
+    assert!(message.contains("aud other"), "{message}");
+}
+
+const VIA: &str = "arn:aws:iam::111122223333:role/PodIdentityHop";
+
+/// The controller's role from a Pod Identity association with a target role.
+fn chained(target_trust: String) -> Facts {
+    let facts = Facts::healthy().with(|f| {
+        if let Observed::Found(k) = &mut f.cluster.karpenter {
+            k.controller_role_arn = None;
+        }
+        f.aws.pod_identity_roles.insert(
+            KARPENTER_SERVICE_ACCOUNT.into(),
+            Observed::Found(Some(role_arn(CONTROLLER_ROLE))),
+        );
+        f.aws
+            .pod_identity_via
+            .insert(KARPENTER_SERVICE_ACCOUNT.into(), VIA.into());
+    });
+    with_trust(facts, target_trust)
+}
+
+#[test]
+fn a_pod_identity_target_role_must_trust_the_associations_role_not_the_service() {
+    let trusting_via = format!(
+        r#"{{"Statement":[{{"Effect":"Allow","Principal":{{"AWS":"{VIA}"}},"Action":["sts:AssumeRole","sts:TagSession"]}}]}}"#
+    );
+    let (st, reason, message) = controller(&chained(trusting_via));
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "ControllerPermissionsVerified"),
+        "{message}"
+    );
+    assert!(message.contains("target role"), "{message}");
+    // The target trusting pods.eks.amazonaws.com (as a direct association's role would) does not
+    // let the association's role assume it.
+    let (st, reason, message) = controller(&chained(pod_identity_trust_policy()));
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "ControllerTrustMismatch"),
+        "{message}"
+    );
+    assert!(message.contains(VIA), "{message}");
+}
+
+#[test]
+fn a_target_role_of_another_account_is_unknown_never_not_found() {
+    let facts = chained(pod_identity_trust_policy()).with(|f| {
+        f.aws.pod_identity_roles.insert(
+            KARPENTER_SERVICE_ACCOUNT.into(),
+            Observed::Found(Some("arn:aws:iam::999988887777:role/Karpenter".into())),
+        );
+        f.aws.controller_role = Some(Observed::unknown(
+            UnknownCause::OtherAccount,
+            "role arn:aws:iam::999988887777:role/Karpenter is in account 999988887777",
+        ));
+    });
+    let (st, reason, _) = controller(&facts);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("Unknown", "AwsOtherAccount")
+    );
+}
