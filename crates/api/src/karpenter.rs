@@ -110,6 +110,8 @@ pub struct MetadataOptions {
     pub http_protocol_ipv6: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_tokens: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_put_response_hop_limit: Option<i64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -3,12 +3,21 @@
 //! Pure data: the AWS adapter asks IAM's simulator these exact questions, and the rule asks the
 //! local evaluator the same ones when the simulator cannot be asked.
 //!
-//! The actions and the tags come from Karpenter's own IAM policy and calls
+//! The actions, resources and tags come from Karpenter's own IAM policy and calls
 //! (aws/karpenter-provider-aws `website/.../getting-started-with-karpenter/cloudformation.yaml`:
-//! `AllowPassingInstanceRole`, `AllowScopedEC2InstanceActionsWithTags`,
+//! `AllowPassingInstanceRole`, `AllowScopedEC2InstanceAccessActions` (image, snapshot, security
+//! group, subnet), `AllowScopedEC2LaunchTemplateAccessActions`,
+//! `AllowScopedEC2InstanceActionsWithTags` (fleet, instance, volume, network interface, launch
+//! template, spot request), `AllowScopedResourceCreationTagging`,
 //! `AllowScopedInstanceProfileCreationActions`, `AllowScopedInstanceProfileTagActions`,
 //! `AllowScopedInstanceProfileActions`; `pkg/utils/utils.go GetTags` and
 //! `pkg/providers/instanceprofile/instanceprofile.go` for what Karpenter sends).
+//!
+//! The request context carries what Karpenter's launch carries and the operator knows: the
+//! region, the tags, the metadata options of the EC2NodeClass (`ec2:MetadataHttpTokens` and its
+//! siblings, with the CRD's defaults), `ec2:CreateAction` for tagging on create. What it does not
+//! know (the instance type, the image's owner) is left out; IAM's simulator then reports the
+//! key as missing, and a decision that needed it is not a proof.
 
 use crate::facts::ClusterFacts;
 use crate::iam_policy::RequestContext;
@@ -52,6 +61,44 @@ pub struct Inputs {
     pub manages_instance_profile: bool,
     /// `status.instanceProfile`, when Karpenter already named the profile.
     pub instance_profile: Option<String>,
+    /// The metadata options Karpenter launches with.
+    pub metadata: MetadataKeys,
+}
+
+/// The EC2NodeClass's metadata options as the `ec2:Metadata*` condition keys of a launch, with
+/// the EC2NodeClass CRD's defaults (`httpEndpoint: enabled`, `httpPutResponseHopLimit: 1`,
+/// `httpTokens: required`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MetadataKeys {
+    pub http_tokens: String,
+    pub http_endpoint: String,
+    pub hop_limit: String,
+}
+
+impl Default for MetadataKeys {
+    fn default() -> Self {
+        Self {
+            http_tokens: "required".into(),
+            http_endpoint: "enabled".into(),
+            hop_limit: "1".into(),
+        }
+    }
+}
+
+impl MetadataKeys {
+    fn of(options: Option<&karpenter_health_api::karpenter::MetadataOptions>) -> Self {
+        let default = Self::default();
+        let Some(o) = options else {
+            return default;
+        };
+        Self {
+            http_tokens: o.http_tokens.clone().unwrap_or(default.http_tokens),
+            http_endpoint: o.http_endpoint.clone().unwrap_or(default.http_endpoint),
+            hop_limit: o
+                .http_put_response_hop_limit
+                .map_or(default.hop_limit, |n| n.to_string()),
+        }
+    }
 }
 
 /// The part of [`Inputs`] the cluster gives: the operator puts it in its AWS request, and the
@@ -65,6 +112,7 @@ pub struct ClassInputs {
     pub spec_tags: BTreeMap<String, String>,
     pub manages_instance_profile: bool,
     pub instance_profile: Option<String>,
+    pub metadata: MetadataKeys,
 }
 
 impl ClassInputs {
@@ -99,6 +147,7 @@ impl ClassInputs {
                 .status
                 .as_ref()
                 .and_then(|s| s.instance_profile.clone()),
+            metadata: MetadataKeys::of(class.spec.metadata_options.as_ref()),
         })
     }
 
@@ -122,6 +171,7 @@ impl ClassInputs {
             spec_tags: self.spec_tags.clone(),
             manages_instance_profile: self.manages_instance_profile,
             instance_profile: self.instance_profile.clone(),
+            metadata: self.metadata.clone(),
         }
     }
 }
@@ -132,6 +182,10 @@ pub const LAUNCH_ACTIONS: [&str; 3] = [
     "ec2:CreateFleet",
     "ec2:CreateLaunchTemplate",
 ];
+const CREATE_TAGS: &str = "ec2:CreateTags";
+/// What a launch creates (tagged on create) and what it uses, by EC2 resource type.
+const CREATED: [&str; 4] = ["instance", "volume", "network-interface", "launch-template"];
+const USED: [&str; 3] = ["subnet", "security-group", "image"];
 pub const PROFILE_ACTIONS: [&str; 3] = [
     "iam:CreateInstanceProfile",
     "iam:TagInstanceProfile",
@@ -159,23 +213,29 @@ impl Inputs {
         )
     }
 
-    /// The questions, in a stable order.
+    /// The questions, in a stable order: passing the node role; `RunInstances` and `CreateFleet`
+    /// on what a launch creates and uses; `CreateFleet` on the fleet; `CreateLaunchTemplate` on
+    /// the template; tagging on create of everything created.
     pub fn questions(&self) -> Vec<Question> {
         let mut out = vec![Question {
             group: Group::Launch,
             action: PASS_ROLE,
             resource: self.node_role_arn.clone(),
         }];
-        for (action, resource) in
-            LAUNCH_ACTIONS
-                .iter()
-                .zip(["instance/*", "fleet/*", "launch-template/*"])
-        {
-            out.push(Question {
-                group: Group::Launch,
-                action,
-                resource: self.ec2_arn(resource),
-            });
+        let launch = |action: &'static str, kind: &str| Question {
+            group: Group::Launch,
+            action,
+            resource: self.ec2_arn(&format!("{kind}/*")),
+        };
+        for action in ["ec2:RunInstances", "ec2:CreateFleet"] {
+            for kind in CREATED.iter().chain(&USED) {
+                out.push(launch(action, kind));
+            }
+        }
+        out.push(launch("ec2:CreateFleet", "fleet"));
+        out.push(launch("ec2:CreateLaunchTemplate", "launch-template"));
+        for kind in CREATED.iter().chain(&["fleet"]) {
+            out.push(launch(CREATE_TAGS, kind));
         }
         if self.manages_instance_profile {
             for action in PROFILE_ACTIONS {
@@ -187,6 +247,25 @@ impl Inputs {
             }
         }
         out
+    }
+
+    /// What the questions verify, for a True message.
+    pub fn verified(&self) -> String {
+        let mut what = format!(
+            "iam:PassRole on the node role; ec2:RunInstances and ec2:CreateFleet on {} with \
+             Karpenter's tags and the class's metadata options; ec2:CreateLaunchTemplate; \
+             ec2:CreateTags on create",
+            CREATED
+                .iter()
+                .chain(&USED)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if self.manages_instance_profile {
+            what.push_str("; creating, tagging and filling its instance profile");
+        }
+        what
     }
 
     /// The tags of Karpenter's launches: its own and `spec.tags` (`GetTags`).
@@ -227,8 +306,24 @@ impl Inputs {
         let mut ctx = RequestContext::new().with_value("aws:RequestedRegion", &self.region);
         let tags = match group {
             Group::Launch => {
-                ctx = ctx.with_value("iam:PassedToService", "ec2.amazonaws.com");
-                self.launch_tags()
+                let tags = self.launch_tags();
+                // What was created with these tags carries them: the launch template Karpenter
+                // made and then launches from.
+                for (k, v) in &tags {
+                    ctx = ctx.with_value(&format!("aws:ResourceTag/{k}"), v);
+                }
+                ctx = ctx
+                    .all_given_under("aws:ResourceTag/")
+                    .with_value("iam:PassedToService", "ec2.amazonaws.com")
+                    .with_value("ec2:Region", &self.region)
+                    .with_value("ec2:CreateAction", "CreateFleet")
+                    .with_value("ec2:MetadataHttpTokens", &self.metadata.http_tokens)
+                    .with_value("ec2:MetadataHttpEndpoint", &self.metadata.http_endpoint)
+                    .with_value(
+                        "ec2:MetadataHttpPutResponseHopLimit",
+                        &self.metadata.hop_limit,
+                    );
+                tags
             }
             Group::InstanceProfile => {
                 let tags = self.profile_tags();
@@ -265,14 +360,32 @@ mod tests {
             spec_tags: BTreeMap::from([("team".into(), "a".into())]),
             manages_instance_profile: manages,
             instance_profile: None,
+            metadata: MetadataKeys::default(),
         }
     }
 
     #[test]
     fn the_launch_questions_are_always_asked_and_the_profile_ones_only_for_spec_role() {
-        assert_eq!(inputs(false).questions().len(), 4);
+        let launch = inputs(false).questions();
+        // PassRole; RunInstances and CreateFleet on 7 kinds; CreateFleet on the fleet;
+        // CreateLaunchTemplate; CreateTags on 5 kinds.
+        assert_eq!(launch.len(), 1 + 14 + 1 + 1 + 5);
+        for kind in [
+            "subnet/*",
+            "security-group/*",
+            "image/*",
+            "volume/*",
+            "network-interface/*",
+        ] {
+            assert!(
+                launch
+                    .iter()
+                    .any(|q| q.action == "ec2:RunInstances" && q.resource.ends_with(kind)),
+                "{kind}"
+            );
+        }
         let all = inputs(true).questions();
-        assert_eq!(all.len(), 7);
+        assert_eq!(all.len(), launch.len() + 3);
         assert_eq!(
             all[0].resource,
             "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo"
@@ -281,7 +394,7 @@ mod tests {
             all[1].resource,
             "arn:aws:ec2:us-west-2:111122223333:instance/*"
         );
-        assert!(all[6].resource.starts_with(
+        assert!(all[all.len() - 1].resource.starts_with(
             "arn:aws:iam::111122223333:instance-profile/karpenter/us-west-2/demo/uid-1/"
         ));
     }
@@ -302,5 +415,8 @@ mod tests {
         assert!(has("aws:RequestTag/karpenter.sh/nodepool", "general"));
         assert!(has("aws:RequestTag/team", "a"));
         assert!(has("iam:PassedToService", "ec2.amazonaws.com"));
+        // An SCP requiring IMDSv2 is decided from the class's own setting.
+        assert!(has("ec2:MetadataHttpTokens", "required"));
+        assert!(has("ec2:CreateAction", "CreateFleet"));
     }
 }

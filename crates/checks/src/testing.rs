@@ -135,6 +135,7 @@ pub fn node_class() -> EC2NodeClass {
             http_endpoint: Some("enabled".into()),
             http_protocol_ipv6: Some("disabled".into()),
             http_tokens: Some("required".into()),
+            http_put_response_hop_limit: Some(1),
         }),
         tags: BTreeMap::new(),
         associate_public_ip_address: None,

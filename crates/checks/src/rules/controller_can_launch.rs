@@ -17,7 +17,6 @@ use super::{Check, Context, Outcome, Why};
 use crate::arn;
 use crate::clip;
 use crate::facts::{KarpenterFacts, Observed};
-use crate::karpenter_permissions::ClassInputs;
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use permissions::check_permissions;
@@ -146,23 +145,23 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         CredentialSource::Irsa { audience, .. } => {
             check_irsa_trust(ctx, &mut c, role, &sa, audience, &subjects);
         }
-        CredentialSource::PodIdentity(_) => check_pod_identity_trust(ctx, &mut c, role, &sa, &subjects),
+        CredentialSource::PodIdentity(_) => {
+            check_pod_identity_trust(ctx, &mut c, role, &sa, &subjects)
+        }
         CredentialSource::PodIdentityChained { via, .. } => {
             check_chained_trust(&mut c, role, via, &sa, &subjects);
         }
     }
-    let decided_by = check_permissions(ctx, &mut c, role, &subjects);
+    let verified = check_permissions(ctx, &mut c, role, &subjects);
     c.finish(
         Reason::ControllerPermissionsVerified,
         format!(
-            "Role {} ({how} for {sa}) trusts the controller and may pass the node role and launch \
-             instances{} ({decided_by}).",
+            "Role {} ({how} for {sa}) trusts the controller and may do what a launch for this \
+             EC2NodeClass asks: {} ({}). Not asked: keys of the launch the operator cannot know \
+             (instance types, the image's owner), which IAM would have reported missing.",
             clip(&role.arn, 256),
-            if ClassInputs::of(&ctx.facts.cluster).is_some_and(|i| i.manages_instance_profile) {
-                " and manage its instance profile"
-            } else {
-                ""
-            },
+            verified.what,
+            verified.decided_by,
         ),
     )
 }

@@ -129,3 +129,77 @@ fn a_target_role_of_another_account_is_unknown_never_not_found() {
         ("Unknown", "AwsOtherAccount")
     );
 }
+
+/// Issue 22 point 4: a denial IAM's simulator made without context the policies needed is not a
+/// proof, whoever denied (here an SCP that limits instance types, which the operator cannot
+/// know). This replaces nothing: before, the SCP's denial came first and was `False`.
+#[test]
+fn a_simulated_denial_with_missing_context_is_undecided_not_false() {
+    let facts = Facts::healthy().with_simulated("ec2:RunInstances", |d| {
+        d.decision = "explicitDeny".into();
+        d.denied_by_organizations = true;
+        d.missing_context = vec!["ec2:InstanceType".into()];
+    });
+    let (st, reason, message) = controller(&facts);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("Unknown", "PolicyUndecided"),
+        "{message}"
+    );
+    assert!(message.contains("ec2:InstanceType"), "{message}");
+}
+
+/// The role's own policies evaluated locally: an IMDSv2 guardrail is decided from the class's
+/// own metadata options, which Karpenter's launch sends.
+fn with_local_policy(facts: Facts, document: &str) -> Facts {
+    use crate::facts::{PermissionFacts, PolicyDocument, RolePolicies};
+    facts.with(|f| {
+        f.aws.controller_permissions = Some(PermissionFacts {
+            simulated: Observed::unknown(UnknownCause::AccessDenied, "iam:SimulatePrincipalPolicy"),
+            policies: Some(Observed::Found(RolePolicies {
+                identity: vec![PolicyDocument {
+                    name: "inline policy karpenter".into(),
+                    document: document.into(),
+                }],
+                boundary: None,
+            })),
+        })
+    })
+}
+
+const REQUIRE_IMDSV2: &str = r#"{"Statement":[
+  {"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"},
+  {"Effect":"Deny","Action":"ec2:RunInstances","Resource":"arn:aws:ec2:*:*:instance/*",
+   "Condition":{"StringNotEquals":{"ec2:MetadataHttpTokens":"required"}}}]}"#;
+
+#[test]
+fn an_imdsv2_guardrail_is_decided_from_the_class_metadata_options() {
+    let required = with_local_policy(Facts::healthy(), REQUIRE_IMDSV2);
+    let (st, reason, message) = controller(&required);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "ControllerPermissionsVerified"),
+        "{message}"
+    );
+    // The True message says what it verified, the resources a launch touches included.
+    for kind in [
+        "subnet",
+        "security-group",
+        "image",
+        "volume",
+        "network-interface",
+    ] {
+        assert!(message.contains(kind), "{kind}: {message}");
+    }
+    let optional = required.with(|f| {
+        if let Some(o) = f.cluster.node_class.spec.metadata_options.as_mut() {
+            o.http_tokens = Some("optional".into());
+        }
+    });
+    let (st, reason, message) = controller(&optional);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "ControllerCannotLaunchInstances"),
+        "Karpenter's launch with httpTokens optional is denied: {message}"
+    );
+}

@@ -62,19 +62,40 @@ fn inputs(ctx: &Context) -> Result<Inputs, Why> {
     Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
 }
 
+/// What the permission half verified, for the True message: the questions and who answered.
+pub(super) struct Verified {
+    pub what: String,
+    pub decided_by: &'static str,
+}
+
 pub(super) fn check_permissions(
     ctx: &Context,
     c: &mut Check,
     role: &ControllerRoleFacts,
     subjects: &[SubjectRef],
-) -> &'static str {
+) -> Verified {
     let inputs = match inputs(ctx) {
         Ok(i) => i,
         Err(why) => {
             c.unknown(why);
-            return "";
+            return Verified {
+                what: String::new(),
+                decided_by: "",
+            };
         }
     };
+    let what = inputs.verified();
+    let decided_by = check_answers(ctx, c, role, subjects, &inputs);
+    Verified { what, decided_by }
+}
+
+fn check_answers(
+    ctx: &Context,
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    subjects: &[SubjectRef],
+    inputs: &Inputs,
+) -> &'static str {
     let questions = inputs.questions();
     let (answers, decided_by): (Vec<Answer>, &'static str) =
         match &ctx.facts.aws.controller_permissions {
@@ -105,7 +126,7 @@ pub(super) fn check_permissions(
                 };
                 match policies {
                     Some(Observed::Found(policies)) => (
-                        local(&inputs, &questions, policies),
+                        local(inputs, &questions, policies),
                         "evaluated from the role's own policies, as IAM's simulator could not be \
                      asked; service control policies are not visible this way",
                     ),
@@ -224,6 +245,17 @@ fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Ans
     if d.decision.eq_ignore_ascii_case("allowed") {
         return Answer::Allowed;
     }
+    // A decision made without context the policies needed is not a proof, whoever denied: an
+    // SCP requiring IMDSv2 denies a request that does not say which tokens it uses, and
+    // Karpenter's real request does say. The context Karpenter's calls carry and the operator
+    // knows is given (crate::karpenter_permissions); what stays missing keeps it undecided.
+    if !d.missing_context.is_empty() {
+        return Answer::Undecided(format!(
+            "IAM's simulator needed the context keys {}, which Karpenter's launch carries but the \
+             operator cannot know",
+            list_bounded(&d.missing_context, 5)
+        ));
+    }
     if d.denied_by_organizations {
         return Answer::Denied("a service control policy of the organization denies it".into());
     }
@@ -238,12 +270,6 @@ fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Ans
             } else {
                 list_bounded(&d.matched, 3)
             }
-        ));
-    }
-    if !d.missing_context.is_empty() {
-        return Answer::Undecided(format!(
-            "IAM's simulator needs the context keys {}",
-            list_bounded(&d.missing_context, 5)
         ));
     }
     Answer::Denied("no policy of the role allows it".into())
