@@ -505,7 +505,10 @@ reasons! {
         "Wait for the key to settle; if it stays Unavailable, reconnect its custom key store.";
     KmsKeyPolicyDeniesEc2 => Only(C::VolumeEncryptionReady), False,
         "Neither the key policy nor a grant to the Karpenter controller's role lets EC2 use the key: the policy does not delegate to the account (its root), and the actions EC2 needs (kms:CreateGrant, kms:Decrypt, kms:GenerateDataKeyWithoutPlaintext, kms:ReEncrypt*, kms:DescribeKey) are allowed neither to the controller's role nor through ec2.<region>.amazonaws.com, so nodes terminate seconds after launch.",
-        "Add a key policy statement allowing the account root, or those actions with kms:ViaService ec2.<region>.amazonaws.com and kms:CallerAccount of the account.";
+        "Add a key policy statement allowing those actions to the Karpenter controller's role (or to the account root, and then in the role's IAM policies), or with kms:ViaService ec2.<region>.amazonaws.com and kms:CallerAccount of the account.";
+    KmsKeyNotAllowedForController => Only(C::VolumeEncryptionReady), False,
+        "The key's policy leaves its use to the account's IAM policies (it allows the account root), and the Karpenter controller role's own policies (or a boundary or SCP) do not allow EC2 to use it on the controller's behalf (kms:CreateGrant, kms:Decrypt, kms:GenerateDataKeyWithoutPlaintext, kms:ReEncrypt*, kms:DescribeKey through ec2.<region>.amazonaws.com), so every node terminates seconds after launch (aws/karpenter-provider-aws #3767).",
+        "Allow the controller role those actions on the key's ARN with the condition kms:ViaService ec2.<region>.amazonaws.com, or name the role in the key policy; if the message names a boundary or SCP, lift the denial there.";
 
     // KarpenterVersionCompatible
     KarpenterVersionSupported => Only(C::KarpenterVersionCompatible), True,

@@ -527,6 +527,11 @@ pub struct KmsKeyFacts {
     /// The key's grants to the Karpenter controller's role (ListGrants by grantee), which let
     /// it use the key beyond the key policy; not observed when the role is not known.
     pub controller_grants: Observed<Vec<KmsGrantFacts>>,
+    /// IAM's simulator's answers for the controller's role and EC2's uses of this key
+    /// (`volume_encryption::EC2_KMS_ACTIONS` on the key ARN through EC2): what decides when the
+    /// key policy leaves the key's use to the account's IAM policies. Not observed when the role
+    /// is not known or the key is AWS-managed.
+    pub controller_iam: Observed<Vec<SimulatedDecision>>,
 }
 
 /// One KMS grant (ListGrants): who may use the key for which operations.

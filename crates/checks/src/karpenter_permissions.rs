@@ -19,9 +19,54 @@
 //! know (the instance type, the image's owner) is left out; IAM's simulator then reports the
 //! key as missing, and a decision that needed it is not a proof.
 
-use crate::facts::ClusterFacts;
+use crate::facts::{ClusterFacts, SimulatedDecision};
 use crate::iam_policy::RequestContext;
 use std::collections::BTreeMap;
+
+/// What one answer of IAM's simulator proves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    /// Denied, with who denied it.
+    Denied(String),
+    /// Not a proof: the decision needed context the request did not carry.
+    Undecided(String),
+}
+
+/// Reads one simulated decision. A denial made without context the policies needed is not a
+/// proof, whoever denied: an SCP requiring IMDSv2 denies a request that does not say which
+/// tokens it uses, while Karpenter's real request does say.
+pub fn verdict(d: &SimulatedDecision) -> Verdict {
+    if d.decision.eq_ignore_ascii_case("allowed") {
+        return Verdict::Allowed;
+    }
+    if !d.missing_context.is_empty() {
+        let mut keys = d.missing_context.clone();
+        keys.truncate(5);
+        return Verdict::Undecided(format!(
+            "IAM's simulator needed the context keys {}, which Karpenter's calls carry but the \
+             operator cannot know",
+            keys.join(", ")
+        ));
+    }
+    if d.denied_by_organizations {
+        return Verdict::Denied("a service control policy of the organization denies it".into());
+    }
+    if d.denied_by_boundary {
+        return Verdict::Denied("the role's permissions boundary does not allow it".into());
+    }
+    if d.decision.eq_ignore_ascii_case("explicitDeny") {
+        let by = if d.matched.is_empty() {
+            "a policy".to_owned()
+        } else {
+            let mut matched = d.matched.clone();
+            matched.truncate(3);
+            matched.join(", ")
+        };
+        return Verdict::Denied(format!("an explicit Deny in {by}"));
+    }
+    Verdict::Denied("no policy of the role allows it".into())
+}
 
 /// Which simulation a question belongs to: the questions of one group share one request context,
 /// so IAM answers them in one `SimulatePrincipalPolicy` call.

@@ -356,6 +356,21 @@ pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
         manager: "CUSTOMER".into(),
         policy: Observed::Found(policy.into()),
         controller_grants: Observed::Found(Vec::new()),
+        // IAM allows the controller's role every EC2 use of the key.
+        controller_iam: Observed::Found(
+            crate::rules::volume_encryption::EC2_KMS_ACTIONS
+                .iter()
+                .map(|action| crate::facts::SimulatedDecision {
+                    action: (*action).into(),
+                    resource: format!("arn:aws:kms:{REGION}:{ACCOUNT}:key/{id}"),
+                    decision: "allowed".into(),
+                    denied_by_boundary: false,
+                    denied_by_organizations: false,
+                    missing_context: Vec::new(),
+                    matched: Vec::new(),
+                })
+                .collect(),
+        ),
     }
 }
 

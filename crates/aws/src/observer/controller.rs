@@ -160,31 +160,37 @@ impl AwsObserver {
         }
     }
 
+    /// One simulation's answers, cached (with the permissions' longer TTL) by its whole request.
+    pub(super) async fn simulate_one(
+        &self,
+        simulation: Simulation,
+    ) -> Observed<Vec<SimulatedDecision>> {
+        let this = self.clone();
+        let key = simulation.clone();
+        let cache = this.inner.simulations.clone();
+        cache
+            .get(key, move || async move {
+                let iam = &this.inner.iam;
+                let mut all = Vec::new();
+                let read = this
+                    .pages(
+                        Service::Iam,
+                        "SimulatePrincipalPolicy",
+                        &simulation.policy_source_arn,
+                        |marker| iam.simulate_principal_policy(&simulation, marker),
+                        |page| all.extend(page),
+                    )
+                    .await?;
+                Ok((read == Paged::Complete).then_some(all))
+            })
+            .await
+            .current
+    }
+
     async fn simulate(&self, role_arn: &str, inputs: &Inputs) -> Observed<Vec<SimulatedDecision>> {
-        let reads = simulations(role_arn, inputs).into_iter().map(|simulation| {
-            let this = self.clone();
-            async move {
-                let key = simulation.clone();
-                let cache = this.inner.simulations.clone();
-                cache
-                    .get(key, move || async move {
-                        let iam = &this.inner.iam;
-                        let mut all = Vec::new();
-                        let read = this
-                            .pages(
-                                Service::Iam,
-                                "SimulatePrincipalPolicy",
-                                &simulation.policy_source_arn,
-                                |marker| iam.simulate_principal_policy(&simulation, marker),
-                                |page| all.extend(page),
-                            )
-                            .await?;
-                        Ok((read == Paged::Complete).then_some(all))
-                    })
-                    .await
-                    .current
-            }
-        });
+        let reads = simulations(role_arn, inputs)
+            .into_iter()
+            .map(|simulation| self.simulate_one(simulation));
         let mut decisions = Vec::new();
         for answer in join_all(reads).await {
             match answer {

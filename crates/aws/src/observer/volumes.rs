@@ -1,17 +1,20 @@
 //! EC2 and KMS reads of the observer for `VolumeEncryptionReady`: the account's EBS encryption
 //! defaults (GetEbsEncryptionByDefault, and GetEbsDefaultKmsKeyId only when the default key is
-//! used), cached per account, and each KMS key the volumes use (DescribeKey, then GetKeyPolicy
-//! and the controller's grants (ListGrants by grantee) for customer-managed keys), cached per
-//! key reference so classes sharing a key share the reads. Does IO (through the EC2 and KMS
+//! used), cached per account, and each KMS key the volumes use (DescribeKey, then GetKeyPolicy,
+//! the controller's grants (ListGrants by grantee) and IAM's simulator on the controller's role
+//! (SimulatePrincipalPolicy) for customer-managed keys), cached per key reference so classes
+//! sharing a key share the reads. Does IO (through the EC2 and KMS
 //! ports).
 
 use super::AwsObserver;
-use super::shared::{Paged, not_observed};
+use super::shared::{Paged, because, not_observed};
 use crate::cache::Read;
-use crate::ports::Service;
-use karpenter_health_checks::facts::{EbsEncryptionFacts, KmsGrantFacts, KmsKeyFacts, Observed};
+use crate::ports::{Service, Simulation};
+use karpenter_health_checks::facts::{
+    EbsEncryptionFacts, KmsGrantFacts, KmsKeyFacts, Observed, SimulatedDecision, UnknownCause,
+};
 use karpenter_health_checks::rules::volume_encryption::{
-    DefaultKeyUse, VolumeKeys, is_aws_managed_ebs_alias,
+    DefaultKeyUse, EC2_KMS_ACTIONS, VolumeKeys, ec2_use_context, is_aws_managed_ebs_alias,
 };
 use std::collections::BTreeMap;
 
@@ -116,10 +119,15 @@ impl AwsObserver {
         let Some(grantee) = controller_role else {
             return key;
         };
-        let grants = self.kms_grants(&customer_key, grantee).await.current;
+        let (grants, iam) = futures::join!(
+            self.kms_grants(&customer_key, grantee),
+            self.controller_key_iam(grantee, &customer_key)
+        );
+        let grants = grants.current;
         let with_grants = |o: &Observed<KmsKeyFacts>| {
             o.clone().map(|k| KmsKeyFacts {
                 controller_grants: grants.clone(),
+                controller_iam: iam.clone(),
                 ..k
             })
         };
@@ -130,6 +138,43 @@ impl AwsObserver {
                 .as_ref()
                 .map(|(o, age)| (with_grants(o), *age)),
         }
+    }
+
+    /// IAM's simulator on the controller's role and EC2's uses of a customer-managed key, in the
+    /// context EC2 asks KMS with: what decides when the key policy leaves the key to IAM
+    /// policies. One simulation per (role, key), cached like the other permission answers.
+    async fn controller_key_iam(
+        &self,
+        role_arn: &str,
+        key_arn: &str,
+    ) -> Observed<Vec<SimulatedDecision>> {
+        let account = match self.account().await.current {
+            Observed::Found(a) => a,
+            Observed::Unknown(u) => return Observed::Unknown(because("account not read", &u)),
+            Observed::Absent => return not_observed("the AWS account is not known"),
+        };
+        if let Ok(role) = karpenter_health_checks::arn::parse_iam(role_arn)
+            && role.account != account.account_id
+        {
+            return Observed::unknown(
+                UnknownCause::OtherAccount,
+                format!("role {role_arn} is in account {}", role.account),
+            );
+        }
+        let Some(region) = self.inner.region.as_deref() else {
+            return not_observed("the AWS region is not known");
+        };
+        let context = ec2_use_context(region, &account.account_id)
+            .entries()
+            .map(|(k, v)| (k.to_owned(), v.to_vec()))
+            .collect();
+        self.simulate_one(Simulation {
+            policy_source_arn: role_arn.to_owned(),
+            actions: EC2_KMS_ACTIONS.iter().map(|a| (*a).to_owned()).collect(),
+            resources: vec![key_arn.to_owned()],
+            context,
+        })
+        .await
     }
 
     async fn kms_grants(&self, key_arn: &str, grantee: &str) -> Read<Vec<KmsGrantFacts>> {
@@ -206,6 +251,7 @@ impl AwsObserver {
                     }
                 };
                 Ok(Some(KmsKeyFacts {
+                    controller_iam: not_observed("not asked: the controller's role is not known"),
                     key_id: key.key_id,
                     arn: key.arn,
                     state: key.state,

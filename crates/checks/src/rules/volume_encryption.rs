@@ -8,6 +8,7 @@
 use super::{Check, Context, Outcome, Why};
 use crate::facts::{KmsGrantFacts, KmsKeyFacts, Observed};
 use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
+use crate::karpenter_permissions::{Verdict, verdict};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
@@ -26,6 +27,18 @@ pub const EC2_KMS_ACTIONS: [&str; 6] = [
     "kms:ReEncryptTo",
     "kms:DescribeKey",
 ];
+
+/// The request context of EC2 using a key for a caller of `account` in `region`
+/// (`kms:ViaService`): shared by the adapter's simulation of the controller's role and this
+/// check's reading of key policies, so both ask the same question.
+pub fn ec2_use_context(region: &str, account: &str) -> RequestContext {
+    RequestContext::new()
+        .with_value("kms:ViaService", &format!("ec2.{region}.amazonaws.com"))
+        .with_value("kms:CallerAccount", account)
+        .with_value("aws:PrincipalAccount", account)
+        .with_value("kms:GrantIsForAWSResource", "true")
+        .with_value("aws:RequestedRegion", region)
+}
 
 /// Whether the volumes use the account's default EBS key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,16 +275,13 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
     if let Some(arn) = &controller {
         candidates.push(Principal::Aws(arn.clone()));
     }
-    let context = RequestContext::new()
-        .with_value("kms:ViaService", &format!("ec2.{region}.amazonaws.com"))
-        .with_value("kms:CallerAccount", &account.account_id)
-        .with_value("aws:PrincipalAccount", &account.account_id)
-        .with_value("kms:GrantIsForAWSResource", "true");
+    let context = ec2_use_context(region, &account.account_id);
     let named = [Named {
         name: "key policy default",
         policy: &policy,
     }];
     let mut denied = Vec::new();
+    let mut denied_by_iam = Vec::new();
     let mut undecided = Vec::new();
     for action in EC2_KMS_ACTIONS {
         let decisions: Vec<Decision> = candidates
@@ -292,11 +302,25 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
             Decision::ExplicitDeny(at) => Some(at),
             _ => None,
         });
+        let by_root = decisions.first().is_some_and(Decision::is_allowed);
+        let by_controller = decisions.get(1).is_some_and(Decision::is_allowed);
         if let Some(at) = explicit {
             let at: Vec<String> = at.iter().map(ToString::to_string).collect();
             denied.push(format!("{action} (denied by {})", at.join(", ")));
-        } else if decisions.iter().any(Decision::is_allowed) {
+        } else if by_controller {
             continue;
+        } else if by_root
+            && controller_grant(&k.controller_grants, action)
+                .is_none_or(|g| matches!(g, GrantAnswer::Undecided(_)))
+        {
+            // The key policy allows the account root: IAM policies decide (the KMS developer
+            // guide's "Allows access to the AWS account and enables IAM policies"), so the
+            // controller's role must be allowed by its own (aws/karpenter-provider-aws #3767).
+            match delegated_to_iam(k, controller.as_deref(), action) {
+                IamAnswer::Allowed => {}
+                IamAnswer::Denied(by) => denied_by_iam.push(format!("{action} ({by})")),
+                IamAnswer::Undecided(why) => undecided.push(format!("{action}: {why}")),
+            }
         } else if let Some(grant) = controller
             .as_ref()
             .and_then(|_| controller_grant(&k.controller_grants, action))
@@ -336,6 +360,21 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
         );
         return false;
     }
+    if !denied_by_iam.is_empty() {
+        c.fail(
+            Reason::KmsKeyNotAllowedForController,
+            format!(
+                "The key policy of KMS key {shown} ({origin}) leaves its use to the account's IAM \
+                 policies, and those of the Karpenter controller's role {} do not allow {} on it \
+                 through ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate \
+                 seconds after launch (Client.InternalError).",
+                crate::clip(controller.as_deref().unwrap_or_default(), 256),
+                super::list_bounded(&denied_by_iam, 3)
+            ),
+            subjects(),
+        );
+        return false;
+    }
     if !undecided.is_empty() {
         c.unknown(Why::new(
             Reason::PolicyUndecided,
@@ -347,6 +386,49 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
         return false;
     }
     true
+}
+
+/// What the account's IAM policies say about the controller's role using a key through EC2.
+enum IamAnswer {
+    Allowed,
+    Denied(String),
+    Undecided(String),
+}
+
+/// IAM's simulator's answer for the controller's role and `action` on key `k`.
+fn delegated_to_iam(k: &KmsKeyFacts, controller: Option<&str>, action: &str) -> IamAnswer {
+    if controller.is_none() {
+        return IamAnswer::Undecided(
+            "the key policy leaves it to IAM policies, and the Karpenter controller's role is \
+             not known"
+                .into(),
+        );
+    }
+    match &k.controller_iam {
+        Observed::Found(decisions) => {
+            let Some(d) = decisions
+                .iter()
+                .find(|d| d.action.eq_ignore_ascii_case(action) && d.resource == k.arn)
+            else {
+                return IamAnswer::Undecided(
+                    "IAM's simulator gave no answer for the controller's role".into(),
+                );
+            };
+            match verdict(d) {
+                Verdict::Allowed => IamAnswer::Allowed,
+                Verdict::Denied(by) => IamAnswer::Denied(by),
+                Verdict::Undecided(why) => IamAnswer::Undecided(why),
+            }
+        }
+        Observed::Unknown(u) => IamAnswer::Undecided(format!(
+            "the key policy leaves it to IAM policies, and IAM's simulator could not be asked \
+             about the controller's role ({})",
+            crate::clip(&u.detail, 160)
+        )),
+        Observed::Absent => IamAnswer::Undecided(
+            "the key policy leaves it to IAM policies, and the controller's role vanished".into(),
+        ),
+    }
 }
 
 /// What the controller's grants on a key say about one action.

@@ -229,6 +229,17 @@ sentences! {
     a_key_being_created_is_kms_key_state_transient:
         Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Creating", &default_key_policy())))
         => VolumeEncryptionReady is Unknown because KmsKeyStateTransient;
+    a_key_left_to_iam_policies_that_do_not_allow_the_controller_is_kms_key_not_allowed_for_controller:
+        Facts::healthy().with_volume_key(KMS_KEY, Observed::Found({
+            let mut key = kms_key(KMS_KEY, "Enabled", &default_key_policy());
+            if let Observed::Found(decisions) = &mut key.controller_iam {
+                for d in decisions.iter_mut().filter(|d| d.action == "kms:CreateGrant") {
+                    d.decision = "implicitDeny".into();
+                }
+            }
+            key
+        }))
+        => VolumeEncryptionReady is False because KmsKeyNotAllowedForController;
     a_key_policy_for_lambda_only_is_kms_key_policy_denies_ec2:
         Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Enabled", LAMBDA_ONLY_KEY_POLICY)))
         => VolumeEncryptionReady is False because KmsKeyPolicyDeniesEc2;

@@ -194,6 +194,9 @@ pub(super) enum Mutation {
 pub(super) enum Beyond {
     /// The one volume names this key; KMS answers with this state and policy, or absent.
     VolumeKey(String, String, String, bool),
+    /// The volume's key delegates to IAM (the account root), and IAM's simulator answers this
+    /// decision for the controller's role.
+    KeyDelegated(String),
     /// No volume is encrypted and the account does not encrypt by default.
     Unencrypted,
     /// The EKS cluster's Kubernetes version.
@@ -344,6 +347,7 @@ fn beyond() -> impl Strategy<Value = Beyond> {
         )
             .prop_map(|(k, st, p, a)| Beyond::VolumeKey(k, st, p, a)),
         1 => Just(Beyond::Unencrypted),
+        1 => text(&["allowed", "implicitDeny", "explicitDeny"]).prop_map(Beyond::KeyDelegated),
         1 => text(&["1.29", "1.31", "1.36", "1.99", "v1.30.2-eks-1"])
             .prop_map(Beyond::KubernetesVersion),
         1 => (0usize..3, 0usize..8).prop_map(|(c, f)| Beyond::CrdField(c, f)),
@@ -364,6 +368,15 @@ fn apply_beyond(f: &mut Facts, b: &Beyond) {
                 Observed::Found(kms_key(key, state, policy))
             };
             *f = f.clone().with_volume_key(key, found);
+        }
+        Beyond::KeyDelegated(decision) => {
+            let mut key = kms_key(KMS_KEY, "Enabled", &default_key_policy());
+            if let Observed::Found(decisions) = &mut key.controller_iam {
+                for d in decisions {
+                    d.decision = decision.clone();
+                }
+            }
+            *f = f.clone().with_volume_key(KMS_KEY, Observed::Found(key));
         }
         Beyond::Unencrypted => {
             f.cluster.node_class.spec.block_device_mappings = vec![BlockDeviceMapping {

@@ -362,3 +362,62 @@ fn stored_v1beta1_is_only_stale_from_karpenter_1_1_and_webhooks_with_ready_endpo
     let (s, r, _) = version(&stored);
     assert_eq!((s.as_str(), r.as_str()), ("False", "StoredVersionsStale"));
 }
+
+/// Issue 22 point 9: a key policy that only delegates to the account (its root) leaves the key to
+/// IAM policies, so the controller role's own must allow EC2's uses of it (#3767).
+fn delegated_with(change: impl Fn(&mut crate::facts::SimulatedDecision)) -> Facts {
+    let mut key = kms_key(KMS_KEY, "Enabled", &default_key_policy());
+    if let Observed::Found(decisions) = &mut key.controller_iam {
+        for d in decisions.iter_mut().filter(|d| d.action == "kms:Decrypt") {
+            change(d);
+        }
+    }
+    Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key))
+}
+
+#[test]
+fn a_key_delegated_to_iam_needs_the_controller_roles_own_permission() {
+    let (st, _, _) = volumes(&delegated_with(|_| {}));
+    assert_eq!(st, "True", "IAM allows the controller every use");
+
+    let (st, reason, message) = volumes(&delegated_with(|d| d.decision = "implicitDeny".into()));
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "KmsKeyNotAllowedForController"),
+        "{message}"
+    );
+    assert!(message.contains("kms:Decrypt"), "{message}");
+    assert!(message.contains(CONTROLLER_ROLE), "{message}");
+
+    // Denied without context the policies needed: not a proof.
+    let (st, reason, _) = volumes(&delegated_with(|d| {
+        d.decision = "explicitDeny".into();
+        d.missing_context = vec!["kms:EncryptionContext:aws:ebs:id".into()];
+    }));
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("Unknown", "PolicyUndecided")
+    );
+
+    // The simulator could not be asked: undecided, never the old "the root may" True.
+    let mut key = kms_key(KMS_KEY, "Enabled", &default_key_policy());
+    key.controller_iam = Observed::unknown(UnknownCause::AccessDenied, "SimulatePrincipalPolicy");
+    let (st, reason, _) = volumes(&Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key)));
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("Unknown", "PolicyUndecided")
+    );
+}
+
+#[test]
+fn a_key_policy_naming_the_controller_or_a_grant_needs_no_iam_permission() {
+    let named = format!(
+        r#"{{"Statement":[{{"Effect":"Allow","Principal":{{"AWS":"{}"}},"Action":"kms:*","Resource":"*"}}]}}"#,
+        role_arn(CONTROLLER_ROLE)
+    );
+    let mut key = kms_key(KMS_KEY, "Enabled", &named);
+    key.controller_iam = Observed::unknown(UnknownCause::AccessDenied, "SimulatePrincipalPolicy");
+    let (st, _, message) =
+        volumes(&Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key)));
+    assert_eq!(st, "True", "{message}");
+}

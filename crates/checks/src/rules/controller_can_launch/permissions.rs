@@ -5,7 +5,9 @@
 use super::super::{Check, Context, RoleName, Why};
 use crate::facts::{ControllerRoleFacts, Observed, PermissionFacts, RolePolicies};
 use crate::iam_policy::{self, Decision, Named, Request};
-use crate::karpenter_permissions::{ClassInputs, Group, Inputs, PASS_ROLE, Question};
+use crate::karpenter_permissions::{
+    ClassInputs, Group, Inputs, PASS_ROLE, Question, Verdict, verdict,
+};
 use crate::rules::list_bounded;
 use crate::{arn, clip};
 use karpenter_health_api::{Reason, SubjectRef};
@@ -242,37 +244,11 @@ fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Ans
             ),
         ));
     };
-    if d.decision.eq_ignore_ascii_case("allowed") {
-        return Answer::Allowed;
+    match verdict(d) {
+        Verdict::Allowed => Answer::Allowed,
+        Verdict::Denied(by) => Answer::Denied(by),
+        Verdict::Undecided(why) => Answer::Undecided(why),
     }
-    // A decision made without context the policies needed is not a proof, whoever denied: an
-    // SCP requiring IMDSv2 denies a request that does not say which tokens it uses, and
-    // Karpenter's real request does say. The context Karpenter's calls carry and the operator
-    // knows is given (crate::karpenter_permissions); what stays missing keeps it undecided.
-    if !d.missing_context.is_empty() {
-        return Answer::Undecided(format!(
-            "IAM's simulator needed the context keys {}, which Karpenter's launch carries but the \
-             operator cannot know",
-            list_bounded(&d.missing_context, 5)
-        ));
-    }
-    if d.denied_by_organizations {
-        return Answer::Denied("a service control policy of the organization denies it".into());
-    }
-    if d.denied_by_boundary {
-        return Answer::Denied("the role's permissions boundary does not allow it".into());
-    }
-    if d.decision.eq_ignore_ascii_case("explicitDeny") {
-        return Answer::Denied(format!(
-            "an explicit Deny in {}",
-            if d.matched.is_empty() {
-                "a policy".to_owned()
-            } else {
-                list_bounded(&d.matched, 3)
-            }
-        ));
-    }
-    Answer::Denied("no policy of the role allows it".into())
 }
 
 fn parsed(
