@@ -131,6 +131,7 @@ async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_t
                 service_account: "karpenter".into(),
                 id: "a-controller".into(),
                 role_arn: fx.controller_role_arn.clone(),
+                target_role_arn: None,
             }],
         );
         fx.aws

@@ -1,7 +1,8 @@
-//! Where nodes land, end to end (issue 12) on the real API server, moto and the fault proxy:
-//! `SubnetsReady` (a zone out of addresses, the VPC CNI's warm target raising what a node takes,
-//! a subnet in another VPC) and `NodeNetworkReady` (a private subnet without a NAT route, then
-//! healthy through the VPC endpoints; VPC DNS off). Each scenario starts all True, breaks one
+//! Where nodes land, end to end (issues 12 and 22) on the real API server, moto and the fault
+//! proxy: `SubnetsReady` (a zone short of the VPC CNI's warm pool is a warning; one that cannot
+//! fit a node and one Pod fails; custom networking needs one address; a subnet in another VPC)
+//! and `NodeNetworkReady` (a private subnet without a NAT route, then healthy through the VPC
+//! endpoints, then through an inspection endpoint; VPC DNS off). Each scenario starts all True, breaks one
 //! thing the way users break it, waits for exactly the expected condition and reason, repairs it
 //! and waits for True again; scenarios of one kind share a seeded setup and an operator. And AWS
 //! denying the new reads is Unknown with the cause, never False. Does IO (API server, moto, fault
@@ -20,8 +21,12 @@ use serde_json::json;
 
 const VERSION: &str = "1.8.6";
 
-/// A kube-system/aws-node DaemonSet whose CNI keeps `warm_ips` addresses warm per node.
-fn aws_node(warm_ips: u32) -> serde_json::Value {
+/// A kube-system/aws-node DaemonSet whose `aws-node` container has `env`.
+fn aws_node(env: &[(&str, &str)]) -> serde_json::Value {
+    let env: Vec<serde_json::Value> = env
+        .iter()
+        .map(|(name, value)| json!({"name": name, "value": value}))
+        .collect();
     json!({
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": "aws-node", "namespace": "kube-system"},
@@ -32,14 +37,30 @@ fn aws_node(warm_ips: u32) -> serde_json::Value {
                 "spec": {"containers": [{
                     "name": "aws-node",
                     "image": "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.0",
-                    "env": [
-                        {"name": "WARM_ENI_TARGET", "value": "1"},
-                        {"name": "WARM_IP_TARGET", "value": warm_ips.to_string()},
-                    ],
+                    "env": env,
                 }]},
             },
         },
     })
+}
+
+/// Whether SubnetsReady is True and a warning finding says a zone is short of addresses.
+fn short_of_the_warm_pool(s: &karpenter_health_api::KarpenterHealthStatus) -> bool {
+    s.condition(ConditionType::SubnetsReady)
+        .is_some_and(|c| c.status == "True")
+        && s.findings
+            .iter()
+            .any(|f| f.reason == "ZoneSubnetsLowOnAddresses")
+}
+
+fn never_false(log: StatusLog, ty: ConditionType) {
+    for held in log.stop() {
+        let c = held.condition(ty);
+        assert!(
+            c.is_none_or(|c| c.status != "False"),
+            "{ty} False on a setup that launches fine: {c:?}"
+        );
+    }
 }
 
 async fn delete_aws_node(fx: &Fixture) -> Result<()> {
@@ -66,34 +87,69 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         let text = message(&status, ConditionType::SubnetsReady);
         assert!(text.contains(&subnet), "{text}");
 
-        // A /28 subnet (11 free addresses in moto, as in EC2) is all Karpenter launches into.
+        // A /28 subnet (11 free addresses in moto, as in EC2) is all Karpenter launches into,
+        // with the VPC CNI in its default mode: short of a warm pool (16 assumed), but a node and
+        // its Pods' first addresses fit, so it is a warning, never False (issue 22).
+        apply_json(&fx.admin, &[aws_node(&[("WARM_ENI_TARGET", "1")])]).await?;
         let small = fx.aws.subnet(&fx.vpc, "10.40.2.0/28", None, &[]).await?;
         fx.aws
             .associate_route_table(&fx.route_table, &small)
             .await?;
+        let log = StatusLog::start(&fx.admin, &fx.name);
         // At once: route tables are read with the subnet set they are asked for, so the new
         // subnet is never judged by an answer from before its association.
+        fx.set_status_subnets(&[&small]).await?;
+        let status = fx
+            .wait_status("a warning for the /28 short of the warm pool", |s| {
+                short_of_the_warm_pool(s)
+                    && message(s, ConditionType::SubnetsReady).contains(&small)
+            })
+            .await?;
+        let warning = status
+            .findings
+            .iter()
+            .find(|f| f.reason == "ZoneSubnetsLowOnAddresses")
+            .map(|f| f.message.clone())
+            .unwrap_or_default();
+        assert!(warning.contains("at most 11 free"), "{warning}");
+        // The VPC CNI keeps 400 addresses warm on the roomy /24: a warning too.
+        fx.set_status_subnets(&[&subnet]).await?;
+        apply_json(&fx.admin, &[aws_node(&[("WARM_IP_TARGET", "400")])]).await?;
+        let status = fx
+            .wait_status("a warning for WARM_IP_TARGET=400", |s| {
+                short_of_the_warm_pool(s) && s.findings.iter().any(|f| f.message.contains("401"))
+            })
+            .await?;
+        assert!(message(&status, ConditionType::SubnetsReady).contains(&subnet));
+        never_false(log, ConditionType::SubnetsReady);
+
+        // Other workloads' ENIs take all but one address of the /28: a node and one Pod no
+        // longer fit where Pods take addresses from the node's subnet.
+        apply_json(&fx.admin, &[aws_node(&[("WARM_ENI_TARGET", "1")])]).await?;
+        let enis = fx.aws.fill_subnet(&small, 1).await?;
         fx.set_status_subnets(&[&small]).await?;
         let status = fx
             .wait_only_failed(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)
             .await?;
         let text = message(&status, ConditionType::SubnetsReady);
         assert!(
-            text.contains(&small) && text.contains("at most 11 free") && text.contains("16"),
+            text.contains(&small)
+                && text.contains("at most 1 free")
+                && text.contains("2 addresses"),
             "{text}"
         );
+        // With custom networking the Pods' addresses come from ENIConfig subnets: the node's
+        // own address fits.
+        apply_json(
+            &fx.admin,
+            &[aws_node(&[("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true")])],
+        )
+        .await?;
+        fx.wait_healthy("with custom networking on the nearly full /28")
+            .await?;
+        fx.aws.delete_network_interfaces(&enis).await?;
         fx.set_status_subnets(&[&subnet]).await?;
         fx.wait_healthy("with the roomy subnet back").await?;
-
-        // The VPC CNI keeps 400 addresses warm: a node takes 401, more than the /24 has free.
-        apply_json(&fx.admin, &[aws_node(400)]).await?;
-        let status = fx
-            .wait_only_failed(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)
-            .await?;
-        let text = message(&status, ConditionType::SubnetsReady);
-        assert!(text.contains("401") && text.contains(&subnet), "{text}");
-        apply_json(&fx.admin, &[aws_node(10)]).await?;
-        fx.wait_healthy("with WARM_IP_TARGET=10").await?;
         delete_aws_node(&fx).await?;
 
         // A subnet of another VPC, healthy in itself, is selected as well (#9090).
@@ -151,6 +207,33 @@ async fn a_private_subnet_without_a_nat_route_fails_until_the_vpc_endpoints_exis
         let status = fx.wait_healthy("with the VPC endpoints").await?;
         let text = message(&status, ConditionType::NodeNetworkReady);
         assert!(text.contains(&subnet), "{text}");
+
+        // Egress through an inspection endpoint (a Gateway Load Balancer endpoint as the default
+        // route's target) and no VPC endpoints: the path is not followed, never False.
+        fx.aws.delete_vpc_endpoints(&endpoints).await?;
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        let inspection = fx.aws.inspection_endpoint(&fx.vpc, &subnet).await?;
+        fx.aws
+            .default_route_to_endpoint(&fx.route_table, &inspection)
+            .await?;
+        let status = fx
+            .wait_status(
+                "NodeNetworkReady True, not inspected beyond the endpoint",
+                |s| {
+                    s.condition(ConditionType::NodeNetworkReady)
+                        .is_some_and(|c| c.reason == "NodeEgressNotInspected")
+                },
+            )
+            .await?;
+        let text = message(&status, ConditionType::NodeNetworkReady);
+        assert!(text.contains(&inspection), "names the endpoint: {text}");
+        never_false(log, ConditionType::NodeNetworkReady);
+        fx.aws.delete_default_route(&fx.route_table).await?;
+        let endpoints = fx
+            .aws
+            .private_cluster_endpoints(&fx.vpc, &subnet, &fx.route_table)
+            .await?;
+        fx.wait_healthy("with the VPC endpoints again").await?;
 
         // VPC DNS host names off.
         fx.aws.enable_vpc_dns(&fx.vpc, false).await?;

@@ -83,6 +83,7 @@ async fn the_cni_role_from_pod_identity_is_honoured_and_an_unreadable_associatio
                         "arn:{partition}:iam::{account}:role/AmazonEKSPodIdentityAmazonVPCCNIRole"
                     )
                 },
+                target_role_arn: None,
             }],
         );
         fx.wait_healthy("once the CNI has its Pod Identity role")

@@ -270,7 +270,13 @@ impl Inputs {
         let launch = |action: &'static str, kind: &str| Question {
             group: Group::Launch,
             action,
-            resource: self.ec2_arn(&format!("{kind}/*")),
+            resource: if kind == "image" {
+                // Images belong to no account in their ARN (`arn:aws:ec2:region::image/ami-*`),
+                // as Karpenter's policy writes them.
+                format!("arn:{}:ec2:{}::image/*", self.partition, self.region)
+            } else {
+                self.ec2_arn(&format!("{kind}/*"))
+            },
         };
         for action in ["ec2:RunInstances", "ec2:CreateFleet"] {
             for kind in CREATED.iter().chain(&USED) {

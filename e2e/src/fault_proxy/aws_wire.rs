@@ -263,11 +263,8 @@ pub(super) fn pod_identity_associations(
     };
     match (&call.principal, &call.service_account) {
         (Some(id), _) => match associations.iter().find(|a| &a.id == id) {
-            Some(a) => respond(
-                200,
-                "application/json",
-                &[],
-                serde_json::json!({ "association": {
+            Some(a) => {
+                let mut association = serde_json::json!({
                     "clusterName": cluster,
                     "namespace": a.namespace,
                     "serviceAccount": a.service_account,
@@ -277,9 +274,20 @@ pub(super) fn pod_identity_associations(
                     "tags": {},
                     "createdAt": 1_700_000_000,
                     "modifiedAt": 1_700_000_000,
-                }})
-                .to_string(),
-            ),
+                });
+                // EKS API reference, PodIdentityAssociation: targetRoleArn and externalId are
+                // present only on associations that chain to a target role.
+                if let Some(target) = &a.target_role_arn {
+                    association["targetRoleArn"] = serde_json::json!(target);
+                    association["externalId"] = serde_json::json!(format!("{}-external", a.id));
+                }
+                respond(
+                    200,
+                    "application/json",
+                    &[],
+                    serde_json::json!({ "association": association }).to_string(),
+                )
+            }
             None => respond(
                 404,
                 "application/json",

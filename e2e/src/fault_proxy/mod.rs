@@ -62,6 +62,8 @@ pub struct PodIdentityAssociation {
     pub service_account: String,
     pub id: String,
     pub role_arn: String,
+    /// The role EKS assumes with `role_arn` for the Pods (cross-account Pod Identity), if any.
+    pub target_role_arn: Option<String>,
 }
 
 #[derive(Clone, Debug)]
