@@ -114,21 +114,27 @@ condition_types! {
     /// Launched NodeClaims of this EC2NodeClass register as nodes in time.
     NodeClaimsRegistered, "Registered";
     /// The Karpenter controller has working credentials and may pass the node role, manage
-    /// instance profiles (with spec.role) and launch instances for this EC2NodeClass.
+    /// instance profiles (with spec.role) and launch instances for this EC2NodeClass: run
+    /// instances and fleets on what a launch creates and uses (instances, volumes, network
+    /// interfaces, launch templates, subnets, security groups, images), with Karpenter's tags and
+    /// the class's metadata options, and tag them on create.
     ControllerCanLaunch, "Controller";
-    /// Karpenter's interruption queue, when configured, exists, accepts EventBridge's messages and
-    /// is fed by the EventBridge rules Karpenter handles.
+    /// Karpenter's interruption queue, when configured, exists, accepts EventBridge's messages
+    /// (its policy, and its SSE-KMS key), and is fed by enabled rules for every kind of event this
+    /// class's nodes can get.
     InterruptionHandlingReady, "Interruption";
     /// Spot capacity a NodePool of this EC2NodeClass allows can launch (the EC2 Spot service-linked role exists).
     SpotReady, "Spot";
-    /// The subnets this EC2NodeClass selects exist, are in the cluster's VPC, and every zone it
-    /// can launch into has a subnet with the free addresses a starting node takes.
+    /// The subnets this EC2NodeClass selects exist, are in the cluster's VPC, and some zone it can
+    /// launch into has a subnet with the free addresses a node needs for certain.
     SubnetsReady, "Subnets";
     /// From every selected subnet a node can reach the control plane and AWS (a NAT or internet
     /// gateway route, or the VPC endpoints a private cluster needs), and the VPC resolves DNS.
     NodeNetworkReady, "Network";
     /// The KMS keys that encrypt this EC2NodeClass's EBS volumes (named in its block devices, or
-    /// the account's default) exist, are enabled and let EC2 use them on the account's behalf.
+    /// the account's default) exist, are enabled and let EC2 use them on the controller's behalf
+    /// (by the key policy, a grant, or the controller role's IAM policies where the key policy
+    /// leaves it to them).
     VolumeEncryptionReady, "Volumes";
     /// The installed Karpenter supports the cluster's Kubernetes version, its CRDs are not older
     /// than the controller, no v1beta1 is left stored, and its webhooks reach a Service.
@@ -413,7 +419,7 @@ reasons! {
 
     // InterruptionHandlingReady
     InterruptionHandlingConfigured => Only(C::InterruptionHandlingReady), True,
-        "The interruption queue exists, accepts EventBridge's messages and is fed by the rules Karpenter handles.",
+        "The interruption queue exists, accepts EventBridge's messages and is fed by enabled rules for every kind of event this class's nodes can get (kinds they cannot get yet are warnings).",
         "Nothing to do.";
     InterruptionHandlingDisabled => Only(C::InterruptionHandlingReady), True,
         "Karpenter has no interruption queue configured, so there is nothing to check (spot NodePools get a warning).",
@@ -447,7 +453,7 @@ reasons! {
 
     // SubnetsReady
     SubnetsValid => Only(C::SubnetsReady), True,
-        "The selected subnets exist, are in the cluster's VPC, and every zone the class launches into has one with room for a node.",
+        "The selected subnets exist, are in the cluster's VPC, and a zone the class launches into has one with room for a node (zones without, or short of the VPC CNI's warm pool, are warnings).",
         "Nothing to do.";
     SubnetsNotFound => Only(C::SubnetsReady), False,
         "The subnet selector terms match no subnet, or a subnet in Karpenter's status.subnets no longer exists.",

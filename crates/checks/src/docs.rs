@@ -19,6 +19,36 @@ fn fragment(anchor: &str) -> &str {
 }
 
 /// docs/checks.md, generated.
+
+/// What each check cannot see from where the operator stands: never a reason to say `False`,
+/// and named here so a `True` is read for what it is.
+const NOT_SEEN: &[(ConditionType, &str)] = &[
+    (
+        ConditionType::NodeRoleMapped,
+        "Access entries created for a role that was re-created later (bound to the old role's id) look valid from the API.",
+    ),
+    (
+        ConditionType::ControllerCanLaunch,
+        "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible.",
+    ),
+    (
+        ConditionType::InterruptionHandlingReady,
+        "Rules in other accounts that forward AWS's events to a custom bus here; EventBridge rule content filters beyond source and detail-type. Kinds of events the class's nodes cannot get yet (spot without spot NodePools, capacity reservations without reservations) are warnings.",
+    ),
+    (
+        ConditionType::SubnetsReady,
+        "Which instance types Karpenter will pick (the warm pool of the VPC CNI's default mode depends on them; 16 addresses are assumed); Cilium's ENI mode, which takes Pod addresses from VPC subnets. Only what a node needs for certain (one address, two where Pods take theirs from the node's subnet) makes it False.",
+    ),
+    (
+        ConditionType::NodeNetworkReady,
+        "Anything past a route's target: transit gateways, peering, appliances and inspection endpoints (Gateway Load Balancer, Network Firewall) are not followed; security groups and network ACLs on the path; NAT gateways and endpoints that the owner of a shared (RAM) VPC holds.",
+    ),
+    (
+        ConditionType::VolumeEncryptionReady,
+        "Key policies of keys in other accounts (GetKeyPolicy is denied across accounts); the controller role's IAM permissions on a key without IAM's simulator; encryption-context constraints of grants.",
+    ),
+];
+
 pub fn docs_markdown() -> String {
     let mut out = String::new();
     // `write!` into a String cannot fail; the results are ignored on purpose.
@@ -138,6 +168,9 @@ pub fn docs_markdown() -> String {
         );
         if ty == ConditionType::Ready {
             let _ = writeln!(w, "See [The summary: `Ready`](#the-summary-ready).\n");
+        }
+        if let Some((_, limits)) = NOT_SEEN.iter().find(|(t, _)| *t == ty) {
+            let _ = writeln!(w, "**What it cannot see.** {}\n", text(limits));
         }
         reason_list(w, |r| r.meta().scope == ReasonScope::Only(ty));
         let warnings: Vec<Warning> = Warning::ALL
