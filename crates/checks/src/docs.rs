@@ -18,8 +18,6 @@ fn fragment(anchor: &str) -> &str {
     anchor.rsplit_once('#').map_or(anchor, |(_, f)| f)
 }
 
-/// docs/checks.md, generated.
-
 /// What each check cannot see from where the operator stands: never a reason to say `False`,
 /// and named here so a `True` is read for what it is.
 const NOT_SEEN: &[(ConditionType, &str)] = &[
@@ -49,6 +47,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
 ];
 
+/// docs/checks.md, generated.
 pub fn docs_markdown() -> String {
     let mut out = String::new();
     // `write!` into a String cannot fail; the results are ignored on purpose.
