@@ -310,6 +310,7 @@ pub fn tag_term(k: &str, v: &str) -> SelectorTerm {
     }
 }
 
+#[allow(dead_code)]
 pub fn id_term(id: &str) -> SelectorTerm {
     SelectorTerm {
         id: Some(id.into()),
@@ -331,6 +332,7 @@ pub fn request() -> AwsRequest {
     }
 }
 
+#[allow(dead_code)]
 pub fn cause<T: std::fmt::Debug>(o: &Observed<T>) -> UnknownCause {
     match o {
         Observed::Unknown(u) => u.cause,
