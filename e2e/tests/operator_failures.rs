@@ -12,7 +12,6 @@
 //! singleton kube-system/aws-auth is shared: a test adds its own entries and removes them again.
 
 use anyhow::Result;
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::jiff::SignedDuration;
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_api::{ConditionType, Reason};
@@ -20,7 +19,7 @@ use karpenter_health_e2e::fault_proxy::FaultProxy;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
 use karpenter_health_e2e::health_status::{assert_only_failed, finding_names, message};
 use karpenter_health_e2e::names::unique;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,42 +203,19 @@ async fn a_pending_pod_selecting_a_node_role_label_is_named_up_to_karpenter_1_8_
         fx.wait_healthy("under Karpenter 1.8.6").await?;
 
         // A workload asks for nodes labelled node-role.kubernetes.io/web; it stays Pending.
-        let pods: Api<Pod> = Api::namespaced(fx.admin.clone(), &fx.name);
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": fx.name},
-            "spec": {
-                "nodeSelector": {"node-role.kubernetes.io/web": "", "karpenter.sh/nodepool": fx.name},
-                "automountServiceAccountToken": false,
-                "containers": [{"name": "web", "image": "nginx"}],
-            },
-        }))?;
-        // Pods need their ServiceAccount; the bed's controller-manager creates `default` late
-        // after an API server restart, so the test does not wait for it.
-        let default_sa: ServiceAccount =
-            serde_json::from_value(json!({"metadata": {"name": "default", "namespace": fx.name}}))?;
-        match Api::<ServiceAccount>::namespaced(fx.admin.clone(), &fx.name)
-            .create(&PostParams::default(), &default_sa)
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(e.into()),
-        }
-        pods.create(&PostParams::default(), &pod).await?;
+        let pods = fx
+            .pending_pod(
+                "web",
+                json!({"node-role.kubernetes.io/web": "", "karpenter.sh/nodepool": fx.name}),
+            )
+            .await?;
         // The bed runs no scheduler; its verdict on the Pod is written as kube-scheduler writes
         // it. Until then the Pod is not one Karpenter provisions for, and nothing is judged.
         tokio::time::sleep(REFRESH * 2).await;
         // A Pending Pod without PodScheduled=False/Unschedulable must not count.
         fx.wait_healthy("while the scheduler has not judged the Pod")
             .await?;
-        pods.patch_status(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"conditions": [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                "message": "0/0 nodes are available"}]}})),
-        )
-        .await?;
+        fx.mark_unschedulable("web").await?;
         let status = fx
             .wait_only_failed(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)
             .await?;
@@ -250,7 +226,12 @@ async fn a_pending_pod_selecting_a_node_role_label_is_named_up_to_karpenter_1_8_
                 && text.contains("Karpenter 1.8.6"),
             "names the Pod, the key and the version: {text}"
         );
-        assert!(finding_names(&status, ConditionType::LabelsAllowed, "Pod", "web"));
+        assert!(finding_names(
+            &status,
+            ConditionType::LabelsAllowed,
+            "Pod",
+            "web"
+        ));
 
         // Karpenter 1.9 accepts the label: upgrading is the fix, the Pod unchanged.
         fx.set_karpenter_version("1.9.0").await?;

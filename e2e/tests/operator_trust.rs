@@ -6,7 +6,7 @@
 //! proxy).
 
 use anyhow::Result;
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use karpenter_health_api::{ConditionType, KarpenterHealth, KarpenterHealthStatus, Reason};
 use karpenter_health_e2e::aws_seed::partition_and_account;
 use karpenter_health_e2e::fault_proxy::{FaultProxy, PodIdentityAssociation};
@@ -16,7 +16,7 @@ use karpenter_health_e2e::fixture::{
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
 use karpenter_health_e2e::{apply_json, wait_for};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
 /// Fails if `ty` was False in any status the log saw: the setups it covered all work.
@@ -503,35 +503,10 @@ async fn a_rejected_key_on_a_pod_two_classes_could_take_fails_both() -> Result<(
         )
         .await?;
         // A workload selecting node-role.kubernetes.io/web, pinned to neither NodePool.
-        let pods: Api<Pod> = Api::namespaced(fx.admin.clone(), &fx.name);
-        let default_sa: ServiceAccount = serde_json::from_value(
-            json!({"metadata": {"name": "default", "namespace": fx.name}}),
-        )?;
-        match Api::<ServiceAccount>::namespaced(fx.admin.clone(), &fx.name)
-            .create(&PostParams::default(), &default_sa)
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(e.into()),
-        }
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": fx.name},
-            "spec": {
-                "nodeSelector": {"node-role.kubernetes.io/web": ""},
-                "automountServiceAccountToken": false,
-                "containers": [{"name": "web", "image": "nginx"}],
-            },
-        }))?;
-        pods.create(&PostParams::default(), &pod).await?;
-        pods.patch_status(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"conditions": [{
-                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                "message": "0/0 nodes are available"}]}})),
-        )
-        .await?;
+        let pods = fx
+            .pending_pod("web", json!({"node-role.kubernetes.io/web": ""}))
+            .await?;
+        fx.mark_unschedulable("web").await?;
         let status = fx
             .wait_only_failed(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)
             .await?;

@@ -230,33 +230,7 @@ pub fn check_pod_identity_trust(
             .with_value("aws:RequestTag/kubernetes-service-account", name);
     }
     let principal = Principal::Service(POD_IDENTITY_SERVICE.into());
-    let mut missing = Vec::new();
-    for action in ["sts:AssumeRole", "sts:TagSession"] {
-        match iam_policy::evaluate(
-            &[Named {
-                name: "the trust policy",
-                policy: &policy,
-            }],
-            &Request {
-                principal: Some(&principal),
-                action,
-                resource: &role.arn,
-                context: &context,
-            },
-        ) {
-            Decision::Allowed(_) => {}
-            Decision::Undecided(why) => c.unknown(Why::new(
-                Reason::PolicyUndecided,
-                format!(
-                    "Whether the trust policy of role {} lets {POD_IDENTITY_SERVICE} call {action} \
-                     cannot be decided: {}.",
-                    clip(&role.arn, 256),
-                    clip(&list_bounded(&why, 2), 512)
-                ),
-            )),
-            Decision::ExplicitDeny(_) | Decision::ImplicitDeny => missing.push(action),
-        }
-    }
+    let missing = not_admitted(c, &policy, role, &principal, &context);
     if !missing.is_empty() {
         c.fail(
             Reason::PodIdentityTrustMissing,
@@ -284,35 +258,7 @@ pub fn check_chained_trust(
         return;
     };
     let principal = Principal::Aws(via.to_owned());
-    let context = RequestContext::new();
-    let mut missing = Vec::new();
-    for action in ["sts:AssumeRole", "sts:TagSession"] {
-        match iam_policy::evaluate(
-            &[Named {
-                name: "the trust policy",
-                policy: &policy,
-            }],
-            &Request {
-                principal: Some(&principal),
-                action,
-                resource: &role.arn,
-                context: &context,
-            },
-        ) {
-            Decision::Allowed(_) => {}
-            Decision::Undecided(why) => c.unknown(Why::new(
-                Reason::PolicyUndecided,
-                format!(
-                    "Whether the trust policy of target role {} lets {} call {action} cannot be \
-                     decided: {}.",
-                    clip(&role.arn, 256),
-                    clip(via, 256),
-                    clip(&list_bounded(&why, 2), 512)
-                ),
-            )),
-            Decision::ExplicitDeny(_) | Decision::ImplicitDeny => missing.push(action),
-        }
-    }
+    let missing = not_admitted(c, &policy, role, &principal, &RequestContext::new());
     if !missing.is_empty() {
         c.fail(
             Reason::ControllerTrustMismatch,
@@ -326,5 +272,52 @@ pub fn check_chained_trust(
             ),
             subjects.to_vec(),
         );
+    }
+}
+
+/// Which of `sts:AssumeRole` and `sts:TagSession` the trust policy does not let `principal` call
+/// on `role`; an undecidable one is recorded as unknown instead.
+fn not_admitted(
+    c: &mut Check,
+    policy: &iam_policy::Policy,
+    role: &ControllerRoleFacts,
+    principal: &Principal,
+    context: &RequestContext,
+) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    for action in ["sts:AssumeRole", "sts:TagSession"] {
+        match iam_policy::evaluate(
+            &[Named {
+                name: "the trust policy",
+                policy,
+            }],
+            &Request {
+                principal: Some(principal),
+                action,
+                resource: &role.arn,
+                context,
+            },
+        ) {
+            Decision::Allowed(_) => {}
+            Decision::Undecided(why) => c.unknown(Why::new(
+                Reason::PolicyUndecided,
+                format!(
+                    "Whether the trust policy of role {} lets {} call {action} cannot be \
+                     decided: {}.",
+                    clip(&role.arn, 256),
+                    principal_name(principal),
+                    clip(&list_bounded(&why, 2), 512)
+                ),
+            )),
+            Decision::ExplicitDeny(_) | Decision::ImplicitDeny => missing.push(action),
+        }
+    }
+    missing
+}
+
+fn principal_name(principal: &Principal) -> String {
+    match principal {
+        Principal::Service(name) => name.clone(),
+        Principal::Aws(arn) | Principal::Federated(arn) => clip(arn, 256).into_owned(),
     }
 }
