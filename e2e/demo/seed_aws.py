@@ -107,6 +107,13 @@ iam.put_role_policy(RoleName=controller, PolicyName="KarpenterControllerPolicy",
              "StringEquals": {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
                               "aws:RequestTag/eks:eks-cluster-name": cluster},
              "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+        # Tagging on create, which RunInstances and CreateFleet with tags need (Karpenter's
+        # template: AllowScopedResourceCreationTagging).
+        {"Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*", "Condition": {
+             "StringEquals": {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
+                              "aws:RequestTag/eks:eks-cluster-name": cluster,
+                              "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
+             "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
         {"Effect": "Allow", "Action": ["iam:CreateInstanceProfile", "iam:TagInstanceProfile",
                                        "iam:AddRoleToInstanceProfile"], "Resource": "*"},
     ]}))
