@@ -58,9 +58,16 @@ pub struct KarpenterHealthSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KarpenterHealthStatus {
-    /// The EC2NodeClass `metadata.generation` this status was computed from.
+    /// This KarpenterHealth's own `metadata.generation` when the operator wrote the status: what
+    /// kstatus (Flux, cli-utils) and Argo CD compare with `metadata.generation` to tell a current
+    /// status from a stale one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The EC2NodeClass `metadata.generation` this status was computed from (the conditions'
+    /// `observedGeneration` carry it too): behind the EC2NodeClass's generation, the status
+    /// predates its spec change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_class_generation: Option<i64>,
     /// When the checks last ran, whether or not anything changed. Conditions carry their own
     /// `lastTransitionTime`, which moves only when their status changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,7 +229,7 @@ impl KarpenterHealthStatus {
             .map(|ty| format!("{}?", ty.column()))
             .collect();
         Self {
-            observed_generation: generation,
+            node_class_generation: generation,
             conditions,
             not_ready: Some(summarize_not_ready(&every_check)),
             ..Self::default()

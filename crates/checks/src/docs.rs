@@ -111,10 +111,14 @@ pub fn docs_markdown() -> String {
          `?`.\n\n\
          **kstatus.** KarpenterHealth relies on kstatus' `Ready` fallback: `Ready` is always \
          present and is set to `False` or `Unknown` as well as `True`; there is no \
-         `Reconciling`/`Stalled` pair. `status.observedGeneration` and every condition's \
-         `observedGeneration` carry the EC2NodeClass `metadata.generation` the checks used, and \
-         `status.lastEvaluated` the time of the last evaluation. A condition's \
-         `lastTransitionTime` moves only when its status changes.\n"
+         `Reconciling`/`Stalled` pair. `status.observedGeneration` is the KarpenterHealth's own \
+         `metadata.generation` when the operator wrote the status, as kstatus (Flux, cli-utils) \
+         and Argo CD compare it, so `kubectl wait --for=condition=Ready kh/<name>` and GitOps \
+         health checks read the object (`deploy/argocd/` ships Argo CD's health check). \
+         `status.nodeClassGeneration` and every condition's `observedGeneration` carry the \
+         EC2NodeClass `metadata.generation` the checks used, and `status.lastEvaluated` the time \
+         of the last evaluation. A condition's `lastTransitionTime` moves only when its status \
+         changes.\n"
     );
 
     let _ = writeln!(w, "## Why a condition is `Unknown`\n");

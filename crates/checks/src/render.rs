@@ -140,7 +140,9 @@ pub fn render(
 
     let (findings, findings_omitted) = bound_findings(outcomes);
     KarpenterHealthStatus {
-        observed_generation: generation,
+        // The KarpenterHealth's own generation is the operator's to set when it writes.
+        observed_generation: None,
+        node_class_generation: generation,
         last_evaluated: Some(Time(now)),
         conditions,
         findings,

@@ -73,8 +73,10 @@ async fn reconcile_in_span(
     let mut previous = ctx.previous_status(&name, Some(&stored));
     if previous.as_ref().is_none_or(|s| s.conditions.is_empty()) {
         // Show every check as Pending at once: the first AWS reads may take seconds.
-        let pending =
-            KarpenterHealthStatus::pending(Time(status_clock()), node_class.metadata.generation);
+        let pending = KarpenterHealthStatus {
+            observed_generation: stored.metadata.generation,
+            ..KarpenterHealthStatus::pending(Time(status_clock()), node_class.metadata.generation)
+        };
         health_object::patch_status(&healths, &name, &pending).await?;
         ctx.metrics.status_patched();
         previous = Some(pending);
@@ -84,7 +86,11 @@ async fn reconcile_in_span(
     let facts = ctx.gather(node_class).await;
     // 2. evaluate and 3. render (pure)
     let now = status_clock();
-    let status = karpenter_health_checks::evaluate(&facts, &ctx.settings, previous.as_ref(), now);
+    let status = KarpenterHealthStatus {
+        // kstatus compares this with the KarpenterHealth's own generation (GitOps health).
+        observed_generation: stored.metadata.generation,
+        ..karpenter_health_checks::evaluate(&facts, &ctx.settings, previous.as_ref(), now)
+    };
     // 4. patch (IO), only when something changed or the server holds something else (a deleted
     // and re-created object, a hand edit), then announce the transitions
     let server_differs =

@@ -103,7 +103,8 @@ proptest! {
         prop_assert_eq!(ready, folded);
         prop_assert_eq!(status.condition(ConditionType::Ready).map(|c| c.reason.as_str()), Some(ready_reason.as_str()));
         let generation = f.cluster.node_class.metadata.generation;
-        prop_assert_eq!(status.observed_generation, generation);
+        prop_assert_eq!(status.node_class_generation, generation);
+        prop_assert_eq!(status.observed_generation, None, "the operator sets it when it writes");
         prop_assert_eq!(status.last_evaluated.as_ref().map(|t| t.0), Some(now()));
         for c in &status.conditions {
             let ty = ConditionType::parse(&c.type_).expect("known type");

@@ -37,7 +37,7 @@ fn a_healthy_setup_comes_out_all_true_with_no_findings() {
         assert_eq!(c.last_transition_time.0, now());
     }
     assert!(status.findings.is_empty(), "{:#?}", status.findings);
-    assert_eq!(status.observed_generation, Some(1));
+    assert_eq!(status.node_class_generation, Some(1));
     let detected = status.detected.expect("detected");
     assert_eq!(detected.cluster_name.as_deref(), Some(CLUSTER));
     assert_eq!(detected.karpenter_version.as_deref(), Some("1.8.6"));
