@@ -94,7 +94,8 @@ e2e-down: ## stop the local bed
 # tests share cluster singletons (aws-auth, the Karpenter Deployment), so they run one at a time.
 E2E_OPERATOR_TESTS := --test foundation --test check_command --test operator_first_run --test probes --test leader_election --test operator_failures --test operator_pod_identity \
   --test operator_resilience --test operator_rbac --test operator_scale --test operator_controller_wiring \
-  --test operator_node_network --test operator_volumes_and_versions --test operator_trust --test shutdown
+  --test operator_node_network --test operator_volumes_and_versions --test operator_trust --test operator_gitops \
+  --test shutdown
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
 e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
@@ -132,10 +133,23 @@ bench-large: ## the benchmark at 50,000 NodeClaims, 250 NodePools, 100 EC2NodeCl
 	@bash e2e/bench.sh $(BENCH_LARGE_FLAGS) $(BENCH_FLAGS)
 
 .PHONY: image
-image: ## the container image FROM scratch (podman, no daemon), reproducible; an oci-archive in the target dir's image/
+image: ## the container image FROM scratch (podman, no daemon), reproducible; an oci-archive and its SBOM in the target dir's image/, the digest printed
 	@bash e2e/bed/install-image-tools.sh
 	shellcheck -x image/build.sh image/test.sh image/lib.sh e2e/bed/install-image-tools.sh
-	@bash image/build.sh >/dev/null
+	@digest="$$(bash image/build.sh)" && echo "image: digest $$digest"
+
+.PHONY: release
+release: ## every release artifact in the target dir's dist/<version>/: image archive, SBOM, chart package, IAM policy, krew plugin and manifest, SHA256SUMS
+	@bash e2e/bed/install-image-tools.sh
+	@bash e2e/bed/install-chart-tools.sh
+	@bash deploy/release.sh
+
+.PHONY: release-test
+release-test: ## make release, then verify every artifact (checksums, chart and krew versions, the plugin runs)
+	@bash e2e/bed/install-image-tools.sh
+	@bash e2e/bed/install-chart-tools.sh
+	shellcheck -x deploy/release.sh deploy/release-test.sh deploy/argocd/test.sh
+	@bash deploy/release-test.sh
 
 .PHONY: image-test
 image-test: image ## the image on a bed of its own: digest twice, in-cluster config, probes, SIGTERM, Lease
@@ -144,7 +158,7 @@ image-test: image ## the image on a bed of its own: digest twice, in-cluster con
 	@bash image/test.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check rbac-check purity-check deny e2e chart-test image-test ## everything CI runs
+test: deps fmt-check lint test-unit crds-check rbac-check purity-check deny e2e chart-test image-test release-test ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth

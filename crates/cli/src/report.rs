@@ -68,7 +68,7 @@ pub fn as_list(reports: &[ClassReport]) -> serde_json::Value {
                 },
             );
             match &report.outcome {
-                ClassOutcome::Evaluated(status) => health.status = Some(status.clone()),
+                ClassOutcome::Evaluated(status) => health.status = Some(status.as_ref().clone()),
                 ClassOutcome::Malformed(error) => {
                     health.metadata.annotations = Some(
                         [(
@@ -293,10 +293,10 @@ mod tests {
     fn report(name: &str, conditions: Vec<Condition>) -> ClassReport {
         ClassReport {
             name: name.into(),
-            outcome: ClassOutcome::Evaluated(KarpenterHealthStatus {
+            outcome: ClassOutcome::Evaluated(Box::new(KarpenterHealthStatus {
                 conditions,
                 ..KarpenterHealthStatus::default()
-            }),
+            })),
         }
     }
 

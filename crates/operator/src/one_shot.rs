@@ -31,7 +31,8 @@ pub enum CannotRun {
 /// The outcome for one EC2NodeClass.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClassOutcome {
-    Evaluated(KarpenterHealthStatus),
+    /// Boxed: a status is large beside the error of the other variant.
+    Evaluated(Box<KarpenterHealthStatus>),
     /// The object does not match the EC2NodeClass schema this tool knows; named with the error.
     Malformed(String),
 }
@@ -125,9 +126,9 @@ pub async fn evaluate_once(
                 };
                 // evaluate and render: no previous status, nothing is written
                 let now = jiff::Timestamp::now();
-                ClassOutcome::Evaluated(karpenter_health_checks::evaluate(
+                ClassOutcome::Evaluated(Box::new(karpenter_health_checks::evaluate(
                     &facts, &settings, None, now,
-                ))
+                )))
             }
         };
         reports.push(ClassReport { name, outcome });

@@ -7,6 +7,8 @@ deploy/charts/test.sh:
     check-render.py absent   RENDERED   # monitoring enabled, but the API server lacks the API
     check-render.py ksm      CRD KSM_CONFIG
     check-render.py dashboard DASHBOARD_JSON RULES_OUT METRICS_RS
+    check-render.py schema   VALUES_SCHEMA VALUES ALL_VALUES
+    check-render.py alerts   RULES VALUES_SCHEMA   # the rule groups as a Prometheus rules file
 
 Every failed check prints what was expected and what was found, and exits 1.
 """
@@ -91,8 +93,16 @@ def check_default(path):
     pod = dep["spec"]["template"]["spec"]
     container, env = common_pod_checks(pod, SELECTOR, "default")
     check(pod["priorityClassName"] == "system-cluster-critical", "default: priorityClassName system-cluster-critical")
-    check(container["image"] == "karpenter-health:0.1.0",
-          f"default: image tag defaults to appVersion, is {container['image']}")
+    check(container["image"] == "registry.example.com/karpenter-health:0.1.0",
+          f"default: image is --set image.repository, the tag defaults to appVersion, is {container['image']}")
+    check("volumes" not in pod and "volumeMounts" not in container,
+          f"default: no volumes: {pod.get('volumes')} {container.get('volumeMounts')}")
+    check(pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": SELECTOR}}], f"default: zone spread: {pod['topologySpreadConstraints']}")
+    for doc in docs:
+        what = f"default: {doc['kind']} {doc['metadata']['name']}"
+        check("team" not in doc["metadata"].get("labels", {}), f"{what}: no additionalLabels by default")
     check(container["args"] == ["run", "--log-format", "json"], f"default: args {container['args']}")
     kh = sorted(k for k in env if k.startswith("KH_") or k == "RUST_LOG")
     check(kh == ["KH_LEADER_ELECT"], f"default: only KH_LEADER_ELECT (2 replicas) is set, the binary keeps its defaults; found {kh}")
@@ -126,7 +136,11 @@ def check_all(path):
     dep = objs[("Deployment", "kh-operator")]
     check(dep["metadata"]["namespace"] == "ops", "all: Deployment in the release namespace ops")
     check(dep["spec"]["replicas"] == 3, "all: replicas 3")
-    check(dep["metadata"]["labels"].get("team") == "platform", "all: additionalLabels on the Deployment")
+    for doc in docs:
+        what = f"all: {doc['kind']} {doc['metadata']['name']}"
+        check(doc["metadata"]["labels"].get("team") == "platform", f"{what}: additionalLabels {doc['metadata']['labels']}")
+        check(doc["metadata"].get("annotations", {}).get("owner") == "platform-team",
+              f"{what}: additionalAnnotations {doc['metadata'].get('annotations')}")
     check(dep["metadata"]["annotations"] == {"owner": "platform-team", "example.com/deployment": "yes"},
           f"all: Deployment annotations {dep['metadata'].get('annotations')}")
     pod = dep["spec"]["template"]["spec"]
@@ -140,6 +154,16 @@ def check_all(path):
     check(pod["imagePullSecrets"] == [{"name": "registry-credentials"}], "all: imagePullSecrets")
     check(pod["serviceAccountName"] == "kh-sa", "all: serviceAccountName")
     check(pod["priorityClassName"] == "system-node-critical", "all: priorityClassName")
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    check(terms[0]["matchExpressions"][1] == {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn",
+                                              "values": ["fargate"]}, f"all: affinity as given: {terms}")
+    check(pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": selector}}], f"all: topologySpreadConstraints {pod['topologySpreadConstraints']}")
+    check(pod.get("volumes") == [{"name": "ca-bundle", "configMap": {"name": "corporate-ca"}}],
+          f"all: extraVolumes in the Pod spec: {pod.get('volumes')}")
+    check(container.get("volumeMounts") == [{"name": "ca-bundle", "mountPath": "/etc/ssl/corporate", "readOnly": True}],
+          f"all: extraVolumeMounts in the container: {container.get('volumeMounts')}")
     check(pod["nodeSelector"] == {"kubernetes.io/os": "linux", "node-role": "system"}, "all: nodeSelector")
     check(len(pod["tolerations"]) == 2, "all: tolerations")
     check(pod["terminationGracePeriodSeconds"] == 45, "all: terminationGracePeriodSeconds")
@@ -152,6 +176,7 @@ def check_all(path):
         "KH_KARPENTER_DEPLOYMENT": "karpenter-controller", "KH_KARPENTER_SERVICE_ACCOUNT": "karpenter-sa",
         "KH_REFRESH_INTERVAL": "2m", "KH_REGISTRATION_TIMEOUT": "10m", "KH_VALIDATION_STUCK_AFTER": "15m",
         "KH_STATUS_STALE_AFTER": "20m", "KH_ORPHAN_INSTANCE_AFTER": "30m", "KH_CONCURRENCY": "8",
+        "KH_BULK_TRIGGER_INTERVAL": "2s",
         "KH_INSTALL_CRD": "true", "KH_HTTP_ADDRESS": "[::]:9090", "KH_LEADER_ELECT": "true",
         "KH_LEASE_NAME": "kh-lease", "AWS_REGION": "eu-west-1",
     }
@@ -238,6 +263,77 @@ def schema_has(schema, path):
     return True
 
 
+def schema_node(root, node):
+    """NODE with its $ref and allOf resolved (the schema only refers into #/definitions)."""
+    node = dict(node)
+    while "$ref" in node:
+        target = root
+        for part in node.pop("$ref").lstrip("#/").split("/"):
+            target = target[part]
+        node = {**target, **node}
+    for sub in node.pop("allOf", []):
+        node = {**schema_node(root, sub), **node}
+    return node
+
+
+def check_schema(schema_path, values_path, all_values_path):
+    with open(schema_path) as f:
+        root = json.load(f)
+    with open(values_path) as f:
+        values = yaml.safe_load(f)
+    with open(all_values_path) as f:
+        all_values = yaml.safe_load(f)
+    check(root.get("$schema") == "http://json-schema.org/draft-07/schema#", "schema: draft-07, the draft Helm 3 documents")
+
+    def owned(node, path):
+        """The key paths of the objects whose shape the chart owns (those with properties)."""
+        node = schema_node(root, node)
+        if "properties" not in node:
+            return
+        check(node.get("additionalProperties") is False,
+              f"schema: {'.'.join(path) or '(top level)'} has properties but accepts unknown keys")
+        for key, sub in node["properties"].items():
+            if path or key != "global":  # Helm's, when the chart is a dependency
+                yield from owned(sub, path + [key]) if "properties" in schema_node(root, sub) else [path + [key]]
+
+    def keys(v, node, path):
+        node = schema_node(root, node)
+        for key, x in v.items():
+            sub = node.get("properties", {}).get(key)
+            if isinstance(x, dict) and sub is not None and "properties" in schema_node(root, sub):
+                yield from keys(x, sub, path + [key])
+            else:
+                yield path + [key]
+
+    in_schema = {".".join(p) for p in owned(root, [])}
+    in_values = {".".join(p) for p in keys(values, root, [])}
+    check(in_values <= in_schema, f"schema: values.yaml keys the schema lacks: {sorted(in_values - in_schema)}")
+    check(in_schema <= in_values, f"schema: keys only the schema has (stale?): {sorted(in_schema - in_values)}")
+
+    def has(v, path):
+        for p in path.split("."):
+            if not isinstance(v, dict) or p not in v:
+                return False
+            v = v[p]
+        return True
+    unset = sorted(k for k in in_values if not has(all_values, k))
+    check(not unset, f"schema: ci/all-values.yaml must set every value, misses {unset}")
+    if not failures:
+        print(f"schema: {len(in_schema)} values, closed objects, all set by ci/all-values.yaml")
+
+
+def check_alerts(rules_path, schema_path):
+    with open(rules_path) as f:
+        rules = yaml.safe_load(f)
+    with open(schema_path) as f:
+        schema = json.load(f)
+    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
+    names = set(schema["properties"]["prometheusRule"]["properties"]["alerts"]["propertyNames"]["enum"])
+    check(names == alerts, f"alerts: prometheusRule.alerts names in the schema {sorted(names ^ alerts)} "
+          "are not exactly the rendered alerts")
+    print(f"alerts: the schema's {len(names)} overridable alert names are the rendered alerts")
+
+
 def check_ksm(crd_path, config_path):
     crd = load(crd_path)[0]
     config = load(config_path)[0]
@@ -289,7 +385,8 @@ def check_dashboard(dashboard_path, rules_out, metrics_rs):
 def main():
     mode = sys.argv[1]
     {"default": check_default, "all": check_all, "absent": check_absent,
-     "ksm": check_ksm, "dashboard": check_dashboard}[mode](*sys.argv[2:])
+     "ksm": check_ksm, "dashboard": check_dashboard, "schema": check_schema,
+     "alerts": check_alerts}[mode](*sys.argv[2:])
     if failures:
         for f in failures:
             print(f"FAIL: {f}", file=sys.stderr)

@@ -44,12 +44,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
-{{/* image@digest when a digest is set, else image:tag (tag defaulting to appVersion). */}}
+{{/*
+image@digest when a digest is set, else image:tag (tag defaulting to appVersion). The repository
+has no default: no public registry publishes the image, and a default that cannot be pulled would
+only show up later as Pods in ImagePullBackOff.
+*/}}
 {{- define "karpenter-health.image" -}}
+{{- $repository := required "image.repository is required: pass --set image.repository=<registry>/karpenter-health, where you pushed the image make image builds (no public registry publishes it)" .Values.image.repository -}}
 {{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `make release-test`: runs `make release`'s script and checks what it wrote: every artifact there
+# and in SHA256SUMS, which verifies; the chart's version and appVersion are the crates'; the krew
+# manifest names the plugin tarball's checksum and version, without placeholders; the plugin
+# inside runs.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fail() { echo "FAIL: release-test: $*" >&2; exit 1; }
+
+out="$(bash "$repo/deploy/release.sh")" || fail "deploy/release.sh failed"
+version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml")"
+expected=(
+  "karpenter-health-$version.oci.tar" "karpenter-health-$version.oci.tar.digest"
+  "karpenter-health-$version.cdx.json" "karpenter-health-$version.tgz" iam-policy.json
+  kubectl-karpenter_health-linux-amd64.tar.gz karpenter-health.yaml
+)
+for file in "${expected[@]}"; do
+  [ -s "$out/$file" ] || fail "$file missing from $out"
+  grep -q "  $file\$" "$out/SHA256SUMS" || fail "$file not in SHA256SUMS"
+done
+(cd "$out" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not verify"
+
+chart="$(tar -xzOf "$out/karpenter-health-$version.tgz" karpenter-health/Chart.yaml)"
+grep -qx "version: $version" <<<"$chart" || fail "the chart's version is not $version"
+grep -qx "appVersion: $version" <<<"$chart" || fail "the chart's appVersion is not $version"
+
+manifest="$out/karpenter-health.yaml"
+plugin_sha="$(sha256sum < "$out/kubectl-karpenter_health-linux-amd64.tar.gz" | cut -d' ' -f1)"
+grep -q "sha256: $plugin_sha" "$manifest" || fail "the krew manifest does not name the plugin's sha256"
+grep -q "version: v$version" "$manifest" || fail "the krew manifest is not for v$version"
+if grep -q 'SHA256_\|vVERSION' "$manifest"; then fail "the krew manifest keeps placeholders"; fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+tar -xzf "$out/kubectl-karpenter_health-linux-amd64.tar.gz" -C "$work"
+"$work/kubectl-karpenter_health" --version | grep -q "$version" \
+  || fail "the plugin in the tarball does not run as version $version"
+
+echo "release-test: $(wc -l < "$out/SHA256SUMS") artifacts of v$version in $out verified"
