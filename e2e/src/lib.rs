@@ -391,6 +391,35 @@ pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
     Ok((code, body))
 }
 
+/// Deletes every object of `api` matching `labels`, and waits until none is left. A
+/// deletecollection of thousands of objects can outlast the API server's request deadline on a
+/// loaded machine (a 500 "context deadline exceeded" after part of the work); it is retried,
+/// since deleting what is left is always safe, until a listing shows nothing.
+pub async fn delete_all_labelled<K>(api: &kube::Api<K>, labels: &str) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    use kube::api::{DeleteParams, ListParams};
+    let selector = ListParams::default().labels(labels);
+    wait_for(
+        &format!("every object labelled {labels} deleted"),
+        Duration::from_secs(300),
+        || async {
+            match api
+                .delete_collection(&DeleteParams::default(), &selector)
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code >= 500 => {}
+                Err(e) => return Err(e.into()),
+            }
+            let left = api.list_metadata(&selector.clone().limit(1)).await?;
+            Ok(left.items.is_empty().then_some(()))
+        },
+    )
+    .await
+}
+
 /// A TCP port on loopback that nothing listens on right now.
 pub fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?

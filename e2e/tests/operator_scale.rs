@@ -12,9 +12,7 @@ use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_e2e::fixture::{DEADLINE, Fixture};
 use karpenter_health_e2e::status_log::StatusLog;
 use karpenter_health_e2e::wait_for;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::time::Duration;
 
@@ -152,15 +150,9 @@ async fn ten_thousand_node_claims_never_read_as_unclaimed_instances_through_star
         Ok(())
     }
     .await;
-    let cleanup = node_claims
-        .delete_collection(
-            &DeleteParams::default(),
-            &ListParams::default().labels(&format!("{LABEL}={}", fx.name)),
-        )
-        .await;
-    let outcome = match cleanup {
-        Ok(_) => outcome,
-        Err(e) => outcome.and(Err(e.into())),
-    };
+    let cleanup =
+        karpenter_health_e2e::delete_all_labelled(&node_claims, &format!("{LABEL}={}", fx.name))
+            .await;
+    let outcome = outcome.and(cleanup);
     fx.finish(outcome).await
 }
