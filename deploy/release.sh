@@ -31,7 +31,9 @@ helm="${HELM:-$cache_root/bin/helm}"
 [ -x "$helm" ] || bash e2e/bed/install-chart-tools.sh >/dev/null
 rm -rf "$out"
 mkdir -p "$out"
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
+# Not exported: cargo rebuilds crates whose build scripts watch SOURCE_DATE_EPOCH, and the image
+# build sets it itself after compiling.
+epoch="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 
 # The image and its SBOM (this builds the release binary).
 digest="$(bash image/build.sh)" || die "the image build failed"
@@ -49,7 +51,7 @@ plugin_dir="$(mktemp -d)"
 trap 'rm -rf "$plugin_dir"' EXIT
 install -m 0755 "$target_dir/release/karpenter-health" "$plugin_dir/kubectl-karpenter_health"
 plugin="$out/kubectl-karpenter_health-$platform.tar.gz"
-tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
   -C "$plugin_dir" -cf - kubectl-karpenter_health | gzip -n -9 > "$plugin"
 plugin_sha="$(sha256sum < "$plugin" | cut -d' ' -f1)"
 
