@@ -15,8 +15,8 @@ use std::time::Duration;
 /// The account moto answers for.
 pub const MOTO_ACCOUNT: &str = "123456789012";
 
-/// Adapter options for tests: every answer (and error) lives `ttl`, no client-side limits, two
-/// attempts with a 50 ms backoff, `timeouts` for each call and `sweep_timeouts` for the instance
+/// Adapter options for tests: every answer (and error) lives `ttl` and is read afresh once due
+/// (no stale window), no client-side limits, two attempts with a 50 ms backoff, `timeouts` for each call and `sweep_timeouts` for the instance
 /// sweep.
 pub fn observer_options(
     ttl: Duration,
@@ -28,6 +28,7 @@ pub fn observer_options(
         permissions_ttl: ttl,
         account_ttl: ttl,
         error_ttl: ttl,
+        stale: Duration::ZERO,
         rate_limits: RateLimits::UNLIMITED,
         sdk: SdkOptions {
             timeouts,

@@ -1,20 +1,30 @@
-//! A TTL cache with single-flight loads and last-good retention. No IO of its own: it runs the
-//! loader it is given (on a spawned task, so a caller that gives up does not waste the call).
+//! The AWS fact store: a stale-while-revalidate cache with single-flight loads, jittered refresh
+//! periods, a bound on the age of any answer it hands out, and a feed of changed answers naming
+//! the readers that saw the old one. No IO of its own: it runs the loader it is given (on a
+//! spawned task, so a caller that gives up does not waste the call).
 //!
 //! Keyed by the request, shared by all EC2NodeClasses: two classes asking the same thing cost one
-//! call per TTL, and concurrent askers of one key wait on the same call. A failed load is reported
-//! as unknown (for `error_ttl`, without calling again, so an outage is not hammered) while the last
-//! found/absent answer and its age are kept for diagnostics.
+//! call per period, and concurrent askers of one key wait on the same call. Once a key has an
+//! answer, a reader never waits on AWS while that answer is younger than `ttl + stale`: past the
+//! (jittered) `ttl` it is handed the answer it had and one refresh starts in the background; when
+//! the refresh answers something else, the readers of the key are named on the [`Changes`] feed
+//! so the operator re-evaluates exactly them. Past `ttl + stale` (nobody read it for that long)
+//! readers wait for a refresh, so no answer older than [`Ttls::staleness_bound`] is ever reported.
+//! A failed load is reported as unknown (for `error_ttl`, without calling again, so an outage is
+//! not hammered) while the last found/absent answer and its age are kept for diagnostics: an
+//! answer that cannot be refreshed turns Unknown with the cause, it never lives on as a guess.
 
-use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use karpenter_health_checks::facts::{Observed, UnknownCause, Unobserved};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 /// What a loader returns: `Ok(Some)` found, `Ok(None)` proven absent, `Err` unknown.
@@ -23,18 +33,87 @@ pub type Loaded<V> = Result<Option<V>, Unobserved>;
 /// How long answers are served from memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ttls {
-    /// Found or absent answers.
+    /// A found or absent answer is due for a refresh this long after it was read from AWS, less
+    /// a random part of `jitter` (so keys read together do not all refresh together).
     pub ttl: Duration,
+    /// Up to this much is taken off each `ttl`, at random.
+    pub jitter: Duration,
+    /// How long a due answer is still handed out while one refresh runs in the background.
+    /// Zero: a due answer is refreshed before it is read (readers wait, as a plain TTL cache).
+    pub stale: Duration,
     /// Failures: served as unknown without a new call for this long.
     pub error_ttl: Duration,
     /// Entries nobody read for this long are dropped (EC2NodeClasses come and go).
     pub idle: Duration,
 }
 
+impl Ttls {
+    /// The oldest found/absent answer a reader can be handed.
+    pub fn staleness_bound(&self) -> Duration {
+        self.ttl + self.stale
+    }
+}
+
+tokio::task_local! {
+    /// Who is reading (an EC2NodeClass's name), recorded on every key it reads.
+    static READER: Arc<str>;
+}
+
+/// Runs `reads` as `reader`: every cache key read inside remembers it, and a changed answer for
+/// such a key names it on the [`Changes`] feed.
+pub async fn read_as<F: Future>(reader: &str, reads: F) -> F::Output {
+    READER.scope(Arc::from(reader), reads).await
+}
+
+/// Whom a changed answer concerns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Changed {
+    /// The readers of the keys whose answer changed.
+    Readers(Arc<[Arc<str>]>),
+    /// Changes were missed (a slow subscriber): anyone may be concerned.
+    Everyone,
+}
+
+/// The feed of changed answers, shared by every cache of one observer.
+#[derive(Debug)]
+pub struct Changes {
+    sender: broadcast::Sender<Arc<[Arc<str>]>>,
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        Self {
+            sender: broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl Changes {
+    /// The changes from now on. A subscriber that falls behind is told [`Changed::Everyone`].
+    pub fn subscribe(&self) -> BoxStream<'static, Changed> {
+        let receiver = self.sender.subscribe();
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            match receiver.recv().await {
+                Ok(readers) => Some((Changed::Readers(readers), receiver)),
+                Err(broadcast::error::RecvError::Lagged(_)) => Some((Changed::Everyone, receiver)),
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        })
+        .boxed()
+    }
+
+    fn publish(&self, readers: &BTreeSet<Arc<str>>) {
+        if !readers.is_empty() {
+            // No subscriber (no controller running): nobody to tell.
+            let _ = self.sender.send(readers.iter().cloned().collect());
+        }
+    }
+}
+
 /// One read from the cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Read<V> {
-    /// What to report now: the fresh answer, or unknown when the latest load failed.
+    /// What to report now: the latest answer, or unknown when the latest load failed.
     pub current: Observed<V>,
     /// The last found/absent answer and its age (also when `current` is unknown).
     pub last_good: Option<(Observed<V>, Duration)>,
@@ -65,15 +144,41 @@ struct Good<V> {
     at: Instant,
 }
 
+/// Where an entry's latest answer stands at a read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Freshness {
+    /// Served as is.
+    Fresh,
+    /// Served as is while one refresh runs in the background.
+    Due,
+    /// Never answered, or too old to serve: readers wait for a load.
+    Expired,
+}
+
 struct Entry<V> {
     good: Option<Good<V>>,
     /// The latest load's failure; cleared by a successful load.
     error: Option<(Unobserved, Instant)>,
+    /// When the latest answer turns due for a refresh.
+    due: Instant,
+    /// When it may no longer be served while a refresh runs: `ttl + stale` after it was read
+    /// (the jitter brings a refresh forward, never the bound).
+    expires: Instant,
     inflight: Option<Shared<BoxFuture<'static, ()>>>,
     last_read: Instant,
+    /// The EC2NodeClasses that read this key (see [`read_as`]).
+    readers: BTreeSet<Arc<str>>,
 }
 
-impl<V: Clone> Entry<V> {
+/// What a reader would be told, for deciding whether a load changed anything. A failure counts
+/// by its cause: a retried outage whose detail differs is the same answer.
+#[derive(PartialEq)]
+enum Answer<'a, V> {
+    Value(Option<&'a V>),
+    Failed(&'a UnknownCause),
+}
+
+impl<V: Clone + PartialEq> Entry<V> {
     fn read(&self, now: Instant) -> Read<V> {
         let last_good = self.good.as_ref().map(|g| {
             let obs = match &g.value {
@@ -90,11 +195,23 @@ impl<V: Clone> Entry<V> {
         Read { current, last_good }
     }
 
-    fn fresh(&self, now: Instant, ttls: &Ttls) -> bool {
+    fn answer(&self) -> Option<Answer<'_, V>> {
         match (&self.error, &self.good) {
-            (Some((_, at)), _) => now.saturating_duration_since(*at) < ttls.error_ttl,
-            (None, Some(g)) => now.saturating_duration_since(g.at) < ttls.ttl,
-            (None, None) => false,
+            (Some((e, _)), _) => Some(Answer::Failed(&e.cause)),
+            (None, Some(g)) => Some(Answer::Value(g.value.as_ref())),
+            (None, None) => None,
+        }
+    }
+
+    fn freshness(&self, now: Instant) -> Freshness {
+        if self.answer().is_none() {
+            Freshness::Expired
+        } else if now < self.due {
+            Freshness::Fresh
+        } else if now < self.expires {
+            Freshness::Due
+        } else {
+            Freshness::Expired
         }
     }
 }
@@ -105,6 +222,7 @@ type Map<K, V> = Arc<Mutex<HashMap<K, Entry<V>>>>;
 pub struct Cache<K, V> {
     map: Map<K, V>,
     ttls: Ttls,
+    changes: Option<Arc<Changes>>,
 }
 
 impl<K, V> Clone for Cache<K, V> {
@@ -112,6 +230,7 @@ impl<K, V> Clone for Cache<K, V> {
         Self {
             map: self.map.clone(),
             ttls: self.ttls,
+            changes: self.changes.clone(),
         }
     }
 }
@@ -129,15 +248,31 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// `ttl` less a random part of `jitter`.
+fn jittered(ttls: &Ttls) -> Duration {
+    ttls.ttl
+        .saturating_sub(ttls.jitter.min(ttls.ttl).mul_f64(fastrand::f64()))
+}
+
 impl<K, V> Cache<K, V>
 where
     K: Clone + Eq + Hash + Send + 'static,
-    V: Clone + Send + 'static,
+    V: Clone + PartialEq + Send + 'static,
 {
+    /// A cache whose changed answers are not announced.
     pub fn new(ttls: Ttls) -> Self {
         Self {
             map: Arc::new(Mutex::new(HashMap::new())),
             ttls,
+            changes: None,
+        }
+    }
+
+    /// A cache that announces its changed answers on `changes`.
+    pub fn with_changes(ttls: Ttls, changes: Arc<Changes>) -> Self {
+        Self {
+            changes: Some(changes),
+            ..Self::new(ttls)
         }
     }
 
@@ -150,13 +285,15 @@ where
         self.len() == 0
     }
 
-    /// The answer for `key`: from memory while fresh, else from `load` (one load per key at a
-    /// time; concurrent callers share it). `load` is only called when a load starts.
+    /// The answer for `key`: from memory while fresh; while due, from memory with one refresh
+    /// by `load` started in the background; else from `load` (one load per key at a time;
+    /// concurrent callers share it). `load` is only called when a load starts.
     pub async fn get<F, Fut>(&self, key: K, load: F) -> Read<V>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Loaded<V>> + Send + 'static,
     {
+        let reader = READER.try_with(Arc::clone).ok();
         let inflight = {
             let mut map = lock(&self.map);
             let now = Instant::now();
@@ -169,20 +306,32 @@ where
             let entry = map.entry(key.clone()).or_insert_with(|| Entry {
                 good: None,
                 error: None,
+                due: now,
+                expires: now,
                 inflight: None,
                 last_read: now,
+                readers: BTreeSet::new(),
             });
             entry.last_read = now;
-            if entry.inflight.is_none() && entry.fresh(now, &self.ttls) {
-                return entry.read(now);
+            if let Some(reader) = reader {
+                entry.readers.insert(reader);
             }
-            match &entry.inflight {
-                Some(f) => f.clone(),
-                None => {
-                    let f = self.start(key.clone(), load());
-                    entry.inflight = Some(f.clone());
-                    f
+            match entry.freshness(now) {
+                Freshness::Fresh => return entry.read(now),
+                Freshness::Due => {
+                    if entry.inflight.is_none() {
+                        entry.inflight = Some(self.start(key.clone(), load()));
+                    }
+                    return entry.read(now);
                 }
+                Freshness::Expired => match &entry.inflight {
+                    Some(f) => f.clone(),
+                    None => {
+                        let f = self.start(key.clone(), load());
+                        entry.inflight = Some(f.clone());
+                        f
+                    }
+                },
             }
         };
         inflight.await;
@@ -204,6 +353,8 @@ where
         load: impl Future<Output = Loaded<V>> + Send + 'static,
     ) -> Shared<BoxFuture<'static, ()>> {
         let map = self.map.clone();
+        let ttls = self.ttls;
+        let changes = self.changes.clone();
         let task = tokio::spawn(async move {
             let loaded = AssertUnwindSafe(load)
                 .catch_unwind()
@@ -217,14 +368,28 @@ where
             let mut map = lock(&map);
             if let Some(entry) = map.get_mut(&key) {
                 let now = Instant::now();
+                let changed = match (entry.answer(), &loaded) {
+                    (None, _) => false,
+                    (Some(before), Ok(value)) => before != Answer::Value(value.as_ref()),
+                    (Some(before), Err(e)) => before != Answer::Failed(&e.cause),
+                };
                 match loaded {
                     Ok(value) => {
                         entry.good = Some(Good { value, at: now });
                         entry.error = None;
+                        entry.due = now + jittered(&ttls);
+                        entry.expires = now + ttls.staleness_bound();
                     }
-                    Err(e) => entry.error = Some((e, now)),
+                    Err(e) => {
+                        entry.error = Some((e, now));
+                        entry.due = now + ttls.error_ttl;
+                        entry.expires = entry.due + ttls.stale;
+                    }
                 }
                 entry.inflight = None;
+                if changed && let Some(changes) = &changes {
+                    changes.publish(&entry.readers);
+                }
             }
         });
         async move {
@@ -244,6 +409,8 @@ mod tests {
     fn ttls() -> Ttls {
         Ttls {
             ttl: Duration::from_secs(60),
+            jitter: Duration::ZERO,
+            stale: Duration::ZERO,
             error_ttl: Duration::from_secs(10),
             idle: Duration::from_secs(600),
         }
@@ -330,5 +497,113 @@ mod tests {
         tokio::time::advance(Duration::from_secs(601)).await;
         cache.get("new", || async { Ok(Some(2)) }).await;
         assert_eq!(cache.len(), 1);
+    }
+
+    fn swr() -> Ttls {
+        Ttls {
+            stale: Duration::from_secs(300),
+            ..ttls()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_due_answer_is_served_at_once_while_one_refresh_runs_behind_it() {
+        let cache: Cache<&str, u32> = Cache::new(swr());
+        cache.get("k", || async { Ok(Some(1)) }).await;
+        tokio::time::advance(Duration::from_secs(61)).await;
+        let loads = Arc::new(AtomicUsize::new(0));
+        let slow = |loads: Arc<AtomicUsize>| {
+            move || async move {
+                loads.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok(Some(2))
+            }
+        };
+        let started = Instant::now();
+        let first = cache.get("k", slow(loads.clone())).await;
+        let second = cache.get("k", slow(loads.clone())).await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "no reader waited");
+        assert_eq!(first.current, Observed::Found(1));
+        assert_eq!(second.current, Observed::Found(1));
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(loads.load(Ordering::SeqCst), 1, "one refresh for both");
+        let after = cache.get("k", || async { Ok(Some(3)) }).await;
+        assert_eq!(
+            after.current,
+            Observed::Found(2),
+            "the refresh's answer, fresh again"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_answer_older_than_the_bound_is_ever_handed_out() {
+        let ttls = swr();
+        let cache: Cache<&str, u32> = Cache::new(ttls);
+        cache.get("k", || async { Ok(Some(1)) }).await;
+        // Nobody reads for longer than ttl + stale: the next reader waits for the load.
+        tokio::time::advance(ttls.staleness_bound()).await;
+        let started = Instant::now();
+        let read = cache
+            .get("k", || async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok(Some(2))
+            })
+            .await;
+        assert_eq!(read.current, Observed::Found(2));
+        assert_eq!(started.elapsed(), Duration::from_millis(300));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refresh_that_fails_turns_the_answer_unknown_never_a_guess() {
+        let cache: Cache<&str, u32> = Cache::new(swr());
+        cache.get("k", || async { Ok(Some(1)) }).await;
+        tokio::time::advance(Duration::from_secs(61)).await;
+        let served = cache.get("k", || async { Err(unavailable()) }).await;
+        assert_eq!(served.current, Observed::Found(1));
+        tokio::task::yield_now().await;
+        let after = cache.get("k", || async { Ok(Some(5)) }).await;
+        assert_eq!(after.current, Observed::Unknown(unavailable()));
+        assert_eq!(after.stale_age(), Some(Duration::from_secs(61)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn jitter_only_ever_brings_a_refresh_forward() {
+        let ttls = Ttls {
+            jitter: Duration::from_secs(6),
+            ..ttls()
+        };
+        for _ in 0..50 {
+            let due = jittered(&ttls);
+            assert!(due <= ttls.ttl && due >= Duration::from_secs(54), "{due:?}");
+        }
+        let wide = Ttls {
+            jitter: Duration::from_secs(600),
+            ..ttls
+        };
+        // A jitter larger than the ttl brings the refresh forward at most to the load itself.
+        assert!((0..50).all(|_| jittered(&wide) <= ttls.ttl));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_changed_answer_names_the_readers_of_its_key_and_only_them() {
+        let changes = Arc::new(Changes::default());
+        let mut feed = changes.subscribe();
+        let cache: Cache<&str, u32> = Cache::with_changes(swr(), changes.clone());
+        read_as("class-a", cache.get("shared", || async { Ok(Some(1)) })).await;
+        read_as("class-b", cache.get("shared", || async { Ok(Some(1)) })).await;
+        read_as("class-c", cache.get("own", || async { Ok(Some(1)) })).await;
+        tokio::time::advance(Duration::from_secs(61)).await;
+        // The same answer again: nobody is told.
+        read_as("class-c", cache.get("own", || async { Ok(Some(1)) })).await;
+        // A new one: both readers of the shared key are.
+        read_as("class-a", cache.get("shared", || async { Ok(Some(2)) })).await;
+        tokio::task::yield_now().await;
+        let changed = futures::StreamExt::next(&mut feed).await.unwrap();
+        let expected: Arc<[Arc<str>]> = vec![Arc::from("class-a"), Arc::from("class-b")].into();
+        assert_eq!(changed, Changed::Readers(expected));
+        assert!(
+            futures::FutureExt::now_or_never(futures::StreamExt::next(&mut feed)).is_none(),
+            "the unchanged key announced nothing"
+        );
     }
 }

@@ -184,7 +184,12 @@ impl Context {
         let mut cluster = self.kube_facts.snapshot(node_class, &self.overrides);
         cluster.node_class_generation_seen_at = self.generation_seen_at(node_class);
         let request = aws_request(node_class, &cluster);
-        let aws = self.aws.source.observe(&request).await;
+        // Read as this class: a changed answer for any key it reads re-evaluates it.
+        let aws = karpenter_health_aws::read_as(
+            &node_class.name_any(),
+            self.aws.source.observe(&request),
+        )
+        .await;
         Facts { cluster, aws }
     }
 

@@ -17,6 +17,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
+use karpenter_health_aws::Changed;
 use karpenter_health_kube_facts::KubeFacts;
 use karpenter_health_kube_facts::node_claims::ClaimsTouched;
 use karpenter_health_kube_facts::pending_pods::PodPins;
@@ -298,6 +299,9 @@ async fn run_controller(
         // An input becoming observable (its first list, even an empty one), or turning unknown
         // after a lasting watch failure, or recovering, re-evaluates every class at once.
         .reconcile_all_on(inputs.inputs_changed)
+        // An AWS answer refreshed in the background that differs from the one a class was
+        // evaluated with re-evaluates that class (the fact store's stale-while-revalidate).
+        .reconcile_on(aws_changes(&aws, &triggers))
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown.clone())
         .run(reconcile, error_policy, ctx)
@@ -367,6 +371,27 @@ fn bulk_triggers(
     });
     coalesce(requests, interval)
         .map(|class| ObjectRef::new(&class))
+        .boxed()
+}
+
+/// The classes whose AWS answers changed, as reconcile requests.
+fn aws_changes(
+    aws: &AwsPort,
+    triggers: &ClassTriggers,
+) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
+    let Some(changes) = aws.source.changes() else {
+        return futures::stream::empty().boxed();
+    };
+    let triggers = triggers.clone();
+    changes
+        .flat_map(move |changed| {
+            let classes = match changed {
+                Changed::Readers(readers) => readers.iter().map(|r| r.to_string()).collect(),
+                Changed::Everyone => triggers.all_classes(),
+            };
+            triggers.stamp(&classes);
+            futures::stream::iter(classes.into_iter().map(|class| ObjectRef::new(&class)))
+        })
         .boxed()
 }
 

@@ -23,9 +23,9 @@ mod volumes;
 pub use controller::simulations;
 pub use ec2::{instance_filters, security_group_filters};
 pub use network::SubnetQuery;
-pub use options::ObserverOptions;
+pub use options::{Families, ObserverOptions};
 
-use crate::cache::{Cache, Read, Ttls};
+use crate::cache::{Cache, Changed, Changes, Read};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
@@ -35,6 +35,7 @@ use crate::ports::{
 };
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
+use futures::stream::BoxStream;
 use futures::{FutureExt, join};
 use karpenter_health_api::karpenter::SelectorTerm;
 use karpenter_health_checks::facts::{
@@ -111,6 +112,11 @@ pub struct AwsObservation {
 /// The port the operator holds, so tests can substitute a fake.
 pub trait AwsFactsSource: Send + Sync {
     fn observe<'a>(&'a self, request: &'a AwsRequest) -> BoxFuture<'a, AwsFacts>;
+
+    /// Whom each changed answer concerns, when the source refreshes answers on its own.
+    fn changes(&self) -> Option<BoxStream<'static, Changed>> {
+        None
+    }
 }
 
 /// The AWS facts adapter: caches, limits and counters shared by all EC2NodeClasses. Cheap to
@@ -164,6 +170,8 @@ struct Inner {
     kms_keys: Cache<String, karpenter_health_checks::facts::KmsKeyFacts>,
     /// By (key ARN, grantee).
     kms_grants: Cache<(String, String), Vec<karpenter_health_checks::facts::KmsGrantFacts>>,
+    /// Every cache's changed answers.
+    changes: Arc<Changes>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -207,19 +215,10 @@ impl AwsObserver {
         region: Option<String>,
         options: ObserverOptions,
     ) -> Self {
-        let ttls = Ttls {
-            ttl: options.ttl,
-            error_ttl: options.error_ttl,
-            idle: options.idle_eviction,
-        };
-        let account_ttls = Ttls {
-            ttl: options.account_ttl,
-            ..ttls
-        };
-        let permission_ttls = Ttls {
-            ttl: options.permissions_ttl,
-            ..ttls
-        };
+        let families = options.families();
+        let (ttls, account_ttls, permission_ttls) =
+            (families.general, families.account, families.permissions);
+        let changes = Arc::new(Changes::default());
         Self {
             inner: Arc::new(Inner {
                 iam,
@@ -232,32 +231,39 @@ impl AwsObserver {
                 region,
                 limiters: Limiters::new(options.rate_limits),
                 counters: Counters::default(),
-                account: Cache::new(account_ttls),
-                profiles: Cache::new(ttls),
-                roles: Cache::new(ttls),
-                attached: Cache::new(ttls),
-                clusters: Cache::new(ttls),
-                access: Cache::new(ttls),
-                pod_identity: Cache::new(ttls),
-                security_groups: Cache::new(ttls),
-                instances: Cache::new(ttls),
-                oidc_providers: Cache::new(ttls),
-                simulations: Cache::new(permission_ttls),
-                inline_policies: Cache::new(permission_ttls),
-                managed_policies: Cache::new(permission_ttls),
-                queues: Cache::new(ttls),
-                subnets: Cache::new(ttls),
-                route_tables: Cache::new(ttls),
-                nat_gateways: Cache::new(ttls),
-                vpc_endpoints: Cache::new(ttls),
-                vpc_attributes: Cache::new(ttls),
-                ebs_by_default: Cache::new(account_ttls),
-                ebs_default_key: Cache::new(account_ttls),
-                kms_keys: Cache::new(ttls),
-                kms_grants: Cache::new(ttls),
+                account: Cache::with_changes(account_ttls, changes.clone()),
+                profiles: Cache::with_changes(ttls, changes.clone()),
+                roles: Cache::with_changes(ttls, changes.clone()),
+                attached: Cache::with_changes(ttls, changes.clone()),
+                clusters: Cache::with_changes(ttls, changes.clone()),
+                access: Cache::with_changes(ttls, changes.clone()),
+                pod_identity: Cache::with_changes(ttls, changes.clone()),
+                security_groups: Cache::with_changes(ttls, changes.clone()),
+                instances: Cache::with_changes(ttls, changes.clone()),
+                oidc_providers: Cache::with_changes(ttls, changes.clone()),
+                simulations: Cache::with_changes(permission_ttls, changes.clone()),
+                inline_policies: Cache::with_changes(permission_ttls, changes.clone()),
+                managed_policies: Cache::with_changes(permission_ttls, changes.clone()),
+                queues: Cache::with_changes(ttls, changes.clone()),
+                subnets: Cache::with_changes(ttls, changes.clone()),
+                route_tables: Cache::with_changes(ttls, changes.clone()),
+                nat_gateways: Cache::with_changes(ttls, changes.clone()),
+                vpc_endpoints: Cache::with_changes(ttls, changes.clone()),
+                vpc_attributes: Cache::with_changes(ttls, changes.clone()),
+                ebs_by_default: Cache::with_changes(account_ttls, changes.clone()),
+                ebs_default_key: Cache::with_changes(account_ttls, changes.clone()),
+                kms_keys: Cache::with_changes(ttls, changes.clone()),
+                kms_grants: Cache::with_changes(ttls, changes.clone()),
                 options,
+                changes,
             }),
         }
+    }
+
+    /// Whom each changed AWS answer concerns, from now on: the EC2NodeClasses that read the
+    /// answer before (through [`crate::cache::read_as`]).
+    pub fn changes(&self) -> BoxStream<'static, Changed> {
+        self.inner.changes.subscribe()
     }
 
     /// The facts for one EC2NodeClass.
@@ -596,5 +602,9 @@ fn unobserved(detail: &str) -> Unobserved {
 impl AwsFactsSource for AwsObserver {
     fn observe<'a>(&'a self, request: &'a AwsRequest) -> BoxFuture<'a, AwsFacts> {
         AwsObserver::observe(self, request).boxed()
+    }
+
+    fn changes(&self) -> Option<BoxStream<'static, Changed>> {
+        Some(AwsObserver::changes(self))
     }
 }

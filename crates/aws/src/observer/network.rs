@@ -233,7 +233,7 @@ impl AwsObserver {
     ) -> Read<Vec<T>>
     where
         K: Clone + Eq + Hash + Send + 'static,
-        T: Clone + Send + 'static,
+        T: Clone + PartialEq + Send + 'static,
     {
         let this = self.clone();
         let vpc = vpc.to_owned();

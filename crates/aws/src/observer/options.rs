@@ -1,6 +1,7 @@
 //! [`ObserverOptions`]: the observer's TTLs, rate limits, SDK settings and sweep knobs, with
 //! defaults for a real account. No IO.
 
+use crate::cache::Ttls;
 use crate::limits::RateLimits;
 use crate::sdk::SdkOptions;
 use std::time::Duration;
@@ -12,6 +13,9 @@ pub struct ObserverOptions {
     /// refresh a minute after it, like Karpenter's own 1-minute EC2 caches (its 15-minute
     /// instance-profile cache is why the operator must not copy that one).
     pub ttl: Duration,
+    /// Each TTL is brought forward by a random part of up to a tenth of it (see
+    /// `crate::cache::Ttls::jitter`), so keys read together are not all refreshed together.
+    ///
     /// IAM's answers about the controller role's permissions (policy simulations, the role's own
     /// policies). Each EC2NodeClass asks simulations of its own (the questions carry its node
     /// role and tags), so at `ttl` twenty classes would spend the IAM rate budget (0.5 calls a
@@ -19,8 +23,15 @@ pub struct ObserverOptions {
     /// benchmark's aws-auth edits took over 60 s). Permissions change rarely; a change shows
     /// within this long.
     pub permissions_ttl: Duration,
-    /// STS GetCallerIdentity: the account of the operator's own credentials does not change.
+    /// STS GetCallerIdentity and the account's EBS defaults: the account of the operator's own
+    /// credentials does not change, and its defaults rarely do.
     pub account_ttl: Duration,
+    /// How long after its TTL an answer is still handed out while one refresh runs in the
+    /// background (stale-while-revalidate): a reconcile never waits on AWS for a key read within
+    /// `ttl + stale`, and a refresh that answers something else re-evaluates the EC2NodeClasses
+    /// that read it. 5 minutes, the default refresh interval, so the periodic refresh of every
+    /// class keeps its keys served from memory. Zero makes readers wait for every due refresh.
+    pub stale: Duration,
     /// A failure is reported (as unknown) for this long before the call is tried again, so an
     /// outage or throttling is not answered with more calls.
     pub error_ttl: Duration,
@@ -40,12 +51,43 @@ pub struct ObserverOptions {
     pub sweep_eks_cluster_name_tag: bool,
 }
 
+/// The cache settings of each family of AWS facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Families {
+    /// Everything not below: profiles, roles, the cluster, access entries, Pod Identity, security
+    /// groups, subnets and the VPC network, instances, the queue, KMS keys and grants.
+    pub general: Ttls,
+    /// IAM's answers about the controller's permissions and the role's policies.
+    pub permissions: Ttls,
+    /// The account's identity and EBS defaults.
+    pub account: Ttls,
+}
+
+impl ObserverOptions {
+    /// Each family's TTL, jitter, stale window, error TTL and idle eviction.
+    pub fn families(&self) -> Families {
+        let family = |ttl: Duration| Ttls {
+            ttl,
+            jitter: ttl / 10,
+            stale: self.stale,
+            error_ttl: self.error_ttl,
+            idle: self.idle_eviction,
+        };
+        Families {
+            general: family(self.ttl),
+            permissions: family(self.permissions_ttl),
+            account: family(self.account_ttl),
+        }
+    }
+}
+
 impl Default for ObserverOptions {
     fn default() -> Self {
         Self {
             ttl: Duration::from_secs(60),
             permissions_ttl: Duration::from_secs(600),
             account_ttl: Duration::from_secs(3600),
+            stale: Duration::from_secs(300),
             error_ttl: Duration::from_secs(15),
             idle_eviction: Duration::from_secs(1800),
             sdk: SdkOptions::default(),

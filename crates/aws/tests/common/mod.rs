@@ -20,6 +20,7 @@ use karpenter_health_checks::facts::{
 use karpenter_health_checks::karpenter_permissions::ClassInputs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const ACCOUNT: &str = "123456789012";
 pub const CLUSTER: &str = "demo";
@@ -281,9 +282,12 @@ pub fn wiring_request() -> AwsRequest {
     }
 }
 
+/// No client-side limits, and every due answer read afresh (no stale-while-revalidate): these
+/// tests count the calls each read makes; `observer_staleness.rs` tests the stale window.
 pub fn options() -> ObserverOptions {
     ObserverOptions {
         rate_limits: RateLimits::UNLIMITED,
+        stale: Duration::ZERO,
         ..Default::default()
     }
 }
