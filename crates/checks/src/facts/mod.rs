@@ -1,0 +1,347 @@
+//! The facts the checks read, gathered by the adapters (kube-facts, aws) and handed in as plain
+//! data. No IO: every type here is built by value, so tests make them in a line.
+//!
+//! Every fact that comes from a call is tri-state ([`Observed`]): found, proven absent by a
+//! successful call, or unknown with a cause. A check may only conclude `False` from `Found` or
+//! `Absent`; `Unknown` always yields an `Unknown` condition naming the cause.
+
+use jiff::Timestamp;
+use karpenter_health_api::ConditionStatus;
+use karpenter_health_api::karpenter::{
+    EC2NodeClass, NodeClaim, NodePool, Requirement, find_condition, instance_id_of,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// A fact as observed through an API call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observed<T> {
+    /// The call succeeded and returned this.
+    Found(T),
+    /// A successful call proved it does not exist (`NoSuchEntity`, `InvalidGroup.NotFound`, 404 of
+    /// a named object, an empty filtered result where absence is meaningful).
+    Absent,
+    /// The fact could not be observed.
+    Unknown(Unobserved),
+}
+
+impl<T> Observed<T> {
+    pub fn unknown(cause: UnknownCause, detail: impl Into<String>) -> Self {
+        Observed::Unknown(Unobserved {
+            cause,
+            detail: detail.into(),
+        })
+    }
+
+    pub fn not_observed(detail: impl Into<String>) -> Self {
+        Self::unknown(UnknownCause::NotObserved, detail)
+    }
+
+    pub fn as_ref(&self) -> Observed<&T> {
+        match self {
+            Observed::Found(t) => Observed::Found(t),
+            Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        }
+    }
+
+    pub fn found(&self) -> Option<&T> {
+        match self {
+            Observed::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn found_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Observed::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Why it was not observed, when it was not.
+    pub fn unobserved(&self) -> Option<&Unobserved> {
+        match self {
+            Observed::Unknown(u) => Some(u),
+            _ => None,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Observed<U> {
+        match self {
+            Observed::Found(t) => Observed::Found(f(t)),
+            Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u),
+        }
+    }
+}
+
+/// Why a fact could not be observed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unobserved {
+    pub cause: UnknownCause,
+    /// Human detail: the failing call and its error, for the condition message.
+    pub detail: String,
+}
+
+/// The cause of an unknown fact; each maps onto one shared `Unknown` reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnknownCause {
+    /// `AccessDenied`, `UnauthorizedOperation`, Kubernetes 403.
+    AccessDenied,
+    /// `Throttling`, `RequestLimitExceeded`, HTTP 429.
+    Throttled,
+    /// Timeout, connection error, 5xx.
+    Unavailable,
+    /// The endpoint does not implement the call (e.g. an emulator without access entries).
+    Unsupported,
+    /// Not observed yet (watch not synced, call not made yet).
+    NotObserved,
+    /// It lives in another AWS account than the operator's credentials, which IAM does not let
+    /// this account read (a controller role or Pod Identity target role of another account).
+    OtherAccount,
+}
+
+impl fmt::Display for Unobserved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+/// Everything known about one EC2NodeClass and its surroundings at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub cluster: ClusterFacts,
+    pub aws: AwsFacts,
+}
+
+/// Facts read from the Kubernetes API.
+#[derive(Clone, Debug)]
+pub struct ClusterFacts {
+    /// The EC2NodeClass under evaluation, with Karpenter's status.
+    pub node_class: EC2NodeClass,
+    /// NodePools whose nodeClassRef names this EC2NodeClass; unknown until the NodePool watch
+    /// has listed them all, or while it keeps failing.
+    pub node_pools: Observed<Vec<NodePool>>,
+    /// NodeClaims whose nodeClassRef names this EC2NodeClass; unknown likewise.
+    pub node_claims: Observed<Vec<NodeClaimFacts>>,
+    /// EC2 instance ids of every NodeClaim in the cluster (any EC2NodeClass), from `providerID`;
+    /// unknown likewise. An instance is only ever "unclaimed" against a complete list. Shared:
+    /// built once per NodeClaim change, read by every EC2NodeClass's evaluation.
+    pub claimed_instance_ids: Observed<Arc<BTreeSet<String>>>,
+    /// Pending Pods whose scheduling constraints Karpenter would copy into NodeClaims of the
+    /// NodePools above; unknown while either watch is. Shared with the other classes that could
+    /// take the same Pod.
+    pub pending_pods: Observed<Vec<Arc<PodScheduling>>>,
+    /// The raw `kube-system/aws-auth` ConfigMap data; parsed by the checks.
+    pub aws_auth: Observed<AwsAuthData>,
+    /// The Karpenter controller as deployed (or overridden by flags).
+    pub karpenter: Observed<KarpenterFacts>,
+    /// The label rules of the installed NodePool CRD, which decide over the controller version.
+    pub crd_label_rules: CrdLabelRules,
+    /// `eks.amazonaws.com/role-arn` of `kube-system/aws-node`: `Found(None)` when the
+    /// ServiceAccount has no annotation (the CNI then uses the node role).
+    pub aws_node_role_arn: Observed<Option<String>>,
+    /// The cluster name the operator was told (flag), which wins over Karpenter's settings.
+    pub configured_cluster_name: Option<String>,
+    /// When the adapter first saw the EC2NodeClass at its current `metadata.generation` (the
+    /// watch event's arrival). `StatusStale` measures how long Karpenter's status has lagged
+    /// from the earlier of this and the newest non-status `metadata.managedFields[].time`;
+    /// `None` when the adapter does not track it.
+    pub node_class_generation_seen_at: Option<Timestamp>,
+    /// The API server's `/version` (`gitVersion`, e.g. `v1.31.2-eks-1234`): the Kubernetes
+    /// version where EKS DescribeCluster cannot be read.
+    pub apiserver_version: Observed<String>,
+    /// The installed Karpenter CRDs (`*.karpenter.sh`, `*.karpenter.k8s.aws`), trimmed to what
+    /// `KarpenterVersionCompatible` reads; unknown until the CRD watch has listed.
+    pub karpenter_crds: Observed<Vec<CrdFacts>>,
+    /// The webhooks of validating and mutating webhook configurations that are Karpenter's (their
+    /// Service is in Karpenter's namespace or named `karpenter*`); unknown until listed.
+    pub karpenter_webhooks: Observed<Vec<WebhookFacts>>,
+    /// Ready endpoint addresses of the Services Karpenter's webhooks name, by `namespace/name`:
+    /// `Absent` when the Service has no Endpoints object. Only the Services asked for.
+    pub service_endpoints: BTreeMap<String, Observed<usize>>,
+    /// The environment of the VPC CNI's `kube-system/aws-node` DaemonSet (its `aws-node`
+    /// container): `Absent` when the cluster has no such DaemonSet (another CNI), unknown until
+    /// its watch has listed it.
+    pub vpc_cni: Observed<VpcCniSettings>,
+}
+
+/// What `SubnetsReady` reads of the VPC CNI: the `aws-node` container's literal env values
+/// (values from references are left out: they cannot be read here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VpcCniSettings {
+    pub env: BTreeMap<String, String>,
+}
+
+impl Default for ClusterFacts {
+    fn default() -> Self {
+        Self {
+            node_class: EC2NodeClass::new("", Default::default()),
+            node_pools: Observed::default(),
+            node_claims: Observed::default(),
+            claimed_instance_ids: Observed::default(),
+            pending_pods: Observed::default(),
+            aws_auth: Observed::default(),
+            karpenter: Observed::default(),
+            crd_label_rules: Observed::default(),
+            aws_node_role_arn: Observed::default(),
+            configured_cluster_name: None,
+            node_class_generation_seen_at: None,
+            apiserver_version: Observed::default(),
+            karpenter_crds: Observed::default(),
+            karpenter_webhooks: Observed::default(),
+            service_endpoints: BTreeMap::new(),
+            vpc_cni: Observed::default(),
+        }
+    }
+}
+
+/// One installed Karpenter CRD, as far as `KarpenterVersionCompatible` reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrdFacts {
+    /// `nodepools.karpenter.sh`, ...
+    pub name: String,
+    /// `status.storedVersions`.
+    pub stored_versions: Vec<String>,
+    /// The versions of `spec.versions` with `served: true`.
+    pub served_versions: Vec<String>,
+    /// The schema field paths of [`crate::karpenter_versions::CRD_FIELDS`] this CRD's `v1`
+    /// schema has (only those: the rest of the schema is not kept).
+    pub fields: BTreeSet<String>,
+    /// `spec.conversion.webhook.clientConfig.service` as `namespace/name`, when the CRD converts
+    /// through a webhook Service.
+    pub conversion_service: Option<String>,
+}
+
+/// One webhook of a validating or mutating webhook configuration that calls a Service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WebhookFacts {
+    /// `ValidatingWebhookConfiguration` or `MutatingWebhookConfiguration`.
+    pub kind: String,
+    /// The configuration's name.
+    pub configuration: String,
+    /// The webhook's name inside it.
+    pub webhook: String,
+    /// `clientConfig.service` as `namespace/name`.
+    pub service: String,
+}
+
+/// What the checks read of one NodeClaim: a few hundred bytes instead of the object, so that
+/// tens of thousands of them can be held.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeClaimFacts {
+    pub name: String,
+    pub created: Option<Timestamp>,
+    /// `metadata.deletionTimestamp` is set: the NodeClaim is on its way out.
+    pub deleting: bool,
+    /// The EC2 instance id from `status.providerID`.
+    pub instance_id: Option<String>,
+    pub launched: Option<ClaimCondition>,
+    pub registered: Option<ClaimCondition>,
+}
+
+/// One of Karpenter's NodeClaim conditions, as far as the checks read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimCondition {
+    pub status: ConditionStatus,
+    pub last_transition: Option<Timestamp>,
+}
+
+impl NodeClaimFacts {
+    /// The facts of `claim`: its name, age, instance id and `Launched`/`Registered` conditions.
+    pub fn of(claim: &NodeClaim) -> Self {
+        let status = claim.status.as_ref();
+        let conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
+        let condition = |type_: &str| {
+            find_condition(conditions, type_).map(|c| ClaimCondition {
+                status: ConditionStatus::parse(&c.status),
+                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            })
+        };
+        Self {
+            name: claim.metadata.name.clone().unwrap_or_default(),
+            created: claim.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            deleting: claim.metadata.deletion_timestamp.is_some(),
+            instance_id: status
+                .and_then(|s| s.provider_id.as_deref())
+                .and_then(instance_id_of)
+                .map(str::to_owned),
+            launched: condition("Launched"),
+            registered: condition("Registered"),
+        }
+    }
+}
+
+/// `data` of `kube-system/aws-auth`, unparsed (parsing is a check: malformed input is a finding).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AwsAuthData {
+    pub map_roles: Option<String>,
+    pub map_users: Option<String>,
+}
+
+/// The Karpenter controller's identity and settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KarpenterFacts {
+    /// Version from the image tag or a flag, e.g. `1.8.6` (a leading `v` is tolerated).
+    pub version: Option<String>,
+    /// `CLUSTER_NAME` / `settings.clusterName`.
+    pub cluster_name: Option<String>,
+    /// IAM role of the controller (`eks.amazonaws.com/role-arn` of its ServiceAccount).
+    pub controller_role_arn: Option<String>,
+    /// `ISOLATED_VPC` setting.
+    pub isolated_vpc: bool,
+    /// The controller's ServiceAccount as `namespace/name`, whose Pod Identity role is the
+    /// controller role when it has no IRSA annotation.
+    pub service_account: Option<String>,
+    /// Whether the controller's ServiceAccount was read: `Found` when it exists (its IRSA
+    /// annotation, if any, is `controller_role_arn`), `Absent` when it does not, unknown while
+    /// its watch has not listed it.
+    pub service_account_state: Observed<()>,
+    /// `INTERRUPTION_QUEUE` / `--interruption-queue` (the chart's `settings.interruptionQueue`).
+    pub interruption_queue: Setting,
+    /// `DISABLE_DRY_RUN` / `--disable-dry-run`: Karpenter then sets `ValidationSucceeded=True`
+    /// without its dry-run launch calls.
+    pub dry_run_disabled: bool,
+    /// `eks.amazonaws.com/audience` of the controller's ServiceAccount: the audience of its IRSA
+    /// token (`sts.amazonaws.com` without it).
+    pub irsa_audience: Option<String>,
+}
+
+/// One setting of the controller as its Deployment gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Setting {
+    /// Not set (or empty).
+    #[default]
+    Unset,
+    Value(String),
+    /// Set from a reference the operator does not resolve (`valueFrom`), described.
+    Unresolved(String),
+}
+
+/// The label rules the installed `nodepools.karpenter.sh` CRD enforces: `Found(Some)` from its
+/// validation rules, `Found(None)` when the API server serves it without them (before 1.25),
+/// `Absent` when no such CRD is installed.
+pub type CrdLabelRules = Observed<Option<crate::labels::LabelRules>>;
+
+/// What of one pending Pod's spec Karpenter turns into NodeClaim requirements.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodScheduling {
+    pub namespace: String,
+    pub name: String,
+    pub node_selector: BTreeMap<String, String>,
+    /// `requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchExpressions`,
+    /// one inner list per term.
+    pub required_affinity: Vec<Vec<Requirement>>,
+    /// Preferred terms' expressions (Karpenter also tries them, relaxing later).
+    pub preferred_affinity: Vec<Vec<Requirement>>,
+    /// This EC2NodeClass is the only one whose NodePools could take the Pod (it pins one of
+    /// them, or no other class has a NodePool it could use), so what the Pod breaks, it breaks
+    /// here. `false`: Karpenter chooses among several classes, and a finding is only a warning.
+    pub only_this_class: bool,
+}
+
+mod aws;
+
+pub use aws::*;

@@ -1,0 +1,356 @@
+//! Ways to break the healthy facts one fact at a time (and the whole healthy [`Facts`]). Pure
+//! data, no IO.
+
+use super::aws::healthy_aws;
+use super::*;
+
+impl Facts {
+    /// A Karpenter 1.8.6 setup in us-west-2 where every check passes.
+    pub fn healthy() -> Self {
+        Facts {
+            cluster: healthy_cluster(),
+            aws: healthy_aws(),
+        }
+    }
+
+    /// Applies any change; the escape hatch for facts without a dedicated builder.
+    pub fn with(mut self, change: impl FnOnce(&mut Facts)) -> Self {
+        change(&mut self);
+        self
+    }
+
+    /// Uses `spec.instanceProfile` (Karpenter then copies it into status unchanged); when IAM
+    /// has a profile of that name, pass it in `found`.
+    pub fn with_instance_profile_spec(self, profile: &str, found: bool) -> Self {
+        self.with(|f| {
+            let spec = &mut f.cluster.node_class.spec;
+            spec.role = None;
+            spec.instance_profile = Some(profile.into());
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.instance_profile = Some(profile.into());
+            }
+            f.aws.instance_profile = if profile.starts_with("arn:") {
+                None
+            } else if found {
+                Some(Observed::Found(InstanceProfileFacts {
+                    name: profile.into(),
+                    arn: format!("arn:aws:iam::{ACCOUNT}:instance-profile/{profile}"),
+                    path: "/".into(),
+                    roles: vec![RoleRef {
+                        name: NODE_ROLE.into(),
+                        arn: role_arn(NODE_ROLE),
+                        path: "/".into(),
+                    }],
+                }))
+            } else {
+                Some(Observed::Absent)
+            };
+        })
+    }
+
+    pub fn with_region(self, region: &str) -> Self {
+        self.with(|f| f.aws.region = Some(region.into()))
+    }
+
+    pub fn with_karpenter_version(self, version: &str) -> Self {
+        self.with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.version = Some(version.into());
+            }
+        })
+    }
+
+    pub fn with_map_roles(self, map_roles: &str) -> Self {
+        self.with(|f| {
+            f.cluster.aws_auth = Observed::Found(AwsAuthData {
+                map_roles: Some(map_roles.into()),
+                map_users: None,
+            })
+        })
+    }
+
+    pub fn with_authentication_mode(self, mode: Option<&str>) -> Self {
+        self.with(|f| {
+            if let Observed::Found(eks) = &mut f.aws.eks_cluster {
+                eks.authentication_mode = mode.map(Into::into);
+            }
+        })
+    }
+
+    pub fn with_access_entry(self, type_: &str) -> Self {
+        self.with(|f| {
+            f.aws.node_role_access_entries = Observed::Found(vec![AccessEntryFacts {
+                principal_arn: role_arn(NODE_ROLE),
+                type_: type_.into(),
+                username: None,
+            }])
+        })
+    }
+
+    pub fn with_pending_pod(self, pod: PodScheduling) -> Self {
+        self.with(|f| {
+            if let Some(pods) = f.cluster.pending_pods.found_mut() {
+                pods.push(Arc::new(pod));
+            }
+        })
+    }
+
+    pub fn with_node_claim(self, claim: NodeClaimFacts) -> Self {
+        self.with(|f| {
+            if let Some(claims) = f.cluster.node_claims.found_mut() {
+                claims.push(claim);
+            }
+        })
+    }
+
+    /// Sets one of Karpenter's own EC2NodeClass conditions.
+    pub fn with_karpenter_condition(self, condition: KarpenterCondition) -> Self {
+        self.with(|f| {
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.conditions.retain(|c| c.type_ != condition.type_);
+                status.conditions.push(condition);
+            }
+        })
+    }
+
+    /// Configures the interruption queue `setting` and what AWS says about it.
+    pub fn with_interruption_queue(
+        self,
+        setting: &str,
+        queue: Option<Observed<QueueFacts>>,
+    ) -> Self {
+        self.with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.interruption_queue = Setting::Value(setting.into());
+            }
+            f.aws.interruption_queue = queue;
+        })
+    }
+
+    /// Lets the NodePool of the fixture allow spot, with the spot service-linked role `role`.
+    pub fn with_spot(self, role: Option<Observed<String>>) -> Self {
+        self.with(|f| {
+            if let Some(pools) = f.cluster.node_pools.found_mut() {
+                for pool in pools {
+                    for r in &mut pool.spec.template.spec.requirements {
+                        if r.key == "karpenter.sh/capacity-type" {
+                            r.values = vec!["spot".into(), "on-demand".into()];
+                        }
+                    }
+                }
+            }
+            f.aws.spot_service_linked_role = role;
+        })
+    }
+
+    /// Answers `decision` for `action` from IAM's simulator, `allowed` for the rest.
+    pub fn with_simulated(self, action: &str, change: impl Fn(&mut SimulatedDecision)) -> Self {
+        self.with(|f| {
+            if let Some(PermissionFacts {
+                simulated: Observed::Found(list),
+                ..
+            }) = &mut f.aws.controller_permissions
+            {
+                for d in list.iter_mut().filter(|d| d.action == action) {
+                    change(d);
+                }
+            }
+        })
+    }
+
+    /// Adds an instance of the cluster-name collision kind.
+    pub fn with_cluster_instance(self, instance: InstanceFacts) -> Self {
+        self.with(|f| {
+            if let Observed::Found(list) = &mut f.aws.cluster_instances {
+                list.push(instance);
+            }
+        })
+    }
+}
+
+impl Facts {
+    /// The class's one volume names `key`, which KMS answered as `found`.
+    pub fn with_volume_key(self, key: &str, found: Observed<KmsKeyFacts>) -> Self {
+        self.with(|f| {
+            f.cluster.node_class.spec.block_device_mappings =
+                vec![karpenter_health_api::karpenter::BlockDeviceMapping {
+                    device_name: Some("/dev/xvda".into()),
+                    ebs: Some(karpenter_health_api::karpenter::BlockDevice {
+                        encrypted: Some(true),
+                        kms_key_id: Some(key.into()),
+                    }),
+                }];
+            f.aws.kms_keys.insert(key.into(), found);
+        })
+    }
+
+    /// Changes the CRD named `name` (one of [`current_crds`]).
+    pub fn with_crd(self, name: &str, change: impl FnOnce(&mut CrdFacts)) -> Self {
+        self.with(|f| {
+            if let Observed::Found(crds) = &mut f.cluster.karpenter_crds
+                && let Some(crd) = crds.iter_mut().find(|c| c.name == name)
+            {
+                change(crd);
+            }
+        })
+    }
+}
+
+/// One way to break (or vary) where nodes land: one per `SubnetsReady`/`NodeNetworkReady` reason,
+/// plus unknowns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkChange {
+    /// The selector terms match no subnet.
+    NoSubnets,
+    /// Subnet B is in another VPC.
+    OtherVpc,
+    /// Both zones' subnets have fewer free addresses than a node takes.
+    AllZonesFull,
+    /// Only zone b's subnet is full (a warning).
+    OneZoneFull,
+    /// The default route goes to a transit gateway.
+    TransitGateway,
+    /// The private route table loses its default route; no endpoints.
+    NoEgress,
+    /// No default route, but every endpoint a private cluster needs.
+    PrivateWithEndpoints,
+    /// The NAT gateway failed.
+    NatFailed,
+    /// The default route goes to an internet gateway, and the subnets map no public IPs.
+    IgwWithoutPublicIp,
+    /// No default route and every endpoint but `ssm`.
+    SomeEndpoints,
+    /// DNS host names off.
+    DnsHostnamesOff,
+    /// The route tables could not be read.
+    RouteTablesDenied,
+    /// The subnets could not be read.
+    SubnetsDenied,
+}
+
+impl NetworkChange {
+    pub const ALL: [NetworkChange; 13] = [
+        Self::NoSubnets,
+        Self::OtherVpc,
+        Self::AllZonesFull,
+        Self::OneZoneFull,
+        Self::TransitGateway,
+        Self::NoEgress,
+        Self::PrivateWithEndpoints,
+        Self::NatFailed,
+        Self::IgwWithoutPublicIp,
+        Self::SomeEndpoints,
+        Self::DnsHostnamesOff,
+        Self::RouteTablesDenied,
+        Self::SubnetsDenied,
+    ];
+}
+
+/// The healthy VPC's network, to edit in place.
+pub fn network_mut(f: &mut Facts) -> &mut VpcNetworkFacts {
+    f.aws
+        .vpc_networks
+        .get_mut(VPC)
+        .and_then(Observed::found_mut)
+        .expect("the healthy facts read the VPC's network")
+}
+
+/// The private route table's routes, to edit in place.
+pub fn private_routes(f: &mut Facts) -> &mut Vec<RouteFacts> {
+    let tables = network_mut(f)
+        .route_tables
+        .found_mut()
+        .expect("route tables");
+    &mut tables
+        .iter_mut()
+        .find(|t| t.id == ROUTE_TABLE)
+        .expect("the private route table")
+        .routes
+}
+
+impl Facts {
+    /// Applies one [`NetworkChange`]; a no-op where the facts it edits are not found (a
+    /// generator may have degraded them first).
+    pub fn with_network(mut self, change: NetworkChange) -> Self {
+        fn network(f: &mut Facts) -> Option<&mut VpcNetworkFacts> {
+            f.aws
+                .vpc_networks
+                .get_mut(VPC)
+                .and_then(Observed::found_mut)
+        }
+        fn routes(f: &mut Facts) -> Option<&mut Vec<RouteFacts>> {
+            let tables = network(f)?.route_tables.found_mut()?;
+            Some(&mut tables.iter_mut().find(|t| t.id == ROUTE_TABLE)?.routes)
+        }
+        let is_default = |r: &RouteFacts| r.destination == "0.0.0.0/0";
+        let replace_default = |f: &mut Facts, target: Option<RouteTarget>| {
+            if let Some(routes) = routes(f) {
+                routes.retain(|r| !is_default(r));
+                routes.extend(target.map(default_route));
+            }
+        };
+        match change {
+            NetworkChange::NoSubnets => self.aws.subnets = Observed::Found(Vec::new()),
+            NetworkChange::OtherVpc => {
+                if let Some(s) = self.aws.subnets.found_mut().and_then(|s| s.get_mut(1)) {
+                    s.vpc_id = "vpc-0other".into();
+                }
+                self.aws.vpc_networks.insert(
+                    "vpc-0other".into(),
+                    Observed::Found(VpcNetworkFacts {
+                        vpc_id: "vpc-0other".into(),
+                        ..vpc_network()
+                    }),
+                );
+            }
+            NetworkChange::AllZonesFull | NetworkChange::OneZoneFull => {
+                if let Some(s) = self.aws.subnets.found_mut() {
+                    for (i, subnet) in s.iter_mut().enumerate() {
+                        if i == 1 || change == NetworkChange::AllZonesFull {
+                            subnet.available_ips = Some(0);
+                        }
+                    }
+                }
+            }
+            NetworkChange::TransitGateway => {
+                replace_default(&mut self, Some(RouteTarget::Opaque("tgw-0hub".into())));
+            }
+            NetworkChange::NoEgress => replace_default(&mut self, None),
+            NetworkChange::PrivateWithEndpoints | NetworkChange::SomeEndpoints => {
+                replace_default(&mut self, None);
+                let mut endpoints = private_cluster_endpoints(ROUTE_TABLE);
+                if change == NetworkChange::SomeEndpoints {
+                    endpoints.retain(|e| !e.service_name.ends_with(".ssm"));
+                }
+                if let Some(n) = network(&mut self) {
+                    n.endpoints = Observed::Found(endpoints);
+                }
+            }
+            NetworkChange::NatFailed => {
+                if let Some(n) = network(&mut self).and_then(|n| n.nat_gateways.found_mut()) {
+                    for nat in n {
+                        nat.state = "failed".into();
+                    }
+                }
+            }
+            NetworkChange::IgwWithoutPublicIp => replace_default(
+                &mut self,
+                Some(RouteTarget::InternetGateway(INTERNET_GATEWAY.into())),
+            ),
+            NetworkChange::DnsHostnamesOff => {
+                if let Some(n) = network(&mut self) {
+                    n.dns_hostnames = Observed::Found(false);
+                }
+            }
+            NetworkChange::RouteTablesDenied => {
+                if let Some(n) = network(&mut self) {
+                    n.route_tables = unknown(UnknownCause::AccessDenied);
+                }
+            }
+            NetworkChange::SubnetsDenied => {
+                self.aws.subnets = unknown(UnknownCause::AccessDenied);
+            }
+        }
+        self
+    }
+}
