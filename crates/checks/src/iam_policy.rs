@@ -20,6 +20,7 @@
 //! model the grammar, so this small evaluator is the project's own.
 
 mod conditions;
+pub mod sharing;
 
 use conditions::condition_matches;
 use serde_json::Value;

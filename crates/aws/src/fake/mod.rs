@@ -338,5 +338,5 @@ fn page<T: Clone>(items: Vec<T>, size: usize, token: Option<String>) -> PortResu
 
 mod ports;
 
-pub use ports::{FixedFacts, event_bus_arn};
 use ports::unsupported;
+pub use ports::{FixedFacts, event_bus_arn};

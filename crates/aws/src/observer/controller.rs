@@ -1,10 +1,11 @@
 //! IAM reads about the Karpenter controller's role for `ControllerCanLaunch`: the role itself
 //! (GetRole), the account's OIDC providers (ListOpenIDConnectProviders), IAM's answers to the
-//! permission questions (SimulatePrincipalPolicy, one call per question group), and, only when
-//! the simulator cannot be asked, the role's own policies (ListRolePolicies/GetRolePolicy,
-//! ListAttachedRolePolicies, GetPolicy/GetPolicyVersion, the permissions boundary). Also the
-//! spot service-linked role (GetRole) for `SpotReady`. Every read is cached; does IO (through
-//! the IAM port).
+//! permission questions (SimulatePrincipalPolicy, one call per question group, shared among
+//! classes whose questions the role's policies cannot tell apart), and the role's own policies
+//! (ListRolePolicies/GetRolePolicy, ListAttachedRolePolicies, GetPolicy/GetPolicyVersion, the
+//! permissions boundary), which say whether a simulation may be shared and are evaluated when
+//! the simulator cannot be asked. Also the spot service-linked role (GetRole) for `SpotReady`.
+//! Every read is cached; does IO (through the IAM port).
 
 use super::AwsObserver;
 use super::shared::{Paged, because, not_observed};
@@ -15,6 +16,7 @@ use karpenter_health_checks::facts::{
     ControllerRoleFacts, Observed, PermissionFacts, PolicyDocument, RolePolicies,
     SimulatedDecision, UnknownCause, Unobserved,
 };
+use karpenter_health_checks::iam_policy::sharing::Literals;
 use karpenter_health_checks::karpenter_permissions::{Group, Inputs};
 use std::collections::BTreeMap;
 
@@ -31,6 +33,75 @@ pub(super) fn role_facts(data: &RoleData) -> ControllerRoleFacts {
         assume_role_policy_document: data.assume_role_policy_document.clone(),
         permissions_boundary_arn: data.permissions_boundary_arn.clone(),
     }
+}
+
+/// Whether two simulations ask the same actions of the same number of resources, with the same
+/// context keys, so that they can differ only in values.
+fn same_shape(a: &Simulation, b: &Simulation) -> bool {
+    a.policy_source_arn == b.policy_source_arn
+        && a.actions == b.actions
+        && a.resources.len() == b.resources.len()
+        && a.context.len() == b.context.len()
+        && a.context
+            .iter()
+            .zip(&b.context)
+            .all(|((ka, va), (kb, vb))| ka == kb && va.len() == vb.len())
+}
+
+/// The tags whose values Karpenter derives from its objects' names, and the resources whose ARN
+/// it derives from the EC2NodeClass's uid: the only places where two classes' questions may
+/// differ and still share an answer. The tags a user gives (`spec.tags`), the node role and the
+/// metadata options must be equal: SCP guardrails, which the operator cannot read, commonly
+/// require exactly those (a cost-center tag, a role path, IMDSv2).
+const NAME_DERIVED_TAGS: [&str; 2] = ["karpenter.sh/nodepool", "karpenter.k8s.aws/ec2nodeclass"];
+
+fn name_derived(key: &str) -> bool {
+    NAME_DERIVED_TAGS
+        .iter()
+        .any(|tag| key.strip_suffix(tag).is_some_and(|k| k.ends_with('/')))
+}
+
+/// The values two simulations of the same shape differ in, position by position; `None` when
+/// they differ anywhere but in name-derived tags and instance-profile ARNs.
+fn differing_values<'a>(a: &'a Simulation, b: &'a Simulation) -> Option<Vec<(&'a str, &'a str)>> {
+    let mut pairs = Vec::new();
+    for (x, y) in a.resources.iter().zip(&b.resources) {
+        if x != y {
+            if !(x.contains(":instance-profile/") && y.contains(":instance-profile/")) {
+                return None;
+            }
+            pairs.push((x.as_str(), y.as_str()));
+        }
+    }
+    for ((key, xs), (_, ys)) in a.context.iter().zip(&b.context) {
+        for (x, y) in xs.iter().zip(ys) {
+            if x != y {
+                if !name_derived(key) {
+                    return None;
+                }
+                pairs.push((x.as_str(), y.as_str()));
+            }
+        }
+    }
+    Some(pairs)
+}
+
+/// `decisions` about `asked`'s resources, renamed to the resources of `simulation` at the same
+/// positions (the rule matches each question by action and resource).
+fn renamed(
+    decisions: Vec<SimulatedDecision>,
+    asked: &Simulation,
+    simulation: &Simulation,
+) -> Vec<SimulatedDecision> {
+    decisions
+        .into_iter()
+        .map(|mut d| {
+            if let Some(i) = asked.resources.iter().position(|r| *r == d.resource) {
+                d.resource = simulation.resources[i].clone();
+            }
+            d
+        })
+        .collect()
 }
 
 /// The simulations of the questions: one per group, every action and resource of the group in
@@ -146,7 +217,7 @@ impl AwsObserver {
                 };
             }
         };
-        let simulated = self.simulate(&data.arn, &inputs).await;
+        let simulated = self.simulate(&data, &inputs).await;
         let policies = match &simulated {
             Observed::Unknown(_) => Some(self.role_policies(&data).await),
             _ => None,
@@ -187,10 +258,24 @@ impl AwsObserver {
             .current
     }
 
-    async fn simulate(&self, role_arn: &str, inputs: &Inputs) -> Observed<Vec<SimulatedDecision>> {
-        let reads = simulations(role_arn, inputs)
+    async fn simulate(&self, role: &RoleData, inputs: &Inputs) -> Observed<Vec<SimulatedDecision>> {
+        // The role's own policies say which of a class's values they could tell apart from
+        // another class's (read with the permissions' TTL, shared by every class).
+        let literals = match self.role_policies(role).await {
+            Observed::Found(policies) => {
+                let documents: Vec<&str> = policies
+                    .identity
+                    .iter()
+                    .chain(policies.boundary.iter())
+                    .map(|d| d.document.as_str())
+                    .collect();
+                Literals::of(&documents)
+            }
+            _ => None,
+        };
+        let reads = simulations(&role.arn, inputs)
             .into_iter()
-            .map(|simulation| self.simulate_one(simulation));
+            .map(|simulation| self.simulate_shared(simulation, literals.as_ref()));
         let mut decisions = Vec::new();
         for answer in join_all(reads).await {
             match answer {
@@ -203,6 +288,59 @@ impl AwsObserver {
             }
         }
         Observed::Found(decisions)
+    }
+
+    /// One simulation's answers, from the question of another class when the role's policies
+    /// cannot tell the two apart and IAM allowed all of it; anything else (a denial, an answer
+    /// missing context, no answer, policies that could not be read) is asked as the class's own.
+    ///
+    /// Only questions that differ in what Karpenter derives from object names are shared (see
+    /// [`NAME_DERIVED_TAGS`]). IAM's simulator also applies the organization's SCPs, which the
+    /// operator cannot read: an SCP that treats two EC2NodeClasses or NodePools differently by
+    /// their names alone would be missed for the second. A denial is never shared, so sharing
+    /// can only miss such a denial, never invent one.
+    async fn simulate_shared(
+        &self,
+        simulation: Simulation,
+        literals: Option<&Literals>,
+    ) -> Observed<Vec<SimulatedDecision>> {
+        if let Some(literals) = literals
+            && let Some(asked) = self.representative(&simulation, literals)
+            && let Observed::Found(decisions) = self.simulate_one(asked.clone()).await
+            && decisions
+                .iter()
+                .all(|d| d.decision == "allowed" && d.missing_context.is_empty())
+        {
+            return Observed::Found(renamed(decisions, &asked, &simulation));
+        }
+        self.simulate_one(simulation).await
+    }
+
+    /// A simulation asked before that `simulation` may share, else `None` (and `simulation` is
+    /// remembered for the next class).
+    fn representative(&self, simulation: &Simulation, literals: &Literals) -> Option<Simulation> {
+        const REMEMBERED: usize = 256;
+        let mut asked = self
+            .inner
+            .asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if asked.contains(simulation) {
+            return None;
+        }
+        let shared = asked.iter().find(|earlier| {
+            same_shape(earlier, simulation)
+                && differing_values(earlier, simulation)
+                    .is_some_and(|pairs| literals.cannot_tell_apart(pairs))
+        });
+        if let Some(earlier) = shared {
+            return Some(earlier.clone());
+        }
+        if asked.len() == REMEMBERED {
+            asked.pop_front();
+        }
+        asked.push_back(simulation.clone());
+        None
     }
 
     /// The role's inline and attached policies and its boundary, as documents.

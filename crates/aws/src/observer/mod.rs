@@ -90,6 +90,10 @@ struct Inner {
     instances: Cache<String, Vec<InstanceFacts>>,
     oidc_providers: Cache<(), Vec<String>>,
     simulations: Cache<Simulation, Vec<SimulatedDecision>>,
+    /// The simulations asked lately, newest last: a class whose question differs from one of
+    /// them only in values the role's policies cannot tell apart shares its answer
+    /// (`controller.rs`).
+    asked: std::sync::Mutex<std::collections::VecDeque<Simulation>>,
     /// Inline policy documents by role name.
     inline_policies: Cache<String, Vec<karpenter_health_checks::facts::PolicyDocument>>,
     /// Default-version documents by managed policy ARN.
@@ -181,6 +185,7 @@ impl AwsObserver {
                 instances: Cache::with_changes(ttls, changes.clone()),
                 oidc_providers: Cache::with_changes(ttls, changes.clone()),
                 simulations: Cache::with_changes(permission_ttls, changes.clone()),
+                asked: Default::default(),
                 inline_policies: Cache::with_changes(permission_ttls, changes.clone()),
                 managed_policies: Cache::with_changes(permission_ttls, changes.clone()),
                 queues: Cache::with_changes(ttls, changes.clone()),

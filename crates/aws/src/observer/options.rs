@@ -17,11 +17,11 @@ pub struct ObserverOptions {
     /// `crate::cache::Ttls::jitter`), so keys read together are not all refreshed together.
     ///
     /// IAM's answers about the controller role's permissions (policy simulations, the role's own
-    /// policies). Each EC2NodeClass asks simulations of its own (the questions carry its node
-    /// role and tags), so at `ttl` twenty classes would spend the IAM rate budget (0.5 calls a
-    /// second) every minute and make every reconcile after a cluster change wait on it (the
-    /// benchmark's aws-auth edits took over 60 s). Permissions change rarely; a change shows
-    /// within this long.
+    /// policies). Classes whose questions differ only in names the role's policies cannot tell
+    /// apart share one simulation (`controller.rs`), but classes with their own node role or
+    /// tags ask their own, so at `ttl` many such classes would spend the IAM rate budget
+    /// (0.5 calls a second) every minute. Permissions change rarely; a change shows within this
+    /// long.
     pub permissions_ttl: Duration,
     /// STS GetCallerIdentity and the account's EBS defaults: the account of the operator's own
     /// credentials does not change, and its defaults rarely do.

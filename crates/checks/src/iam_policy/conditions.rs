@@ -227,7 +227,7 @@ fn arn_components(value: &str) -> Option<[&str; 6]> {
 }
 
 /// IAM's ARN matching: component by component, each with `*` and `?`, case-sensitively.
-fn arn_like(pattern: &str, value: &str) -> bool {
+pub(super) fn arn_like(pattern: &str, value: &str) -> bool {
     match (arn_components(pattern), arn_components(value)) {
         (Some(p), Some(v)) => p.iter().zip(v).all(|(p, v)| like(p, v)),
         _ => false,
