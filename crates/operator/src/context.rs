@@ -90,6 +90,9 @@ pub struct Context {
     pub triggered_at: TriggerTimes,
     /// When this process first saw each EC2NodeClass at its current generation.
     pub generation_seen: Mutex<HashMap<String, (i64, jiff::Timestamp)>>,
+    /// What each EC2NodeClass last showed of itself (its generation and Karpenter's conditions
+    /// on it), as [`evidence_of`] fingerprints it: a change revalidates its AWS answers.
+    pub evidence: Mutex<HashMap<String, u64>>,
     /// Consecutive transient failures per EC2NodeClass, for the error policy's backoff.
     pub failures: Mutex<HashMap<String, u32>>,
 }
@@ -100,6 +103,21 @@ impl std::fmt::Debug for Context {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// A fingerprint of what an EC2NodeClass shows of its own health: its generation and each of
+/// Karpenter's conditions on it (type, status, reason). Messages and times are left out: they
+/// change without anything breaking.
+pub fn evidence_of(node_class: &EC2NodeClass) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    node_class.metadata.generation.hash(&mut hasher);
+    if let Some(status) = &node_class.status {
+        for c in &status.conditions {
+            (&c.type_, &c.status, &c.reason).hash(&mut hasher);
+        }
+    }
+    hasher.finish()
 }
 
 /// The AWS request for one EC2NodeClass: what the checks need read from IAM, EC2 and EKS.
@@ -184,13 +202,25 @@ impl Context {
         let mut cluster = self.kube_facts.snapshot(node_class, &self.overrides);
         cluster.node_class_generation_seen_at = self.generation_seen_at(node_class);
         let request = aws_request(node_class, &cluster);
+        let name = node_class.name_any();
+        if self.evidence_changed(&name, evidence_of(node_class)) {
+            // The class was edited, or Karpenter's view of it changed (a condition turned False,
+            // a reason changed): what AWS answered before may be what broke.
+            self.aws.source.revalidate(&name);
+        }
         // Read as this class: a changed answer for any key it reads re-evaluates it.
-        let aws = karpenter_health_aws::read_as(
-            &node_class.name_any(),
-            self.aws.source.observe(&request),
-        )
-        .await;
+        let aws = karpenter_health_aws::read_as(&name, self.aws.source.observe(&request)).await;
         Facts { cluster, aws }
+    }
+
+    /// Records `evidence` for `name`; whether it differs from what was recorded before (a first
+    /// sight is no change: the answers were just read).
+    pub fn evidence_changed(&self, name: &str, evidence: u64) -> bool {
+        let Ok(mut seen) = self.evidence.lock() else {
+            return false;
+        };
+        seen.insert(name.to_owned(), evidence)
+            .is_some_and(|before| before != evidence)
     }
 
     fn generation_seen_at(&self, node_class: &EC2NodeClass) -> Option<jiff::Timestamp> {
@@ -233,5 +263,54 @@ impl Context {
         if let Ok(mut failures) = self.failures.lock() {
             failures.remove(name);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use karpenter_health_api::karpenter::{EC2NodeClassStatus, KarpenterCondition};
+
+    fn class(generation: i64, conditions: &[(&str, &str, &str, &str)]) -> EC2NodeClass {
+        let mut class = EC2NodeClass::new("default", Default::default());
+        class.metadata.generation = Some(generation);
+        class.status = Some(EC2NodeClassStatus {
+            conditions: conditions
+                .iter()
+                .map(|(type_, status, reason, message)| KarpenterCondition {
+                    type_: (*type_).into(),
+                    status: (*status).into(),
+                    reason: Some((*reason).into()),
+                    message: Some((*message).into()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+        class
+    }
+
+    #[test]
+    fn an_edit_or_a_change_in_karpenters_verdict_is_evidence_a_new_message_is_not() {
+        let base = evidence_of(&class(1, &[("Ready", "True", "Ready", "")]));
+        assert_eq!(
+            base,
+            evidence_of(&class(1, &[("Ready", "True", "Ready", "reworded")]))
+        );
+        assert_ne!(
+            base,
+            evidence_of(&class(2, &[("Ready", "True", "Ready", "")]))
+        );
+        assert_ne!(
+            base,
+            evidence_of(&class(1, &[("Ready", "False", "Ready", "")]))
+        );
+        assert_ne!(
+            base,
+            evidence_of(&class(
+                1,
+                &[("Ready", "True", "InstanceProfileNotFound", "")]
+            ))
+        );
     }
 }

@@ -223,6 +223,7 @@ async fn run_controller(
         written: written.clone(),
         triggered_at: triggered_at.clone(),
         generation_seen: Mutex::default(),
+        evidence: Mutex::default(),
         failures: Mutex::default(),
     });
 

@@ -218,6 +218,41 @@ impl<V: Clone + PartialEq> Entry<V> {
 
 type Map<K, V> = Arc<Mutex<HashMap<K, Entry<V>>>>;
 
+/// What is done to every cache at once, whatever its key and value.
+pub trait Revalidate {
+    /// Makes every answer `reader` read due for a refresh now, unless it was read from AWS less
+    /// than `min_age` ago: the next read still gets it at once (within its bound) and starts the
+    /// refresh. Returns how many answers were made due.
+    fn revalidate(&self, reader: &str, min_age: Duration) -> usize;
+}
+
+impl<K, V> Revalidate for Cache<K, V>
+where
+    K: Send + 'static,
+    V: Send + 'static,
+{
+    fn revalidate(&self, reader: &str, min_age: Duration) -> usize {
+        let now = Instant::now();
+        let mut made_due = 0;
+        for entry in lock(&self.map).values_mut() {
+            let answered_at = match (&entry.error, &entry.good) {
+                (Some((_, at)), _) => Some(*at),
+                (None, Some(good)) => Some(good.at),
+                (None, None) => None,
+            };
+            if entry.inflight.is_none()
+                && entry.due > now
+                && answered_at.is_some_and(|at| now.saturating_duration_since(at) >= min_age)
+                && entry.readers.iter().any(|r| &**r == reader)
+            {
+                entry.due = now;
+                made_due += 1;
+            }
+        }
+        made_due
+    }
+}
+
 /// The cache; cheap to clone (shared state).
 pub struct Cache<K, V> {
     map: Map<K, V>,

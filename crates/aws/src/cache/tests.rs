@@ -202,3 +202,27 @@ async fn a_changed_answer_names_the_readers_of_its_key_and_only_them() {
         "the unchanged key announced nothing"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn evidence_of_breakage_makes_a_readers_answers_due_at_once() {
+    let cache: Cache<&str, u32> = Cache::new(swr());
+    read_as("class-a", cache.get("a", || async { Ok(Some(1)) })).await;
+    read_as("class-b", cache.get("b", || async { Ok(Some(1)) })).await;
+    // Just read: too young to revalidate (a burst of evidence costs one refresh, not many).
+    assert_eq!(cache.revalidate("class-a", Duration::from_secs(30)), 0);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(cache.revalidate("class-a", Duration::from_secs(30)), 1);
+    // The next read gets the answer it had at once and refreshes it behind.
+    let served = cache.get("a", || async { Ok(Some(2)) }).await;
+    assert_eq!(served.current, Observed::Found(1));
+    tokio::task::yield_now().await;
+    assert_eq!(
+        cache.get("a", || async { Ok(Some(3)) }).await.current,
+        Observed::Found(2)
+    );
+    // Another reader's answer was left alone.
+    assert_eq!(
+        cache.get("b", || async { Ok(Some(9)) }).await.current,
+        Observed::Found(1)
+    );
+}

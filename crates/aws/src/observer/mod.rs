@@ -27,7 +27,7 @@ pub use network::SubnetQuery;
 pub use options::{Families, ObserverOptions};
 pub use request::{AwsObservation, AwsRequest, ControllerRequest, StaleFact};
 
-use crate::cache::{Cache, Changed, Changes, Read};
+use crate::cache::{Cache, Changed, Changes, Read, Revalidate};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
@@ -48,6 +48,10 @@ use shared::{good, no_cluster};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Evidence revalidates only answers at least this old: a burst of status changes (Karpenter
+/// writes several conditions in a row) costs one refresh, not one per change.
+pub const REVALIDATE_MIN_AGE: Duration = Duration::from_secs(30);
+
 /// The port the operator holds, so tests can substitute a fake.
 pub trait AwsFactsSource: Send + Sync {
     fn observe<'a>(&'a self, request: &'a AwsRequest) -> BoxFuture<'a, AwsFacts>;
@@ -56,6 +60,9 @@ pub trait AwsFactsSource: Send + Sync {
     fn changes(&self) -> Option<BoxStream<'static, Changed>> {
         None
     }
+
+    /// Evidence that `reader`'s answers may be out of date: refresh them soon.
+    fn revalidate(&self, _reader: &str) {}
 }
 
 /// The AWS facts adapter: caches, limits and counters shared by all EC2NodeClasses. Cheap to
@@ -202,6 +209,43 @@ impl AwsObserver {
                 changes,
             }),
         }
+    }
+
+    /// Makes every answer `reader` (an EC2NodeClass) read due for a refresh at once, on evidence
+    /// that something it depends on broke (its spec or Karpenter's status of it changed): the
+    /// next reconcile still gets the answers at once, and a refresh that answers something else
+    /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
+    pub fn revalidate(&self, reader: &str) -> usize {
+        let i = &self.inner;
+        let caches: [&dyn Revalidate; 23] = [
+            &i.account,
+            &i.profiles,
+            &i.roles,
+            &i.attached,
+            &i.clusters,
+            &i.access,
+            &i.pod_identity,
+            &i.security_groups,
+            &i.instances,
+            &i.oidc_providers,
+            &i.simulations,
+            &i.inline_policies,
+            &i.managed_policies,
+            &i.queues,
+            &i.subnets,
+            &i.route_tables,
+            &i.nat_gateways,
+            &i.vpc_endpoints,
+            &i.vpc_attributes,
+            &i.ebs_by_default,
+            &i.ebs_default_key,
+            &i.kms_keys,
+            &i.kms_grants,
+        ];
+        caches
+            .iter()
+            .map(|c| c.revalidate(reader, REVALIDATE_MIN_AGE))
+            .sum()
     }
 
     /// Whom each changed AWS answer concerns, from now on: the EC2NodeClasses that read the
@@ -550,5 +594,14 @@ impl AwsFactsSource for AwsObserver {
 
     fn changes(&self) -> Option<BoxStream<'static, Changed>> {
         Some(AwsObserver::changes(self))
+    }
+
+    fn revalidate(&self, reader: &str) {
+        let made_due = AwsObserver::revalidate(self, reader);
+        tracing::debug!(
+            node_class = reader,
+            made_due,
+            "AWS answers revalidated on evidence"
+        );
     }
 }
