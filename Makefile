@@ -64,7 +64,7 @@ rbac-check: ## fail when deploy/rbac.yaml drifts from the chart's RBAC templates
 chart-test: ## the Helm chart: lint, render, a real install on its own bed, alert unit tests, Prometheus + Alertmanager end to end
 	@bash e2e/bed/install-chart-tools.sh
 	@$(CARGO) build --quiet --locked -p karpenter-health
-	@$(CARGO) build --quiet --locked -p karpenter-health-e2e --bin aws-gap-proxy
+	@$(CARGO) build --quiet --locked -p karpenter-health-aws-gaps --bin aws-gap-proxy
 	@bash deploy/charts/test.sh
 
 CARGO_DENY_VERSION := 0.20.2
@@ -154,7 +154,7 @@ release-test: ## make release, then verify every artifact (checksums, chart and 
 .PHONY: image-test
 image-test: image ## the image on a bed of its own: digest twice, in-cluster config, probes, SIGTERM, Lease
 	@bash e2e/bed/install-chart-tools.sh
-	@$(CARGO) build --quiet --locked -p karpenter-health-e2e --bin aws-gap-proxy
+	@$(CARGO) build --quiet --locked -p karpenter-health-aws-gaps --bin aws-gap-proxy
 	@bash image/test.sh
 
 .PHONY: test

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench` and `make bench-large`: the karpenter-health benchmark (not a test). Builds the
-# operator in release mode, starts a bed of its own, runs e2e/src/bin/bench (10,000 NodeClaims,
+# operator in release mode, starts a bed of its own, runs bench/ (the bench program) (10,000 NodeClaims,
 # 50 NodePools, 20 EC2NodeClasses, then the Pod and NodeClaim storms, by default) and stops the
 # bed whatever happens. Does IO: builds, processes, files under target/bench/.
 #
@@ -28,7 +28,7 @@ else
   echo "bench: building the operator (release) and the bench program" >&2
   cargo build --release --locked -p karpenter-health
 fi
-cargo build --locked -p karpenter-health-e2e --bin bench
+cargo build --locked -p karpenter-health-bench --bin bench
 
 bash e2e/bed/bed.sh up "$bed_dir"
 trap 'bash e2e/bed/bed.sh down "$bed_dir"' EXIT

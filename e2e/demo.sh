@@ -14,7 +14,7 @@ source "$bed_dir/env"
 
 echo "demo: building karpenter-health and the aws-gap-proxy" >&2
 cargo build --quiet --locked -p karpenter-health
-cargo build --quiet --locked -p karpenter-health-e2e --bin aws-gap-proxy
+cargo build --quiet --locked -p karpenter-health-aws-gaps --bin aws-gap-proxy
 binary="${CARGO_TARGET_DIR:-$root/target}/debug/karpenter-health"
 # moto lacks a read every operator makes (EC2 GetEbsDefaultKmsKeyId): the operator talks to moto
 # through the project's proxy, which answers it.

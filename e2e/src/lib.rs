@@ -13,7 +13,7 @@ pub mod aws_observer;
 /// Seeding moto: IAM roles and profiles, VPCs, security groups, instances, EKS clusters.
 pub mod aws_seed;
 /// A fault-injecting proxy in front of moto that also counts calls.
-pub mod fault_proxy;
+pub use karpenter_health_aws_gaps as fault_proxy;
 /// One operator test's healthy seeded setup, its edits and its waits.
 pub mod fixture;
 /// Reading a KarpenterHealth status in assertions.

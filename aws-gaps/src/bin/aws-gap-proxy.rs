@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use karpenter_health_e2e::fault_proxy::FaultProxy;
+use karpenter_health_aws_gaps::FaultProxy;
 use std::io::Write;
 
 #[derive(Parser)]

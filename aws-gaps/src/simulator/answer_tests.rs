@@ -254,7 +254,7 @@ fn the_simulator_shares_nothing_with_the_product() {
         ["karpenter", "_health_aws"].concat(),
         ["iam", "_policy::"].concat(),
     ];
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fault_proxy");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
