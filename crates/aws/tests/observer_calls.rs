@@ -221,14 +221,14 @@ async fn permission_answers_outlive_the_other_reads_so_classes_do_not_spend_the_
     assert!(simulated > 0, "the first observation asks the simulator");
 
     // Past the ordinary TTL the role is read again, the permissions are not.
-    tokio::time::advance(ObserverOptions::default().ttl + Duration::from_secs(1)).await;
+    tokio::time::advance(options().ttl + Duration::from_secs(1)).await;
     fake.reset_calls();
     obs.observe(&wiring_request()).await;
     assert!(fake.calls("GetRole") > 0);
     assert_eq!(fake.calls("SimulatePrincipalPolicy"), 0);
 
     // Past the permissions TTL they are asked again.
-    tokio::time::advance(ObserverOptions::default().permissions_ttl).await;
+    tokio::time::advance(options().permissions_ttl).await;
     fake.reset_calls();
     obs.observe(&wiring_request()).await;
     assert_eq!(fake.calls("SimulatePrincipalPolicy"), simulated);

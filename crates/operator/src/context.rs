@@ -105,16 +105,25 @@ impl std::fmt::Debug for Context {
     }
 }
 
-/// A fingerprint of what an EC2NodeClass shows of its own health: its generation and each of
-/// Karpenter's conditions on it (type, status, reason). Messages and times are left out: they
-/// change without anything breaking.
-pub fn evidence_of(node_class: &EC2NodeClass) -> u64 {
+/// A fingerprint of what an EC2NodeClass shows of its own health: its generation, each of
+/// Karpenter's conditions on it (type, status, reason), and which of its NodeClaims failed to
+/// launch. Messages and times are left out: they change without anything breaking.
+pub fn evidence_of(node_class: &EC2NodeClass, cluster: &ClusterFacts) -> u64 {
+    use karpenter_health_api::ConditionStatus;
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     node_class.metadata.generation.hash(&mut hasher);
     if let Some(status) = &node_class.status {
         for c in &status.conditions {
             (&c.type_, &c.status, &c.reason).hash(&mut hasher);
+        }
+    }
+    for claim in cluster.node_claims.found().into_iter().flatten() {
+        if claim
+            .launched
+            .is_some_and(|c| c.status == ConditionStatus::False)
+        {
+            claim.name.hash(&mut hasher);
         }
     }
     hasher.finish()
@@ -203,9 +212,9 @@ impl Context {
         cluster.node_class_generation_seen_at = self.generation_seen_at(node_class);
         let request = aws_request(node_class, &cluster);
         let name = node_class.name_any();
-        if self.evidence_changed(&name, evidence_of(node_class)) {
-            // The class was edited, or Karpenter's view of it changed (a condition turned False,
-            // a reason changed): what AWS answered before may be what broke.
+        if self.evidence_changed(&name, evidence_of(node_class, &cluster)) {
+            // The class was edited, Karpenter's view of it changed (a condition turned False, a
+            // reason changed), or a launch failed: what AWS answered before may be what broke.
             self.aws.source.revalidate(&name);
         }
         // Read as this class: a changed answer for any key it reads re-evaluates it.
@@ -290,24 +299,67 @@ mod tests {
         class
     }
 
+    fn evidence(class: &EC2NodeClass) -> u64 {
+        evidence_of(class, &ClusterFacts::default())
+    }
+
+    #[test]
+    fn a_failed_launch_is_evidence_a_launch_under_way_is_not() {
+        use karpenter_health_api::ConditionStatus;
+        use karpenter_health_checks::facts::{ClaimCondition, NodeClaimFacts};
+        let class = class(1, &[]);
+        let claim = |name: &str, status| NodeClaimFacts {
+            name: name.into(),
+            created: None,
+            deleting: false,
+            instance_id: None,
+            launched: Some(ClaimCondition {
+                status,
+                last_transition: None,
+            }),
+            registered: None,
+        };
+        let with = |claims: Vec<NodeClaimFacts>| {
+            evidence_of(
+                &class,
+                &ClusterFacts {
+                    node_claims: Observed::Found(claims),
+                    ..Default::default()
+                },
+            )
+        };
+        let quiet = with(vec![claim("a", ConditionStatus::True)]);
+        assert_eq!(
+            quiet,
+            with(vec![
+                claim("a", ConditionStatus::True),
+                claim("b", ConditionStatus::Unknown)
+            ])
+        );
+        assert_ne!(
+            quiet,
+            with(vec![
+                claim("a", ConditionStatus::True),
+                claim("b", ConditionStatus::False)
+            ])
+        );
+    }
+
     #[test]
     fn an_edit_or_a_change_in_karpenters_verdict_is_evidence_a_new_message_is_not() {
-        let base = evidence_of(&class(1, &[("Ready", "True", "Ready", "")]));
+        let base = evidence(&class(1, &[("Ready", "True", "Ready", "")]));
         assert_eq!(
             base,
-            evidence_of(&class(1, &[("Ready", "True", "Ready", "reworded")]))
+            evidence(&class(1, &[("Ready", "True", "Ready", "reworded")]))
+        );
+        assert_ne!(base, evidence(&class(2, &[("Ready", "True", "Ready", "")])));
+        assert_ne!(
+            base,
+            evidence(&class(1, &[("Ready", "False", "Ready", "")]))
         );
         assert_ne!(
             base,
-            evidence_of(&class(2, &[("Ready", "True", "Ready", "")]))
-        );
-        assert_ne!(
-            base,
-            evidence_of(&class(1, &[("Ready", "False", "Ready", "")]))
-        );
-        assert_ne!(
-            base,
-            evidence_of(&class(
+            evidence(&class(
                 1,
                 &[("Ready", "True", "InstanceProfileNotFound", "")]
             ))

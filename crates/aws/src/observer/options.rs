@@ -9,9 +9,14 @@ use std::time::Duration;
 /// Knobs of the observer. The defaults suit a real account; tests shrink them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObserverOptions {
-    /// How long a found/absent answer is reused. 60 s: an AWS-side change shows at the first
-    /// refresh a minute after it, like Karpenter's own 1-minute EC2 caches (its 15-minute
-    /// instance-profile cache is why the operator must not copy that one).
+    /// How long a found/absent answer is reused before a read refreshes it. 15 minutes: the
+    /// operator's reads share the account's API budget with Karpenter, and each answer read
+    /// every 5-minute refresh cost 12 calls an hour per key (606 an hour at twenty classes, run
+    /// 16 in docs/benchmarks.md). What shortens it where it matters is the evidence that
+    /// something broke: a class edited, Karpenter's verdict on it changed, or a launch failed
+    /// revalidates every answer the class read at once ([`crate::AwsObserver::revalidate`]).
+    /// Karpenter's own 15-minute instance-profile cache hides a deleted profile from its status,
+    /// but not the launches that then fail.
     pub ttl: Duration,
     /// Each TTL is brought forward by a random part of up to a tenth of it (see
     /// `crate::cache::Ttls::jitter`), so keys read together are not all refreshed together.
@@ -84,8 +89,8 @@ impl ObserverOptions {
 impl Default for ObserverOptions {
     fn default() -> Self {
         Self {
-            ttl: Duration::from_secs(60),
-            permissions_ttl: Duration::from_secs(600),
+            ttl: Duration::from_secs(900),
+            permissions_ttl: Duration::from_secs(1800),
             account_ttl: Duration::from_secs(3600),
             stale: Duration::from_secs(300),
             error_ttl: Duration::from_secs(15),

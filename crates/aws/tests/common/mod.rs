@@ -282,12 +282,15 @@ pub fn wiring_request() -> AwsRequest {
     }
 }
 
-/// No client-side limits, and every due answer read afresh (no stale-while-revalidate): these
-/// tests count the calls each read makes; `observer_staleness.rs` tests the stale window.
+/// No client-side limits, every due answer read afresh (no stale-while-revalidate), a one-minute
+/// TTL and ten for permissions: these tests count the calls each read makes per TTL;
+/// `observer_staleness.rs` tests the production settings.
 pub fn options() -> ObserverOptions {
     ObserverOptions {
         rate_limits: RateLimits::UNLIMITED,
         stale: Duration::ZERO,
+        ttl: Duration::from_secs(60),
+        permissions_ttl: Duration::from_secs(600),
         ..Default::default()
     }
 }
