@@ -291,8 +291,8 @@ impl AwsObserver {
     }
 
     /// One simulation's answers, from the question of another class when the role's policies
-    /// cannot tell the two apart and IAM allowed all of it; anything else (a denial, an answer
-    /// missing context, no answer, policies that could not be read) is asked as the class's own.
+    /// cannot tell the two apart and IAM allowed all of it; anything else (a denial, no answer,
+    /// policies that could not be read) is asked as the class's own.
     ///
     /// Only questions that differ in what Karpenter derives from object names are shared (see
     /// [`NAME_DERIVED_TAGS`]). IAM's simulator also applies the organization's SCPs, which the
@@ -307,9 +307,10 @@ impl AwsObserver {
         if let Some(literals) = literals
             && let Some(asked) = self.representative(&simulation, literals)
             && let Observed::Found(decisions) = self.simulate_one(asked.clone()).await
-            && decisions
-                .iter()
-                .all(|d| d.decision == "allowed" && d.missing_context.is_empty())
+            // Keys the policies needed and the request lacked are the same for both questions
+            // (same keys, values told apart by nothing): an allowed answer that lists them is
+            // shared as well.
+            && decisions.iter().all(|d| d.decision == "allowed")
         {
             return Observed::Found(renamed(decisions, &asked, &simulation));
         }
