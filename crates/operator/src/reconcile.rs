@@ -110,7 +110,13 @@ async fn reconcile_in_span(
         if !transitions.is_empty() {
             let health_ref: ObjectReference = stored.object_ref(&());
             let class_ref: ObjectReference = node_class.object_ref(&());
-            events::publish(&ctx.recorder, &health_ref, &class_ref, &transitions).await;
+            // Off the write path (issue 23): the status is what users and alerts read; the
+            // Events announcing it need not hold this reconcile's slot (at 20 classes an
+            // aws-auth edit's 40 Events queued the last class's write behind them).
+            let recorder = ctx.recorder.clone();
+            tokio::spawn(async move {
+                events::publish(&recorder, &health_ref, &class_ref, &transitions).await;
+            });
         }
         if let Some(since) = take_trigger_time(&ctx, &name) {
             ctx.metrics.observe_change_to_status(since.elapsed());
