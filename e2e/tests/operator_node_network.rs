@@ -209,13 +209,16 @@ async fn a_private_subnet_without_a_nat_route_fails_until_the_vpc_endpoints_exis
         assert!(text.contains(&subnet), "{text}");
 
         // Egress through an inspection endpoint (a Gateway Load Balancer endpoint as the default
-        // route's target) and no VPC endpoints: the path is not followed, never False.
-        fx.aws.delete_vpc_endpoints(&endpoints).await?;
+        // route's target) and no VPC endpoints: the path is not followed, never False. The
+        // route comes before the endpoints go, so the setup is never broken while the log runs
+        // (the other order left a real moment with neither, which the operator may rightly
+        // catch as False: it did once its AWS answers were refreshed behind the reconciles).
         let log = StatusLog::start(&fx.admin, &fx.name);
         let inspection = fx.aws.inspection_endpoint(&fx.vpc, &subnet).await?;
         fx.aws
             .default_route_to_endpoint(&fx.route_table, &inspection)
             .await?;
+        fx.aws.delete_vpc_endpoints(&endpoints).await?;
         let status = fx
             .wait_status(
                 "NodeNetworkReady True, not inspected beyond the endpoint",

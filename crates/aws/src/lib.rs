@@ -15,7 +15,7 @@ pub mod observer;
 pub mod ports;
 pub mod sdk;
 
-pub use cache::{Changed, read_as};
+pub use cache::{Changed, read_as, read_reporting};
 pub use limits::{Rate, RateLimits};
 pub use metrics::{CallCount, CallStats, Outcome};
 pub use observer::{

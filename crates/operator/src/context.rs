@@ -207,7 +207,11 @@ fn pod_identity_service_accounts(facts: &ClusterFacts) -> Vec<ServiceAccountRef>
 
 impl Context {
     /// 1. gather (IO): the cluster facts from the caches, the AWS facts from the adapter.
-    pub async fn gather(&self, node_class: &EC2NodeClass) -> Facts {
+    ///
+    /// Also tells whether an AWS answer was served past its period while its refresh ran: the
+    /// facts may then mix answers of different ages, and a new False must be confirmed with
+    /// [`Context::reread_aws`] before it is published.
+    pub async fn gather(&self, node_class: &EC2NodeClass) -> (Facts, bool) {
         let mut cluster = self.kube_facts.snapshot(node_class, &self.overrides);
         cluster.node_class_generation_seen_at = self.generation_seen_at(node_class);
         let request = aws_request(node_class, &cluster);
@@ -218,8 +222,25 @@ impl Context {
             self.aws.source.revalidate(&name);
         }
         // Read as this class: a changed answer for any key it reads re-evaluates it.
-        let aws = karpenter_health_aws::read_as(&name, self.aws.source.observe(&request)).await;
-        Facts { cluster, aws }
+        let (aws, served_due) =
+            karpenter_health_aws::read_reporting(&name, false, self.aws.source.observe(&request))
+                .await;
+        (Facts { cluster, aws }, served_due)
+    }
+
+    /// The AWS facts of `facts` read again, waiting for the refresh of every answer past its
+    /// period instead of serving it: a False about to be published stands on answers of one
+    /// moment, not on a fresh answer next to a stale one (a route added and endpoints deleted in
+    /// between would read as neither, a false alarm).
+    pub async fn reread_aws(&self, node_class: &EC2NodeClass, facts: Facts) -> Facts {
+        let request = aws_request(node_class, &facts.cluster);
+        let (aws, _) = karpenter_health_aws::read_reporting(
+            &node_class.name_any(),
+            true,
+            self.aws.source.observe(&request),
+        )
+        .await;
+        Facts { aws, ..facts }
     }
 
     /// Records `evidence` for `name`; whether it differs from what was recorded before (a first

@@ -83,14 +83,19 @@ async fn reconcile_in_span(
     }
 
     // 1. gather (IO)
-    let facts = ctx.gather(node_class).await;
+    let (mut facts, served_due) = ctx.gather(node_class).await;
     // 2. evaluate and 3. render (pure)
-    let now = status_clock();
-    let status = KarpenterHealthStatus {
+    let evaluate = |facts: &karpenter_health_checks::Facts| KarpenterHealthStatus {
         // kstatus compares this with the KarpenterHealth's own generation (GitOps health).
         observed_generation: stored.metadata.generation,
-        ..karpenter_health_checks::evaluate(&facts, &ctx.settings, previous.as_ref(), now)
+        ..karpenter_health_checks::evaluate(facts, &ctx.settings, previous.as_ref(), status_clock())
     };
+    let mut status = evaluate(&facts);
+    if served_due && turns_false(previous.as_ref(), &status) {
+        // A new False from AWS answers of different ages is confirmed on answers of one moment.
+        facts = ctx.reread_aws(node_class, facts).await;
+        status = evaluate(&facts);
+    }
     // 4. patch (IO), only when something changed or the server holds something else (a deleted
     // and re-created object, a hand edit), then announce the transitions
     let server_differs =
@@ -128,6 +133,16 @@ async fn reconcile_in_span(
     ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
     Ok(Action::requeue(ctx.config.refresh_interval))
+}
+
+/// Whether a condition of `status` is False that `previous` did not hold False.
+fn turns_false(previous: Option<&KarpenterHealthStatus>, status: &KarpenterHealthStatus) -> bool {
+    status.conditions.iter().any(|c| {
+        c.status == "False"
+            && previous
+                .and_then(|p| p.conditions.iter().find(|q| q.type_ == c.type_))
+                .is_none_or(|q| q.status != "False")
+    })
 }
 
 /// The KarpenterHealth of `node_class` from the cache when it is owned by this very object (not
@@ -270,6 +285,22 @@ mod tests {
             last_evaluated: Some(at.clone()),
             ..KarpenterHealthStatus::pending(at, Some(1))
         }
+    }
+
+    #[test]
+    fn only_a_condition_newly_false_asks_for_confirmation() {
+        let with = |status: &str| {
+            let mut s = status_at(1_000);
+            s.conditions[1].status = status.into();
+            s
+        };
+        let (unknown, falsy, truthy) = (with("Unknown"), with("False"), with("True"));
+        assert!(turns_false(Some(&unknown), &falsy));
+        assert!(turns_false(Some(&truthy), &falsy));
+        assert!(turns_false(None, &falsy));
+        assert!(!turns_false(Some(&falsy), &falsy), "already False");
+        assert!(!turns_false(Some(&falsy), &truthy));
+        assert!(!turns_false(Some(&unknown), &truthy));
     }
 
     #[test]

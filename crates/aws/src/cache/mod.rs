@@ -55,14 +55,41 @@ impl Ttls {
 }
 
 tokio::task_local! {
-    /// Who is reading (an EC2NodeClass's name), recorded on every key it reads.
-    static READER: Arc<str>;
+    /// Who is reading (an EC2NodeClass), recorded on every key it reads, and how.
+    static READER: Arc<Reading>;
+}
+
+/// One class's reads: its name, whether due answers must be refreshed before they are handed
+/// out, and whether one was handed out as it was while its refresh ran.
+#[derive(Debug)]
+struct Reading {
+    name: Arc<str>,
+    fresh: bool,
+    served_due: std::sync::atomic::AtomicBool,
 }
 
 /// Runs `reads` as `reader`: every cache key read inside remembers it, and a changed answer for
 /// such a key names it on the [`Changes`] feed.
 pub async fn read_as<F: Future>(reader: &str, reads: F) -> F::Output {
-    READER.scope(Arc::from(reader), reads).await
+    read_reporting(reader, false, reads).await.0
+}
+
+/// [`read_as`], also telling whether any answer was handed out past its period while its refresh
+/// ran (answers of different ages may then be mixed). With `fresh`, no such answer is handed out:
+/// readers wait for the refresh of a due answer instead (answers within their period are kept).
+pub async fn read_reporting<F: Future>(reader: &str, fresh: bool, reads: F) -> (F::Output, bool) {
+    let reading = Arc::new(Reading {
+        name: Arc::from(reader),
+        fresh,
+        served_due: std::sync::atomic::AtomicBool::new(false),
+    });
+    let output = READER.scope(reading.clone(), reads).await;
+    (
+        output,
+        reading
+            .served_due
+            .load(std::sync::atomic::Ordering::Relaxed),
+    )
 }
 
 /// Whom a changed answer concerns.
@@ -328,7 +355,7 @@ where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Loaded<V>> + Send + 'static,
     {
-        let reader = READER.try_with(Arc::clone).ok();
+        let reading = READER.try_with(Arc::clone).ok();
         let inflight = {
             let mut map = lock(&self.map);
             let now = Instant::now();
@@ -348,10 +375,20 @@ where
                 readers: BTreeSet::new(),
             });
             entry.last_read = now;
-            if let Some(reader) = reader {
-                entry.readers.insert(reader);
+            let mut freshness = entry.freshness(now);
+            if let Some(reading) = &reading {
+                entry.readers.insert(reading.name.clone());
+                if freshness == Freshness::Due {
+                    if reading.fresh {
+                        freshness = Freshness::Expired;
+                    } else {
+                        reading
+                            .served_due
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
             }
-            match entry.freshness(now) {
+            match freshness {
                 Freshness::Fresh => return entry.read(now),
                 Freshness::Due => {
                     if entry.inflight.is_none() {

@@ -226,3 +226,37 @@ async fn evidence_of_breakage_makes_a_readers_answers_due_at_once() {
         Observed::Found(1)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reader_is_told_when_a_due_answer_was_served_and_can_ask_for_fresh_ones() {
+    let cache: Cache<&str, u32> = Cache::new(swr());
+    read_as("class-a", cache.get("k", || async { Ok(Some(1)) })).await;
+    let (read, served_due) =
+        read_reporting("class-a", false, cache.get("k", || async { Ok(Some(2)) })).await;
+    assert_eq!(
+        (read.current, served_due),
+        (Observed::Found(1), false),
+        "fresh"
+    );
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let (read, served_due) = read_reporting(
+        "class-a",
+        false,
+        cache.get("k", || async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(Some(2))
+        }),
+    )
+    .await;
+    assert_eq!(
+        (read.current, served_due),
+        (Observed::Found(1), true),
+        "due, served"
+    );
+    // Asked for fresh answers, the reader waits for the refresh already running.
+    let started = Instant::now();
+    let (read, served_due) =
+        read_reporting("class-a", true, cache.get("k", || async { Ok(Some(3)) })).await;
+    assert_eq!((read.current, served_due), (Observed::Found(2), false));
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+}
