@@ -17,6 +17,7 @@ mod network;
 mod options;
 mod pod_identity;
 mod request;
+mod revalidate;
 mod shared;
 mod sts;
 mod volumes;
@@ -26,8 +27,9 @@ pub use ec2::{instance_filters, security_group_filters};
 pub use network::SubnetQuery;
 pub use options::{Families, ObserverOptions};
 pub use request::{AwsObservation, AwsRequest, ControllerRequest, StaleFact};
+pub use revalidate::REVALIDATE_MIN_AGE;
 
-use crate::cache::{Cache, Changed, Changes, Read, Revalidate};
+use crate::cache::{Cache, Changed, Changes, Read};
 use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
@@ -47,10 +49,6 @@ use karpenter_health_checks::facts::{
 use shared::{good, no_cluster};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Evidence revalidates only answers at least this old: a burst of status changes (Karpenter
-/// writes several conditions in a row) costs one refresh, not one per change.
-pub const REVALIDATE_MIN_AGE: Duration = Duration::from_secs(30);
 
 /// The port the operator holds, so tests can substitute a fake.
 pub trait AwsFactsSource: Send + Sync {
@@ -209,43 +207,6 @@ impl AwsObserver {
                 changes,
             }),
         }
-    }
-
-    /// Makes every answer `reader` (an EC2NodeClass) read due for a refresh at once, on evidence
-    /// that something it depends on broke (its spec or Karpenter's status of it changed): the
-    /// next reconcile still gets the answers at once, and a refresh that answers something else
-    /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
-    pub fn revalidate(&self, reader: &str) -> usize {
-        let i = &self.inner;
-        let caches: [&dyn Revalidate; 23] = [
-            &i.account,
-            &i.profiles,
-            &i.roles,
-            &i.attached,
-            &i.clusters,
-            &i.access,
-            &i.pod_identity,
-            &i.security_groups,
-            &i.instances,
-            &i.oidc_providers,
-            &i.simulations,
-            &i.inline_policies,
-            &i.managed_policies,
-            &i.queues,
-            &i.subnets,
-            &i.route_tables,
-            &i.nat_gateways,
-            &i.vpc_endpoints,
-            &i.vpc_attributes,
-            &i.ebs_by_default,
-            &i.ebs_default_key,
-            &i.kms_keys,
-            &i.kms_grants,
-        ];
-        caches
-            .iter()
-            .map(|c| c.revalidate(reader, REVALIDATE_MIN_AGE))
-            .sum()
     }
 
     /// Whom each changed AWS answer concerns, from now on: the EC2NodeClasses that read the
