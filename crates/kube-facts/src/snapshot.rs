@@ -168,11 +168,203 @@ fn ready_endpoints(sources: &Sources, service: &str) -> Observed<usize> {
     }
 }
 
-/// Builds the cluster facts of `node_class`.
+/// What every EC2NodeClass reads alike: derived from the cluster-wide inputs (aws-auth, the
+/// controller's Deployment and ServiceAccounts, CRDs, webhooks, Endpoints, the VPC CNI, the API
+/// server's version), once per change of them, and shared by every class's snapshot
+/// ([`WideMemo`]). NodePools, NodeClaims and pending Pods are read per class instead: they change
+/// in storms and each class reads only its own.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterWide {
+    aws_auth: Observed<AwsAuthData>,
+    karpenter: Observed<KarpenterFacts>,
+    crd_label_rules: karpenter_health_checks::facts::CrdLabelRules,
+    aws_node_role_arn: Observed<Option<String>>,
+    karpenter_crds: Observed<Vec<CrdFacts>>,
+    karpenter_webhooks: Observed<Vec<WebhookFacts>>,
+    service_endpoints: BTreeMap<String, Observed<usize>>,
+    vpc_cni: Observed<VpcCniSettings>,
+}
+
+/// Derives the cluster-wide facts from `sources`.
+pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
+    let karpenter_crds: Observed<Vec<CrdFacts>> = sources
+        .karpenter_crds
+        .as_ref()
+        .map(|crds| crds.iter().map(|c| crate::trim::crd_facts(c)).collect());
+    let karpenter_webhooks: Observed<Vec<WebhookFacts>> = sources.webhooks.as_ref().map(|hooks| {
+        hooks
+            .iter()
+            .filter(|w| is_karpenters(w, &sources.karpenter_namespace))
+            .filter_map(|w| {
+                let (ns, name) = w.service.as_ref()?;
+                Some(WebhookFacts {
+                    kind: w.kind.to_owned(),
+                    configuration: w.configuration.clone(),
+                    webhook: w.name.clone(),
+                    service: format!("{ns}/{name}"),
+                })
+            })
+            .collect()
+    });
+    let services: std::collections::BTreeSet<String> = karpenter_webhooks
+        .found()
+        .into_iter()
+        .flatten()
+        .map(|w| w.service.clone())
+        .chain(
+            karpenter_crds
+                .found()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.conversion_service.clone()),
+        )
+        .collect();
+    let service_endpoints = services
+        .into_iter()
+        .map(|s| {
+            let ready = ready_endpoints(sources, &s);
+            (s, ready)
+        })
+        .collect();
+    ClusterWide {
+        aws_auth: aws_auth(&sources.aws_auth),
+        karpenter: karpenter(sources, overrides),
+        crd_label_rules: match &sources.node_pool_crd {
+            Observed::Found(Some(crd)) => Observed::Found(crate::trim::label_rules_of(crd)),
+            Observed::Found(None) | Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        },
+        aws_node_role_arn: sources
+            .aws_node_service_account
+            .as_ref()
+            .map(|sa| sa.as_ref().and_then(|sa| role_arn(sa))),
+        karpenter_crds,
+        karpenter_webhooks,
+        service_endpoints,
+        vpc_cni: match &sources.aws_node_daemonset {
+            Observed::Found(Some(ds)) => Observed::Found(vpc_cni_settings(ds)),
+            Observed::Found(None) | Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        },
+    }
+}
+
+/// The inputs [`cluster_wide`] reads, by identity: the cached objects themselves (a watch cache
+/// hands out a new `Arc` when an object changes and the same one otherwise), their observation
+/// state, and the values built per snapshot. Holding the `Arc`s keeps their addresses from being
+/// reused while the key lives.
+#[derive(Clone, Debug, Default)]
+pub struct WideKey {
+    objects: Vec<Observed<Vec<ObjectId>>>,
+    webhooks: Observed<Vec<Webhook>>,
+    apiserver_version: Observed<String>,
+}
+
+/// One cached object, compared by address.
+#[derive(Clone, Debug)]
+struct ObjectId(Arc<dyn std::any::Any + Send + Sync>);
+
+impl PartialEq for ObjectId {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl PartialEq for WideKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.objects == other.objects
+            && self.webhooks == other.webhooks
+            && self.apiserver_version == other.apiserver_version
+    }
+}
+
+fn ids<T: Send + Sync + 'static>(observed: &Observed<Vec<Arc<T>>>) -> Observed<Vec<ObjectId>> {
+    observed.as_ref().map(|all| {
+        all.iter()
+            .map(|o| ObjectId(o.clone() as Arc<dyn std::any::Any + Send + Sync>))
+            .collect()
+    })
+}
+
+fn id<T: Send + Sync + 'static>(observed: &Observed<Option<Arc<T>>>) -> Observed<Vec<ObjectId>> {
+    ids(&observed.as_ref().map(|o| o.iter().cloned().collect()))
+}
+
+impl WideKey {
+    /// The identity of every input of [`cluster_wide`] in `sources`.
+    pub fn of(sources: &Sources) -> Self {
+        Self {
+            objects: vec![
+                id(&sources.aws_auth),
+                id(&sources.karpenter_deployment),
+                id(&sources.karpenter_service_account),
+                id(&sources.aws_node_service_account),
+                id(&sources.node_pool_crd),
+                id(&sources.aws_node_daemonset),
+                ids(&sources.karpenter_crds),
+                ids(&sources.endpoints),
+            ],
+            webhooks: sources.webhooks.clone(),
+            apiserver_version: sources.apiserver_version.clone(),
+        }
+    }
+}
+
+/// The last [`ClusterWide`] derived, with the key it was derived from: every class's snapshot
+/// between two changes of a cluster-wide input shares one derivation (one aws-auth parse, one
+/// trim of each CRD), however many classes there are.
+#[derive(Debug, Default)]
+pub struct WideMemo {
+    last: std::sync::Mutex<Option<(WideKey, Arc<ClusterWide>)>>,
+    derivations: std::sync::atomic::AtomicU64,
+}
+
+impl WideMemo {
+    /// The cluster-wide facts of `sources`: the memoized ones when no input changed.
+    pub fn get(&self, sources: &Sources, overrides: &Overrides) -> Arc<ClusterWide> {
+        let key = WideKey::of(sources);
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((known, wide)) = last.as_ref()
+            && *known == key
+        {
+            return wide.clone();
+        }
+        let wide = Arc::new(cluster_wide(sources, overrides));
+        self.derivations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *last = Some((key, wide.clone()));
+        wide
+    }
+
+    /// How many times the cluster-wide facts were derived.
+    pub fn derivations(&self) -> u64 {
+        self.derivations.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Builds the cluster facts of `node_class`, deriving the cluster-wide part anew.
 pub fn cluster_facts(
     node_class: &EC2NodeClass,
     sources: &Sources,
     overrides: &Overrides,
+) -> ClusterFacts {
+    class_facts(
+        node_class,
+        sources,
+        overrides,
+        &cluster_wide(sources, overrides),
+    )
+}
+
+/// Builds the cluster facts of `node_class` over cluster-wide facts derived before.
+pub fn class_facts(
+    node_class: &EC2NodeClass,
+    sources: &Sources,
+    overrides: &Overrides,
+    wide: &ClusterWide,
 ) -> ClusterFacts {
     let name = node_class.name_any();
     let node_pools: Observed<Vec<NodePool>> = sources.node_pools.as_ref().map(|pools| {
@@ -218,75 +410,24 @@ pub fn cluster_facts(
         }
     };
 
-    let karpenter_crds: Observed<Vec<CrdFacts>> = sources
-        .karpenter_crds
-        .as_ref()
-        .map(|crds| crds.iter().map(|c| crate::trim::crd_facts(c)).collect());
-    let karpenter_webhooks: Observed<Vec<WebhookFacts>> = sources.webhooks.as_ref().map(|hooks| {
-        hooks
-            .iter()
-            .filter(|w| is_karpenters(w, &sources.karpenter_namespace))
-            .filter_map(|w| {
-                let (ns, name) = w.service.as_ref()?;
-                Some(WebhookFacts {
-                    kind: w.kind.to_owned(),
-                    configuration: w.configuration.clone(),
-                    webhook: w.name.clone(),
-                    service: format!("{ns}/{name}"),
-                })
-            })
-            .collect()
-    });
-    let services: std::collections::BTreeSet<String> = karpenter_webhooks
-        .found()
-        .into_iter()
-        .flatten()
-        .map(|w| w.service.clone())
-        .chain(
-            karpenter_crds
-                .found()
-                .into_iter()
-                .flatten()
-                .filter_map(|c| c.conversion_service.clone()),
-        )
-        .collect();
-    let service_endpoints = services
-        .into_iter()
-        .map(|s| {
-            let ready = ready_endpoints(sources, &s);
-            (s, ready)
-        })
-        .collect();
-
     ClusterFacts {
         node_class: node_class.clone(),
         node_pools,
         node_claims,
         claimed_instance_ids,
         pending_pods,
-        aws_auth: aws_auth(&sources.aws_auth),
-        karpenter: karpenter(sources, overrides),
-        crd_label_rules: match &sources.node_pool_crd {
-            Observed::Found(Some(crd)) => Observed::Found(crate::trim::label_rules_of(crd)),
-            Observed::Found(None) | Observed::Absent => Observed::Absent,
-            Observed::Unknown(u) => Observed::Unknown(u.clone()),
-        },
-        aws_node_role_arn: sources
-            .aws_node_service_account
-            .as_ref()
-            .map(|sa| sa.as_ref().and_then(|sa| role_arn(sa))),
+        aws_auth: wide.aws_auth.clone(),
+        karpenter: wide.karpenter.clone(),
+        crd_label_rules: wide.crd_label_rules.clone(),
+        aws_node_role_arn: wide.aws_node_role_arn.clone(),
         configured_cluster_name: overrides.cluster_name.clone(),
         // The controller knows when it saw the current generation; it fills this in.
         node_class_generation_seen_at: None,
         apiserver_version: sources.apiserver_version.clone(),
-        karpenter_crds,
-        karpenter_webhooks,
-        service_endpoints,
-        vpc_cni: match &sources.aws_node_daemonset {
-            Observed::Found(Some(ds)) => Observed::Found(vpc_cni_settings(ds)),
-            Observed::Found(None) | Observed::Absent => Observed::Absent,
-            Observed::Unknown(u) => Observed::Unknown(u.clone()),
-        },
+        karpenter_crds: wide.karpenter_crds.clone(),
+        karpenter_webhooks: wide.karpenter_webhooks.clone(),
+        service_endpoints: wide.service_endpoints.clone(),
+        vpc_cni: wide.vpc_cni.clone(),
     }
 }
 
@@ -319,10 +460,10 @@ fn aws_auth(observed: &Observed<Option<Arc<ConfigMap>>>) -> Observed<AwsAuthData
     match observed {
         Observed::Found(Some(config_map)) => {
             let data = config_map.data.as_ref();
-            Observed::Found(AwsAuthData {
-                map_roles: data.and_then(|d| d.get("mapRoles")).cloned(),
-                map_users: data.and_then(|d| d.get("mapUsers")).cloned(),
-            })
+            Observed::Found(AwsAuthData::new(
+                data.and_then(|d| d.get("mapRoles")).cloned(),
+                data.and_then(|d| d.get("mapUsers")).cloned(),
+            ))
         }
         Observed::Found(None) | Observed::Absent => Observed::Absent,
         Observed::Unknown(u) => Observed::Unknown(u.clone()),

@@ -6,7 +6,7 @@ use crate::changes::changed_objects;
 use crate::index::{SharedIndex, WatchIndex};
 use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
-use crate::snapshot::{Overrides, Sources, cluster_facts};
+use crate::snapshot::{Overrides, Sources, WideMemo, class_facts};
 use crate::trim;
 pub use crate::watch_health::WATCH_STALE_AFTER;
 use crate::watch_health::WatchHealth;
@@ -275,6 +275,8 @@ pub struct KubeFacts {
     apiserver_version: std::sync::Arc<std::sync::RwLock<Observed<String>>>,
     aws_node_daemonset: Store<DaemonSet>,
     health: WatchHealth,
+    /// The cluster-wide facts, derived once per change of their inputs for every class.
+    wide: Arc<WideMemo>,
 }
 
 impl std::fmt::Debug for KubeFacts {
@@ -416,6 +418,7 @@ impl KubeFacts {
             ))),
             aws_node_daemonset,
             health,
+            wide: Arc::default(),
         };
         let triggers = Triggers {
             node_pools: node_pool_stream,
@@ -487,7 +490,13 @@ impl KubeFacts {
                 self.aws_node_daemonset.state().into_iter().next()
             }),
         };
-        cluster_facts(node_class, &sources, overrides)
+        let wide = self.wide.get(&sources, overrides);
+        class_facts(node_class, &sources, overrides, &wide)
+    }
+
+    /// How many times the cluster-wide facts were derived (once per change of their inputs).
+    pub fn wide_derivations(&self) -> u64 {
+        self.wide.derivations()
     }
 
     /// Karpenter's installed CRDs: unknown while any of their watches is.

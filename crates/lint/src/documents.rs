@@ -218,10 +218,10 @@ fn classify(value: &serde_yaml::Value, text: &str, offset: usize, first_line: us
                 return Object::Other;
             }
             let data = cm.data.unwrap_or_default();
-            Object::AwsAuth(AwsAuthData {
-                map_roles: data.get("mapRoles").cloned(),
-                map_users: data.get("mapUsers").cloned(),
-            })
+            Object::AwsAuth(AwsAuthData::new(
+                data.get("mapRoles").cloned(),
+                data.get("mapUsers").cloned(),
+            ))
         }
         ("v1", "Pod") => workload::<Pod>(text, offset, first_line, "Pod", &["spec"], |p| {
             (p.metadata, p.spec)

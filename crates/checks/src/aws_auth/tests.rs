@@ -140,10 +140,7 @@ fn the_last_entry_for_one_arn_is_in_force_compared_lower_cased() {
             .to_uppercase()
             .replace("ARN:AWS:IAM", "arn:aws:iam")
     );
-    let auth = parse(&AwsAuthData {
-        map_roles: Some(input),
-        map_users: None,
-    });
+    let auth = parse(&AwsAuthData::new(Some(input), None));
     let in_force = auth.role_in_force(NODE_ARN).expect("an entry");
     assert_eq!(in_force.entry, 2);
     assert_eq!(in_force.username.as_deref(), Some("someone-else"));
@@ -164,10 +161,10 @@ fn a_repeated_key_keeps_its_last_value() {
 
 #[test]
 fn map_roles_and_map_users_are_parsed_independently() {
-    let auth = parse(&AwsAuthData {
-        map_roles: Some(NODE_ENTRY.into()),
-        map_users: Some("- userarn: [\n".into()),
-    });
+    let auth = parse(&AwsAuthData::new(
+        Some(NODE_ENTRY.into()),
+        Some("- userarn: [\n".into()),
+    ));
     assert_eq!(
         auth.map_roles.len(),
         1,
@@ -177,10 +174,10 @@ fn map_roles_and_map_users_are_parsed_independently() {
     assert_eq!(auth.problems.len(), 1);
     assert_eq!(auth.problems[0].key, MAP_USERS);
 
-    let auth = parse(&AwsAuthData {
-        map_roles: Some("- rolearn: [\n".into()),
-        map_users: Some("- userarn: arn:aws:iam::1:user/ops\n  groups: [system:masters]\n".into()),
-    });
+    let auth = parse(&AwsAuthData::new(
+        Some("- rolearn: [\n".into()),
+        Some("- userarn: arn:aws:iam::1:user/ops\n  groups: [system:masters]\n".into()),
+    ));
     assert_eq!(
         auth.map_users.len(),
         1,

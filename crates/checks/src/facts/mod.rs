@@ -279,6 +279,51 @@ impl NodeClaimFacts {
 pub struct AwsAuthData {
     pub map_roles: Option<String>,
     pub map_users: Option<String>,
+    /// What the authenticator makes of it, parsed at the first read and shared by every clone:
+    /// the operator hands one value per ConfigMap version to every class, so an aws-auth edit is
+    /// parsed once, not once per class (issue 23).
+    pub parse_cache: ParsedOnce<crate::aws_auth::AwsAuth>,
+}
+
+impl AwsAuthData {
+    /// `mapRoles` and `mapUsers` as given, not parsed yet.
+    pub fn new(map_roles: Option<String>, map_users: Option<String>) -> Self {
+        Self {
+            map_roles,
+            map_users,
+            parse_cache: ParsedOnce::default(),
+        }
+    }
+
+    /// What the authenticator would make of it ([`crate::aws_auth::parse`]), parsed once.
+    pub fn parsed(&self) -> &crate::aws_auth::AwsAuth {
+        self.parse_cache
+            .0
+            .get_or_init(|| crate::aws_auth::parse(self))
+    }
+}
+
+/// A value derived from its owner at the first read and shared by the owner's clones. Derived
+/// data: it takes no part in comparing owners.
+#[derive(Clone, Default)]
+pub struct ParsedOnce<T>(Arc<std::sync::OnceLock<T>>);
+
+impl<T> PartialEq for ParsedOnce<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for ParsedOnce<T> {}
+
+impl<T> fmt::Debug for ParsedOnce<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "ParsedOnce(parsed)"
+        } else {
+            "ParsedOnce(not yet)"
+        })
+    }
 }
 
 /// The Karpenter controller's identity and settings.

@@ -79,10 +79,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Err(_) => "the node role".to_owned(),
     };
     let parsed = match &ctx.facts.cluster.aws_auth {
-        Observed::Found(data) => Some(aws_auth::parse(data)),
+        Observed::Found(data) => Some(data.parsed()),
         _ => None,
     };
-    let config_map = aws_auth_verdict(ctx, &node, &node_shown, parsed.as_ref());
+    let config_map = aws_auth_verdict(ctx, &node, &node_shown, parsed);
     let access = access_entry_verdict(ctx, &node_shown);
 
     let mode = auth_mode(ctx);

@@ -62,10 +62,7 @@ impl Facts {
 
     pub fn with_map_roles(self, map_roles: &str) -> Self {
         self.with(|f| {
-            f.cluster.aws_auth = Observed::Found(AwsAuthData {
-                map_roles: Some(map_roles.into()),
-                map_users: None,
-            })
+            f.cluster.aws_auth = Observed::Found(AwsAuthData::new(Some(map_roles.into()), None))
         })
     }
 

@@ -294,10 +294,10 @@ fn healthy_cluster() -> ClusterFacts {
             )]],
             ..pending_pod("shop", "web-0", &[("kubernetes.io/arch", "amd64")])
         })]),
-        aws_auth: Observed::Found(AwsAuthData {
-            map_roles: Some(node_mapping(&role_arn(NODE_ROLE))),
-            map_users: None,
-        }),
+        aws_auth: Observed::Found(AwsAuthData::new(
+            Some(node_mapping(&role_arn(NODE_ROLE))),
+            None,
+        )),
         karpenter: Observed::Found(KarpenterFacts {
             version: Some("1.8.6".into()),
             cluster_name: Some(CLUSTER.into()),

@@ -3,7 +3,7 @@
 
 use super::reasons::status;
 use super::scenarios::{failures, message, pair};
-use crate::facts::{Facts, Observed, UnknownCause};
+use crate::facts::{AwsAuthData, Facts, Observed, UnknownCause};
 use karpenter_health_api::{ConditionType, Reason};
 
 const NODE_ENTRY: &str = "- rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-demo
@@ -58,7 +58,7 @@ fn a_broken_map_users_never_fails_the_node_role() {
         .with_map_roles(NODE_ENTRY)
         .with(|f| {
             if let Observed::Found(data) = &mut f.cluster.aws_auth {
-                data.map_users = Some("- userarn: [\n".into());
+                *data = AwsAuthData::new(data.map_roles.clone(), Some("- userarn: [\n".into()));
             }
         });
     let status = status(&facts);

@@ -332,3 +332,71 @@ fn the_vpc_cni_settings_are_the_aws_node_container_literal_env() {
     );
     assert_eq!(facts.vpc_cni, Observed::Absent, "no aws-node: another CNI");
 }
+
+fn aws_auth_map(map_roles: &str) -> Observed<Option<Arc<ConfigMap>>> {
+    Observed::Found(Some(Arc::new(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("aws-auth".into()),
+            namespace: Some("kube-system".into()),
+            ..Default::default()
+        },
+        data: Some([("mapRoles".to_owned(), map_roles.to_owned())].into()),
+        ..Default::default()
+    })))
+}
+
+#[test]
+fn cluster_wide_facts_are_derived_once_per_change_of_their_inputs() {
+    let memo = WideMemo::default();
+    let mut sources = Sources {
+        aws_auth: aws_auth_map("- rolearn: arn:aws:iam::1:role/a\n"),
+        node_pools: Observed::Found(vec![pool("a", "default")]),
+        ..Sources::default()
+    };
+    let overrides = Overrides::default();
+    let snapshot = |sources: &Sources, class: &str| {
+        class_facts(
+            &node_class(class),
+            sources,
+            &overrides,
+            &memo.get(sources, &overrides),
+        )
+    };
+    let first = snapshot(&sources, "default");
+    let second = snapshot(&sources, "other");
+    assert_eq!(memo.derivations(), 1, "twenty classes, one derivation");
+    // The classes share one parse of aws-auth.
+    let (Observed::Found(a), Observed::Found(b)) = (&first.aws_auth, &second.aws_auth) else {
+        panic!("aws-auth not found: {:?}", first.aws_auth);
+    };
+    assert!(std::ptr::eq(a.parsed(), b.parsed()));
+    assert_eq!(a.parsed().map_roles[0].rolearn, "arn:aws:iam::1:role/a");
+
+    // A NodePool's change (Karpenter rewrites their status during every scale-up) derives nothing.
+    sources.node_pools = Observed::Found(vec![pool("a", "default"), pool("b", "other")]);
+    let _ = snapshot(&sources, "default");
+    assert_eq!(memo.derivations(), 1);
+
+    // An aws-auth edit is seen at once, by the next snapshot.
+    sources.aws_auth = aws_auth_map("- rolearn: arn:aws:iam::1:role/b\n");
+    let edited = snapshot(&sources, "default");
+    assert_eq!(memo.derivations(), 2);
+    let Observed::Found(data) = &edited.aws_auth else {
+        panic!("aws-auth not found");
+    };
+    assert_eq!(data.parsed().map_roles[0].rolearn, "arn:aws:iam::1:role/b");
+
+    // So is aws-auth turning unknown (its watch failing), and the derived facts equal a fresh
+    // derivation in every case.
+    sources.aws_auth = Observed::not_observed("the aws-auth watch is failing");
+    let unknown = snapshot(&sources, "default");
+    assert!(matches!(unknown.aws_auth, Observed::Unknown(_)));
+    assert_eq!(memo.derivations(), 3);
+    assert_eq!(
+        format!("{unknown:?}"),
+        format!(
+            "{:?}",
+            cluster_facts(&node_class("default"), &sources, &overrides)
+        )
+    );
+}
