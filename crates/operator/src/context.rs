@@ -3,6 +3,7 @@
 
 use crate::config::OperatorConfig;
 use crate::metrics::Metrics;
+use crate::status_writer::StatusWriter;
 use crate::triggers::TriggerTimes;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
@@ -95,6 +96,10 @@ pub struct Context {
     pub evidence: Mutex<HashMap<String, u64>>,
     /// Consecutive transient failures per EC2NodeClass, for the error policy's backoff.
     pub failures: Mutex<HashMap<String, u32>>,
+    /// Writes the decisions, apart from the reconciles that make them.
+    pub writer: Arc<StatusWriter>,
+    /// One lock per EC2NodeClass, held by its reconcile in either lane.
+    pub class_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -265,17 +270,27 @@ impl Context {
         Some(entry.1)
     }
 
-    /// The status last written for `name`: this process's own write if any, else the cache's.
+    /// The status last decided for `name`: the decision the writer holds unwritten, else this
+    /// process's last write, else the cache's.
     pub fn previous_status(
         &self,
         name: &str,
         stored: Option<&KarpenterHealth>,
     ) -> Option<KarpenterHealthStatus> {
-        self.written
-            .lock()
-            .ok()
-            .and_then(|w| w.get(name).cloned())
+        self.writer
+            .pending(name)
+            .or_else(|| self.written.lock().ok().and_then(|w| w.get(name).cloned()))
             .or_else(|| stored.and_then(|h| h.status.clone()))
+    }
+
+    /// The lock of `name`'s reconciles.
+    pub fn class_lock(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.class_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
     }
 
     /// Counts one more consecutive failure of `name` and returns how many there are now.

@@ -10,8 +10,9 @@ use crate::http::{self, Probes};
 use crate::leader::{self, SharedShutdown};
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
-use crate::reconcile::{error_policy, reconcile};
-use crate::shutdown::{RECONCILE_GRACE, unless_stopped};
+use crate::reconcile::{Lane, error_policy, reconcile};
+use crate::shutdown::{RECONCILE_GRACE, WRITER_FLUSH, unless_stopped};
+use crate::status_writer::StatusWriter;
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -210,6 +211,15 @@ async fn run_controller(
         instance: std::env::var("POD_NAME").ok(),
     };
     let triggered_at = TriggerTimes::default();
+    let writer = StatusWriter::new(
+        Api::all(client.clone()),
+        written.clone(),
+        metrics.clone(),
+        Recorder::new(client.clone(), reporter.clone()),
+        config.refresh_interval,
+    );
+    // No write may outlive leading: a late one could overwrite the next leader's.
+    let _close_writer = CloseWriter(writer.clone());
     let ctx = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
@@ -225,6 +235,8 @@ async fn run_controller(
         generation_seen: Mutex::default(),
         evidence: Mutex::default(),
         failures: Mutex::default(),
+        writer: writer.clone(),
+        class_locks: Mutex::default(),
     });
 
     // Every input stream (this one, the health watch and each kube-facts watch) backs off on its
@@ -240,6 +252,13 @@ async fn run_controller(
         .applied_objects();
     let controller =
         Controller::for_stream(class_stream, classes.clone()).trigger_backoff(NoSharedBackoff);
+    // The bulk lane: a controller of its own over the same classes, fed only by storms and
+    // background AWS refreshes, so a user's change never queues behind them.
+    let bulk_controller = Controller::for_stream(
+        futures::stream::pending::<Result<DeserializeGuard<EC2NodeClass>, watcher::Error>>(),
+        classes.clone(),
+    )
+    .trigger_backoff(NoSharedBackoff);
 
     {
         let ready_facts = kube_facts.clone();
@@ -251,7 +270,7 @@ async fn run_controller(
 
     tracing::info!("karpenter-health operator started");
     let triggers = ClassTriggers::new(classes, kube_facts, triggered_at);
-    let reconciling = controller
+    let user_lane = controller
         // A KarpenterHealth has the name of its class.
         .watches_stream(
             health_stream,
@@ -288,6 +307,17 @@ async fn run_controller(
             inputs.aws_node_daemonset,
             triggers.mapper(|t, _| t.all_classes()),
         )
+        // An input becoming observable (its first list, even an empty one), or turning unknown
+        // after a lasting watch failure, or recovering, re-evaluates every class at once.
+        .reconcile_all_on(inputs.inputs_changed)
+        .with_config(ControllerConfig::default().concurrency(config.concurrency))
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            |class, ctx| reconcile(class, ctx, Lane::User),
+            error_policy,
+            ctx.clone(),
+        );
+    let bulk_lane = bulk_controller
         // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced
         // per class. A NodeClaim change asks for its own class, or for every class when it
         // changes which instances are claimed (the instance sweep of ClusterIdentityUnique).
@@ -297,21 +327,22 @@ async fn run_controller(
             &triggers,
             config.bulk_trigger_interval,
         ))
-        // An input becoming observable (its first list, even an empty one), or turning unknown
-        // after a lasting watch failure, or recovering, re-evaluates every class at once.
-        .reconcile_all_on(inputs.inputs_changed)
         // An AWS answer refreshed in the background that differs from the one a class was
         // evaluated with re-evaluates that class (the fact store's stale-while-revalidate).
         .reconcile_on(aws_changes(&aws, &triggers))
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown.clone())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::debug!(node_class = %object.name, "reconciled"),
-                Err(error) => tracing::debug!(%error, "reconcile trigger or reconcile failed"),
-            }
-        });
+        .run(
+            |class, ctx| reconcile(class, ctx, Lane::Bulk),
+            error_policy,
+            ctx,
+        );
+    let reconciling = futures::stream::select(user_lane, bulk_lane).for_each(|result| async move {
+        match result {
+            Ok((object, _)) => tracing::debug!(node_class = %object.name, "reconciled"),
+            Err(error) => tracing::debug!(%error, "reconcile trigger or reconcile failed"),
+        }
+    });
     // kube-runtime's graceful shutdown waits for every reconcile in flight, and one waiting on
     // AWS retries takes up to an operation's timeout: past the grace they are cancelled.
     if unless_stopped(reconciling, shutdown, RECONCILE_GRACE)
@@ -319,6 +350,9 @@ async fn run_controller(
         .is_none()
     {
         tracing::info!(grace = ?RECONCILE_GRACE, "reconciles still in flight were cancelled");
+    }
+    if !writer.flush(WRITER_FLUSH).await {
+        tracing::info!(grace = ?WRITER_FLUSH, "status writes still pending were dropped");
     }
     metrics.set_leader(false);
     tracing::info!("karpenter-health operator stopped");
@@ -421,6 +455,15 @@ fn serve_probes(
             tracing::error!(%error, "HTTP endpoints failed");
         }
     });
+}
+
+/// Closes the status writer when the controller that started it returns.
+struct CloseWriter(Arc<StatusWriter>);
+
+impl Drop for CloseWriter {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// Aborts a background task when the controller that started it returns.

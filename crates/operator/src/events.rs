@@ -73,6 +73,36 @@ pub async fn publish(
     futures::future::join_all(publishes).await;
 }
 
+/// Events one object may get at once, and how soon one more is allowed after the budget is
+/// spent: client-go's spam filter defaults (`defaultSpamBurst` 25, `defaultSpamQPS` 1/300 in
+/// kubernetes `staging/src/k8s.io/client-go/tools/record/events_cache.go`), kept per
+/// KarpenterHealth. A condition flapping on a broken input cannot flood the Event store.
+pub const EVENT_BURST: f64 = 25.0;
+pub const EVENT_REFILL: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A token bucket of Events per object. Pure: time is passed in.
+#[derive(Debug, Default)]
+pub struct EventBudget {
+    objects: std::collections::HashMap<String, (f64, std::time::Instant)>,
+}
+
+impl EventBudget {
+    /// How many of `wanted` Events `object` may publish at `now`; takes them from its budget.
+    pub fn take(&mut self, object: &str, wanted: usize, now: std::time::Instant) -> usize {
+        let (tokens, at) = self
+            .objects
+            .entry(object.to_owned())
+            .or_insert((EVENT_BURST, now));
+        let refilled =
+            now.saturating_duration_since(*at).as_secs_f64() / EVENT_REFILL.as_secs_f64();
+        *tokens = (*tokens + refilled).min(EVENT_BURST);
+        *at = now;
+        let allowed = (tokens.floor() as usize).min(wanted);
+        *tokens -= allowed as f64;
+        allowed
+    }
+}
+
 /// The Event announcing `transition`: a Warning when it turned False.
 fn event_of(transition: &Transition) -> Event {
     let type_ = if transition.to == ConditionStatus::False {
@@ -107,6 +137,27 @@ mod tests {
             }
         }
         s
+    }
+
+    #[test]
+    fn a_flapping_object_gets_a_burst_then_one_event_per_five_minutes() {
+        let mut budget = EventBudget::default();
+        let start = std::time::Instant::now();
+        assert_eq!(budget.take("a", 20, start), 20);
+        assert_eq!(budget.take("a", 20, start), 5, "the burst is 25");
+        assert_eq!(budget.take("a", 1, start), 0);
+        assert_eq!(
+            budget.take("b", 1, start),
+            1,
+            "each object has its own budget"
+        );
+        assert_eq!(budget.take("a", 3, start + EVENT_REFILL), 1);
+        assert_eq!(budget.take("a", 3, start + EVENT_REFILL * 3), 2);
+        assert_eq!(
+            budget.take("a", 30, start + EVENT_REFILL * 1000),
+            25,
+            "capped at the burst"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod one_shot;
 pub mod readiness;
 pub mod reconcile;
 pub mod shutdown;
+pub mod status_writer;
 pub mod triggers;
 
 pub use config::{EvaluationConfig, OperatorConfig};

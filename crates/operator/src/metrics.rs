@@ -281,6 +281,11 @@ impl Metrics {
         self.status_patches.inc();
     }
 
+    /// Status writes so far.
+    pub fn status_patches(&self) -> u64 {
+        self.status_patches.get()
+    }
+
     pub fn observe_change_to_status(&self, took: Duration) {
         self.change_to_status.observe(took.as_secs_f64());
     }

@@ -4,8 +4,9 @@
 
 use crate::context::Context;
 use crate::error::{Error, Retry};
+use crate::health_object;
+use crate::status_writer::Decision;
 use crate::triggers::StoreReady;
-use crate::{events, health_object};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_health_api::karpenter::EC2NodeClass;
@@ -35,14 +36,25 @@ fn name_of(guarded: &DeserializeGuard<EC2NodeClass>) -> String {
 pub async fn reconcile(
     guarded: Arc<DeserializeGuard<EC2NodeClass>>,
     ctx: Arc<Context>,
+    lane: Lane,
 ) -> Result<Action, Error> {
-    let span = tracing::info_span!("reconcile", node_class = %name_of(&guarded));
-    reconcile_in_span(guarded, ctx).instrument(span).await
+    let span = tracing::info_span!("reconcile", node_class = %name_of(&guarded), ?lane);
+    reconcile_in_span(guarded, ctx, lane).instrument(span).await
+}
+
+/// Which queue a reconcile came through. Changes users make (a class, aws-auth, a NodePool, the
+/// controller's Deployment) run in a lane of their own, never behind the NodeClaim and pending-Pod
+/// storms and background AWS refreshes of the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    User,
+    Bulk,
 }
 
 async fn reconcile_in_span(
     guarded: Arc<DeserializeGuard<EC2NodeClass>>,
     ctx: Arc<Context>,
+    lane: Lane,
 ) -> Result<Action, Error> {
     let started = Instant::now();
     let node_class = match &guarded.0 {
@@ -56,6 +68,7 @@ async fn reconcile_in_span(
     let name = node_class.name_any();
     if node_class.metadata.deletion_timestamp.is_some() {
         ctx.metrics.forget(&name);
+        ctx.writer.forget(&name);
         return Ok(Action::await_change());
     }
     // The KarpenterHealth cache must be listed before it is read: read empty at a start or a
@@ -65,20 +78,34 @@ async fn reconcile_in_span(
     if ctx.healths.is_empty_or_unsynced() {
         return Ok(Action::requeue(HEALTHS_NOT_LISTED_RETRY));
     }
+    // One reconcile of a class at a time across both lanes: a decision made on older caches
+    // must not be handed to the writer after a newer one.
+    let _one_at_a_time = ctx.class_lock(&name).lock_owned().await;
     let healths: Api<KarpenterHealth> = Api::all(ctx.client.clone());
     let stored = ensure_owned_health(&ctx, &healths, node_class).await?;
+    let (health_ref, class_ref): (ObjectReference, ObjectReference) =
+        (stored.object_ref(&()), node_class.object_ref(&()));
     // What the API server holds now (a re-created object holds no status, a hand edit holds
     // someone else's); `previous` is what this operator last decided, for transitions.
     let on_server = stored.status.clone();
     let mut previous = ctx.previous_status(&name, Some(&stored));
     if previous.as_ref().is_none_or(|s| s.conditions.is_empty()) {
-        // Show every check as Pending at once: the first AWS reads may take seconds.
+        // Show every check as Pending at once: the first AWS reads may take seconds. Through the
+        // writer like every decision, so answers that come at once replace it unwritten.
         let pending = KarpenterHealthStatus {
             observed_generation: stored.metadata.generation,
             ..KarpenterHealthStatus::pending(Time(status_clock()), node_class.metadata.generation)
         };
-        health_object::patch_status(&healths, &name, &pending).await?;
-        ctx.metrics.status_patched();
+        ctx.writer.submit(
+            &name,
+            Decision {
+                status: pending.clone(),
+                shown_before: on_server.clone(),
+                health: health_ref.clone(),
+                node_class: class_ref.clone(),
+                triggered_at: None,
+            },
+        );
         previous = Some(pending);
     }
 
@@ -96,43 +123,37 @@ async fn reconcile_in_span(
         facts = ctx.reread_aws(node_class, facts).await;
         status = evaluate(&facts);
     }
-    // 4. patch (IO), only when something changed or the server holds something else (a deleted
-    // and re-created object, a hand edit), then announce the transitions
+    // 4. hand the decision to the status writer, only when something changed or the server
+    // holds something else (a deleted and re-created object, a hand edit); it writes and
+    // announces the transitions apart from this reconcile
     let server_differs =
         on_server.as_ref().map(without_last_evaluated) != Some(without_last_evaluated(&status));
+    let triggered_at = take_trigger_time(&ctx, &name);
     if server_differs || needs_write(previous.as_ref(), &status, ctx.config.refresh_interval) {
         tracing::debug!(
             server_differs,
             changed = ?changed_conditions(on_server.as_ref(), &status),
-            "writing status"
+            "deciding status"
         );
-        health_object::patch_status(&healths, &name, &status).await?;
-        ctx.metrics.status_patched();
-        if let Ok(mut written) = ctx.written.lock() {
-            written.insert(name.clone(), status.clone());
-        }
-        let transitions = events::transitions(previous.as_ref(), &status);
-        if !transitions.is_empty() {
-            let health_ref: ObjectReference = stored.object_ref(&());
-            let class_ref: ObjectReference = node_class.object_ref(&());
-            // Off the write path (issue 23): the status is what users and alerts read; the
-            // Events announcing it need not hold this reconcile's slot (at 20 classes an
-            // aws-auth edit's 40 Events queued the last class's write behind them).
-            let recorder = ctx.recorder.clone();
-            tokio::spawn(async move {
-                events::publish(&recorder, &health_ref, &class_ref, &transitions).await;
-            });
-        }
-        if let Some(since) = take_trigger_time(&ctx, &name) {
-            ctx.metrics.observe_change_to_status(since.elapsed());
-        }
-    } else {
-        take_trigger_time(&ctx, &name);
+        ctx.writer.submit(
+            &name,
+            Decision {
+                status: status.clone(),
+                shown_before: previous.clone(),
+                health: health_ref,
+                node_class: class_ref,
+                triggered_at,
+            },
+        );
     }
     ctx.metrics.record_status(&name, &status);
     ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
-    Ok(Action::requeue(ctx.config.refresh_interval))
+    Ok(match lane {
+        Lane::User => Action::requeue(ctx.config.refresh_interval),
+        // The periodic refresh is the user lane's: two would evaluate each class twice.
+        Lane::Bulk => Action::await_change(),
+    })
 }
 
 /// Whether a condition of `status` is False that `previous` did not hold False.

@@ -4,7 +4,8 @@
 //! The way out, from the signal: no new reconcile starts; reconciles in flight get
 //! [`RECONCILE_GRACE`] to finish (a status write already sent lands) and are then dropped, which
 //! cancels their AWS and API calls (every write is an idempotent server-side apply, so a
-//! cancelled one is simply made again by the next leader); the Lease is released, for at most
+//! cancelled one is simply made again by the next leader); the status writer gets
+//! [`WRITER_FLUSH`] for the decisions already made; the Lease is released, for at most
 //! [`LEASE_RELEASE_TIMEOUT`]. Whatever still runs at [`SHUTDOWN_BOUND`] (a request to an API
 //! server that stopped answering) is abandoned and the process exits. Without these, a reconcile
 //! waiting on AWS retries held a SIGTERMed replica, and its Lease, for the 10 s of an AWS
@@ -20,13 +21,19 @@ pub const SHUTDOWN_BOUND: Duration = Duration::from_millis(1500);
 /// How long reconciles in flight at the signal may go on.
 pub const RECONCILE_GRACE: Duration = Duration::from_millis(250);
 
+/// How long decisions already made may go on being written after the reconciles stopped (the
+/// status writer works apart from them); what is still unwritten then is dropped, and the next
+/// leader decides it again.
+pub const WRITER_FLUSH: Duration = Duration::from_millis(200);
+
 /// How long releasing the Lease may take (a GET and a PATCH, normally milliseconds). An API server
 /// that does not answer in time keeps the Lease until it expires (`leader::LEASE_SECONDS`).
 pub const LEASE_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
 // The graceful steps end before the bound abandons them.
 const _: () = assert!(
-    RECONCILE_GRACE.as_millis() + LEASE_RELEASE_TIMEOUT.as_millis() < SHUTDOWN_BOUND.as_millis()
+    RECONCILE_GRACE.as_millis() + WRITER_FLUSH.as_millis() + LEASE_RELEASE_TIMEOUT.as_millis()
+        < SHUTDOWN_BOUND.as_millis()
 );
 
 /// Completes on SIGTERM or SIGINT, the signals a Pod or a terminal sends. The handlers are

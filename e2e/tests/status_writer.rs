@@ -1,0 +1,154 @@
+//! The status writer on a real kube-apiserver: of a burst of decisions for one class the latest
+//! is what the server holds, with far fewer writes than decisions; every class of a burst is
+//! written; a writer closed when leading ends writes nothing more. Does IO (API server).
+
+use anyhow::{Result, ensure};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karpenter_health_api::karpenter::EC2NodeClass;
+use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
+use karpenter_health_e2e::{Bed, apply_yaml, install_health_crd};
+use karpenter_health_operator::context::WrittenStatuses;
+use karpenter_health_operator::health_object;
+use karpenter_health_operator::metrics::Metrics;
+use karpenter_health_operator::status_writer::{Decision, StatusWriter};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::{Api, Resource};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn node_class_yaml(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: {name}}}
+spec:
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
+"#
+    )
+}
+
+/// A status that says which decision of a burst it is, in its Ready message.
+fn decision_number(n: usize) -> KarpenterHealthStatus {
+    let mut status =
+        KarpenterHealthStatus::pending(Time(jiff::Timestamp::from_second(1_000).unwrap()), Some(1));
+    status.conditions[0].message = format!("decision {n}");
+    status
+}
+
+async fn classes_with_healths(client: &kube::Client, names: &[&str]) -> Result<Vec<Decision>> {
+    let classes: Api<EC2NodeClass> = Api::all(client.clone());
+    let healths: Api<KarpenterHealth> = Api::all(client.clone());
+    let mut decisions = Vec::new();
+    for name in names {
+        apply_yaml(client, &node_class_yaml(name)).await?;
+        let class = classes.get(name).await?;
+        let health = health_object::ensure(&healths, &class).await?;
+        decisions.push(Decision {
+            status: decision_number(0),
+            shown_before: None,
+            health: health.object_ref(&()),
+            node_class: class.object_ref(&()),
+            triggered_at: None,
+        });
+    }
+    Ok(decisions)
+}
+
+fn writer(client: &kube::Client, metrics: &Arc<Metrics>) -> Arc<StatusWriter> {
+    let reporter = Reporter {
+        controller: "karpenter-health-e2e".into(),
+        instance: None,
+    };
+    StatusWriter::new(
+        Api::all(client.clone()),
+        WrittenStatuses::default(),
+        metrics.clone(),
+        Recorder::new(client.clone(), reporter),
+        Duration::from_secs(300),
+    )
+}
+
+fn message_on_server(health: &KarpenterHealth) -> Option<String> {
+    Some(health.status.as_ref()?.conditions.first()?.message.clone())
+}
+
+#[tokio::test]
+async fn the_latest_decision_of_a_burst_is_written_and_far_fewer_writes_than_decisions()
+-> Result<()> {
+    let bed = Bed::from_env()?;
+    let client = bed.admin_client().await?;
+    install_health_crd(&client).await?;
+    let names = ["sw-burst-a", "sw-burst-b", "sw-burst-c"];
+    let decisions = classes_with_healths(&client, &names).await?;
+    let metrics = Arc::new(Metrics::default());
+    let writer = writer(&client, &metrics);
+    const BURST: usize = 200;
+    for n in 1..=BURST {
+        for (name, decision) in names.iter().zip(&decisions) {
+            writer.submit(
+                name,
+                Decision {
+                    status: decision_number(n),
+                    ..decision.clone()
+                },
+            );
+        }
+    }
+    ensure!(
+        writer.flush(Duration::from_secs(30)).await,
+        "the writer did not finish within 30 s"
+    );
+    let healths: Api<KarpenterHealth> = Api::all(client.clone());
+    for name in names {
+        let on_server = message_on_server(&healths.get(name).await?);
+        ensure!(
+            on_server.as_deref() == Some(&*format!("decision {BURST}")),
+            "{name} holds {on_server:?}, not the last decision"
+        );
+    }
+    let writes = metrics.status_patches();
+    // One write per class may be in flight when the burst begins, and one more holds the latest.
+    ensure!(
+        (names.len() as u64..=2 * names.len() as u64).contains(&writes),
+        "{writes} writes for {} decisions on {} classes",
+        BURST * names.len(),
+        names.len()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_closed_writer_writes_nothing_more() -> Result<()> {
+    let bed = Bed::from_env()?;
+    let client = bed.admin_client().await?;
+    install_health_crd(&client).await?;
+    let decisions = classes_with_healths(&client, &["sw-closed"]).await?;
+    let metrics = Arc::new(Metrics::default());
+    let writer = writer(&client, &metrics);
+    writer.submit("sw-closed", decisions[0].clone());
+    ensure!(writer.flush(Duration::from_secs(30)).await);
+    writer.close();
+    ensure!(
+        writer.flush(Duration::ZERO).await,
+        "a closed writer holds nothing"
+    );
+    writer.submit(
+        "sw-closed",
+        Decision {
+            status: decision_number(7),
+            ..decisions[0].clone()
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let healths: Api<KarpenterHealth> = Api::all(client.clone());
+    let on_server = message_on_server(&healths.get("sw-closed").await?);
+    ensure!(
+        on_server.as_deref() == Some("decision 0"),
+        "a closed writer wrote {on_server:?}"
+    );
+    Ok(())
+}
