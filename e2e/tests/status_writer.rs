@@ -33,8 +33,7 @@ spec:
 
 /// A status that says which decision of a burst it is, in its Ready message.
 fn decision_number(n: usize) -> KarpenterHealthStatus {
-    let mut status =
-        KarpenterHealthStatus::pending(Time(jiff::Timestamp::from_second(1_000).unwrap()), Some(1));
+    let mut status = KarpenterHealthStatus::pending(Time(jiff::Timestamp::UNIX_EPOCH), Some(1));
     status.conditions[0].message = format!("decision {n}");
     status
 }

@@ -6,6 +6,7 @@
 pub mod changes;
 pub mod index;
 pub mod karpenter_settings;
+pub mod lean_node_claim;
 pub mod listed;
 pub mod node_claims;
 pub mod pending_pods;

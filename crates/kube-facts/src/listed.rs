@@ -2,16 +2,17 @@
 //! same objects the watches follow, listed once (paged, read-only) and trimmed the same way, into
 //! the same [`Sources`] the operator's caches produce. Does IO (list calls).
 
+use crate::lean_node_claim::LeanNodeClaim;
 use crate::node_claims::{NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, SharedPendingPods};
 use crate::snapshot::Sources;
 use crate::trim;
-use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded, warn_malformed};
+use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim};
+use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_checks::facts::Observed;
 use kube::api::ListParams;
 use kube::core::DeserializeGuard;
@@ -106,11 +107,19 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             "NodePools",
             trim_guarded
         ),
-        observe_list::<DeserializeGuard<NodeClaim>>(
+        observe_list::<LeanNodeClaim>(
             Api::all(client.clone()),
             ListParams::default(),
             "NodeClaims",
-            warn_malformed
+            |claim| {
+                if let Err(invalid) = &claim.0 {
+                    tracing::warn!(
+                        name = invalid.metadata.name.as_deref().unwrap_or("<unnamed>"),
+                        error = %invalid.error,
+                        "skipping malformed NodeClaim"
+                    );
+                }
+            }
         ),
         observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", |_| {}),
         observe_named(

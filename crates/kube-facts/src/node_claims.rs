@@ -8,9 +8,9 @@
 //! once per NodeClaim change, however many classes read it.
 
 use crate::index::{SharedIndex, WatchIndex};
+use crate::lean_node_claim::LeanNodeClaim;
 use karpenter_health_api::karpenter::NodeClaim;
-use karpenter_health_checks::facts::NodeClaimFacts;
-use kube::core::DeserializeGuard;
+use karpenter_health_checks::facts::{ClaimCondition, NodeClaimFacts};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
@@ -27,10 +27,44 @@ pub enum ClaimsTouched {
     AllClasses,
 }
 
+/// What the index keeps of one NodeClaim: its facts without the name, which is the map's key
+/// (kept once, not twice), and the instance id boxed to its length.
+#[derive(Clone, Debug)]
+struct StoredClaim {
+    created: Option<jiff::Timestamp>,
+    instance_id: Option<Box<str>>,
+    launched: Option<ClaimCondition>,
+    registered: Option<ClaimCondition>,
+    deleting: bool,
+}
+
+impl StoredClaim {
+    fn of(facts: NodeClaimFacts) -> Self {
+        Self {
+            created: facts.created,
+            instance_id: facts.instance_id.map(String::into_boxed_str),
+            launched: facts.launched,
+            registered: facts.registered,
+            deleting: facts.deleting,
+        }
+    }
+
+    fn facts(&self, name: &str) -> NodeClaimFacts {
+        NodeClaimFacts {
+            name: name.to_owned(),
+            created: self.created,
+            deleting: self.deleting,
+            instance_id: self.instance_id.as_deref().map(str::to_owned),
+            launched: self.launched,
+            registered: self.registered,
+        }
+    }
+}
+
 /// NodeClaim facts by EC2NodeClass and name.
 #[derive(Debug, Default)]
 pub struct NodeClaimIndex {
-    by_class: HashMap<ClassKey, HashMap<Box<str>, NodeClaimFacts>>,
+    by_class: HashMap<ClassKey, HashMap<Box<str>, StoredClaim>>,
     claimed: OnceLock<Arc<BTreeSet<String>>>,
 }
 
@@ -55,9 +89,10 @@ impl NodeClaimIndex {
 
     /// Adds or replaces `claim`; says which classes that affects.
     pub fn apply_claim(&mut self, claim: &NodeClaim) -> ClaimsTouched {
-        let facts = NodeClaimFacts::of(claim);
+        let mut facts = NodeClaimFacts::of(claim);
         let class = class_of(claim);
-        let name: Box<str> = facts.name.as_str().into();
+        let name: Box<str> = std::mem::take(&mut facts.name).into_boxed_str();
+        let facts = StoredClaim::of(facts);
         let previous = match self.by_class.get_mut(&class).and_then(|m| m.remove(&name)) {
             Some(previous) => Some((class.clone(), previous)),
             // New here: a NodeClaim's class is immutable in Karpenter, but a hand-made object's
@@ -98,7 +133,7 @@ impl NodeClaimIndex {
         }
     }
 
-    fn remove_anywhere(&mut self, name: &str) -> Option<(ClassKey, NodeClaimFacts)> {
+    fn remove_anywhere(&mut self, name: &str) -> Option<(ClassKey, StoredClaim)> {
         self.by_class
             .iter_mut()
             .find_map(|(class, claims)| claims.remove(name).map(|removed| (class.clone(), removed)))
@@ -110,7 +145,7 @@ impl NodeClaimIndex {
         let mut claims: Vec<NodeClaimFacts> = self
             .by_class
             .get(&key)
-            .map(|m| m.values().cloned().collect())
+            .map(|m| m.iter().map(|(name, c)| c.facts(name)).collect())
             .unwrap_or_default();
         claims.sort_by(|a, b| a.name.cmp(&b.name));
         claims
@@ -124,7 +159,7 @@ impl NodeClaimIndex {
                     self.by_class
                         .values()
                         .flat_map(HashMap::values)
-                        .filter_map(|c| c.instance_id.clone())
+                        .filter_map(|c| c.instance_id.as_deref().map(str::to_owned))
                         .collect(),
                 )
             })
@@ -145,7 +180,7 @@ impl NodeClaimIndex {
 pub type SharedClaims = SharedIndex<NodeClaimIndex>;
 
 impl WatchIndex for NodeClaimIndex {
-    type Object = DeserializeGuard<NodeClaim>;
+    type Object = LeanNodeClaim;
     type Touched = ClaimsTouched;
 
     fn apply(&mut self, guarded: &Self::Object) -> Option<ClaimsTouched> {
@@ -302,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_relist_replaces_the_served_index_only_when_complete() {
-        let guarded = |c| DeserializeGuard(Ok(c));
+        let guarded = |c| LeanNodeClaim(Ok(c));
         let shared = SharedClaims::default();
         shared.apply(&guarded(claim("old", Some("default"), Some("i-0old"))));
         shared.relist_started();

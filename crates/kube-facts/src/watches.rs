@@ -180,10 +180,6 @@ pub(crate) fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
 }
 
 /// Logs a malformed object (kept as the error the snapshot skips) once per change.
-pub(crate) fn warn_malformed<K: Resource>(guarded: &mut DeserializeGuard<K>) {
-    trim_guarded_with(guarded, |_| {});
-}
-
 fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&mut K)) {
     match &mut guarded.0 {
         Ok(object) => trim(object),
