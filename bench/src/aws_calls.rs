@@ -61,6 +61,8 @@ impl WindowStart {
             // The caller has the bench's own watch: `Window::with_changes_seen`.
             status_changes_seen: 0.0,
             stamp_only_changes_seen: 0.0,
+            // The caller has the API server's client: `observe::apiserver_requests`.
+            api_requests: None,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! AWS calls the operator made meanwhile. Does IO (API server, the operator's /metrics).
 
 use crate::aws_calls::{self, total_aws_calls};
-use crate::observe::scrape;
+use crate::observe::{OPERATOR_WRITTEN, apiserver_requests, scrape};
 use crate::operator::Operator;
 use crate::results::{Edit, Window};
 use crate::seed;
@@ -179,6 +179,9 @@ impl Bench {
     pub async fn edits(&mut self, op: &Operator) -> Result<(Vec<Edit>, Window)> {
         let window = aws_calls::start(&op.address, op.pid).await?;
         let changes_before = self.health.status_changes();
+        let requests_before = apiserver_requests(&self.client, &OPERATOR_WRITTEN)
+            .await
+            .ok();
         let mut edits = Vec::new();
         for i in 0..self.args.edits {
             let edit = self.edit(&op.address, EDIT_DEADLINE, false).await?;
@@ -197,10 +200,16 @@ impl Bench {
         let to = Instant::now();
         self.timeline
             .mark(Phase::Edits, "aws-auth edits", window.from, to);
-        let window = window
+        let requests_after = apiserver_requests(&self.client, &OPERATOR_WRITTEN)
+            .await
+            .ok();
+        let mut window = window
             .end(to, &op.address, op.pid)
             .await?
             .with_changes_seen(changes_before, self.health.status_changes());
+        window.api_requests = requests_before
+            .zip(requests_after)
+            .map(|(before, after)| after - before);
         Ok((edits, window))
     }
 }

@@ -354,6 +354,29 @@ pub async fn ready(address: &str) -> bool {
     )
 }
 
+/// The resources whose requests count as the operator's writes: its KarpenterHealths (applies and
+/// status writes) and Events. Nothing else writes them on the bench's bed.
+pub const OPERATOR_WRITTEN: [&str; 2] = ["karpenterhealths", "events"];
+
+/// Requests the API server has counted (`apiserver_request_total`) on `resources`, every verb
+/// but WATCH (a watch is one long request, whoever holds it).
+pub async fn apiserver_requests(client: &kube::Client, resources: &[&str]) -> Result<f64> {
+    let request = hyper::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    Ok(parse_metrics(&text)
+        .samples
+        .iter()
+        .filter(|(name, labels, _)| {
+            name == "apiserver_request_total"
+                && labels
+                    .get("resource")
+                    .is_some_and(|r| resources.contains(&r.as_str()))
+                && labels.get("verb").is_none_or(|v| v != "WATCH")
+        })
+        .map(|(_, _, value)| value)
+        .sum())
+}
+
 /// The operator's /metrics, parsed into `name{labels}` → value.
 #[derive(Clone, Debug, Default)]
 pub struct Scrape {

@@ -176,7 +176,8 @@ pub fn markdown(r: &Results) -> String {
         "| AWS calls per hour, during the aws-auth edits | {} | – | – |\n",
         f(r.edit_window.aws_calls_per_hour, 0)
     );
-    let _ = writeln!(o, "{}", targets::markdown(&targets::issue_13(r)));
+    let _ = writeln!(o, "{}", targets::markdown(23, &targets::issue_23(r)));
+    let _ = writeln!(o, "{}", targets::markdown(13, &targets::issue_13(r)));
     if r.plots.iter().any(|p| p == RSS_PLOT) {
         let _ = writeln!(
             o,

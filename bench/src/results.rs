@@ -111,6 +111,9 @@ pub struct Window {
     pub stamp_only_changes_seen: f64,
     pub reconciles: f64,
     pub cpu_s: f64,
+    /// Requests the API server counted on KarpenterHealths and Events in the window (every verb
+    /// but WATCH: the operator's applies, status writes and Events), where measured.
+    pub api_requests: Option<f64>,
 }
 
 impl Window {

@@ -109,25 +109,169 @@ fn timeouts(timed_out: usize) -> String {
     }
 }
 
+fn see_large() -> Measured {
+    Measured::Elsewhere("see `make bench-large`".into())
+}
+
+fn no_storm() -> Measured {
+    Measured::Elsewhere("no storm in this run".into())
+}
+
+fn is_large(r: &Results) -> bool {
+    r.scale.node_claims >= LARGE_NODE_CLAIMS && r.scale.node_classes >= LARGE_NODE_CLASSES
+}
+
+/// Change-to-status p99 of the quiet edits on the last class.
+fn last_class_p99(r: &Results, limit: f64) -> Target {
+    let (last, timed_out) = latencies(&r.edits, |e| e.last_ms);
+    target(
+        format!(
+            "change-to-status p99, last of {} EC2NodeClasses ({} quiet edits{})",
+            r.scale.node_classes,
+            last.n,
+            timeouts(timed_out)
+        ),
+        value(last.p99, "ms", 0),
+        limit,
+        "ms",
+    )
+}
+
+/// The same at the large run's scale, pointing there in a smaller run.
+fn large_last_class_p99(r: &Results, limit: f64) -> Target {
+    let (last, _) = latencies(&r.edits, |e| e.last_ms);
+    target(
+        format!(
+            "at {LARGE_NODE_CLAIMS} NodeClaims / {LARGE_NODE_CLASSES} EC2NodeClasses: change-to-status p99, last class"
+        ),
+        if is_large(r) {
+            value(last.p99, "ms", 0)
+        } else {
+            see_large()
+        },
+        limit,
+        "ms",
+    )
+}
+
+fn memory_per_node_claim(r: &Results) -> Target {
+    match (r.memory_steps.first(), r.memory_steps.last()) {
+        (Some(lo), Some(hi)) if hi.node_claims > lo.node_claims => target(
+            format!(
+                "marginal memory per NodeClaim (steady, {} → {} NodeClaims)",
+                lo.node_claims, hi.node_claims
+            ),
+            value(
+                (hi.steady_mib - lo.steady_mib) * 1024.0 / (hi.node_claims - lo.node_claims) as f64,
+                "KiB",
+                2,
+            ),
+            0.5,
+            "KiB",
+        ),
+        _ => target(
+            "marginal memory per NodeClaim",
+            Measured::Elsewhere("needs --memory-steps below the full scale".into()),
+            0.5,
+            "KiB",
+        ),
+    }
+}
+
+fn cold_start_ratio(r: &Results, limit: f64) -> Target {
+    let cold = median(
+        &r.cold_starts
+            .iter()
+            .map(|c| c.ready_and_evaluated_s)
+            .collect::<Vec<_>>(),
+    );
+    target(
+        format!(
+            "cold start to ready and every one of {} classes evaluated ({} s, median of {}) ÷ the API server's own list of every NodeClaim ({} s)",
+            r.scale.node_classes,
+            fmt(cold, 2),
+            r.cold_starts.len(),
+            fmt(r.seeding.list_all_node_claims_s, 2)
+        ),
+        if r.seeding.list_all_node_claims_s > 0.0 {
+            value(cold / r.seeding.list_all_node_claims_s, "×", 2)
+        } else {
+            Measured::Elsewhere("no NodeClaim list timed".into())
+        },
+        limit,
+        "×",
+    )
+}
+
+fn needless_writes(r: &Results) -> Target {
+    let needless: Vec<f64> = r
+        .storms
+        .iter()
+        .filter_map(|s| s.needless_writes())
+        .collect();
+    // What of them changed the stored status (the rest wrote what the API server already held).
+    let (stored, stamp_only) =
+        r.storms
+            .iter()
+            .filter(|s| !s.changes_status)
+            .fold((0.0, 0.0), |(stored, stamp), s| {
+                (
+                    stored + (s.window.status_changes_seen - s.edit_writes).max(0.0),
+                    stamp + s.window.stamp_only_changes_seen,
+                )
+            });
+    target(
+        format!(
+            "storm: needless status writes (Pod storms: writes beyond edits × classes; {} of them changed the stored status, {} only its lastEvaluated)",
+            fmt(stored, 0),
+            fmt(stamp_only, 0)
+        ),
+        if needless.is_empty() {
+            Measured::Elsewhere("no Pod storm in this run".into())
+        } else {
+            value(needless.iter().sum(), "", 0)
+        },
+        0.0,
+        "",
+    )
+}
+
+fn storm_last_class_p99(r: &Results) -> Target {
+    let (storm_last, storm_timed_out) =
+        latencies(r.storms.iter().flat_map(|s| &s.edits), |e| e.last_ms);
+    target(
+        format!(
+            "storm: change-to-status p99 of the aws-auth edits during the storms, last class ({} edits{})",
+            storm_last.n,
+            timeouts(storm_timed_out)
+        ),
+        if r.storms.is_empty() {
+            no_storm()
+        } else {
+            value(storm_last.p99, "ms", 0)
+        },
+        250.0,
+        "ms",
+    )
+}
+
+fn idle_aws_calls(r: &Results, limit: f64, stated_at: usize) -> Target {
+    target(
+        format!(
+            "AWS calls per hour, idle ({:.0} s window), at {} EC2NodeClasses (target stated at {stated_at})",
+            r.idle.window.seconds, r.scale.node_classes
+        ),
+        value(r.idle.window.aws_calls_per_hour, "", 0),
+        limit,
+        "",
+    )
+}
+
 /// Every issue 13 target, against `r`.
 pub fn issue_13(r: &Results) -> Vec<Target> {
-    let (last, timed_out) = latencies(&r.edits, |e| e.last_ms);
     let (first, _) = latencies(&r.edits, |e| e.first_ms);
-    let classes = r.scale.node_classes;
-    let large = r.scale.node_claims >= LARGE_NODE_CLAIMS && classes >= LARGE_NODE_CLASSES;
-    let see_large = || Measured::Elsewhere("see `make bench-large`".into());
-    let no_storm = || Measured::Elsewhere("no storm in this run".into());
     let mut rows = vec![
-        target(
-            format!(
-                "change-to-status p99, last of {classes} EC2NodeClasses ({} quiet edits{})",
-                last.n,
-                timeouts(timed_out)
-            ),
-            value(last.p99, "ms", 0),
-            100.0,
-            "ms",
-        ),
+        last_class_p99(r, 100.0),
         target(
             "change-to-status p99, first EC2NodeClass",
             value(first.p99, "ms", 0),
@@ -149,74 +293,22 @@ pub fn issue_13(r: &Results) -> Vec<Target> {
             64.0,
             "MiB",
         ),
-    ];
-    rows.push(match (r.memory_steps.first(), r.memory_steps.last()) {
-        (Some(lo), Some(hi)) if hi.node_claims > lo.node_claims => target(
+        memory_per_node_claim(r),
+        cold_start_ratio(r, 1.1),
+        target(
             format!(
-                "marginal memory per NodeClaim (steady, {} → {} NodeClaims)",
-                lo.node_claims, hi.node_claims
+                "at {LARGE_NODE_CLAIMS} NodeClaims / {LARGE_NODE_CLASSES} EC2NodeClasses: RSS steady"
             ),
-            value(
-                (hi.steady_mib - lo.steady_mib) * 1024.0 / (hi.node_claims - lo.node_claims) as f64,
-                "KiB",
-                2,
-            ),
-            0.5,
-            "KiB",
+            if is_large(r) {
+                value(r.idle.rss_mib.p50, "MiB", 1)
+            } else {
+                see_large()
+            },
+            64.0,
+            "MiB",
         ),
-        _ => target(
-            "marginal memory per NodeClaim",
-            Measured::Elsewhere("needs --memory-steps below the full scale".into()),
-            0.5,
-            "KiB",
-        ),
-    });
-    let cold = median(
-        &r.cold_starts
-            .iter()
-            .map(|c| c.ready_and_evaluated_s)
-            .collect::<Vec<_>>(),
-    );
-    rows.push(target(
-        format!(
-            "cold start to ready and every class evaluated ({} s, median of {}) ÷ the API server's own list of every NodeClaim ({} s)",
-            fmt(cold, 2),
-            r.cold_starts.len(),
-            fmt(r.seeding.list_all_node_claims_s, 2)
-        ),
-        if r.seeding.list_all_node_claims_s > 0.0 {
-            value(cold / r.seeding.list_all_node_claims_s, "×", 2)
-        } else {
-            Measured::Elsewhere("no NodeClaim list timed".into())
-        },
-        1.1,
-        "×",
-    ));
-    rows.push(target(
-        format!(
-            "at {LARGE_NODE_CLAIMS} NodeClaims / {LARGE_NODE_CLASSES} EC2NodeClasses: RSS steady"
-        ),
-        if large {
-            value(r.idle.rss_mib.p50, "MiB", 1)
-        } else {
-            see_large()
-        },
-        64.0,
-        "MiB",
-    ));
-    rows.push(target(
-        format!(
-            "at {LARGE_NODE_CLAIMS} NodeClaims / {LARGE_NODE_CLASSES} EC2NodeClasses: change-to-status p99, last class"
-        ),
-        if large {
-            value(last.p99, "ms", 0)
-        } else {
-            see_large()
-        },
-        250.0,
-        "ms",
-    ));
-
+        large_last_class_p99(r, 250.0),
+    ];
     let busiest = r.storms.iter().max_by(|a, b| {
         a.reconciles_per_class_per_s
             .total_cmp(&b.reconciles_per_class_per_s)
@@ -239,61 +331,40 @@ pub fn issue_13(r: &Results) -> Vec<Target> {
         2.0,
         "/s",
     ));
-    let needless: Vec<f64> = r
-        .storms
-        .iter()
-        .filter_map(|s| s.needless_writes())
-        .collect();
-    // What of them changed the stored status (the rest wrote what the API server already held).
-    let (stored, stamp_only) =
-        r.storms
-            .iter()
-            .filter(|s| !s.changes_status)
-            .fold((0.0, 0.0), |(stored, stamp), s| {
-                (
-                    stored + (s.window.status_changes_seen - s.edit_writes).max(0.0),
-                    stamp + s.window.stamp_only_changes_seen,
-                )
-            });
-    rows.push(target(
-        format!(
-            "storm: needless status writes (Pod storms: writes beyond edits × classes; {} of them changed the stored status, {} only its lastEvaluated)",
-            fmt(stored, 0),
-            fmt(stamp_only, 0)
-        ),
-        if needless.is_empty() {
-            Measured::Elsewhere("no Pod storm in this run".into())
-        } else {
-            value(needless.iter().sum(), "", 0)
-        },
-        0.0,
-        "",
-    ));
-    let (storm_last, storm_timed_out) =
-        latencies(r.storms.iter().flat_map(|s| &s.edits), |e| e.last_ms);
-    rows.push(target(
-        format!(
-            "storm: change-to-status p99 of the aws-auth edits during the storms, last class ({} edits{})",
-            storm_last.n,
-            timeouts(storm_timed_out)
-        ),
-        if r.storms.is_empty() {
-            no_storm()
-        } else {
-            value(storm_last.p99, "ms", 0)
-        },
-        250.0,
-        "ms",
-    ));
-    rows.push(target(
-        format!(
-            "AWS calls per hour, idle, at {classes} EC2NodeClasses (target stated at {AWS_CALLS_TARGET_CLASSES})"
-        ),
-        value(r.idle.window.aws_calls_per_hour, "", 0),
-        84.0,
-        "",
-    ));
+    rows.push(needless_writes(r));
+    rows.push(storm_last_class_p99(r));
+    rows.push(idle_aws_calls(r, 84.0, AWS_CALLS_TARGET_CLASSES));
     rows
+}
+
+/// Every issue 23 target ("Derive once, write apart, never wait on AWS"), against `r`.
+pub fn issue_23(r: &Results) -> Vec<Target> {
+    let classes = r.scale.node_classes;
+    let edits = r.edits.len();
+    vec![
+        cold_start_ratio(r, 1.2),
+        if classes >= LARGE_NODE_CLASSES {
+            idle_aws_calls(r, 150.0, LARGE_NODE_CLASSES)
+        } else {
+            idle_aws_calls(r, 100.0, AWS_CALLS_TARGET_CLASSES)
+        },
+        last_class_p99(r, 100.0),
+        storm_last_class_p99(r),
+        large_last_class_p99(r, 250.0),
+        memory_per_node_claim(r),
+        needless_writes(r),
+        target(
+            format!(
+                "API requests per aws-auth edit at {classes} EC2NodeClasses (KarpenterHealth and Event requests the API server counted over {edits} edits, every verb but WATCH)"
+            ),
+            match r.edit_window.api_requests {
+                Some(requests) if edits > 0 => value(requests / edits as f64, "", 1),
+                _ => Measured::Elsewhere("not measured in this run".into()),
+            },
+            25.0,
+            "",
+        ),
+    ]
 }
 
 fn fmt(v: f64, digits: usize) -> String {
@@ -305,10 +376,10 @@ fn fmt(v: f64, digits: usize) -> String {
     }
 }
 
-/// The Markdown table of `rows`.
-pub fn markdown(rows: &[Target]) -> String {
-    let mut o = String::from(
-        "| Issue 13 target | Result | Target | Ratio | Met |\n|---|---|---|---|---|\n",
+/// The Markdown table of `rows`, headed by `issue`'s number.
+pub fn markdown(issue: u32, rows: &[Target]) -> String {
+    let mut o = format!(
+        "| Issue {issue} target | Result | Target | Ratio | Met |\n|---|---|---|---|---|\n"
     );
     for t in rows {
         let result = match &t.result {
@@ -405,6 +476,39 @@ mod tests {
             .expect("row");
         assert_eq!(row.met(), Some(false));
         assert!(matches!(row.result, Measured::Value { value, .. } if value == 3.0));
-        assert!(markdown(&[row]).contains("| **no** |"));
+        assert!(markdown(13, &[row]).contains("| **no** |"));
+    }
+
+    #[test]
+    fn issue_23_counts_requests_per_edit_and_states_the_call_budget_by_scale() {
+        let mut r = Results {
+            edits: vec![edit(Some(10.0), false); 4],
+            ..Results::default()
+        };
+        r.edit_window.api_requests = Some(90.0);
+        let rows = issue_23(&r);
+        let requests = rows
+            .iter()
+            .find(|t| t.measure.starts_with("API requests per aws-auth edit"))
+            .expect("row");
+        assert!(matches!(requests.result, Measured::Value { value, .. } if value == 22.5));
+        assert_eq!(requests.met(), Some(true));
+        let calls = |r: &Results| {
+            issue_23(r)
+                .into_iter()
+                .find(|t| t.measure.starts_with("AWS calls per hour"))
+                .expect("row")
+                .limit
+        };
+        assert_eq!(calls(&r), 100.0);
+        r.scale.node_classes = LARGE_NODE_CLASSES;
+        assert_eq!(calls(&r), 150.0);
+        r.edit_window.api_requests = None;
+        assert!(
+            issue_23(&r)
+                .iter()
+                .any(|t| t.result == Measured::Elsewhere("not measured in this run".into()))
+        );
+        assert!(markdown(23, &rows).starts_with("| Issue 23 target |"));
     }
 }
