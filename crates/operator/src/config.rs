@@ -73,7 +73,8 @@ pub struct OperatorConfig {
     #[arg(long, env = "KH_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_interval)]
     pub refresh_interval: Duration,
 
-    /// How many EC2NodeClasses are reconciled at once.
+    /// How many EC2NodeClasses are reconciled at once, in each of the two lanes (user changes;
+    /// NodeClaim and pending-Pod storms and AWS refreshes). Status writes run apart from both.
     #[arg(long, env = "KH_CONCURRENCY", default_value_t = 4)]
     pub concurrency: u16,
 
