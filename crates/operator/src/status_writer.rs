@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::events::{self, EventBudget, Transition};
 use crate::health_object;
 use crate::metrics::Metrics;
-use crate::reconcile::retry_after;
+use crate::reconcile::{retry_after, without_last_evaluated};
 use k8s_openapi::api::core::v1::ObjectReference;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use kube::Api;
@@ -58,7 +58,13 @@ pub struct StatusWriter {
     tasks: Mutex<tokio::task::JoinSet<()>>,
     idle: tokio::sync::Notify,
     closed: std::sync::atomic::AtomicBool,
+    /// The last few statuses written per class (without `lastEvaluated`), newest last: a watch
+    /// cache holding one of them is behind this writer, not edited by someone else.
+    history: Mutex<HashMap<String, std::collections::VecDeque<KarpenterHealthStatus>>>,
 }
+
+/// How many earlier writes per class are remembered to recognise a lagging cache.
+const HISTORY: usize = 4;
 
 impl std::fmt::Debug for StatusWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,6 +92,7 @@ impl StatusWriter {
             tasks: Mutex::default(),
             idle: tokio::sync::Notify::new(),
             closed: std::sync::atomic::AtomicBool::new(false),
+            history: Mutex::default(),
         })
     }
 
@@ -124,10 +131,37 @@ impl StatusWriter {
             .and_then(|s| s.next.as_ref().map(|d| d.status.clone()))
     }
 
+    /// Whether this writer wrote `status` (up to `lastEvaluated`) for `name` lately: then a cache
+    /// holding it is merely behind the writer (the echo of a newer write is on its way), and a
+    /// decision equal to the newest one needs no write on its account.
+    pub fn wrote(&self, name: &str, status: &KarpenterHealthStatus) -> bool {
+        let status = without_last_evaluated(status);
+        self.history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .is_some_and(|written| written.contains(&status))
+    }
+
+    fn remember(&self, name: &str, status: &KarpenterHealthStatus) {
+        let mut history = self
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let written = history.entry(name.to_owned()).or_default();
+        if written.len() == HISTORY {
+            written.pop_front();
+        }
+        written.push_back(without_last_evaluated(status));
+    }
+
     /// Drops what is pending for a deleted class.
     pub fn forget(&self, name: &str) {
         if let Some(slot) = self.lock_slots().get_mut(name) {
             slot.next = None;
+        }
+        if let Ok(mut history) = self.history.lock() {
+            history.remove(name);
         }
     }
 
@@ -217,6 +251,7 @@ impl StatusWriter {
     async fn write(&self, name: &str, decision: &Decision) -> Result<(), Error> {
         health_object::patch_status(&self.api, name, &decision.status).await?;
         self.metrics.status_patched();
+        self.remember(name, &decision.status);
         let before = self
             .written
             .lock()
