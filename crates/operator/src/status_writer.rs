@@ -41,6 +41,11 @@ pub struct Decision {
 #[derive(Default)]
 struct Slot {
     next: Option<Decision>,
+    /// The status being written now: until its write returns, it is the class's newest decision
+    /// for a reconcile to compare with (else one reconciling in that window, in the other lane or
+    /// woken by the write's own echo, took the write before as the last decision and wrote the
+    /// same status again).
+    in_flight: Option<KarpenterHealthStatus>,
     writing: bool,
     failures: u32,
 }
@@ -124,11 +129,14 @@ impl StatusWriter {
         }
     }
 
-    /// The decision for `name` handed over and not written yet.
+    /// The decision for `name` handed over and not written yet, or being written.
     pub fn pending(&self, name: &str) -> Option<KarpenterHealthStatus> {
-        self.lock_slots()
-            .get(name)
-            .and_then(|s| s.next.as_ref().map(|d| d.status.clone()))
+        self.lock_slots().get(name).and_then(|s| {
+            s.next
+                .as_ref()
+                .map(|d| d.status.clone())
+                .or_else(|| s.in_flight.clone())
+        })
     }
 
     /// Whether this writer wrote `status` (up to `lastEvaluated`) for `name` lately: then a cache
@@ -208,7 +216,10 @@ impl StatusWriter {
                     return;
                 };
                 match slot.next.take() {
-                    Some(decision) => decision,
+                    Some(decision) => {
+                        slot.in_flight = Some(decision.status.clone());
+                        decision
+                    }
                     None => {
                         slots.remove(&name);
                         drop(slots);
@@ -220,7 +231,11 @@ impl StatusWriter {
             let Ok(_permit) = self.permits.acquire().await else {
                 return;
             };
-            if let Err(error) = self.write(&name, &decision).await {
+            let written = self.write(&name, &decision).await;
+            if let Some(slot) = self.lock_slots().get_mut(&name) {
+                slot.in_flight = None;
+            }
+            if let Err(error) = written {
                 let retry = error.retry();
                 let failures = {
                     let mut slots = self.lock_slots();
@@ -277,7 +292,7 @@ impl StatusWriter {
             .map(|mut b| b.take(name, transitions.len(), Instant::now()))
             .unwrap_or(0);
         if allowed < transitions.len() {
-            tracing::info!(
+            tracing::debug!(
                 node_class = %name,
                 dropped = transitions.len() - allowed,
                 "Event budget of the object spent; transitions not announced"
