@@ -152,3 +152,49 @@ async fn a_denial_is_never_shared() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_denial_no_question_reads_does_not_keep_an_answer_apart() {
+    // One class alone, to learn what it asks and which pairs no question reads.
+    let probe = FakeAws::new(world());
+    let (one, facts) = simulations_for(&probe, &[class("c0", &[])]).await;
+    let unread = decisions(&facts[0])
+        .into_iter()
+        .find(|(a, r, _)| a == "iam:PassRole" && r.ends_with(":instance/*"))
+        .map(|(a, r, _)| format!("{a} {r}"))
+        .expect("the launch simulation asks iam:PassRole on instance/* too");
+    // The simulator denies that pair, as IAM does when the policy grants PassRole on the node
+    // role only: the rule never reads it, so the answer is still shared.
+    let fake = FakeAws::new(world());
+    fake.with(|s| {
+        s.simulated.insert(unread.clone(), "implicitDeny".into());
+    });
+    let classes: Vec<_> = (0..20).map(|n| class(&format!("c{n}"), &[])).collect();
+    let (calls, facts) = simulations_for(&fake, &classes).await;
+    assert_eq!(calls, one, "twenty classes cost what one does");
+    for f in &facts {
+        let own = decisions(f);
+        assert!(
+            own.iter()
+                .filter(|(a, r, _)| format!("{a} {r}") != unread)
+                .all(|(_, _, d)| d == "allowed"),
+            "{own:?}"
+        );
+    }
+    // The same denial on the node role, which the rule reads, is asked by each class itself.
+    let node_role = decisions(&facts[0])
+        .into_iter()
+        .find(|(a, r, _)| a == "iam:PassRole" && r.contains(":role/"))
+        .map(|(a, r, _)| format!("{a} {r}"))
+        .expect("PassRole on the node role");
+    let fake = FakeAws::new(world());
+    fake.with(|s| {
+        s.simulated.insert(node_role.clone(), "implicitDeny".into());
+    });
+    let (calls, _) = simulations_for(&fake, &classes[..2]).await;
+    assert_eq!(
+        calls,
+        one + 1,
+        "the second class asked the denied group itself"
+    );
+}

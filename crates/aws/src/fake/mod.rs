@@ -51,7 +51,8 @@ pub struct FakeState {
     /// Managed policy documents (default version `v1`) by ARN.
     pub managed_policies: BTreeMap<String, String>,
     pub oidc_providers: Vec<String>,
-    /// What the simulator answers per action (`allowed` when not listed).
+    /// What the simulator answers per `"action resource"`, else per action (`allowed` when
+    /// neither is listed).
     pub simulated: BTreeMap<String, String>,
     /// Queues by name: (URL, attributes).
     pub queues: BTreeMap<String, (String, QueueAttributes)>,

@@ -57,7 +57,8 @@ impl IamApi for FakeAws {
                         resource: resource.clone(),
                         decision: s
                             .simulated
-                            .get(action)
+                            .get(&format!("{action} {resource}"))
+                            .or_else(|| s.simulated.get(action))
                             .cloned()
                             .unwrap_or_else(|| "allowed".into()),
                         denied_by_boundary: false,

@@ -86,6 +86,33 @@ fn differing_values<'a>(a: &'a Simulation, b: &'a Simulation) -> Option<Vec<(&'a
     Some(pairs)
 }
 
+/// Whether every pair of `read` that `simulation` asks has an answer in `decisions`, and it is
+/// "allowed". Denials of pairs no question reads (a simulation asks every action on every
+/// resource of its group) change no verdict, so they do not keep an answer from being shared;
+/// a denial of a pair the rule reads is never shared, since an SCP keyed on a class's name could
+/// make it the first class's alone.
+fn reads_only_allowed(
+    decisions: &[SimulatedDecision],
+    simulation: &Simulation,
+    read: &[(&'static str, String)],
+) -> bool {
+    let asked: Vec<&(&'static str, String)> = read
+        .iter()
+        .filter(|(action, resource)| {
+            simulation.actions.iter().any(|a| a == action)
+                && simulation.resources.iter().any(|r| r == resource)
+        })
+        .collect();
+    !asked.is_empty()
+        && asked.iter().all(|(action, resource)| {
+            decisions.iter().any(|d| {
+                d.action.eq_ignore_ascii_case(action)
+                    && d.resource == *resource
+                    && d.decision == "allowed"
+            })
+        })
+}
+
 /// `decisions` about `asked`'s resources, renamed to the resources of `simulation` at the same
 /// positions (the rule matches each question by action and resource).
 fn renamed(
@@ -273,9 +300,17 @@ impl AwsObserver {
             }
             _ => None,
         };
+        // The (action, resource) pairs the rule reads: a simulation asks every action of a group
+        // on every resource of it, and the pairs no question asks (`iam:PassRole` on
+        // `instance/*`) come back denied in a healthy account.
+        let read: Vec<(&'static str, String)> = inputs
+            .questions()
+            .into_iter()
+            .map(|q| (q.action, q.resource))
+            .collect();
         let reads = simulations(&role.arn, inputs)
             .into_iter()
-            .map(|simulation| self.simulate_shared(simulation, literals.as_ref()));
+            .map(|simulation| self.simulate_shared(simulation, literals.as_ref(), &read));
         let mut decisions = Vec::new();
         for answer in join_all(reads).await {
             match answer {
@@ -291,28 +326,32 @@ impl AwsObserver {
     }
 
     /// One simulation's answers, from the question of another class when the role's policies
-    /// cannot tell the two apart and IAM allowed all of it; anything else (a denial, no answer,
-    /// policies that could not be read) is asked as the class's own.
+    /// cannot tell the two apart and IAM allowed every question the rule reads in it; anything
+    /// else (a denial of such a question, no answer, policies that could not be read) is asked
+    /// as the class's own.
     ///
     /// Only questions that differ in what Karpenter derives from object names are shared (see
     /// [`NAME_DERIVED_TAGS`]). IAM's simulator also applies the organization's SCPs, which the
     /// operator cannot read: an SCP that treats two EC2NodeClasses or NodePools differently by
-    /// their names alone would be missed for the second. A denial is never shared, so sharing
+    /// their names alone would be missed for the second. A denial the rule reads is never shared, so sharing
     /// can only miss such a denial, never invent one.
     async fn simulate_shared(
         &self,
         simulation: Simulation,
         literals: Option<&Literals>,
+        read: &[(&'static str, String)],
     ) -> Observed<Vec<SimulatedDecision>> {
         if let Some(literals) = literals
             && let Some(asked) = self.representative(&simulation, literals)
             && let Observed::Found(decisions) = self.simulate_one(asked.clone()).await
+        {
+            let decisions = renamed(decisions, &asked, &simulation);
             // Keys the policies needed and the request lacked are the same for both questions
             // (same keys, values told apart by nothing): an allowed answer that lists them is
             // shared as well.
-            && decisions.iter().all(|d| d.decision == "allowed")
-        {
-            return Observed::Found(renamed(decisions, &asked, &simulation));
+            if reads_only_allowed(&decisions, &simulation, read) {
+                return Observed::Found(decisions);
+            }
         }
         self.simulate_one(simulation).await
     }
