@@ -27,7 +27,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::ControllerCanLaunch,
-        "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible. Classes whose questions differ only in the names Karpenter tags with (EC2NodeClass, NodePool, the instance profile it makes) share IAM's answer when the controller's own policies cannot tell those names apart and IAM allowed everything: a service control policy that treats EC2NodeClasses or NodePools differently by name alone is missed for the second class (a denial is never shared).",
+        "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible. Classes whose questions differ only in the names Karpenter tags with (EC2NodeClass, NodePool, the instance profile it makes) share IAM's answer when the controller's own policies cannot tell those names apart and IAM allowed every question the check reads: a service control policy that treats EC2NodeClasses or NodePools differently by name alone is missed for the second class (a denial the check reads is never shared).",
     ),
     (
         ConditionType::InterruptionHandlingReady,
