@@ -208,9 +208,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         }
     };
     let node_claims = node_claims.map(|claims| {
-        SharedClaims::listed(NodeClaimIndex::of(
-            claims.iter().filter_map(|guarded| guarded.0.as_ref().ok()),
-        ))
+        SharedClaims::listed(NodeClaimIndex::of_listed(claims.iter().map(AsRef::as_ref)))
     });
     let pending_pods = pending_pods
         .map(|pods| SharedPendingPods::listed(PendingPodIndex::of(pods.iter().map(AsRef::as_ref))));

@@ -65,6 +65,9 @@ impl StoredClaim {
 #[derive(Debug, Default)]
 pub struct NodeClaimIndex {
     by_class: HashMap<ClassKey, HashMap<Box<str>, StoredClaim>>,
+    /// NodeClaims that could not be read, with why: the instances they claim are unknown, so
+    /// no instance may be called unclaimed while any is here.
+    unreadable: std::collections::BTreeMap<Box<str>, String>,
     claimed: OnceLock<Arc<BTreeSet<String>>>,
 }
 
@@ -166,6 +169,25 @@ impl NodeClaimIndex {
             .clone()
     }
 
+    /// Builds an index of a complete list as a list or watch returned it, unreadable NodeClaims
+    /// included.
+    pub fn of_listed<'a>(claims: impl IntoIterator<Item = &'a LeanNodeClaim>) -> Self {
+        let mut index = Self::default();
+        for claim in claims {
+            index.apply(claim);
+        }
+        index
+    }
+
+    /// A NodeClaim that could not be read, with why, and how many there are; `None` when every
+    /// NodeClaim was read.
+    pub fn unreadable(&self) -> Option<(&str, &str, usize)> {
+        self.unreadable
+            .iter()
+            .next()
+            .map(|(name, error)| (&**name, error.as_str(), self.unreadable.len()))
+    }
+
     /// How many NodeClaims the index holds.
     pub fn len(&self) -> usize {
         self.by_class.values().map(HashMap::len).sum()
@@ -185,12 +207,24 @@ impl WatchIndex for NodeClaimIndex {
 
     fn apply(&mut self, guarded: &Self::Object) -> Option<ClaimsTouched> {
         match &guarded.0 {
-            Ok(claim) => Some(self.apply_claim(claim)),
-            // A NodeClaim that turned malformed is dropped, as an unreadable one is skipped.
+            Ok(claim) => {
+                let name = claim.metadata.name.as_deref().unwrap_or_default();
+                let was_unreadable = self.unreadable.remove(name).is_some();
+                let touched = self.apply_claim(claim);
+                Some(if was_unreadable {
+                    ClaimsTouched::AllClasses
+                } else {
+                    touched
+                })
+            }
+            // A NodeClaim that turned malformed leaves its class, and keeps the instance sweep
+            // from calling any instance unclaimed until it is readable or gone.
             Err(invalid) => {
                 let name = invalid.metadata.name.as_deref().unwrap_or_default();
                 tracing::warn!(name, error = %invalid.error, "skipping malformed NodeClaim");
-                Some(self.delete_named(name))
+                self.delete_named(name);
+                self.unreadable.insert(name.into(), invalid.error.clone());
+                Some(ClaimsTouched::AllClasses)
             }
         }
     }
@@ -199,8 +233,13 @@ impl WatchIndex for NodeClaimIndex {
         let name = match &guarded.0 {
             Ok(claim) => claim.metadata.name.as_deref(),
             Err(invalid) => invalid.metadata.name.as_deref(),
-        };
-        Some(self.delete_named(name.unwrap_or_default()))
+        }
+        .unwrap_or_default();
+        if self.unreadable.remove(name).is_some() {
+            self.delete_named(name);
+            return Some(ClaimsTouched::AllClasses);
+        }
+        Some(self.delete_named(name))
     }
 
     fn relisted() -> ClaimsTouched {
@@ -356,5 +395,46 @@ mod tests {
             shared.read(|i| i.claimed_instance_ids().iter().cloned().collect::<Vec<_>>()),
             ["i-0new"]
         );
+    }
+
+    #[test]
+    fn an_unreadable_node_claim_keeps_the_claimed_set_unknown_until_read_or_gone() {
+        let invalid = |name: &str| {
+            LeanNodeClaim(Err(kube::core::error_boundary::InvalidObject {
+                error: "status.providerID: expected a string".into(),
+                metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                    name: Some(name.into()),
+                    ..Default::default()
+                },
+            }))
+        };
+        let mut index = NodeClaimIndex::of_listed(&[
+            LeanNodeClaim(Ok(claim("a", Some("default"), Some("i-0a")))),
+            invalid("b"),
+        ]);
+        assert_eq!(
+            index.unreadable(),
+            Some(("b", "status.providerID: expected a string", 1))
+        );
+        // Readable again: known again, and every class's sweep is asked to look.
+        assert_eq!(
+            index.apply(&LeanNodeClaim(Ok(claim(
+                "b",
+                Some("default"),
+                Some("i-0b")
+            )))),
+            Some(ClaimsTouched::AllClasses)
+        );
+        assert_eq!(index.unreadable(), None);
+        assert_eq!(index.claimed_instance_ids().len(), 2);
+        // Unreadable, then deleted: gone from both.
+        assert_eq!(index.apply(&invalid("b")), Some(ClaimsTouched::AllClasses));
+        assert_eq!(
+            index.claimed_instance_ids().len(),
+            1,
+            "b's instance left with it"
+        );
+        assert_eq!(index.delete(&invalid("b")), Some(ClaimsTouched::AllClasses));
+        assert_eq!(index.unreadable(), None);
     }
 }

@@ -379,10 +379,20 @@ pub fn class_facts(
     // builds once per NodeClaim change and shares.
     let (node_claims, claimed_instance_ids) = match &sources.node_claims {
         Observed::Found(claims) => claims.read(|index| {
-            (
-                Observed::Found(index.of_class(&name)),
-                Observed::Found(index.claimed_instance_ids()),
-            )
+            let claimed = match index.unreadable() {
+                // Its instance may be any of them: calling one unclaimed would be a guess.
+                Some((claim, error, count)) => Observed::not_observed(format!(
+                    "NodeClaim {claim} could not be read ({error}){}; the instances it claims \
+                     are unknown",
+                    if count > 1 {
+                        format!(" and {} more", count - 1)
+                    } else {
+                        String::new()
+                    }
+                )),
+                None => Observed::Found(index.claimed_instance_ids()),
+            };
+            (Observed::Found(index.of_class(&name)), claimed)
         }),
         Observed::Absent => (Observed::Absent, Observed::Absent),
         Observed::Unknown(u) => (Observed::Unknown(u.clone()), Observed::Unknown(u.clone())),

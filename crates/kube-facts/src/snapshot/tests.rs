@@ -400,3 +400,34 @@ fn cluster_wide_facts_are_derived_once_per_change_of_their_inputs() {
         )
     );
 }
+
+#[test]
+fn an_unreadable_node_claim_makes_the_claimed_instances_unknown_not_empty() {
+    use crate::lean_node_claim::LeanNodeClaim;
+    let unreadable = LeanNodeClaim(Err(kube::core::error_boundary::InvalidObject {
+        error: "status.providerID: expected a string".into(),
+        metadata: ObjectMeta {
+            name: Some("broken".into()),
+            ..Default::default()
+        },
+    }));
+    let readable = LeanNodeClaim(Ok(claim("a", "default", "aws:///us-east-1a/i-0a")));
+    let sources = Sources {
+        node_claims: Observed::Found(SharedClaims::listed(NodeClaimIndex::of_listed([
+            &readable,
+            &unreadable,
+        ]))),
+        ..Sources::default()
+    };
+    let facts = cluster_facts(&node_class("default"), &sources, &Overrides::default());
+    let Observed::Unknown(why) = &facts.claimed_instance_ids else {
+        panic!("claimed instances: {:?}", facts.claimed_instance_ids);
+    };
+    assert!(
+        why.detail.contains("NodeClaim broken could not be read"),
+        "{}",
+        why.detail
+    );
+    // The class's own readable NodeClaims are still read.
+    assert_eq!(facts.node_claims.found().map(Vec::len), Some(1));
+}
