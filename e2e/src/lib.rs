@@ -233,6 +233,23 @@ impl Drop for OperatorHandle {
     }
 }
 
+/// A minimal valid EC2NodeClass named `name`, for tests that need one to exist rather than a
+/// healthy AWS side behind it.
+pub fn minimal_node_class_yaml(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: {name}}}
+spec:
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
+"#
+    )
+}
+
 /// Applies every document of a multi-document YAML string by server-side apply, resolving each
 /// kind through discovery. Returns the applied objects' names in order.
 pub async fn apply_yaml(client: &kube::Client, yaml: &str) -> Result<Vec<String>> {

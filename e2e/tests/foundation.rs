@@ -11,7 +11,7 @@ use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionType, KarpenterHealth};
 use karpenter_health_e2e::fault_proxy::FaultProxy;
 use karpenter_health_e2e::{
-    Bed, OperatorHandle, apply_yaml, install_health_crd, kubectl, wait_for,
+    Bed, OperatorHandle, apply_yaml, install_health_crd, kubectl, minimal_node_class_yaml, wait_for,
 };
 use kube::api::{Api, DeleteParams, PostParams};
 use std::time::Duration;
@@ -22,21 +22,6 @@ fn config() -> karpenter_health_operator::OperatorConfig {
     karpenter_health_operator::OperatorConfig::for_tests()
 }
 
-fn node_class_yaml(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {{name: {name}}}
-spec:
-  role: KarpenterNodeRole-e2e
-  amiSelectorTerms: [{{alias: al2023@latest}}]
-  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
-  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
-"#
-    )
-}
-
 #[tokio::test]
 async fn crd_is_served_and_kubectl_shows_the_printer_columns() -> Result<()> {
     let bed = Bed::from_env()?;
@@ -44,7 +29,7 @@ async fn crd_is_served_and_kubectl_shows_the_printer_columns() -> Result<()> {
     install_health_crd(&client).await?;
     let operator =
         OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
-    apply_yaml(&client, &node_class_yaml("fnd-columns")).await?;
+    apply_yaml(&client, &minimal_node_class_yaml("fnd-columns")).await?;
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
     wait_for(
         "KarpenterHealth fnd-columns with status",
@@ -117,7 +102,7 @@ async fn each_node_class_gets_one_owned_health_that_is_collected_with_it() -> Re
     install_health_crd(&client).await?;
     let operator =
         OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
-    apply_yaml(&client, &node_class_yaml("fnd-owned")).await?;
+    apply_yaml(&client, &minimal_node_class_yaml("fnd-owned")).await?;
     let node_classes: Api<EC2NodeClass> = Api::all(client.clone());
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
 
@@ -182,7 +167,7 @@ async fn every_node_class_present_at_a_cold_start_is_evaluated() -> Result<()> {
         "fnd-cold-e",
     ];
     for name in names {
-        apply_yaml(&client, &node_class_yaml(name)).await?;
+        apply_yaml(&client, &minimal_node_class_yaml(name)).await?;
     }
     let operator =
         OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
@@ -218,7 +203,7 @@ async fn a_deleted_or_hand_edited_health_gets_its_full_status_back_at_once() -> 
         config(),
         bed.aws_port_at(&aws.url(), "us-east-1").await?,
     );
-    apply_yaml(&client, &node_class_yaml("fnd-restored")).await?;
+    apply_yaml(&client, &minimal_node_class_yaml("fnd-restored")).await?;
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
     let complete = |h: &KarpenterHealth| {
         h.status
@@ -387,10 +372,10 @@ async fn a_malformed_node_class_is_skipped_and_the_watch_goes_on() -> Result<()>
 
     // The operator starts with the malformed object in its first list, skips it, and evaluates
     // the classes before and after it.
-    apply_yaml(&client, &node_class_yaml("fnd-before-malformed")).await?;
+    apply_yaml(&client, &minimal_node_class_yaml("fnd-before-malformed")).await?;
     let operator =
         OperatorHandle::start(client.clone(), config(), bed.aws_port("us-east-1").await?);
-    apply_yaml(&client, &node_class_yaml("fnd-after-malformed")).await?;
+    apply_yaml(&client, &minimal_node_class_yaml("fnd-after-malformed")).await?;
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
     for name in ["fnd-before-malformed", "fnd-after-malformed"] {
         wait_for(&format!("KarpenterHealth {name}"), DEADLINE, || async {
@@ -443,7 +428,7 @@ async fn the_binary_installs_its_crd_and_stops_cleanly_on_sigterm() -> Result<()
     );
     let client = bed.admin_client().await?;
     // The binary is up and working once it has made the KarpenterHealth of a new EC2NodeClass.
-    apply_yaml(&client, &node_class_yaml("fnd-binary")).await?;
+    apply_yaml(&client, &minimal_node_class_yaml("fnd-binary")).await?;
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
     wait_for(
         "the binary to create KarpenterHealth fnd-binary",

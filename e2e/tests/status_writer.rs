@@ -6,7 +6,7 @@ use anyhow::{Result, ensure};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
-use karpenter_health_e2e::{Bed, apply_yaml, install_health_crd};
+use karpenter_health_e2e::{Bed, apply_yaml, install_health_crd, minimal_node_class_yaml};
 use karpenter_health_operator::context::WrittenStatuses;
 use karpenter_health_operator::health_object;
 use karpenter_health_operator::metrics::Metrics;
@@ -15,21 +15,6 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::{Api, Resource};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn node_class_yaml(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {{name: {name}}}
-spec:
-  role: KarpenterNodeRole-e2e
-  amiSelectorTerms: [{{alias: al2023@latest}}]
-  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
-  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: e2e}}}}]
-"#
-    )
-}
 
 /// A status that says which decision of a burst it is, in its Ready message.
 fn decision_number(n: usize) -> KarpenterHealthStatus {
@@ -43,7 +28,7 @@ async fn classes_with_healths(client: &kube::Client, names: &[&str]) -> Result<V
     let healths: Api<KarpenterHealth> = Api::all(client.clone());
     let mut decisions = Vec::new();
     for name in names {
-        apply_yaml(client, &node_class_yaml(name)).await?;
+        apply_yaml(client, &minimal_node_class_yaml(name)).await?;
         let class = classes.get(name).await?;
         let health = health_object::ensure(&healths, &class).await?;
         decisions.push(Decision {

@@ -153,16 +153,22 @@ async fn a_denial_is_never_shared() {
     }
 }
 
+/// `"iam:PassRole <resource>"` of the simulated pair whose resource contains `resource`, as the
+/// fake simulator's key for a per-pair answer.
+fn pass_role_on(facts: &AwsFacts, resource: &str) -> String {
+    decisions(facts)
+        .into_iter()
+        .find(|(a, r, _)| a == "iam:PassRole" && r.contains(resource))
+        .map(|(a, r, _)| format!("{a} {r}"))
+        .unwrap_or_else(|| panic!("the launch simulation asks iam:PassRole on {resource}"))
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_denial_no_question_reads_does_not_keep_an_answer_apart() {
     // One class alone, to learn what it asks and which pairs no question reads.
     let probe = FakeAws::new(world());
     let (one, facts) = simulations_for(&probe, &[class("c0", &[])]).await;
-    let unread = decisions(&facts[0])
-        .into_iter()
-        .find(|(a, r, _)| a == "iam:PassRole" && r.ends_with(":instance/*"))
-        .map(|(a, r, _)| format!("{a} {r}"))
-        .expect("the launch simulation asks iam:PassRole on instance/* too");
+    let unread = pass_role_on(&facts[0], ":instance/*");
     // The simulator denies that pair, as IAM does when the policy grants PassRole on the node
     // role only: the rule never reads it, so the answer is still shared.
     let fake = FakeAws::new(world());
@@ -182,11 +188,7 @@ async fn a_denial_no_question_reads_does_not_keep_an_answer_apart() {
         );
     }
     // The same denial on the node role, which the rule reads, is asked by each class itself.
-    let node_role = decisions(&facts[0])
-        .into_iter()
-        .find(|(a, r, _)| a == "iam:PassRole" && r.contains(":role/"))
-        .map(|(a, r, _)| format!("{a} {r}"))
-        .expect("PassRole on the node role");
+    let node_role = pass_role_on(&facts[0], ":role/");
     let fake = FakeAws::new(world());
     fake.with(|s| {
         s.simulated.insert(node_role.clone(), "implicitDeny".into());

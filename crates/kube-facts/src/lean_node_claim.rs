@@ -112,10 +112,7 @@ impl Tolerant for Time {
     }
 }
 
-impl<T: Tolerant> Tolerant for Vec<Field<T>>
-where
-    Field<T>: for<'a> Deserialize<'a>,
-{
+impl<T: Tolerant> Tolerant for Vec<Field<T>> {
     const EXPECTED: &'static str = "a list";
     fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
         let mut all = Vec::new();

@@ -18,7 +18,6 @@ use karpenter_health_checks::rules::interruption_handling::queue_name;
 use karpenter_health_checks::rules::node_role::AWS_NODE_SERVICE_ACCOUNT;
 use karpenter_health_checks::rules::spot_ready::allows_spot;
 use karpenter_health_kube_facts::{KubeFacts, Overrides};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use std::collections::HashMap;
@@ -82,7 +81,6 @@ pub struct Context {
     pub kube_facts: KubeFacts,
     pub aws: AwsPort,
     pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
     pub healths: Store<KarpenterHealth>,
     /// The status this process last wrote per EC2NodeClass: fresher than the watch cache right
     /// after a write, so a quick second reconcile neither re-writes nor re-announces it.
@@ -281,6 +279,14 @@ impl Context {
             .pending(name)
             .or_else(|| self.written.lock().ok().and_then(|w| w.get(name).cloned()))
             .or_else(|| stored.and_then(|h| h.status.clone()))
+    }
+
+    /// Drops the lock of a deleted class (a reconcile holding it keeps its own handle).
+    pub fn forget_class_lock(&self, name: &str) {
+        self.class_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
     }
 
     /// The lock of `name`'s reconciles.

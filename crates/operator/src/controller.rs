@@ -215,13 +215,12 @@ async fn run_controller(
         Api::all(client.clone()),
         written.clone(),
         metrics.clone(),
-        Recorder::new(client.clone(), reporter.clone()),
+        Recorder::new(client.clone(), reporter),
         config.refresh_interval,
     );
     // No write may outlive leading: a late one could overwrite the next leader's.
     let _close_writer = CloseWriter(writer.clone());
     let ctx = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), reporter),
         client: client.clone(),
         settings: config.settings(),
         overrides: config.overrides(),

@@ -69,6 +69,7 @@ async fn reconcile_in_span(
     if node_class.metadata.deletion_timestamp.is_some() {
         ctx.metrics.forget(&name);
         ctx.writer.forget(&name);
+        ctx.forget_class_lock(&name);
         return Ok(Action::await_change());
     }
     // The KarpenterHealth cache must be listed before it is read: read empty at a start or a
@@ -339,32 +340,21 @@ mod tests {
             without_last_evaluated(s) == without_last_evaluated(&ours_before)
                 || without_last_evaluated(s) == without_last_evaluated(&decided)
         };
+        // `status` decided after `decided`, with the cache holding `held`.
+        let differs = |held: Option<&KarpenterHealthStatus>, status: &KarpenterHealthStatus| {
+            server_differs(held, Some(&decided), status, wrote)
+        };
         // The cache still holds our earlier write; the newest decision is this one.
-        assert!(!server_differs(
-            Some(&ours_before),
-            Some(&decided),
-            &decided,
-            wrote
-        ));
+        assert!(!differs(Some(&ours_before), &decided));
         // The same cache, but the decision changed since: written.
         let mut changed = decided.clone();
         changed.conditions[2].status = "False".into();
-        assert!(server_differs(
-            Some(&ours_before),
-            Some(&decided),
-            &changed,
-            wrote
-        ));
+        assert!(differs(Some(&ours_before), &changed));
         // Someone else's edit, a re-created object: written.
         let mut foreign = status_at(1_000);
         foreign.conditions[3].message = "edited by hand".into();
-        assert!(server_differs(
-            Some(&foreign),
-            Some(&decided),
-            &decided,
-            wrote
-        ));
-        assert!(server_differs(None, Some(&decided), &decided, wrote));
+        assert!(differs(Some(&foreign), &decided));
+        assert!(differs(None, &decided));
         // The server holds the decision: nothing to write.
         assert!(!server_differs(Some(&decided), None, &decided, |_| false));
     }
