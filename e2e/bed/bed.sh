@@ -180,9 +180,11 @@ up() {
   echo $! > "$dir/pids/etcd.pid"
   wait_http "http://127.0.0.1:$etcd_port/health" etcd 30
 
-  # Every request of the operator's and the reader's identities is audited (nobody else's, to
-  # keep the log small): the RBAC test compares the shipped Roles with the requests the operator
-  # really made, the check test proves `check` only reads.
+  # Every request of the operator's and the reader's identities is audited, and Event writes of
+  # anyone (nobody else's requests, to keep the log small): the RBAC test compares the shipped
+  # Roles with the requests the operator really made, the check test proves `check` only reads,
+  # the status writer's test counts the Events it publishes (this API server refuses Events
+  # about cluster-scoped objects after auditing them, so the log is where they can be counted).
   cat > "$dir/audit-policy.yaml" <<'POLICY'
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -190,6 +192,9 @@ omitStages: [RequestReceived]
 rules:
   - level: Metadata
     users: [karpenter-health-operator, karpenter-health-reader]
+  - level: Metadata
+    verbs: [create, patch, update]
+    resources: [{group: "events.k8s.io", resources: [events]}, {group: "", resources: [events]}]
   - level: None
 POLICY
   # Kept in a file so `restart-apiserver` can bring the same server back (outage tests).

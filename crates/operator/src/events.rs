@@ -1,13 +1,27 @@
-//! Kubernetes Events on condition transitions: one per condition whose status changed, with the
-//! new reason, on the KarpenterHealth (and on the EC2NodeClass when it turned False). Nothing on
-//! unchanged re-checks. The transition list is pure; publishing does IO.
+//! Kubernetes Events on condition transitions. One Event per cause, not per class: the same
+//! transition (condition, statuses, reason and message) made by several classes within one
+//! window, as an aws-auth edit does on every class at once, is one Event naming them. Nothing on
+//! unchanged re-checks. Transitions and their grouping are pure; publishing does IO.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use karpenter_health_api::{ConditionStatus, ConditionType, KarpenterHealthStatus, Reason};
 use kube::runtime::events::{Event, EventType, Recorder};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
-/// One condition whose status changed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How long transitions are gathered before they are announced. The writes of one change land
+/// within a few hundred milliseconds on every class (docs/benchmarks.md: the last of 20 classes
+/// p99 250 to 900 ms after an aws-auth edit, storms included), so a change shared by every class
+/// is one Event instead of one per class. An Event is a record for people; two seconds late
+/// costs nothing, and the conditions themselves are written at once.
+pub const EVENT_WINDOW: Duration = Duration::from_secs(2);
+
+/// How many class names an aggregated Event lists before it says "and N more".
+const NAMES_LISTED: usize = 5;
+
+/// One condition whose status changed. Two equal transitions are the same cause: everything an
+/// Event says about them is the same.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Transition {
     pub condition: String,
     pub from: ConditionStatus,
@@ -49,26 +63,75 @@ pub fn transitions(
         .collect()
 }
 
-/// Publishes one event per transition. Failures are logged, never fatal: events are a courtesy.
-pub async fn publish(
-    recorder: &Recorder,
-    health: &ObjectReference,
-    node_class: &ObjectReference,
-    transitions: &[Transition],
-) {
-    // Every Event at once: published one after the other, the four Events of an aws-auth edit
-    // (two transitions, two objects each) held the reconcile's slot for four API round trips.
-    let publishes = transitions.iter().flat_map(|transition| {
-        let targets: Vec<&ObjectReference> = if transition.to == ConditionStatus::False {
-            vec![health, node_class]
-        } else {
-            vec![health]
-        };
-        targets.into_iter().map(move |target| async move {
-            if let Err(error) = recorder.publish(&event_of(transition), target).await {
-                tracing::warn!(%error, reason = %transition.reason, "could not publish event");
-            }
+/// The transitions one written decision made for one class.
+#[derive(Clone, Debug)]
+pub struct ClassTransitions {
+    pub class: String,
+    pub health: ObjectReference,
+    pub node_class: ObjectReference,
+    pub transitions: Vec<Transition>,
+}
+
+/// One Event to publish: a transition and the classes that made it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Announcement {
+    /// The KarpenterHealth the Event is about: the only class's, else the first class's by name
+    /// (an Event has one object; the note names every class).
+    pub regarding: ObjectReference,
+    /// That class's EC2NodeClass, the Event's related object.
+    pub related: ObjectReference,
+    /// The classes that made the transition, sorted.
+    pub classes: Vec<String>,
+    pub transition: Transition,
+}
+
+/// One announcement per distinct transition in `batch`, whichever classes made it. Never more
+/// announcements than transitions; a flip and back within the window is two.
+pub fn group(batch: Vec<ClassTransitions>) -> Vec<Announcement> {
+    // Classes by name under each transition, so the Event's object and its list of names do not
+    // depend on which write landed first; announcements in the order the transitions came.
+    let mut groups: BTreeMap<Transition, BTreeMap<String, (ObjectReference, ObjectReference)>> =
+        BTreeMap::new();
+    let mut order: Vec<Transition> = Vec::new();
+    for made in batch {
+        for transition in made.transitions {
+            let classes = groups.entry(transition.clone()).or_insert_with(|| {
+                order.push(transition);
+                BTreeMap::new()
+            });
+            classes.insert(
+                made.class.clone(),
+                (made.health.clone(), made.node_class.clone()),
+            );
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|transition| {
+            let classes = groups.remove(&transition)?;
+            let (regarding, related) = classes.values().next()?.clone();
+            Some(Announcement {
+                regarding,
+                related,
+                classes: classes.into_keys().collect(),
+                transition,
+            })
         })
+        .collect()
+}
+
+/// Publishes the announcements at once. Failures are logged, never fatal: Events are a courtesy.
+pub async fn publish(recorder: &Recorder, announcements: &[Announcement]) {
+    let publishes = announcements.iter().map(|announcement| async move {
+        if let Err(error) = recorder
+            .publish(&event_of(announcement), &announcement.regarding)
+            .await
+        {
+            tracing::warn!(
+                %error, reason = %announcement.transition.reason,
+                classes = announcement.classes.len(), "could not publish event"
+            );
+        }
     });
     futures::future::join_all(publishes).await;
 }
@@ -103,23 +166,38 @@ impl EventBudget {
     }
 }
 
-/// The Event announcing `transition`: a Warning when it turned False.
-fn event_of(transition: &Transition) -> Event {
+/// The Event of `announcement`: a Warning when the condition turned False.
+fn event_of(announcement: &Announcement) -> Event {
+    let transition = &announcement.transition;
     let type_ = if transition.to == ConditionStatus::False {
         EventType::Warning
     } else {
         EventType::Normal
     };
+    let on = match announcement.classes.as_slice() {
+        [_] => String::new(),
+        classes => {
+            let listed = classes[..classes.len().min(NAMES_LISTED)].join(", ");
+            let more = classes.len().saturating_sub(NAMES_LISTED);
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            format!(" on {} EC2NodeClasses ({listed}{more})", classes.len())
+        }
+    };
     let note = format!(
-        "{} changed from {} to {}: {}",
+        "{} changed from {} to {}{on}: {}",
         transition.condition, transition.from, transition.to, transition.message
     );
     Event {
         type_,
         reason: transition.reason.clone(),
+        // The Events API refuses a note over 1 kB.
         note: Some(note.chars().take(1000).collect()),
         action: "Evaluate".into(),
-        secondary: None,
+        secondary: Some(announcement.related.clone()),
     }
 }
 
@@ -189,5 +267,159 @@ mod tests {
         let pending = KarpenterHealthStatus::pending(Time(jiff::Timestamp::UNIX_EPOCH), Some(1));
         assert!(transitions(Some(&pending), &same).is_empty());
         assert!(transitions(None, &same).is_empty());
+    }
+
+    fn health_of(class: &str) -> ObjectReference {
+        ObjectReference {
+            kind: Some("KarpenterHealth".into()),
+            name: Some(class.into()),
+            ..ObjectReference::default()
+        }
+    }
+
+    fn made(class: &str, transitions: &[Transition]) -> ClassTransitions {
+        ClassTransitions {
+            class: class.into(),
+            health: health_of(class),
+            node_class: ObjectReference {
+                kind: Some("EC2NodeClass".into()),
+                name: Some(class.into()),
+                ..ObjectReference::default()
+            },
+            transitions: transitions.to_vec(),
+        }
+    }
+
+    fn turned(
+        condition: ConditionType,
+        to: ConditionStatus,
+        reason: &str,
+        message: &str,
+    ) -> Transition {
+        Transition {
+            condition: condition.as_str().into(),
+            from: if to == ConditionStatus::True {
+                ConditionStatus::False
+            } else {
+                ConditionStatus::True
+            },
+            to,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_cause_every_class_shares_is_one_event_per_transition_naming_the_classes() {
+        let mapped_off = turned(
+            ConditionType::NodeRoleMapped,
+            ConditionStatus::False,
+            "ControllerRoleMappedInstead",
+            "aws-auth maps the controller's role",
+        );
+        let ready_off = turned(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            "NodeRoleMapped",
+            "NodeRoleMapped is False",
+        );
+        // Written in no particular order, as the writer's concurrent writes land.
+        let batch: Vec<_> = (0..20)
+            .rev()
+            .map(|n| {
+                made(
+                    &format!("class-{n:02}"),
+                    &[mapped_off.clone(), ready_off.clone()],
+                )
+            })
+            .collect();
+        let announced = group(batch);
+        assert_eq!(announced.len(), 2, "{announced:#?}");
+        assert_eq!(announced[0].transition, mapped_off);
+        assert_eq!(announced[1].transition, ready_off);
+        for a in &announced {
+            assert_eq!(a.classes.len(), 20);
+            assert_eq!(
+                a.regarding.name.as_deref(),
+                Some("class-00"),
+                "the first class by name"
+            );
+            assert_eq!(a.related.kind.as_deref(), Some("EC2NodeClass"));
+            assert_eq!(a.related.name.as_deref(), Some("class-00"));
+        }
+        let event = event_of(&announced[0]);
+        assert_eq!(event.type_, EventType::Warning);
+        assert_eq!(event.reason, "ControllerRoleMappedInstead");
+        assert_eq!(
+            event.note.as_deref(),
+            Some(
+                "NodeRoleMapped changed from True to False on 20 EC2NodeClasses (class-00, \
+                 class-01, class-02, class-03, class-04 and 15 more): aws-auth maps the \
+                 controller's role"
+            )
+        );
+    }
+
+    #[test]
+    fn different_causes_stay_apart_and_one_class_is_named_as_before() {
+        // Two node roles unmapped: two messages, two fixes, two Events.
+        let role = |arn: &str| {
+            turned(
+                ConditionType::NodeRoleMapped,
+                ConditionStatus::False,
+                "NodeRoleNotMapped",
+                arn,
+            )
+        };
+        let announced = group(vec![
+            made("a", &[role("role-a")]),
+            made("b", &[role("role-b")]),
+            made("c", &[role("role-a")]),
+        ]);
+        assert_eq!(announced.len(), 2);
+        assert_eq!(announced[0].classes, ["a", "c"]);
+        assert_eq!(announced[1].classes, ["b"]);
+        assert_eq!(
+            event_of(&announced[1]).note.as_deref(),
+            Some("NodeRoleMapped changed from True to False: role-b"),
+            "one class: the note of a single transition"
+        );
+    }
+
+    #[test]
+    fn never_more_events_than_transitions_and_a_flip_back_is_announced_in_order() {
+        let off = turned(
+            ConditionType::LabelsAllowed,
+            ConditionStatus::False,
+            "RestrictedLabel",
+            "x",
+        );
+        let on = turned(
+            ConditionType::LabelsAllowed,
+            ConditionStatus::True,
+            "LabelsAllowed",
+            "y",
+        );
+        let batch = vec![
+            made("a", std::slice::from_ref(&off)),
+            made("a", std::slice::from_ref(&on)),
+            made("b", std::slice::from_ref(&off)),
+        ];
+        let transitions: usize = batch.iter().map(|m| m.transitions.len()).sum();
+        let announced = group(batch);
+        assert!(announced.len() <= transitions);
+        let order: Vec<_> = announced
+            .iter()
+            .map(|a| (&a.transition, a.classes.clone()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (&off, vec!["a".to_owned(), "b".to_owned()]),
+                (&on, vec!["a".to_owned()])
+            ]
+        );
+        assert_eq!(event_of(&announced[1]).type_, EventType::Normal);
+        assert!(group(Vec::new()).is_empty());
     }
 }

@@ -1,12 +1,13 @@
 //! Writes each EC2NodeClass's latest decision to its KarpenterHealth apart from evaluation: a
 //! reconcile hands its decision over and returns, so its slot is free for the next class while
 //! the API server round trip runs. Latest decision wins per class; one write per class in flight,
-//! at most [`WRITES_IN_FLIGHT`] in all; transitions are announced off the write path, within a
-//! per-object Event budget. Does IO.
+//! at most [`WRITES_IN_FLIGHT`] in all; transitions are announced off the write path, gathered
+//! for [`events::EVENT_WINDOW`] into one Event per cause, within a per-object Event budget.
+//! Does IO.
 
 use crate::context::WrittenStatuses;
 use crate::error::Error;
-use crate::events::{self, EventBudget, Transition};
+use crate::events::{self, ClassTransitions, EventBudget, Transition};
 use crate::health_object;
 use crate::metrics::Metrics;
 use crate::reconcile::{retry_after, without_last_evaluated};
@@ -59,6 +60,8 @@ pub struct StatusWriter {
     metrics: Arc<Metrics>,
     recorder: Recorder,
     budget: Mutex<EventBudget>,
+    /// Transitions written and not announced yet, and whether an announcer is on its way.
+    unannounced: Mutex<(Vec<ClassTransitions>, bool)>,
     refresh: Duration,
     tasks: Mutex<tokio::task::JoinSet<()>>,
     idle: tokio::sync::Notify,
@@ -93,6 +96,7 @@ impl StatusWriter {
             metrics,
             recorder,
             budget: Mutex::new(EventBudget::default()),
+            unannounced: Mutex::default(),
             refresh,
             tasks: Mutex::default(),
             idle: tokio::sync::Notify::new(),
@@ -173,16 +177,18 @@ impl StatusWriter {
         }
     }
 
-    /// Waits until nothing is pending or being written, at most `limit`; whether it got there.
+    /// Waits until nothing is pending or being written, at most `limit`, then announces what
+    /// was written without waiting for the rest of the window; whether it got there.
     pub async fn flush(&self, limit: Duration) -> bool {
         tokio::time::timeout(limit, async {
             loop {
                 let idle = self.idle.notified();
                 if self.lock_slots().is_empty() {
-                    return;
+                    break;
                 }
                 idle.await;
             }
+            self.announce_now().await;
         })
         .await
         .is_ok()
@@ -263,7 +269,7 @@ impl StatusWriter {
         }
     }
 
-    async fn write(&self, name: &str, decision: &Decision) -> Result<(), Error> {
+    async fn write(self: &Arc<Self>, name: &str, decision: &Decision) -> Result<(), Error> {
         health_object::patch_status(&self.api, name, &decision.status).await?;
         self.metrics.status_patched();
         self.remember(name, &decision.status);
@@ -281,32 +287,69 @@ impl StatusWriter {
         Ok(())
     }
 
-    /// Publishes the Events of `transitions` on a task of their own, within the object's budget.
-    fn announce(&self, name: &str, decision: &Decision, transitions: Vec<Transition>) {
+    /// Queues `transitions` for the next announcement; the first queued starts the window.
+    fn announce(self: &Arc<Self>, name: &str, decision: &Decision, transitions: Vec<Transition>) {
         if transitions.is_empty() {
             return;
         }
-        let allowed = self
-            .budget
+        let mut unannounced = self
+            .unannounced
             .lock()
-            .map(|mut b| b.take(name, transitions.len(), Instant::now()))
-            .unwrap_or(0);
-        if allowed < transitions.len() {
-            tracing::debug!(
-                node_class = %name,
-                dropped = transitions.len() - allowed,
-                "Event budget of the object spent; transitions not announced"
-            );
-        }
-        if allowed == 0 {
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        unannounced.0.push(ClassTransitions {
+            class: name.to_owned(),
+            health: decision.health.clone(),
+            node_class: decision.node_class.clone(),
+            transitions,
+        });
+        if std::mem::replace(&mut unannounced.1, true) {
             return;
         }
-        let recorder = self.recorder.clone();
-        let (health, class) = (decision.health.clone(), decision.node_class.clone());
-        let transitions: Vec<Transition> = transitions.into_iter().take(allowed).collect();
-        tokio::spawn(async move {
-            events::publish(&recorder, &health, &class, &transitions).await;
-        });
+        drop(unannounced);
+        let writer = self.clone();
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.spawn(async move {
+                tokio::time::sleep(events::EVENT_WINDOW).await;
+                writer.announce_now().await;
+            });
+        }
+    }
+
+    /// Publishes what is queued: one Event per cause, within each object's budget.
+    async fn announce_now(&self) {
+        let batch = {
+            let mut unannounced = self
+                .unannounced
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            unannounced.1 = false;
+            std::mem::take(&mut unannounced.0)
+        };
+        if batch.is_empty() {
+            return;
+        }
+        let announcements: Vec<_> = {
+            let mut budget = self
+                .budget
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let now = Instant::now();
+            events::group(batch)
+                .into_iter()
+                .filter(|a| {
+                    let allowed =
+                        budget.take(&a.regarding.name.clone().unwrap_or_default(), 1, now) == 1;
+                    if !allowed {
+                        tracing::debug!(
+                            reason = %a.transition.reason, classes = a.classes.len(),
+                            "Event budget of the object spent; transition not announced"
+                        );
+                    }
+                    allowed
+                })
+                .collect()
+        };
+        events::publish(&self.recorder, &announcements).await;
     }
 }
 
