@@ -37,7 +37,7 @@ impl Bench {
                 .patch(
                     "aws-auth",
                     &PatchParams::apply("karpenter-health-e2e").force(),
-                    &Patch::Apply(seed::aws_auth(broken)),
+                    &Patch::Apply(seed::aws_auth(broken, &self.node_roles())),
                 )
                 .await
             {
@@ -200,6 +200,8 @@ impl Bench {
         let to = Instant::now();
         self.timeline
             .mark(Phase::Edits, "aws-auth edits", window.from, to);
+        // The last edit's Events are announced one gathering window after its writes.
+        tokio::time::sleep(karpenter_health_operator::events::EVENT_WINDOW).await;
         let requests_after = apiserver_requests(&self.client, &OPERATOR_WRITTEN)
             .await
             .ok();

@@ -60,6 +60,10 @@ struct Args {
     node_pools: usize,
     #[arg(long, default_value_t = 20)]
     node_classes: usize,
+    /// Every this many EC2NodeClasses one has a node role, instance profile and KMS key of its
+    /// own (0: every class shares them), so IAM and KMS questions differ among classes.
+    #[arg(long, default_value_t = 0)]
+    distinct_every: usize,
     /// aws-auth edits (alternately breaking and repairing the node role mapping).
     #[arg(long, default_value_t = 100)]
     edits: usize,
@@ -150,6 +154,7 @@ async fn main() -> Result<()> {
             node_claims: args.node_claims,
             node_pools: args.node_pools,
             node_classes: args.node_classes,
+            distinct_every: args.distinct_every,
         },
         ..Results::default()
     };
@@ -158,7 +163,10 @@ async fn main() -> Result<()> {
 
     // Seed: AWS, then Karpenter's install, EC2NodeClasses and NodePools.
     let t = Instant::now();
-    let aws = seed::aws(&bed).await?;
+    let variety = seed::Variety {
+        every: args.distinct_every,
+    };
+    let aws = seed::aws(&bed, args.node_classes, variety).await?;
     results.seeding.aws_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let pools = seed::kubernetes(&client, &aws, args.node_classes, args.node_pools).await?;

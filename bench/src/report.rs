@@ -126,9 +126,13 @@ pub fn markdown(r: &Results) -> String {
         r.machine.apiserver,
         r.build_info
     );
+    let variety = match r.scale.distinct_every {
+        0 => "every class shares one node role and the default EBS key".to_owned(),
+        n => format!("every {n}th class has a node role, instance profile and KMS key of its own"),
+    };
     let _ = writeln!(
         o,
-        "Scale: {} NodeClaims, {} NodePools, {} EC2NodeClasses.\n",
+        "Scale: {} NodeClaims, {} NodePools, {} EC2NodeClasses; {variety}.\n",
         r.scale.node_claims, r.scale.node_pools, r.scale.node_classes
     );
     let _ = writeln!(o, "| Target | Result | Target | Ratio |\n|---|---|---|---|");

@@ -53,6 +53,8 @@ pub struct Scale {
     pub node_claims: usize,
     pub node_pools: usize,
     pub node_classes: usize,
+    /// Every this many classes one has a node role and KMS key of its own (0: none).
+    pub distinct_every: usize,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

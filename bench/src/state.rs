@@ -64,6 +64,14 @@ impl Bench {
         }
     }
 
+    /// Every node role the seeded classes use: what a healthy aws-auth maps.
+    pub fn node_roles(&self) -> Vec<String> {
+        seed::Variety {
+            every: self.args.distinct_every,
+        }
+        .node_roles(self.args.node_classes)
+    }
+
     /// How long an operator start may take to be ready, and then to evaluate every class: the
     /// API server lists about 1,000 NodeClaims a second on the bench's bed, so 50,000 need far
     /// more than the 300 s that are plenty at 10,000.

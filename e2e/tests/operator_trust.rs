@@ -11,7 +11,7 @@ use karpenter_health_api::{ConditionType, KarpenterHealth, KarpenterHealthStatus
 use karpenter_health_e2e::aws_seed::partition_and_account;
 use karpenter_health_e2e::fault_proxy::{FaultProxy, PodIdentityAssociation};
 use karpenter_health_e2e::fixture::{
-    CONTROLLER_POLICY, DEADLINE, Fixture, controller_policy, irsa_trust,
+    CONTROLLER_POLICY, DEADLINE, Fixture, controller_policy, irsa_trust, kms_for_ebs_policy,
 };
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
@@ -213,18 +213,6 @@ fn scp_denying_run_instances_unless(condition: serde_json::Value) -> Vec<String>
              "Resource": "arn:aws:ec2:*:*:instance/*", "Condition": condition}]})
         .to_string(),
     ]
-}
-
-/// The statement Karpenter's users add for a customer managed EBS key (#3767).
-fn kms_for_ebs_policy(region: &str) -> String {
-    json!({"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow",
-        "Action": ["kms:CreateGrant", "kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext",
-                   "kms:ReEncrypt*", "kms:DescribeKey"],
-        "Resource": "*",
-        "Condition": {"StringEquals": {"kms:ViaService": format!("ec2.{region}.amazonaws.com")}},
-    }]})
-    .to_string()
 }
 
 /// Points 4, 9 and 11: SCPs that need context, a key left to IAM policies, and what a launch

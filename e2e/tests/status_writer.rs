@@ -13,7 +13,7 @@ use karpenter_health_operator::events::EVENT_WINDOW;
 use karpenter_health_operator::health_object;
 use karpenter_health_operator::metrics::Metrics;
 use karpenter_health_operator::status_writer::{Decision, StatusWriter};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::{Api, Resource};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +53,8 @@ fn writer(client: &kube::Client, metrics: &Arc<Metrics>) -> Arc<StatusWriter> {
         Api::all(client.clone()),
         WrittenStatuses::default(),
         metrics.clone(),
-        Recorder::new(client.clone(), reporter),
+        client.clone(),
+        reporter,
         Duration::from_secs(300),
     )
 }

@@ -56,7 +56,7 @@ pub(crate) fn clip(s: &str, max_chars: usize) -> Cow<'_, str> {
 }
 
 /// Shortens text to at most `max_bytes` bytes (API limits count bytes), on a character boundary.
-pub(crate) fn clip_bytes(s: &str, max_bytes: usize) -> Cow<'_, str> {
+pub fn clip_bytes(s: &str, max_bytes: usize) -> Cow<'_, str> {
     if s.len() <= max_bytes {
         return Cow::Borrowed(s);
     }

@@ -24,7 +24,7 @@ use karpenter_health_kube_facts::node_claims::ClaimsTouched;
 use karpenter_health_kube_facts::pending_pods::PodPins;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -215,7 +215,8 @@ async fn run_controller(
         Api::all(client.clone()),
         written.clone(),
         metrics.clone(),
-        Recorder::new(client.clone(), reporter),
+        client.clone(),
+        reporter,
         config.refresh_interval,
     );
     // No write may outlive leading: a late one could overwrite the next leader's.

@@ -7,14 +7,14 @@
 
 use crate::context::WrittenStatuses;
 use crate::error::Error;
-use crate::events::{self, ClassTransitions, EventBudget, Transition};
+use crate::events::{self, ClassRefs, ClassTransitions, EventBudget, Transition};
 use crate::health_object;
 use crate::metrics::Metrics;
 use crate::reconcile::{retry_after, without_last_evaluated};
 use k8s_openapi::api::core::v1::ObjectReference;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use kube::Api;
-use kube::runtime::events::Recorder;
+use kube::runtime::events::Reporter;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,7 +58,8 @@ pub struct StatusWriter {
     permits: Semaphore,
     written: WrittenStatuses,
     metrics: Arc<Metrics>,
-    recorder: Recorder,
+    client: kube::Client,
+    reporter: Reporter,
     budget: Mutex<EventBudget>,
     /// Transitions written and not announced yet, and whether an announcer is on its way.
     unannounced: Mutex<(Vec<ClassTransitions>, bool)>,
@@ -85,7 +86,8 @@ impl StatusWriter {
         api: Api<KarpenterHealth>,
         written: WrittenStatuses,
         metrics: Arc<Metrics>,
-        recorder: Recorder,
+        client: kube::Client,
+        reporter: Reporter,
         refresh: Duration,
     ) -> Arc<Self> {
         Arc::new(Self {
@@ -94,7 +96,8 @@ impl StatusWriter {
             permits: Semaphore::new(WRITES_IN_FLIGHT),
             written,
             metrics,
-            recorder,
+            client,
+            reporter,
             budget: Mutex::new(EventBudget::default()),
             unannounced: Mutex::default(),
             refresh,
@@ -110,7 +113,7 @@ impl StatusWriter {
     /// counts from the first change and a flip there and back announces nothing.
     pub fn submit(self: &Arc<Self>, name: &str, mut decision: Decision) {
         let mut slots = self.lock_slots();
-        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        if self.is_closed() {
             return;
         }
         let slot = slots.entry(name.to_owned()).or_default();
@@ -201,6 +204,7 @@ impl StatusWriter {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         slots.clear();
         drop(slots);
+        *self.lock_unannounced() = (Vec::new(), false);
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.abort_all();
         }
@@ -289,17 +293,16 @@ impl StatusWriter {
 
     /// Queues `transitions` for the next announcement; the first queued starts the window.
     fn announce(self: &Arc<Self>, name: &str, decision: &Decision, transitions: Vec<Transition>) {
-        if transitions.is_empty() {
+        if transitions.is_empty() || self.is_closed() {
             return;
         }
-        let mut unannounced = self
-            .unannounced
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut unannounced = self.lock_unannounced();
         unannounced.0.push(ClassTransitions {
-            class: name.to_owned(),
-            health: decision.health.clone(),
-            node_class: decision.node_class.clone(),
+            class: ClassRefs {
+                name: name.to_owned(),
+                health: decision.health.clone(),
+                node_class: decision.node_class.clone(),
+            },
             transitions,
         });
         if std::mem::replace(&mut unannounced.1, true) {
@@ -307,49 +310,64 @@ impl StatusWriter {
         }
         drop(unannounced);
         let writer = self.clone();
-        if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.spawn(async move {
+        self.tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .spawn(async move {
                 tokio::time::sleep(events::EVENT_WINDOW).await;
                 writer.announce_now().await;
             });
-        }
     }
 
-    /// Publishes what is queued: one Event per cause, within each object's budget.
+    /// Publishes what is queued: one Event per cause, about the first of its classes whose
+    /// Event budget is not spent; none when every one's is.
     async fn announce_now(&self) {
         let batch = {
-            let mut unannounced = self
-                .unannounced
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut unannounced = self.lock_unannounced();
             unannounced.1 = false;
             std::mem::take(&mut unannounced.0)
         };
-        if batch.is_empty() {
+        if batch.is_empty() || self.is_closed() {
             return;
         }
-        let announcements: Vec<_> = {
+        let now = Instant::now();
+        let events: Vec<_> = {
             let mut budget = self
                 .budget
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let now = Instant::now();
             events::group(batch)
                 .into_iter()
-                .filter(|a| {
-                    let allowed =
-                        budget.take(&a.regarding.name.clone().unwrap_or_default(), 1, now) == 1;
-                    if !allowed {
+                .filter_map(|announcement| {
+                    let about = events::about(&announcement, &mut budget, now);
+                    if about.is_none() {
                         tracing::debug!(
-                            reason = %a.transition.reason, classes = a.classes.len(),
-                            "Event budget of the object spent; transition not announced"
+                            reason = %announcement.transition.reason,
+                            classes = announcement.classes.len(),
+                            "Event budget of every class spent; transition not announced"
                         );
                     }
-                    allowed
+                    let event = events::event_of(
+                        &announcement,
+                        about?,
+                        &self.reporter,
+                        jiff::Timestamp::now(),
+                    );
+                    Some(event)
                 })
                 .collect()
         };
-        events::publish(&self.recorder, &announcements).await;
+        events::publish(&self.client, events).await;
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn lock_unannounced(&self) -> std::sync::MutexGuard<'_, (Vec<ClassTransitions>, bool)> {
+        self.unannounced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
