@@ -15,6 +15,7 @@ use karpenter_health_e2e::status_log::StatusLog;
 use karpenter_health_e2e::wait_for;
 use kube::api::{Api, DeleteParams};
 use serde_json::json;
+use std::time::Duration;
 
 /// The conditions whose facts come from AWS calls.
 const AWS_CONDITIONS: [ConditionType; 5] = [
@@ -142,6 +143,40 @@ async fn aws_throttled_or_unreachable_makes_the_aws_checks_unknown_with_the_caus
                 seen.len()
             );
         }
+        operator.stop().await
+    }
+    .await;
+    fx.finish(outcome).await
+}
+
+/// A class left Unknown by throttling runs again within a minute, not at the next refresh: the
+/// first evaluation finds IAM throttling (as a cold start with many distinct IAM questions
+/// spends the operator's own IAM budget), and with a refresh of ten minutes the class is
+/// healthy within a minute of IAM answering again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_class_unknown_from_throttling_runs_again_soon_not_at_the_next_refresh() -> Result<()> {
+    let fx = Fixture::seed("soon", "eu-south-2", "1.8.6").await?;
+    let outcome: Result<()> = async {
+        let proxy = FaultProxy::start(fx.bed.moto_url()?).await?;
+        proxy.inject("iam", None, Fault::Throttle);
+        let operator = fx
+            .start_operator_with(Some(&proxy.url()), |config| {
+                config.refresh_interval = Duration::from_secs(600);
+            })
+            .await?;
+        fx.wait_status("NodeRoleReady Unknown because IAM throttles", |s| {
+            condition_is(
+                s,
+                ConditionType::NodeRoleReady,
+                "Unknown",
+                Reason::AwsThrottled,
+            )
+        })
+        .await?;
+        proxy.clear_faults();
+        // `wait_healthy` gives up after a minute, far before the refresh.
+        fx.wait_healthy("within a minute of IAM answering again")
+            .await?;
         operator.stop().await
     }
     .await;

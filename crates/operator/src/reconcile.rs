@@ -10,7 +10,7 @@ use crate::triggers::StoreReady;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
+use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus, Reason};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -151,11 +151,50 @@ async fn reconcile_in_span(
     ctx.metrics.record_status(&name, &status);
     ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
-    Ok(match lane {
-        Lane::User => Action::requeue(ctx.config.refresh_interval),
-        // The periodic refresh is the user lane's: two would evaluate each class twice.
-        Lane::Bulk => Action::await_change(),
-    })
+    Ok(
+        match next_run(lane, &status, ctx.config.refresh_interval, &name) {
+            Some(after) => Action::requeue(after),
+            None => Action::await_change(),
+        },
+    )
+}
+
+/// How soon a class Unknown for a passing cause (AWS throttled or unreachable, or the
+/// operator's own rate limit spent, as at a cold start with many distinct IAM questions) is
+/// evaluated again, instead of at the next refresh: its failed reads are served as unknown for
+/// the fact store's `error_ttl` (15 s) and asked again after that. Up to [`RETRY_SPREAD`] more,
+/// by class, so the classes a cold start left waiting do not all ask at once.
+pub const TRANSIENT_RETRY: Duration = Duration::from_secs(30);
+const RETRY_SPREAD: Duration = Duration::from_secs(15);
+
+/// When the class runs again after this reconcile: at [`TRANSIENT_RETRY`] when a condition is
+/// Unknown for a passing cause, else at the next refresh (the user lane's; two lanes refreshing
+/// would evaluate each class twice), else on a change.
+fn next_run(
+    lane: Lane,
+    status: &KarpenterHealthStatus,
+    refresh: Duration,
+    name: &str,
+) -> Option<Duration> {
+    let passing = [
+        Reason::AwsThrottled.as_str(),
+        Reason::AwsUnavailable.as_str(),
+    ];
+    let unknown_for_now = status
+        .conditions
+        .iter()
+        .any(|c| c.status == "Unknown" && passing.contains(&c.reason.as_str()));
+    if unknown_for_now {
+        let spread = name
+            .bytes()
+            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+            % RETRY_SPREAD.as_millis().max(1) as u64;
+        return Some((TRANSIENT_RETRY + Duration::from_millis(spread)).min(refresh));
+    }
+    match lane {
+        Lane::User => Some(refresh),
+        Lane::Bulk => None,
+    }
 }
 
 /// Whether a condition of `status` is False that `previous` did not hold False.
@@ -420,5 +459,47 @@ mod tests {
             retry_after(Retry::Permanent, 1, Duration::from_secs(2)),
             Duration::from_secs(2)
         );
+    }
+
+    #[test]
+    fn a_class_unknown_for_a_passing_cause_runs_again_soon_in_either_lane() {
+        let refresh = Duration::from_secs(300);
+        let healthy = status_at(1_000);
+        assert_eq!(next_run(Lane::User, &healthy, refresh, "a"), Some(refresh));
+        assert_eq!(next_run(Lane::Bulk, &healthy, refresh, "a"), None);
+        for (reason, soon) in [
+            (Reason::AwsThrottled, true),
+            (Reason::AwsUnavailable, true),
+            (Reason::AwsAccessDenied, false),
+        ] {
+            let mut status = status_at(1_000);
+            status.conditions[1].status = "Unknown".into();
+            status.conditions[1].reason = reason.as_str().into();
+            for lane in [Lane::User, Lane::Bulk] {
+                let next = next_run(lane, &status, refresh, "a");
+                if soon {
+                    let after = next.expect("a retry");
+                    assert!(
+                        (TRANSIENT_RETRY..=TRANSIENT_RETRY + RETRY_SPREAD).contains(&after),
+                        "{reason:?}: {after:?}"
+                    );
+                } else {
+                    assert_eq!(next, next_run(lane, &healthy, refresh, "a"), "{reason:?}");
+                }
+            }
+            // Never later than the refresh itself.
+            assert_eq!(
+                next_run(Lane::User, &status, Duration::from_secs(10), "a"),
+                Some(Duration::from_secs(10))
+            );
+        }
+        // Classes spread their retries.
+        let mut throttled = status_at(1_000);
+        throttled.conditions[1].status = "Unknown".into();
+        throttled.conditions[1].reason = Reason::AwsThrottled.as_str().into();
+        let retries: std::collections::BTreeSet<_> = (0..20)
+            .map(|i| next_run(Lane::User, &throttled, refresh, &format!("bench-{i:02}")))
+            .collect();
+        assert!(retries.len() > 10, "{retries:?}");
     }
 }
