@@ -28,6 +28,7 @@ pub fn observer_options(
         permissions_ttl: ttl,
         account_ttl: ttl,
         error_ttl: ttl,
+        refused_ttl: ttl,
         stale: Duration::ZERO,
         rate_limits: RateLimits::UNLIMITED,
         sdk: SdkOptions {

@@ -10,8 +10,8 @@
 //! the refresh answers something else, the readers of the key are named on the [`Changes`] feed
 //! so the operator re-evaluates exactly them. Past `ttl + stale` (nobody read it for that long)
 //! readers wait for a refresh, so no answer older than [`Ttls::staleness_bound`] is ever reported.
-//! A failed load is reported as unknown (for `error_ttl`, without calling again, so an outage is
-//! not hammered) while the last found/absent answer and its age are kept for diagnostics: an
+//! A failed load is reported as unknown (for `error_ttl`, or `refused_ttl` when AWS refused it,
+//! without calling again, so an outage is not hammered) while the last found/absent answer and its age are kept for diagnostics: an
 //! answer that cannot be refreshed turns Unknown with the cause, it never lives on as a guess.
 
 use futures::future::{BoxFuture, Shared};
@@ -41,8 +41,14 @@ pub struct Ttls {
     /// How long a due answer is still handed out while one refresh runs in the background.
     /// Zero: a due answer is refreshed before it is read (readers wait, as a plain TTL cache).
     pub stale: Duration,
-    /// Failures: served as unknown without a new call for this long.
+    /// Passing failures (throttled, unreachable): served as unknown without a new call for this
+    /// long.
     pub error_ttl: Duration,
+    /// Refusals that last until someone changes something (access denied, a call the endpoint
+    /// does not support, another account's object): served as unknown for this long. A missing
+    /// permission asked again every few seconds would fill the account's CloudTrail with denied
+    /// calls; an endpoint without an API would be asked on every read.
+    pub refused_ttl: Duration,
     /// Entries nobody read for this long are dropped (EC2NodeClasses come and go).
     pub idle: Duration,
 }
@@ -51,6 +57,18 @@ impl Ttls {
     /// The oldest found/absent answer a reader can be handed.
     pub fn staleness_bound(&self) -> Duration {
         self.ttl + self.stale
+    }
+
+    /// How long a failure for `cause` is served before the call is tried again.
+    pub fn failure_ttl(&self, cause: &UnknownCause) -> Duration {
+        match cause {
+            UnknownCause::AccessDenied | UnknownCause::Unsupported | UnknownCause::OtherAccount => {
+                self.refused_ttl
+            }
+            UnknownCause::Throttled | UnknownCause::Unavailable | UnknownCause::NotObserved => {
+                self.error_ttl
+            }
+        }
     }
 }
 
@@ -453,8 +471,8 @@ where
                         entry.expires = now + ttls.staleness_bound();
                     }
                     Err(e) => {
+                        entry.due = now + ttls.failure_ttl(&e.cause);
                         entry.error = Some((e, now));
-                        entry.due = now + ttls.error_ttl;
                         entry.expires = entry.due + ttls.stale;
                     }
                 }

@@ -10,6 +10,7 @@ fn ttls() -> Ttls {
         jitter: Duration::ZERO,
         stale: Duration::ZERO,
         error_ttl: Duration::from_secs(10),
+        refused_ttl: Duration::from_secs(300),
         idle: Duration::from_secs(600),
     }
 }
@@ -77,6 +78,47 @@ async fn a_failure_reports_unknown_keeps_the_last_good_and_recovers() {
     let recovered = cache.get("k", || async { Ok(Some(3)) }).await;
     assert_eq!(recovered.current, Observed::Found(3));
     assert_eq!(recovered.stale_age(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_is_asked_again_after_refused_ttl_a_passing_failure_after_error_ttl() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let cache: Cache<&str, u32> = Cache::new(ttls());
+    for (cause, retried_after) in [
+        (UnknownCause::AccessDenied, Duration::from_secs(300)),
+        (UnknownCause::Unsupported, Duration::from_secs(300)),
+        (UnknownCause::OtherAccount, Duration::from_secs(300)),
+        (UnknownCause::Throttled, Duration::from_secs(10)),
+        (UnknownCause::Unavailable, Duration::from_secs(10)),
+    ] {
+        let key: &'static str = Box::leak(format!("{cause:?}").into_boxed_str());
+        let fail = || {
+            let (calls, cause) = (calls.clone(), cause);
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err::<Option<u32>, _>(Unobserved {
+                    cause,
+                    detail: "refused or failed".into(),
+                })
+            }
+        };
+        let before = calls.load(Ordering::SeqCst);
+        cache.get(key, fail).await;
+        // Read every second until just before the failure is due: no new call.
+        for _ in 1..retried_after.as_secs() {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            let read = cache.get(key, fail).await;
+            assert!(matches!(read.current, Observed::Unknown(ref u) if u.cause == cause));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), before + 1, "{cause:?}");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        cache.get(key, fail).await;
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            before + 2,
+            "{cause:?} asked again when due"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -40,6 +40,10 @@ pub struct ObserverOptions {
     /// A failure is reported (as unknown) for this long before the call is tried again, so an
     /// outage or throttling is not answered with more calls.
     pub error_ttl: Duration,
+    /// A refusal (access denied, a call the endpoint does not support, another account's
+    /// object) is reported for this long before the call is tried again: it lasts until someone
+    /// changes a policy, and a denied call every 15 s would fill the account's CloudTrail.
+    pub refused_ttl: Duration,
     /// Cache entries nobody asked for in this long are dropped (deleted EC2NodeClasses).
     pub idle_eviction: Duration,
     pub sdk: SdkOptions,
@@ -76,6 +80,7 @@ impl ObserverOptions {
             jitter: ttl / 10,
             stale: self.stale,
             error_ttl: self.error_ttl,
+            refused_ttl: self.refused_ttl,
             idle: self.idle_eviction,
         };
         Families {
@@ -94,6 +99,7 @@ impl Default for ObserverOptions {
             account_ttl: Duration::from_secs(3600),
             stale: Duration::from_secs(300),
             error_ttl: Duration::from_secs(15),
+            refused_ttl: Duration::from_secs(300),
             idle_eviction: Duration::from_secs(1800),
             sdk: SdkOptions::default(),
             rate_limits: RateLimits::default(),
