@@ -44,10 +44,9 @@ pub struct Ttls {
     /// Passing failures (throttled, unreachable): served as unknown without a new call for this
     /// long.
     pub error_ttl: Duration,
-    /// Refusals that last until someone changes something (access denied, a call the endpoint
-    /// does not support, another account's object): served as unknown for this long. A missing
-    /// permission asked again every few seconds would fill the account's CloudTrail with denied
-    /// calls; an endpoint without an API would be asked on every read.
+    /// Refusals that last until someone changes a policy (access denied, another account's
+    /// object): served as unknown for this long. A missing permission asked again every few
+    /// seconds would fill the account's CloudTrail with denied calls.
     pub refused_ttl: Duration,
     /// Entries nobody read for this long are dropped (EC2NodeClasses come and go).
     pub idle: Duration,
@@ -59,12 +58,12 @@ impl Ttls {
         self.ttl + self.stale
     }
 
-    /// How long a failure for `cause` is served before the call is tried again.
+    /// How long a failure for `cause` is served before the call is tried again. A call the
+    /// endpoint does not implement is as lasting as an answer: asked again after `ttl`.
     pub fn failure_ttl(&self, cause: &UnknownCause) -> Duration {
         match cause {
-            UnknownCause::AccessDenied | UnknownCause::Unsupported | UnknownCause::OtherAccount => {
-                self.refused_ttl
-            }
+            UnknownCause::Unsupported => self.ttl,
+            UnknownCause::AccessDenied | UnknownCause::OtherAccount => self.refused_ttl,
             UnknownCause::Throttled | UnknownCause::Unavailable | UnknownCause::NotObserved => {
                 self.error_ttl
             }

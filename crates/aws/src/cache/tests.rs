@@ -81,12 +81,13 @@ async fn a_failure_reports_unknown_keeps_the_last_good_and_recovers() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_refusal_is_asked_again_after_refused_ttl_a_passing_failure_after_error_ttl() {
+async fn a_refusal_is_asked_again_after_refused_ttl_an_unsupported_call_after_ttl_a_passing_failure_after_error_ttl()
+ {
     let calls = Arc::new(AtomicUsize::new(0));
     let cache: Cache<&str, u32> = Cache::new(ttls());
     for (cause, retried_after) in [
         (UnknownCause::AccessDenied, Duration::from_secs(300)),
-        (UnknownCause::Unsupported, Duration::from_secs(300)),
+        (UnknownCause::Unsupported, Duration::from_secs(60)),
         (UnknownCause::OtherAccount, Duration::from_secs(300)),
         (UnknownCause::Throttled, Duration::from_secs(10)),
         (UnknownCause::Unavailable, Duration::from_secs(10)),

@@ -40,9 +40,10 @@ pub struct ObserverOptions {
     /// A failure is reported (as unknown) for this long before the call is tried again, so an
     /// outage or throttling is not answered with more calls.
     pub error_ttl: Duration,
-    /// A refusal (access denied, a call the endpoint does not support, another account's
-    /// object) is reported for this long before the call is tried again: it lasts until someone
-    /// changes a policy, and a denied call every 15 s would fill the account's CloudTrail.
+    /// A refusal (access denied, another account's object) is reported for this long before the
+    /// call is tried again: it lasts until someone changes a policy, and a denied call every
+    /// 15 s would fill the account's CloudTrail. A call the endpoint does not implement is asked
+    /// again after its family's period, like an answer.
     pub refused_ttl: Duration,
     /// Cache entries nobody asked for in this long are dropped (deleted EC2NodeClasses).
     pub idle_eviction: Duration,
