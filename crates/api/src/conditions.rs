@@ -223,7 +223,7 @@ reasons! {
         "An AWS call the check needs was denied, so the check could not run.",
         "Grant the operator's IAM role the read permissions listed in deploy/iam-policy.json.";
     AwsThrottled => Any, Unknown,
-        "AWS throttled a call the check needs; the last good observation is kept.",
+        "AWS throttled a call the check needs, or the operator's own rate limit for that API held it back; the class is evaluated again within a minute.",
         "Nothing to fix if brief; if persistent, raise the refresh interval or find the account's noisy client.";
     AwsUnavailable => Any, Unknown,
         "AWS could not be reached or failed (timeout, connection error, 5xx).",
