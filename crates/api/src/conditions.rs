@@ -139,6 +139,9 @@ condition_types! {
     /// The installed Karpenter supports the cluster's Kubernetes version, its CRDs are not older
     /// than the controller, no v1beta1 is left stored, and its webhooks reach a Service.
     KarpenterVersionCompatible, "Version";
+    /// Every NodePool of this EC2NodeClass allows some instance type that EC2 offers in a zone
+    /// of the class's subnets, with an architecture of the class's AMIs.
+    InstanceTypesAvailable, "Types";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -535,6 +538,20 @@ reasons! {
     WebhookServiceMissing => Only(C::KarpenterVersionCompatible), False,
         "A Karpenter webhook (admission, or the conversion webhook of a CRD that serves or stores more than one version) points at a Service that does not exist or has no ready endpoints, so the API server fails the requests it sends there.",
         "Delete the leftover webhook configuration (or the CRD's spec.conversion webhook), or restore the Service the message names.";
+
+    // InstanceTypesAvailable
+    InstanceTypesOffered => Only(C::InstanceTypesAvailable), True,
+        "Every NodePool of this EC2NodeClass allows instance types EC2 offers in the zones of the class's subnets (or no NodePool uses the class).",
+        "Nothing to do.";
+    NoInstanceTypeMatchesRequirements => Only(C::InstanceTypesAvailable), False,
+        "A NodePool's requirements (instance type, family, category, generation, size, vCPUs, memory, architecture, capacity type) leave no instance type that EC2 offers in the zones of the class's subnets, so Karpenter can launch nothing for it and only emits a NoCompatibleInstanceTypes Event per Pod (aws/karpenter-provider-aws #6884, #7713, #8535).",
+        "Widen or correct the requirement the message names (a family or size that does not exist in this region, bounds that exclude every type, a capacity type no allowed type has).";
+    RequiredZonesWithoutSubnets => Only(C::InstanceTypesAvailable), False,
+        "A NodePool requires zones (topology.kubernetes.io/zone) in which the EC2NodeClass selects no subnet, so no node of it can launch.",
+        "Tag a subnet in a required zone for the class's subnetSelectorTerms, or require a zone the class's subnets are in.";
+    NoInstanceTypeForAmiArchitecture => Only(C::InstanceTypesAvailable), False,
+        "Every instance type a NodePool allows has an architecture none of the class's AMIs (status.amis) is built for, so Karpenter cannot pair an image with any of them.",
+        "Allow the AMIs' architecture in the NodePool (kubernetes.io/arch), or select AMIs of the architecture the NodePool asks for.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

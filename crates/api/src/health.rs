@@ -45,6 +45,7 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     printcolumn = r#"{"name":"Network","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"NodeNetworkReady\")].status"}"#,
     printcolumn = r#"{"name":"Volumes","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"VolumeEncryptionReady\")].status"}"#,
     printcolumn = r#"{"name":"Version","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"KarpenterVersionCompatible\")].status"}"#,
+    printcolumn = r#"{"name":"Types","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"InstanceTypesAvailable\")].status"}"#,
     printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -125,8 +125,24 @@ pub struct EC2NodeClassStatus {
     pub security_groups: Vec<ResolvedSecurityGroup>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subnets: Vec<ResolvedSubnet>,
+    /// The images Karpenter resolved from `spec.amiSelectorTerms`, with the requirements an
+    /// instance type must meet to boot each (its architecture, GPU or not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub amis: Vec<ResolvedAmi>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<KarpenterCondition>,
+}
+
+/// One entry of `status.amis`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedAmi {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<Requirement>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

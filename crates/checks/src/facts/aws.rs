@@ -57,6 +57,9 @@ pub struct AwsFacts {
     pub subnets: Observed<Vec<SubnetFacts>>,
     /// The network of each VPC the selected subnets are in, by VPC id.
     pub vpc_networks: BTreeMap<String, Observed<VpcNetworkFacts>>,
+    /// The region's instance types and the zones each is offered in; `None` when not asked
+    /// (no NodePool uses the class).
+    pub instance_types: Option<Observed<InstanceTypeCatalog>>,
 }
 
 impl Default for AwsFacts {
@@ -83,6 +86,7 @@ impl Default for AwsFacts {
             cluster_vpc: Observed::unknown(pending(), "not observed yet"),
             subnets: Observed::unknown(pending(), "not observed yet"),
             vpc_networks: BTreeMap::new(),
+            instance_types: None,
         }
     }
 }
@@ -412,6 +416,32 @@ pub struct VpcEndpointFacts {
     pub private_dns_enabled: bool,
     /// Route tables a gateway endpoint is associated with.
     pub route_table_ids: Vec<String>,
+}
+
+/// The region's instance types (EC2 DescribeInstanceTypes) and where each is offered
+/// (DescribeInstanceTypeOfferings by availability zone): two region-wide answers, shared by every
+/// class and every clone (`Arc`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstanceTypeCatalog {
+    pub types: Arc<Vec<InstanceTypeFacts>>,
+    /// Instance type name to the zone names it is offered in.
+    pub zones: Arc<BTreeMap<String, BTreeSet<String>>>,
+}
+
+/// What the requirements of a NodePool are matched against for one instance type.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstanceTypeFacts {
+    /// `m5.large`.
+    pub name: String,
+    /// `VCpuInfo.DefaultVCpus`; `None` when the answer left it out.
+    pub vcpus: Option<u32>,
+    /// `MemoryInfo.SizeInMiB`; `None` when the answer left it out.
+    pub memory_mib: Option<u64>,
+    /// `ProcessorInfo.SupportedArchitectures` as EC2 names them (`x86_64`, `arm64`, `i386`,
+    /// `x86_64_mac`, ...).
+    pub architectures: Vec<String>,
+    /// `SupportedUsageClasses` (`on-demand`, `spot`, `capacity-block`).
+    pub usage_classes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 pub mod cluster_identity;
 pub mod controller_can_launch;
 pub mod instance_profile;
+pub mod instance_types;
 pub mod interruption_handling;
 pub mod karpenter_status;
 pub mod karpenter_version;
@@ -73,6 +74,8 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     // What a launched node needs to boot and what this Karpenter needs to run (issue 12).
     outcomes.push(volume_encryption::check(&ctx));
     outcomes.push(karpenter_version::check(&ctx));
+    // Before a launch fails (issue 25): whether the NodePools leave any instance type.
+    outcomes.push(instance_types::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

@@ -3,6 +3,7 @@
 //! Pure data, no IO.
 
 use super::*;
+use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts};
 
 /// An enabled customer-managed key whose policy delegates to the account (the KMS default).
 pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
@@ -129,6 +130,45 @@ pub(super) fn healthy_aws() -> AwsFacts {
             subnet(SUBNET_B, "us-west-2b", 4000),
         ]),
         vpc_networks: BTreeMap::from([(VPC.to_owned(), Observed::Found(vpc_network()))]),
+        instance_types: Some(Observed::Found(instance_catalog(
+            &[
+                ("m5.large", 2, 8192, "x86_64"),
+                ("m5.xlarge", 4, 16384, "x86_64"),
+                ("c6g.large", 2, 4096, "arm64"),
+                ("r7i.2xlarge", 8, 65536, "x86_64"),
+            ],
+            &["us-west-2a", "us-west-2b", "us-west-2c"],
+        ))),
+    }
+}
+
+/// A catalog of `(name, vCPUs, MiB, EC2 architecture)` types, each offered on demand and as spot
+/// in every one of `zones`.
+pub fn instance_catalog(types: &[(&str, u32, u64, &str)], zones: &[&str]) -> InstanceTypeCatalog {
+    InstanceTypeCatalog {
+        types: Arc::new(
+            types
+                .iter()
+                .map(|(name, vcpus, mib, arch)| InstanceTypeFacts {
+                    name: (*name).into(),
+                    vcpus: Some(*vcpus),
+                    memory_mib: Some(*mib),
+                    architectures: vec![(*arch).into()],
+                    usage_classes: vec!["on-demand".into(), "spot".into()],
+                })
+                .collect(),
+        ),
+        zones: Arc::new(
+            types
+                .iter()
+                .map(|(name, ..)| {
+                    (
+                        (*name).to_owned(),
+                        zones.iter().map(|z| (*z).to_owned()).collect(),
+                    )
+                })
+                .collect(),
+        ),
     }
 }
 

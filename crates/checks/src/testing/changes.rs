@@ -140,6 +140,35 @@ impl Facts {
         })
     }
 
+    /// Adds `key operator values` to the fixture's NodePool's requirements.
+    pub fn with_pool_requirement(self, key: &str, operator: &str, values: &[&str]) -> Self {
+        self.with(|f| {
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                pool.spec
+                    .template
+                    .spec
+                    .requirements
+                    .push(requirement(key, operator, values));
+            }
+        })
+    }
+
+    /// Karpenter resolved one AMI per architecture in `archs` for the class.
+    pub fn with_ami_architectures(self, archs: &[&str]) -> Self {
+        self.with(|f| {
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.amis = archs
+                    .iter()
+                    .map(|arch| karpenter_health_api::karpenter::ResolvedAmi {
+                        id: format!("ami-0{arch}"),
+                        name: None,
+                        requirements: vec![requirement("kubernetes.io/arch", "In", &[arch])],
+                    })
+                    .collect();
+            }
+        })
+    }
+
     /// Answers `decision` for `action` from IAM's simulator, `allowed` for the rest.
     pub fn with_simulated(self, action: &str, change: impl Fn(&mut SimulatedDecision)) -> Self {
         self.with(|f| {

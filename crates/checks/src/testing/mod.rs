@@ -157,6 +157,15 @@ pub fn node_class() -> EC2NodeClass {
             name: Some("demo-nodes".into()),
         }],
         subnets: Vec::new(),
+        // What Karpenter resolves for the `al2023@latest` alias: one image per architecture.
+        amis: ["amd64", "arm64"]
+            .iter()
+            .map(|arch| karpenter_health_api::karpenter::ResolvedAmi {
+                id: format!("ami-0{arch}"),
+                name: Some(format!("amazon-eks-node-al2023-{arch}-standard-1.29")),
+                requirements: vec![requirement("kubernetes.io/arch", "In", &[arch])],
+            })
+            .collect(),
         conditions,
     });
     nc

@@ -2,6 +2,7 @@
 
 mod aws_auth_scenarios;
 mod identity;
+mod instance_types;
 mod interruption;
 mod network;
 mod observation;

@@ -22,6 +22,10 @@ pub(crate) enum Beyond {
     /// A CRD (by index) converts through this Service, whose endpoints are: absent (0), none
     /// ready (1), ready (2), unknown (3).
     Conversion(usize, u8),
+    /// A NodePool asks for this architecture (or none) and the class's AMIs are built for these.
+    PoolArch(Option<String>, Vec<String>),
+    /// A NodePool with this requirement on a modelled instance-type key.
+    PoolRequirement(String, String, Vec<String>),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -71,6 +75,26 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
         1 => (0usize..3, 0usize..8).prop_map(|(c, f)| Beyond::CrdField(c, f)),
         1 => (0usize..3).prop_map(Beyond::StoredV1beta1),
         1 => (0usize..3, 0u8..4).prop_map(|(c, s)| Beyond::Conversion(c, s)),
+        1 => (
+            prop::option::of(text(&["amd64", "arm64"])),
+            prop::collection::vec(text(&["amd64", "arm64"]), 0..3)
+        )
+            .prop_map(|(pool, amis)| Beyond::PoolArch(pool, amis)),
+        1 => (
+            text(&[
+                "karpenter.k8s.aws/instance-family",
+                "karpenter.k8s.aws/instance-category",
+                "karpenter.k8s.aws/instance-generation",
+                "karpenter.k8s.aws/instance-size",
+                "karpenter.k8s.aws/instance-cpu",
+                "karpenter.k8s.aws/instance-memory",
+                "topology.kubernetes.io/zone",
+                "karpenter.sh/capacity-type",
+            ]),
+            text(&["In", "NotIn", "Gt", "Lt", "Exists", "DoesNotExist"]),
+            prop::collection::vec(text(&["m5", "c", "6", "large", "4", "8192", "us-west-2a", "us-west-2d", "spot"]), 0..3)
+        )
+            .prop_map(|(k, op, values)| Beyond::PoolRequirement(k, op, values)),
     ]
 }
 
@@ -79,6 +103,18 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
     use karpenter_health_api::karpenter::{BlockDevice, BlockDeviceMapping};
     let crd_name = |i: usize| current_crds()[i % 3].name.clone();
     match b {
+        Beyond::PoolArch(pool_arch, ami_archs) => {
+            let amis: Vec<&str> = ami_archs.iter().map(String::as_str).collect();
+            let mut changed = f.clone().with_ami_architectures(&amis);
+            if let Some(arch) = pool_arch {
+                changed = changed.with_pool_requirement("kubernetes.io/arch", "In", &[arch]);
+            }
+            *f = changed;
+        }
+        Beyond::PoolRequirement(key, op, values) => {
+            let values: Vec<&str> = values.iter().map(String::as_str).collect();
+            *f = f.clone().with_pool_requirement(key, op, &values);
+        }
         Beyond::VolumeKey(key, state, policy, absent) => {
             let found = if *absent {
                 Observed::Absent

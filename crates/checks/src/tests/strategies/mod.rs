@@ -50,9 +50,11 @@ pub(super) enum Fact {
     VpcNetwork,
     /// The VPC CNI's settings on aws-node.
     VpcCni,
+    /// The region's instance types and their offerings (issue 25).
+    InstanceTypes,
 }
 
-pub(super) const ALL_FACTS: [Fact; 25] = [
+pub(super) const ALL_FACTS: [Fact; 26] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -78,6 +80,7 @@ pub(super) const ALL_FACTS: [Fact; 25] = [
     Fact::ClusterVpc,
     Fact::VpcNetwork,
     Fact::VpcCni,
+    Fact::InstanceTypes,
 ];
 
 /// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
@@ -149,6 +152,7 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
             }
         }
         Fact::VpcCni => f.cluster.vpc_cni = to(cause),
+        Fact::InstanceTypes => f.aws.instance_types = Some(to(cause)),
     }
 }
 

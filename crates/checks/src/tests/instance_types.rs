@@ -1,0 +1,201 @@
+//! Scenarios of `InstanceTypesAvailable` beyond one sentence per reason: narrow NodePools that
+//! can still launch stay True, and what was not seen stays Unknown. Pure.
+
+use super::reasons::status;
+use crate::facts::{Facts, Observed, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::ConditionType;
+
+/// The fixture's NodePool with its requirement on `key` replaced by `operator values`, or
+/// dropped when `values` is `None`.
+fn replaced(key: &str, operator: &str, values: Option<&[&str]>) -> Facts {
+    Facts::healthy().with(|f| {
+        if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+            let requirements = &mut pool.spec.template.spec.requirements;
+            requirements.retain(|r| r.key != key);
+            if let Some(values) = values {
+                requirements.push(requirement(key, operator, values));
+            }
+        }
+    })
+}
+
+fn types(f: &Facts) -> (String, String, String) {
+    let s = status(f);
+    let c = s.condition(ConditionType::InstanceTypesAvailable).unwrap();
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+#[test]
+fn narrow_but_satisfiable_node_pools_are_true() {
+    let narrow: Vec<(&str, Facts)> =
+        vec![
+            (
+                "one arm64 family on arm64 AMIs",
+                replaced("kubernetes.io/arch", "In", Some(&["arm64"]))
+                    .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["c6g"])
+                    .with_ami_architectures(&["arm64"]),
+            ),
+            (
+                "more than 4 vCPUs, at least 64 GiB, generation 7",
+                Facts::healthy()
+                    .with_pool_requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["4"])
+                    .with_pool_requirement("karpenter.k8s.aws/instance-memory", "Gte", &["65536"])
+                    .with_pool_requirement("karpenter.k8s.aws/instance-generation", "In", &["7"]),
+            ),
+            (
+                "spot only, in one of the subnets' zones",
+                replaced("karpenter.sh/capacity-type", "In", Some(&["spot"]))
+                    .with_pool_requirement("topology.kubernetes.io/zone", "In", &["us-west-2b"]),
+            ),
+            (
+                "reserved only: whether a reservation exists is not read, so never ruled out",
+                replaced("karpenter.sh/capacity-type", "In", Some(&["reserved"])),
+            ),
+            (
+                "a key this check does not model, on a GPU it cannot see",
+                Facts::healthy().with_pool_requirement(
+                    "karpenter.k8s.aws/instance-gpu-count",
+                    "Gt",
+                    &["0"],
+                ),
+            ),
+            (
+                "AMIs of one architecture, a NodePool silent on it",
+                replaced("kubernetes.io/arch", "", None).with_ami_architectures(&["arm64"]),
+            ),
+            (
+                "an operator this check does not know",
+                Facts::healthy().with_pool_requirement(
+                    "karpenter.k8s.aws/instance-size",
+                    "Matches",
+                    &["nothing"],
+                ),
+            ),
+        ];
+    for (what, f) in narrow {
+        let (status, reason, message) = types(&f);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("True", "InstanceTypesOffered"),
+            "{what}: {message}"
+        );
+    }
+    let (_, _, message) = types(&Facts::healthy().with_pool_requirement(
+        "karpenter.k8s.aws/instance-gpu-count",
+        "Gt",
+        &["0"],
+    ));
+    assert!(
+        message.contains("karpenter.k8s.aws/instance-gpu-count were not checked"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_message_names_the_requirement_that_empties_the_set_and_whether_it_does_so_alone() {
+    let (status, _, message) = types(
+        &Facts::healthy()
+            .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m5"])
+            .with_pool_requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["4"]),
+    );
+    assert_eq!(status, "False");
+    assert!(
+        message.contains(
+            "`karpenter.k8s.aws/instance-cpu Gt [4]` admits none of the 2 instance types"
+        ),
+        "{message}"
+    );
+    let (_, _, message) = types(&Facts::healthy().with_pool_requirement(
+        "karpenter.k8s.aws/instance-family",
+        "In",
+        &["m9"],
+    ));
+    assert!(
+        message.contains("no instance type EC2 offers in us-west-2a, us-west-2b satisfies"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_type_offered_only_in_zones_the_class_has_no_subnet_in_does_not_count() {
+    let f = Facts::healthy()
+        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m5"])
+        .with(|f| {
+            // m5 only in us-west-2c, where the class has no subnet.
+            if let Some(Observed::Found(catalog)) = &mut f.aws.instance_types {
+                let mut zones = (*catalog.zones).clone();
+                for t in ["m5.large", "m5.xlarge"] {
+                    zones.insert(t.into(), ["us-west-2c".to_owned()].into());
+                }
+                catalog.zones = zones.into();
+            }
+        });
+    let (status, reason, _) = types(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NoInstanceTypeMatchesRequirements")
+    );
+}
+
+#[test]
+fn what_was_not_seen_is_unknown_never_false() {
+    let broken = || {
+        Facts::healthy().with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m9"])
+    };
+    let cases: Vec<(&str, Facts, &str)> = vec![
+        (
+            "catalog throttled",
+            broken().with(|f| f.aws.instance_types = Some(unknown(UnknownCause::Throttled))),
+            "AwsThrottled",
+        ),
+        (
+            "catalog not asked yet",
+            broken().with(|f| f.aws.instance_types = None),
+            "NotObserved",
+        ),
+        (
+            "subnets denied",
+            broken().with(|f| f.aws.subnets = unknown(UnknownCause::AccessDenied)),
+            "AwsAccessDenied",
+        ),
+        (
+            "no subnet selected",
+            broken().with(|f| f.aws.subnets = Observed::Found(Vec::new())),
+            "NotObserved",
+        ),
+        (
+            "NodePools not listed",
+            broken().with(|f| f.cluster.node_pools = unknown(UnknownCause::NotObserved)),
+            "NotObserved",
+        ),
+        (
+            "an emulator that offers nothing in the class's zones",
+            broken().with(|f| {
+                if let Some(Observed::Found(catalog)) = &mut f.aws.instance_types {
+                    catalog.zones = Default::default();
+                }
+            }),
+            "NotObserved",
+        ),
+    ];
+    for (what, f, reason) in cases {
+        let (status, got, message) = types(&f);
+        assert_eq!(
+            (status.as_str(), got.as_str()),
+            ("Unknown", reason),
+            "{what}: {message}"
+        );
+    }
+}
+
+#[test]
+fn no_node_pool_is_nothing_to_check() {
+    let f = Facts::healthy().with(|f| f.cluster.node_pools = Observed::Absent);
+    let (status, reason, message) = types(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "InstanceTypesOffered")
+    );
+    assert_eq!(message, "No NodePool uses this EC2NodeClass.");
+}
