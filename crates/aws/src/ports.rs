@@ -8,7 +8,7 @@
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
+    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
     SubnetFacts, UnknownCause, VpcEndpointFacts,
 };
 use std::fmt;
@@ -308,6 +308,17 @@ pub trait Ec2Api: Send + Sync {
     fn get_ebs_encryption_by_default(&self) -> BoxFuture<'_, PortResult<bool>>;
     /// The key EC2 encrypts volumes with when none is named (an ARN).
     fn get_ebs_default_kms_key_id(&self) -> BoxFuture<'_, PortResult<String>>;
+    /// One page of the region's instance types (DescribeInstanceTypes, no filter).
+    fn describe_instance_types(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<InstanceTypeFacts>>>;
+    /// One page of `(instance type, zone)` offerings (DescribeInstanceTypeOfferings with
+    /// `LocationType=availability-zone`, no filter).
+    fn describe_instance_type_offerings(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<(String, String)>>>;
 }
 
 /// The VPC attributes the checks read.

@@ -158,6 +158,10 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
             .node_pools
             .found()
             .is_some_and(|pools| pools.iter().any(allows_spot)),
+        instance_types: facts
+            .node_pools
+            .found()
+            .is_some_and(|pools| !pools.is_empty()),
         // Every class asks: a class without block devices still encrypts its root volume with
         // the account's default key (`VolumeEncryptionReady`).
         volume_keys: Some(

@@ -16,7 +16,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
+    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
     SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::{BTreeMap, VecDeque};
@@ -75,6 +75,12 @@ pub struct FakeState {
     pub kms_aliases: BTreeMap<String, String>,
     /// KMS grants by key id.
     pub kms_grants: BTreeMap<String, Vec<KmsGrantData>>,
+    /// EC2 DescribeInstanceTypes.
+    pub instance_types: Vec<InstanceTypeFacts>,
+    /// EC2 DescribeInstanceTypeOfferings by zone: `(instance type, zone)`.
+    pub instance_type_offerings: Vec<(String, String)>,
+    /// Page size of both instance-type calls (EC2's are 100 and 1000).
+    pub instance_type_page_size: usize,
 }
 
 impl FakeState {
@@ -126,6 +132,9 @@ impl Default for FakeState {
             kms_keys: BTreeMap::new(),
             kms_aliases: BTreeMap::new(),
             kms_grants: BTreeMap::new(),
+            instance_types: Vec::new(),
+            instance_type_offerings: Vec::new(),
+            instance_type_page_size: 100,
         }
     }
 }

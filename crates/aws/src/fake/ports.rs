@@ -338,6 +338,28 @@ impl Ec2Api for FakeAws {
             Ok(s.ebs_default_kms_key_id.clone())
         })
     }
+
+    fn describe_instance_types(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<InstanceTypeFacts>>> {
+        self.answer("DescribeInstanceTypes", move |s| {
+            page(s.instance_types.clone(), s.instance_type_page_size, next_token)
+        })
+    }
+
+    fn describe_instance_type_offerings(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<(String, String)>>> {
+        self.answer("DescribeInstanceTypeOfferings", move |s| {
+            page(
+                s.instance_type_offerings.clone(),
+                s.instance_type_page_size,
+                next_token,
+            )
+        })
+    }
 }
 
 impl FakeState {

@@ -8,6 +8,7 @@
 //! `eks`, `ec2`, `sts`), so a new service is a new module and a few lines in
 //! [`AwsObserver::observe_detailed`].
 
+mod catalog;
 mod controller;
 mod ec2;
 mod eks;
@@ -118,6 +119,9 @@ struct Inner {
     kms_keys: Cache<String, karpenter_health_checks::facts::KmsKeyFacts>,
     /// By (key ARN, grantee).
     kms_grants: Cache<(String, String), Vec<karpenter_health_checks::facts::KmsGrantFacts>>,
+    /// The region's instance types and their zones (`catalog.rs`): one key each.
+    instance_types: Cache<(), Arc<Vec<karpenter_health_checks::facts::InstanceTypeFacts>>>,
+    instance_type_zones: Cache<(), catalog::Offerings>,
     /// Every cache's changed answers.
     changes: Arc<Changes>,
 }
@@ -164,8 +168,12 @@ impl AwsObserver {
         options: ObserverOptions,
     ) -> Self {
         let families = options.families();
-        let (ttls, account_ttls, permission_ttls) =
-            (families.general, families.account, families.permissions);
+        let (ttls, account_ttls, permission_ttls, catalog_ttls) = (
+            families.general,
+            families.account,
+            families.permissions,
+            families.catalog,
+        );
         let changes = Arc::new(Changes::default());
         Self {
             inner: Arc::new(Inner {
@@ -203,6 +211,8 @@ impl AwsObserver {
                 ebs_default_key: Cache::with_changes(account_ttls, changes.clone()),
                 kms_keys: Cache::with_changes(ttls, changes.clone()),
                 kms_grants: Cache::with_changes(ttls, changes.clone()),
+                instance_types: Cache::with_changes(catalog_ttls, changes.clone()),
+                instance_type_zones: Cache::with_changes(catalog_ttls, changes.clone()),
                 options,
                 changes,
             }),
@@ -379,12 +389,20 @@ impl AwsObserver {
                 None => None,
             }
         };
-        let (controller, oidc, queue, slr, volumes) = join!(
+        let catalog_read = async {
+            if request.instance_types {
+                Some(self.instance_catalog().await)
+            } else {
+                None
+            }
+        };
+        let (controller, oidc, queue, slr, volumes, catalog) = join!(
             controller_read,
             oidc_read,
             queue_read,
             slr_read,
-            volumes_read
+            volumes_read,
+            catalog_read
         );
 
         let mut stale = Vec::new();
@@ -431,6 +449,7 @@ impl AwsObserver {
             "cluster_instances",
             instances.as_ref().and_then(Read::stale_age),
         );
+        note("instance_types", catalog.as_ref().and_then(Read::stale_age));
         if let Some(v) = &volumes {
             note("ebs_encryption", v.ebs.as_ref().and_then(Read::stale_age));
             for read in v.keys.values() {
@@ -479,6 +498,7 @@ impl AwsObserver {
             cluster_vpc: cluster_vpc.clone(),
             subnets: subnets.current.clone(),
             vpc_networks: networks.iter().cloned().collect(),
+            instance_types: catalog.as_ref().map(|r| r.current.clone()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
@@ -520,6 +540,7 @@ impl AwsObserver {
             },
             subnets: good(&subnets).unwrap_or_default(),
             vpc_networks: networks.into_iter().collect(),
+            instance_types: catalog.as_ref().map(|r| good(r).unwrap_or_default()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),

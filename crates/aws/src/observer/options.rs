@@ -28,6 +28,10 @@ pub struct ObserverOptions {
     /// (0.5 calls a second) every minute. Permissions change rarely; a change shows within this
     /// long.
     pub permissions_ttl: Duration,
+    /// The region's instance types and where each is offered (`InstanceTypesAvailable`): AWS
+    /// adds types a few times a year and offerings change as rarely, and a full read is about a
+    /// dozen pages, so the answers are kept for hours.
+    pub catalog_ttl: Duration,
     /// STS GetCallerIdentity and the account's EBS defaults: the account of the operator's own
     /// credentials does not change, and its defaults rarely do.
     pub account_ttl: Duration,
@@ -71,6 +75,8 @@ pub struct Families {
     pub permissions: Ttls,
     /// The account's identity and EBS defaults.
     pub account: Ttls,
+    /// The region's instance types and their offerings.
+    pub catalog: Ttls,
 }
 
 impl ObserverOptions {
@@ -88,6 +94,7 @@ impl ObserverOptions {
             general: family(self.ttl),
             permissions: family(self.permissions_ttl),
             account: family(self.account_ttl),
+            catalog: family(self.catalog_ttl),
         }
     }
 }
@@ -98,6 +105,7 @@ impl Default for ObserverOptions {
             ttl: Duration::from_secs(900),
             permissions_ttl: Duration::from_secs(1800),
             account_ttl: Duration::from_secs(3600),
+            catalog_ttl: Duration::from_secs(6 * 3600),
             stale: Duration::from_secs(300),
             error_ttl: Duration::from_secs(15),
             refused_ttl: Duration::from_secs(300),

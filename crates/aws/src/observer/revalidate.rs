@@ -16,7 +16,7 @@ impl AwsObserver {
     /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
     pub fn revalidate(&self, reader: &str) -> usize {
         let i = &self.inner;
-        let caches: [&dyn Revalidate; 23] = [
+        let caches: [&dyn Revalidate; 25] = [
             &i.account,
             &i.profiles,
             &i.roles,
@@ -40,6 +40,10 @@ impl AwsObserver {
             &i.ebs_default_key,
             &i.kms_keys,
             &i.kms_grants,
+            // Region-wide and kept for hours: evidence on any class is the way a type AWS added
+            // since the last read gets seen before its period ends.
+            &i.instance_types,
+            &i.instance_type_zones,
         ];
         caches
             .iter()

@@ -6,7 +6,7 @@ use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    InstanceFacts, NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SecurityGroupFacts,
+    InstanceFacts, InstanceTypeFacts, NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SecurityGroupFacts,
     SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::BTreeMap;
@@ -119,6 +119,88 @@ impl Ec2Api for SdkPorts {
                 .map_err(|e| classify(Service::Ec2, &e))?;
             out.ebs_encryption_by_default()
                 .ok_or_else(|| super::missing(Service::Ec2, "EbsEncryptionByDefault"))
+        }
+        .boxed()
+    }
+
+    fn describe_instance_types(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<InstanceTypeFacts>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_instance_types()
+                .max_results(100)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .instance_types()
+                    .iter()
+                    .filter_map(|t| {
+                        Some(InstanceTypeFacts {
+                            name: t.instance_type()?.as_str().to_owned(),
+                            vcpus: t
+                                .v_cpu_info()
+                                .and_then(|v| v.default_v_cpus())
+                                .and_then(|n| u32::try_from(n).ok()),
+                            memory_mib: t
+                                .memory_info()
+                                .and_then(|m| m.size_in_mib())
+                                .and_then(|n| u64::try_from(n).ok()),
+                            architectures: t
+                                .processor_info()
+                                .map(|p| {
+                                    p.supported_architectures()
+                                        .iter()
+                                        .map(|a| a.as_str().to_owned())
+                                        .collect()
+                                })
+                                .unwrap_or_default(),
+                            usage_classes: t
+                                .supported_usage_classes()
+                                .iter()
+                                .map(|u| u.as_str().to_owned())
+                                .collect(),
+                        })
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_instance_type_offerings(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<(String, String)>>> {
+        async move {
+            let out = self
+                .ec2
+                .describe_instance_type_offerings()
+                .location_type(aws_sdk_ec2::types::LocationType::AvailabilityZone)
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .instance_type_offerings()
+                    .iter()
+                    .filter_map(|o| {
+                        Some((
+                            o.instance_type()?.as_str().to_owned(),
+                            o.location()?.to_owned(),
+                        ))
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
         }
         .boxed()
     }

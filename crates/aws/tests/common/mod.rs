@@ -277,6 +277,7 @@ pub fn wiring_request() -> AwsRequest {
         }),
         interruption_queue: Some(QUEUE.into()),
         spot_service_linked_role: true,
+        instance_types: true,
         subnet_selector_terms: vec![tag_term("karpenter.sh/discovery", CLUSTER)],
         ..request()
     }
