@@ -8,6 +8,7 @@
 //! on the wire is in [`aws_wire`].
 
 mod aws_wire;
+mod offerings;
 mod simulator;
 
 use anyhow::Result;
@@ -394,6 +395,17 @@ async fn handle(
         return Ok(aws_wire::query_xml(status, xml));
     }
 
+    let region = probe
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split("Credential=").nth(1))
+        .and_then(|c| c.split('/').nth(2))
+        .unwrap_or("us-east-1")
+        .to_owned();
+    let emulate_offerings = call.service == "ec2"
+        && call.operation == "DescribeInstanceTypeOfferings"
+        && offerings::by_zone(&String::from_utf8_lossy(&body));
     let (parts, ()) = probe.into_parts();
     let path = parts
         .uri
@@ -419,6 +431,11 @@ async fn handle(
         .await
         .map(|b| b.to_bytes())
         .map_err(std::io::Error::other)?;
+
+    if emulate_offerings && parts.status == StatusCode::OK && offerings::is_empty(&body) {
+        let (status, xml) = offerings::offerings(&upstream, &region).await;
+        return Ok(aws_wire::query_xml(status, xml));
+    }
 
     if call.operation == "DescribeCluster" && parts.status == StatusCode::OK {
         let (mode, vpc) = match call.cluster.as_ref() {

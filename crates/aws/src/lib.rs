@@ -20,6 +20,6 @@ pub use limits::{Rate, RateLimits};
 pub use metrics::{CallCount, CallStats, Outcome};
 pub use observer::{
     AwsFactsSource, AwsObservation, AwsObserver, AwsRequest, ControllerRequest, ObserverOptions,
-    ServiceAccountRef, StaleFact,
+    REVALIDATE_MIN_AGE, ServiceAccountRef, StaleFact,
 };
 pub use sdk::{SdkOptions, Timeouts};

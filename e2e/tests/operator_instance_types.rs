@@ -1,0 +1,208 @@
+//! Requirements no instance type can meet (issue 25), end to end on the real API server and
+//! moto's instance types and offerings: the class starts all True, narrow but satisfiable
+//! NodePools stay True (a status log proves no False among them), a family that does not exist
+//! and a zone the class has no subnet in each turn `InstanceTypesAvailable` False with their
+//! reason, the repair turns it True again, and EC2 denying the new reads is Unknown with the
+//! cause, never False. Does IO (API server, moto, fault proxy).
+
+use anyhow::{Context, Result};
+use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
+use karpenter_health_aws::REVALIDATE_MIN_AGE;
+use karpenter_health_e2e::fault_proxy::Fault;
+use karpenter_health_e2e::fixture::{Fixture, REFRESH};
+use karpenter_health_e2e::health_status::message;
+use karpenter_health_e2e::status_log::StatusLog;
+use serde_json::{Value, json};
+
+fn requirement(key: &str, operator: &str, values: &[&str]) -> Value {
+    json!({"key": key, "operator": operator, "values": values})
+}
+
+/// The zone of the class's one subnet, as the True message names it.
+fn zone_of(status: &KarpenterHealthStatus) -> Result<String> {
+    let text = message(status, ConditionType::InstanceTypesAvailable);
+    let zone = text
+        .split_once("offered in ")
+        .and_then(|(_, rest)| rest.split_once(" ("))
+        .map(|(zone, _)| zone.to_owned())
+        .with_context(|| format!("no zone in {text:?}"))?;
+    anyhow::ensure!(!zone.contains(','), "one subnet, one zone: {zone}");
+    Ok(zone)
+}
+
+/// Waits until the condition is True with another message than `before`: the operator has
+/// evaluated the NodePool as it is now.
+async fn wait_true_after(
+    fx: &Fixture,
+    what: &str,
+    before: &str,
+) -> Result<KarpenterHealthStatus> {
+    fx.wait_status(what, |s| {
+        s.condition(ConditionType::InstanceTypesAvailable)
+            .is_some_and(|c| c.status == "True" && c.message != before)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavailable() -> Result<()>
+{
+    let fx = Fixture::seed("itypes", "us-west-2", "1.8.6").await?;
+    let outcome: Result<()> = async {
+        let operator = fx.start_operator(None, true).await?;
+        let started = tokio::time::Instant::now();
+        let status = fx
+            .wait_healthy("with a NodePool of amd64 on-demand types")
+            .await?;
+        let zone = zone_of(&status)?;
+        let mut before = message(&status, ConditionType::InstanceTypesAvailable).to_owned();
+        assert!(fx.proxy.count("ec2", "DescribeInstanceTypes") > 0);
+        assert!(fx.proxy.count("ec2", "DescribeInstanceTypeOfferings") > 0);
+
+        // Narrow but satisfiable NodePools: never False. Each differs in how many types it
+        // leaves, so a new message shows the operator has judged it.
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        let amd64 = requirement("kubernetes.io/arch", "In", &["amd64"]);
+        let on_demand = requirement("karpenter.sh/capacity-type", "In", &["on-demand"]);
+        let narrow = [
+            (
+                "one family in two sizes with more than 2 vCPUs",
+                json!([
+                    amd64,
+                    on_demand,
+                    requirement("karpenter.k8s.aws/instance-family", "In", &["m5"]),
+                    requirement("karpenter.k8s.aws/instance-size", "In", &["xlarge", "2xlarge"]),
+                    requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["2"]),
+                ]),
+            ),
+            (
+                "pinned to the zone of the class's subnet",
+                json!([amd64, on_demand, requirement("topology.kubernetes.io/zone", "In", &[&zone])]),
+            ),
+            (
+                "Graviton spot of a recent generation",
+                json!([
+                    requirement("kubernetes.io/arch", "In", &["arm64"]),
+                    requirement("karpenter.sh/capacity-type", "In", &["spot"]),
+                    requirement("karpenter.k8s.aws/instance-category", "In", &["c", "m"]),
+                    requirement("karpenter.k8s.aws/instance-generation", "Gt", &["5"]),
+                ]),
+            ),
+        ];
+        for (what, requirements) in narrow {
+            fx.patch_node_pool_requirements(requirements).await?;
+            let status = wait_true_after(&fx, what, &before).await?;
+            before = message(&status, ConditionType::InstanceTypesAvailable).to_owned();
+        }
+        for held in log.stop() {
+            let c = held.condition(ConditionType::InstanceTypesAvailable);
+            assert!(
+                c.is_none_or(|c| c.status != "False"),
+                "False on a satisfiable NodePool: {c:?}"
+            );
+        }
+
+        // A family this region does not have (a typo of m5).
+        fx.patch_node_pool_requirements(json!([
+            amd64,
+            on_demand,
+            requirement("karpenter.k8s.aws/instance-family", "In", &["m5x"]),
+        ]))
+        .await?;
+        let status = fx
+            .wait_only_failed(
+                ConditionType::InstanceTypesAvailable,
+                Reason::NoInstanceTypeMatchesRequirements,
+            )
+            .await?;
+        let text = message(&status, ConditionType::InstanceTypesAvailable);
+        assert!(
+            text.contains("karpenter.k8s.aws/instance-family In [m5x]") && text.contains(&zone),
+            "names the requirement and the zone: {text}"
+        );
+        fx.patch_node_pool_requirements(json!([amd64, on_demand]))
+            .await?;
+        fx.wait_healthy("after the family is corrected").await?;
+
+        // A zone of the region in which the class selects no subnet.
+        let other = ["a", "b", "c"]
+            .iter()
+            .map(|z| format!("{}{z}", fx.region))
+            .find(|z| *z != zone)
+            .context("another zone")?;
+        fx.patch_node_pool_requirements(json!([
+            amd64,
+            on_demand,
+            requirement("topology.kubernetes.io/zone", "In", &[&other]),
+        ]))
+        .await?;
+        let status = fx
+            .wait_only_failed(
+                ConditionType::InstanceTypesAvailable,
+                Reason::RequiredZonesWithoutSubnets,
+            )
+            .await?;
+        let text = message(&status, ConditionType::InstanceTypesAvailable);
+        assert!(text.contains(&other), "names the zone: {text}");
+        fx.patch_node_pool_requirements(json!([amd64, on_demand]))
+            .await?;
+        fx.wait_healthy("after the zone requirement is dropped")
+            .await?;
+
+        // EC2 denies the catalog reads. The catalog is kept for hours; an edit of the class is
+        // evidence that revalidates it (answers older than REVALIDATE_MIN_AGE), and the denied
+        // refresh is Unknown, never False.
+        tokio::time::sleep_until(started + REVALIDATE_MIN_AGE + REFRESH).await;
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        fx.patch_node_pool_requirements(json!([
+            amd64,
+            on_demand,
+            requirement("karpenter.k8s.aws/instance-family", "In", &["m5x"]),
+        ]))
+        .await?;
+        fx.proxy.inject(
+            "ec2",
+            Some("DescribeInstanceTypes"),
+            Fault::AccessDenied,
+        );
+        fx.proxy.inject(
+            "ec2",
+            Some("DescribeInstanceTypeOfferings"),
+            Fault::AccessDenied,
+        );
+        fx.patch_node_class_spec(json!({"tags": {"revalidate": "now"}}))
+            .await?;
+        fx.wait_status("InstanceTypesAvailable Unknown with AwsAccessDenied", |s| {
+            s.condition(ConditionType::InstanceTypesAvailable)
+                .is_some_and(|c| c.status == "Unknown" && c.reason == "AwsAccessDenied")
+        })
+        .await?;
+        let held = log.stop();
+        fx.proxy.clear_faults();
+        // The first status after the edit may still hold the False of the catalog read before;
+        // from the first Unknown on, none is False while EC2 denies.
+        let denied_from = held
+            .iter()
+            .position(|s| {
+                s.condition(ConditionType::InstanceTypesAvailable)
+                    .is_some_and(|c| c.status == "Unknown")
+            })
+            .context("an Unknown status")?;
+        for s in &held[denied_from..] {
+            let c = s.condition(ConditionType::InstanceTypesAvailable);
+            assert!(
+                c.is_none_or(|c| c.status != "False"),
+                "False while EC2 denied the reads: {c:?}"
+            );
+        }
+        tokio::time::sleep(REFRESH).await;
+        fx.patch_node_pool_requirements(json!([amd64, on_demand]))
+            .await?;
+        fx.patch_node_class_spec(json!({"tags": {"revalidate": "again"}}))
+            .await?;
+        fx.wait_healthy("once EC2 answers again").await?;
+        operator.stop().await
+    }
+    .await;
+    fx.finish(outcome).await
+}
