@@ -105,7 +105,9 @@ mod tests {
         assert!(by_zone(
             "Action=DescribeInstanceTypeOfferings&LocationType=availability-zone&Version=2016-11-15"
         ));
-        assert!(!by_zone("Action=DescribeInstanceTypeOfferings&LocationType=region"));
+        assert!(!by_zone(
+            "Action=DescribeInstanceTypeOfferings&LocationType=region"
+        ));
         assert!(is_empty(b"<instanceTypeOfferingSet/>"));
         assert!(!is_empty(
             b"<instanceTypeOfferingSet><item><instanceType>m5.large</instanceType></item>"

@@ -32,11 +32,7 @@ fn zone_of(status: &KarpenterHealthStatus) -> Result<String> {
 
 /// Waits until the condition is True with another message than `before`: the operator has
 /// evaluated the NodePool as it is now.
-async fn wait_true_after(
-    fx: &Fixture,
-    what: &str,
-    before: &str,
-) -> Result<KarpenterHealthStatus> {
+async fn wait_true_after(fx: &Fixture, what: &str, before: &str) -> Result<KarpenterHealthStatus> {
     fx.wait_status(what, |s| {
         s.condition(ConditionType::InstanceTypesAvailable)
             .is_some_and(|c| c.status == "True" && c.message != before)
@@ -71,13 +67,21 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
                     amd64,
                     on_demand,
                     requirement("karpenter.k8s.aws/instance-family", "In", &["m5"]),
-                    requirement("karpenter.k8s.aws/instance-size", "In", &["xlarge", "2xlarge"]),
+                    requirement(
+                        "karpenter.k8s.aws/instance-size",
+                        "In",
+                        &["xlarge", "2xlarge"]
+                    ),
                     requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["2"]),
                 ]),
             ),
             (
                 "pinned to the zone of the class's subnet",
-                json!([amd64, on_demand, requirement("topology.kubernetes.io/zone", "In", &[&zone])]),
+                json!([
+                    amd64,
+                    on_demand,
+                    requirement("topology.kubernetes.io/zone", "In", &[&zone])
+                ]),
             ),
             (
                 "Graviton spot of a recent generation",
@@ -160,11 +164,8 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
             requirement("karpenter.k8s.aws/instance-family", "In", &["m5x"]),
         ]))
         .await?;
-        fx.proxy.inject(
-            "ec2",
-            Some("DescribeInstanceTypes"),
-            Fault::AccessDenied,
-        );
+        fx.proxy
+            .inject("ec2", Some("DescribeInstanceTypes"), Fault::AccessDenied);
         fx.proxy.inject(
             "ec2",
             Some("DescribeInstanceTypeOfferings"),

@@ -8,8 +8,8 @@
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
-    SubnetFacts, UnknownCause, VpcEndpointFacts,
+    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts,
+    SimulatedDecision, SubnetFacts, UnknownCause, VpcEndpointFacts,
 };
 use std::fmt;
 

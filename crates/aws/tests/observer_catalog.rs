@@ -76,7 +76,11 @@ async fn a_failed_read_of_either_call_makes_the_catalog_unknown_not_half() {
     match facts.instance_types {
         Some(Observed::Unknown(u)) => {
             assert_eq!(u.cause, UnknownCause::AccessDenied);
-            assert!(u.detail.contains("EC2 DescribeInstanceTypes"), "{}", u.detail);
+            assert!(
+                u.detail.contains("EC2 DescribeInstanceTypes"),
+                "{}",
+                u.detail
+            );
         }
         other => panic!("expected unknown, got {other:?}"),
     }

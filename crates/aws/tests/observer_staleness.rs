@@ -193,3 +193,42 @@ async fn account_facts_are_at_most_sixty_five_minutes_old() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn instance_type_catalogs_are_at_most_six_hours_and_five_minutes_old() {
+    let defaults = production();
+    assert_eq!(
+        defaults.families().catalog.staleness_bound(),
+        Duration::from_secs(6 * 3_600 + 300)
+    );
+    holds_its_bound(Family {
+        request: AwsRequest {
+            instance_types: true,
+            ..request()
+        },
+        operation: "DescribeInstanceTypeOfferings",
+        ttl: defaults.catalog_ttl,
+        // A type offered, then withdrawn: two states, like the other families' toggles.
+        change: |fake| {
+            fake.with(|s| {
+                let offering = ("m9.large".to_owned(), "us-west-2a".to_owned());
+                if s.instance_type_offerings.contains(&offering) {
+                    s.instance_type_offerings.retain(|o| *o != offering);
+                } else {
+                    s.instance_type_offerings.push(offering);
+                }
+            })
+        },
+        fact: |facts| {
+            format!(
+                "{:?}",
+                facts
+                    .instance_types
+                    .as_ref()
+                    .and_then(|c| c.found())
+                    .map(|c| c.zones.len())
+            )
+        },
+    })
+    .await;
+}

@@ -16,8 +16,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision,
-    SubnetFacts, VpcEndpointFacts,
+    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts,
+    SimulatedDecision, SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

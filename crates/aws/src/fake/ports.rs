@@ -344,7 +344,11 @@ impl Ec2Api for FakeAws {
         next_token: Option<String>,
     ) -> BoxFuture<'_, PortResult<Page<InstanceTypeFacts>>> {
         self.answer("DescribeInstanceTypes", move |s| {
-            page(s.instance_types.clone(), s.instance_type_page_size, next_token)
+            page(
+                s.instance_types.clone(),
+                s.instance_type_page_size,
+                next_token,
+            )
         })
     }
 

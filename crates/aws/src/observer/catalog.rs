@@ -19,15 +19,16 @@ impl AwsObserver {
     /// The region's catalog: unknown if either read is.
     pub(super) async fn instance_catalog(&self) -> Read<InstanceTypeCatalog> {
         let (types, zones) = join!(self.instance_types(), self.instance_type_zones());
-        let compose = |t: &Observed<Arc<Vec<InstanceTypeFacts>>>, z: &Observed<Offerings>| match (
-            t, z,
-        ) {
-            (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => Observed::Unknown(u.clone()),
-            (t, z) => Observed::Found(InstanceTypeCatalog {
-                types: t.found().cloned().unwrap_or_default(),
-                zones: z.found().cloned().unwrap_or_default(),
-            }),
-        };
+        let compose =
+            |t: &Observed<Arc<Vec<InstanceTypeFacts>>>, z: &Observed<Offerings>| match (t, z) {
+                (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => {
+                    Observed::Unknown(u.clone())
+                }
+                (t, z) => Observed::Found(InstanceTypeCatalog {
+                    types: t.found().cloned().unwrap_or_default(),
+                    zones: z.found().cloned().unwrap_or_default(),
+                }),
+            };
         Read {
             current: compose(&types.current, &zones.current),
             last_good: match (&types.last_good, &zones.last_good) {

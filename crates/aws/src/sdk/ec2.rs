@@ -6,8 +6,8 @@ use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    InstanceFacts, InstanceTypeFacts, NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SecurityGroupFacts,
-    SubnetFacts, VpcEndpointFacts,
+    InstanceFacts, InstanceTypeFacts, NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget,
+    SecurityGroupFacts, SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::BTreeMap;
 
