@@ -1,17 +1,21 @@
-//! Requirements no instance type can meet (issue 25), end to end on the real API server and
-//! moto's instance types and offerings: the class starts all True, narrow but satisfiable
-//! NodePools stay True (a status log proves no False among them), a family that does not exist
-//! and a zone the class has no subnet in each turn `InstanceTypesAvailable` False with their
-//! reason, the repair turns it True again, and EC2 denying the new reads is Unknown with the
-//! cause, never False. Does IO (API server, moto, fault proxy).
+//! Before a launch fails (issue 25), end to end on the real API server and moto's instance types
+//! and offerings. Requirements no instance type can meet: the class starts all True, narrow but
+//! satisfiable NodePools stay True (a status log proves no False among them), a family that does
+//! not exist and a zone the class has no subnet in each turn `InstanceTypesAvailable` False with
+//! their reason, the repair turns it True again, and EC2 denying the new reads is Unknown with the
+//! cause, never False. NodePool limits: a NodePool at its limits is a warning until a Pod that
+//! only this class can take waits, then `LimitsLeaveRoom` is False, and True once the limit is
+//! raised. Does IO (API server, moto, fault proxy).
 
 use anyhow::{Context, Result};
+use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
 fn requirement(key: &str, operator: &str, values: &[&str]) -> Value {
@@ -202,6 +206,111 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
         fx.patch_node_class_spec(json!({"tags": {"revalidate": "again"}}))
             .await?;
         fx.wait_healthy("once EC2 answers again").await?;
+        operator.stop().await
+    }
+    .await;
+    fx.finish(outcome).await
+}
+
+/// Sets this test's NodePool's `spec.limits` and what Karpenter counts its nodes providing
+/// (`status.resources`), as Karpenter's counter writes it.
+async fn set_usage(fx: &Fixture, limits: Value, used: Value) -> Result<()> {
+    let api: Api<NodePool> = Api::all(fx.admin.clone());
+    api.patch(
+        &fx.name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"limits": limits}})),
+    )
+    .await?;
+    api.patch_status(
+        &fx.name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"resources": used}})),
+    )
+    .await?;
+    Ok(())
+}
+
+fn limits_is(status: &KarpenterHealthStatus, want: &str, warned: bool) -> bool {
+    let warning = status
+        .findings
+        .iter()
+        .any(|f| f.reason == "NodePoolAtLimits");
+    status
+        .condition(ConditionType::LimitsLeaveRoom)
+        .is_some_and(|c| c.status == want)
+        && warning == warned
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Result<()> {
+    let fx = Fixture::seed("limits", "us-east-2", "1.8.6").await?;
+    let outcome: Result<()> = async {
+        let operator = fx.start_operator(None, true).await?;
+        set_usage(
+            &fx,
+            json!({"cpu": "1000", "memory": "1000Gi"}),
+            json!({"cpu": "4", "memory": "16Gi"}),
+        )
+        .await?;
+        fx.wait_healthy("with a NodePool well under its limits")
+            .await?;
+
+        // Healthy variants: at its limits with nothing waiting is a warning, never False.
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        set_usage(&fx, json!({"cpu": "16"}), json!({"cpu": "16"})).await?;
+        fx.wait_status("a warning for the NodePool at its cpu limit", |s| {
+            limits_is(s, "True", true)
+        })
+        .await?;
+        // A Pod that selects the NodePool waits, but the scheduler has not judged it yet.
+        fx.pending_pod("web", json!({"karpenter.sh/nodepool": fx.name}))
+            .await?;
+        tokio::time::sleep(REFRESH * 2).await;
+        for held in log.stop() {
+            let c = held.condition(ConditionType::LimitsLeaveRoom);
+            assert!(
+                c.is_none_or(|c| c.status != "False"),
+                "False with nothing waiting: {c:?}"
+            );
+        }
+
+        // The scheduler finds no node for it: it waits for this NodePool, which is at its limit.
+        fx.mark_unschedulable("web").await?;
+        let status = fx
+            .wait_only_failed(
+                ConditionType::LimitsLeaveRoom,
+                Reason::NodePoolLimitsReached,
+            )
+            .await?;
+        let text = message(&status, ConditionType::LimitsLeaveRoom);
+        assert!(
+            text.contains(&format!("{}/web", fx.name)) && text.contains("cpu limit 16"),
+            "names the Pod and the limit: {text}"
+        );
+        set_usage(&fx, json!({"cpu": "32"}), json!({"cpu": "16"})).await?;
+        fx.wait_status("LimitsLeaveRoom True once the limit is raised", |s| {
+            limits_is(s, "True", false)
+        })
+        .await?;
+
+        // Half a cpu left: no instance type moto offers has less than one vCPU.
+        set_usage(&fx, json!({"cpu": "16500m"}), json!({"cpu": "16"})).await?;
+        let status = fx
+            .wait_only_failed(
+                ConditionType::LimitsLeaveRoom,
+                Reason::NodePoolLimitsBelowSmallestInstance,
+            )
+            .await?;
+        let text = message(&status, ConditionType::LimitsLeaveRoom);
+        assert!(text.contains("0.5 cpu left"), "{text}");
+        set_usage(
+            &fx,
+            json!({"cpu": "1000", "memory": "1000Gi"}),
+            json!({"cpu": "16"}),
+        )
+        .await?;
+        fx.wait_healthy("once the limits leave room again").await?;
         operator.stop().await
     }
     .await;

@@ -142,6 +142,9 @@ condition_types! {
     /// Every NodePool of this EC2NodeClass allows some instance type that EC2 offers in a zone
     /// of the class's subnets, with an architecture of the class's AMIs.
     InstanceTypesAvailable, "Types";
+    /// No Pod that only this EC2NodeClass can take waits while every NodePool of the class is
+    /// at its `spec.limits`, or has limits smaller than any instance type it allows.
+    LimitsLeaveRoom, "Limits";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -552,6 +555,17 @@ reasons! {
     NoInstanceTypeForAmiArchitecture => Only(C::InstanceTypesAvailable), False,
         "Every instance type a NodePool allows has an architecture none of the class's AMIs (status.amis) is built for, so Karpenter cannot pair an image with any of them.",
         "Allow the AMIs' architecture in the NodePool (kubernetes.io/arch), or select AMIs of the architecture the NodePool asks for.";
+
+    // LimitsLeaveRoom
+    NodePoolsHaveRoom => Only(C::LimitsLeaveRoom), True,
+        "Some NodePool of this EC2NodeClass can still launch an instance type it allows under its spec.limits, or no Pod waits for one (a NodePool at its limits is a warning then).",
+        "Nothing to do.";
+    NodePoolLimitsReached => Only(C::LimitsLeaveRoom), False,
+        "Pods that only this EC2NodeClass can take wait, and every NodePool of the class has used up a limit of its spec.limits (cpu or memory, in status.resources), so Karpenter launches nothing for them.",
+        "Raise the NodePool's spec.limits, add a NodePool with room, or free capacity (consolidation, fewer replicas).";
+    NodePoolLimitsBelowSmallestInstance => Only(C::LimitsLeaveRoom), False,
+        "Pods that only this EC2NodeClass can take wait, and the cpu left under each NodePool's spec.limits is smaller than every instance type the NodePool allows, so no launch fits.",
+        "Raise limits.cpu to at least the vCPUs of the smallest instance type the NodePool allows, or allow smaller instance types.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

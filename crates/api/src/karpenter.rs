@@ -246,6 +246,9 @@ pub struct Requirement {
 pub struct NodePoolSpec {
     #[serde(default)]
     pub template: NodeClaimTemplate,
+    /// `spec.limits`: resource name to quantity, as written (a string or a number).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, serde_json::Value>,
 }
 
 /// The NodePool status the checks read: its conditions (`NodeRegistrationHealthy` since
@@ -255,6 +258,9 @@ pub struct NodePoolSpec {
 pub struct NodePoolStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<KarpenterCondition>,
+    /// `status.resources`: what the NodePool's nodes provide, summed by Karpenter.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

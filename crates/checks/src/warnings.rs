@@ -66,6 +66,9 @@ warnings! {
     UnusedConversionWebhookUnreachable => KarpenterVersionCompatible,
         "A Karpenter CRD still names a conversion webhook whose Service is missing or has no ready endpoints (left over from Karpenter 1.0), but it serves and stores a single version, so the API server never calls it today. Serving or storing a second version again would make every conversion fail.",
         "Remove the leftover: kubectl patch crd <name> --type=merge -p '{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}' (Karpenter 1.1 and later ship their CRDs without one).";
+    NodePoolAtLimits => LimitsLeaveRoom,
+        "A NodePool of this EC2NodeClass has used up a limit of its spec.limits (or the cpu left is smaller than every instance type it allows), so it launches nothing more; no Pod that only this class can take waits for it now, or another NodePool of the class has room.",
+        "Raise the NodePool's spec.limits before workloads need it, or leave it if the cap is intended.";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

@@ -246,9 +246,11 @@ fn show(r: &Requirement) -> String {
 /// What one NodePool leaves.
 #[derive(Debug, PartialEq, Eq)]
 enum Verdict {
-    /// This many types are left; requirements on these keys were not checked.
+    /// This many types are left, the smallest with this many vCPUs (`None` when no left type
+    /// says); requirements on these keys were not checked.
     Allows {
         types: usize,
+        smallest_vcpus: Option<u32>,
         unchecked: BTreeSet<String>,
     },
     /// The zone requirement admits no zone of the class's subnets.
@@ -317,9 +319,39 @@ fn judge(
         }
         left.retain(fits);
     }
+    // The smallest only when every left type says its size: one that does not might be smaller.
+    let smallest_vcpus = left
+        .iter()
+        .map(|c| c.facts.vcpus)
+        .collect::<Option<Vec<u32>>>()
+        .and_then(|v| v.into_iter().min());
     Verdict::Allows {
         types: left.len(),
+        smallest_vcpus,
         unchecked,
+    }
+}
+
+/// The vCPUs of the smallest instance type `pool` allows in the class's zones, for its AMIs;
+/// `None` when that is not known (no catalog, no subnet, a type without a vCPU count, a NodePool
+/// that allows none). Every type Karpenter could launch has at least this many, since the types
+/// counted here are a superset of Karpenter's.
+pub(crate) fn smallest_vcpus(ctx: &Context, pool: &NodePool) -> Option<u32> {
+    let Some(Observed::Found(catalog)) = &ctx.facts.aws.instance_types else {
+        return None;
+    };
+    let Observed::Found(subnets) = &ctx.facts.aws.subnets else {
+        return None;
+    };
+    let zones: BTreeSet<String> = subnets
+        .iter()
+        .filter(|s| !s.zone.is_empty())
+        .map(|s| s.zone.clone())
+        .collect();
+    let offered = offered(catalog, &zones);
+    match judge(pool, &offered, &zones, ami_architectures(ctx).as_ref()) {
+        Verdict::Allows { smallest_vcpus, .. } => smallest_vcpus,
+        _ => None,
     }
 }
 
@@ -423,7 +455,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
         let subjects = || vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)];
         match judge(pool, &offered, &zones, ami_archs.as_ref()) {
-            Verdict::Allows { types, unchecked } => {
+            Verdict::Allows {
+                types, unchecked, ..
+            } => {
                 allowed.push(format!("{name}: {types}"));
                 unchecked_keys.extend(unchecked);
             }

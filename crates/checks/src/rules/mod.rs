@@ -13,6 +13,7 @@ pub mod interruption_handling;
 pub mod karpenter_status;
 pub mod karpenter_version;
 pub mod labels_allowed;
+pub mod limits;
 pub mod metadata_options;
 pub mod node_network;
 pub mod node_role;
@@ -76,6 +77,7 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     outcomes.push(karpenter_version::check(&ctx));
     // Before a launch fails (issue 25): whether the NodePools leave any instance type.
     outcomes.push(instance_types::check(&ctx));
+    outcomes.push(limits::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

@@ -153,6 +153,33 @@ impl Facts {
         })
     }
 
+    /// The fixture's NodePool has `limits` and its nodes provide `used` (`status.resources`),
+    /// and its pending Pod can go to this EC2NodeClass only (`waiting`) or to others too.
+    pub fn with_pool_usage(
+        self,
+        limits: &[(&str, &str)],
+        used: &[(&str, &str)],
+        waiting: bool,
+    ) -> Self {
+        self.with(|f| {
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                pool.spec.limits = limits
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), serde_json::json!(v)))
+                    .collect();
+                pool.status.get_or_insert_with(Default::default).resources = used
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), serde_json::json!(v)))
+                    .collect();
+            }
+            if let Observed::Found(pods) = &mut f.cluster.pending_pods {
+                for pod in pods.iter_mut() {
+                    std::sync::Arc::make_mut(pod).only_this_class = waiting;
+                }
+            }
+        })
+    }
+
     /// Karpenter resolved one AMI per architecture in `archs` for the class.
     pub fn with_ami_architectures(self, archs: &[&str]) -> Self {
         self.with(|f| {

@@ -187,6 +187,8 @@ pub fn node_pool(name: &str) -> NodePool {
                     ],
                 },
             },
+            // Karpenter's getting-started NodePool caps cpu at 1000.
+            limits: BTreeMap::from([("cpu".into(), serde_json::json!("1000"))]),
         },
     )
 }

@@ -4,6 +4,7 @@ mod aws_auth_scenarios;
 mod identity;
 mod instance_types;
 mod interruption;
+mod limits;
 mod network;
 mod observation;
 mod properties;

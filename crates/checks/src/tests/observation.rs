@@ -86,6 +86,7 @@ fn karpenters_node_registration_healthy_false_on_a_nodepool_is_proof_after_the_c
                     message: Some("Failed to register 3 nodes".into()),
                     ..karpenter_condition("NodeRegistrationHealthy", &status, mins_ago(3))
                 }],
+                ..Default::default()
             });
         })
     };

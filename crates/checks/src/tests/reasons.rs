@@ -257,6 +257,17 @@ sentences! {
         Facts::healthy().with_ami_architectures(&["arm64"])
         => InstanceTypesAvailable is False because NoInstanceTypeForAmiArchitecture;
 
+    // LimitsLeaveRoom.
+    a_node_pool_under_its_limits_is_node_pools_have_room:
+        Facts::healthy().with_pool_usage(&[("cpu", "1000"), ("memory", "1000Gi")], &[("cpu", "8"), ("memory", "32Gi")], true)
+        => LimitsLeaveRoom is True because NodePoolsHaveRoom;
+    cpu_used_up_while_a_pod_waits_is_node_pool_limits_reached:
+        Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
+        => LimitsLeaveRoom is False because NodePoolLimitsReached;
+    one_cpu_left_below_two_vcpu_types_is_node_pool_limits_below_smallest_instance:
+        Facts::healthy().with_pool_usage(&[("cpu", "1")], &[], true)
+        => LimitsLeaveRoom is False because NodePoolLimitsBelowSmallestInstance;
+
     // KarpenterVersionCompatible.
     karpenter_1_8_on_kubernetes_1_29_is_karpenter_version_supported:
         Facts::healthy() => KarpenterVersionCompatible is True because KarpenterVersionSupported;

@@ -26,6 +26,8 @@ pub(crate) enum Beyond {
     PoolArch(Option<String>, Vec<String>),
     /// A NodePool with this requirement on a modelled instance-type key.
     PoolRequirement(String, String, Vec<String>),
+    /// The NodePool's cpu limit and cpu used, and whether its pending Pod can only go here.
+    PoolUsage(String, Option<String>, bool),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -95,6 +97,12 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
             prop::collection::vec(text(&["m5", "c", "6", "large", "4", "8192", "us-west-2a", "us-west-2d", "spot"]), 0..3)
         )
             .prop_map(|(k, op, values)| Beyond::PoolRequirement(k, op, values)),
+        1 => (
+            text(&["1", "16", "1000", "500m", "lots"]),
+            prop::option::of(text(&["0", "16", "1000", "15500m"])),
+            any::<bool>()
+        )
+            .prop_map(|(limit, used, waiting)| Beyond::PoolUsage(limit, used, waiting)),
     ]
 }
 
@@ -110,6 +118,12 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
                 changed = changed.with_pool_requirement("kubernetes.io/arch", "In", &[arch]);
             }
             *f = changed;
+        }
+        Beyond::PoolUsage(limit, used, waiting) => {
+            let used: Vec<(&str, &str)> = used.iter().map(|u| ("cpu", u.as_str())).collect();
+            *f = f
+                .clone()
+                .with_pool_usage(&[("cpu", limit.as_str())], &used, *waiting);
         }
         Beyond::PoolRequirement(key, op, values) => {
             let values: Vec<&str> = values.iter().map(String::as_str).collect();

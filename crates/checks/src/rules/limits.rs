@@ -1,0 +1,254 @@
+//! `LimitsLeaveRoom`: Pods that only this EC2NodeClass can take do not wait while every NodePool
+//! of the class is stopped by its `spec.limits`. Karpenter subtracts what a NodePool's nodes
+//! provide from its limits and drops every instance type whose capacity exceeds what is left
+//! (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/scheduler.go`
+//! `filterByRemainingResources`), so a NodePool whose `status.resources` reached a cpu or memory
+//! limit, or whose cpu left is below the smallest type it allows, launches nothing; Karpenter
+//! says so only in its log and Events. Pure: no IO.
+//!
+//! Never stricter than Karpenter: only cpu and memory are judged (every instance type has some of
+//! both), memory only once used up (Karpenter's memory capacity is below the nominal size by an
+//! overhead this check does not read), and cpu left against the smallest type of the superset the
+//! instance-type check computes.
+
+use super::{Check, Context, Outcome, Why};
+use crate::facts::Observed;
+use crate::warnings::Warning;
+use karpenter_health_api::karpenter::NodePool;
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+
+/// A Kubernetes quantity (`16`, `500m`, `64Gi`, `1.5k`, `1e3`) as a number of units; `None` when
+/// it is not one.
+pub fn quantity(value: &serde_json::Value) -> Option<f64> {
+    let text = match value {
+        serde_json::Value::Number(n) => return n.as_f64(),
+        serde_json::Value::String(s) => s.trim(),
+        _ => return None,
+    };
+    const SUFFIXES: &[(&str, f64)] = &[
+        ("Ki", 1024.0),
+        ("Mi", 1024.0 * 1024.0),
+        ("Gi", 1024.0 * 1024.0 * 1024.0),
+        ("Ti", 1024.0 * 1024.0 * 1024.0 * 1024.0),
+        ("Pi", 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0),
+        ("Ei", 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0),
+        ("n", 1e-9),
+        ("u", 1e-6),
+        ("m", 1e-3),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+    ];
+    let (number, scale) = SUFFIXES
+        .iter()
+        .find_map(|(suffix, scale)| text.strip_suffix(suffix).map(|n| (n, *scale)))
+        .unwrap_or((text, 1.0));
+    let parsed: f64 = number.parse().ok()?;
+    parsed.is_finite().then_some(parsed * scale)
+}
+
+/// Why one NodePool launches nothing more, if it does not.
+#[derive(Debug, PartialEq)]
+enum Stop {
+    /// `resource` is used up: `used` of `limit`.
+    Reached {
+        resource: &'static str,
+        used: String,
+        limit: String,
+    },
+    /// `left` cpu is below the smallest allowed type's `smallest` vCPUs.
+    BelowSmallest { left: f64, smallest: u32 },
+}
+
+fn text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn stop_of(ctx: &Context, pool: &NodePool) -> Option<Stop> {
+    let used = |resource: &str| pool.status.as_ref().and_then(|s| s.resources.get(resource));
+    for resource in ["cpu", "memory"] {
+        let Some(limit) = pool.spec.limits.get(resource) else {
+            continue;
+        };
+        let (Some(l), Some(u)) = (quantity(limit), used(resource).and_then(quantity)) else {
+            continue;
+        };
+        if u >= l {
+            return Some(Stop::Reached {
+                resource,
+                used: used(resource).map(text).unwrap_or_default(),
+                limit: text(limit),
+            });
+        }
+    }
+    let limit = pool.spec.limits.get("cpu").and_then(quantity)?;
+    // No status yet: Karpenter counts nothing used.
+    let left = limit - used("cpu").map_or(Some(0.0), quantity)?;
+    let smallest = super::instance_types::smallest_vcpus(ctx, pool)?;
+    (left < f64::from(smallest)).then_some(Stop::BelowSmallest { left, smallest })
+}
+
+fn describe(name: &str, stop: &Stop) -> String {
+    match stop {
+        Stop::Reached {
+            resource,
+            used,
+            limit,
+        } => format!("NodePool {name} has used {used} of its {resource} limit {limit}"),
+        Stop::BelowSmallest { left, smallest } => {
+            // Millicores, as Kubernetes counts cpu: 0.1 left, not 0.09999999999999998.
+            let left = format!("{:.3}", left.max(0.0));
+            let left = left.trim_end_matches('0').trim_end_matches('.');
+            format!(
+                "NodePool {name} has {left} cpu left under its limits, less than the {smallest} \
+                 vCPUs of the smallest instance type it allows"
+            )
+        }
+    }
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::LimitsLeaveRoom, "node-pool-limits");
+    let pools = match &ctx.facts.cluster.node_pools {
+        Observed::Found(pools) if !pools.is_empty() => pools,
+        Observed::Found(_) | Observed::Absent => {
+            return c.finish(
+                Reason::NodePoolsHaveRoom,
+                "No NodePool uses this EC2NodeClass.",
+            );
+        }
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
+            return c.finish(Reason::NodePoolsHaveRoom, "");
+        }
+    };
+    let mut pools: Vec<&NodePool> = pools.iter().collect();
+    pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let stopped: Vec<(&str, Stop)> = pools
+        .iter()
+        .filter_map(|p| {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            stop_of(ctx, p).map(|s| (name, s))
+        })
+        .collect();
+    if stopped.is_empty() {
+        let limited = pools.iter().filter(|p| !p.spec.limits.is_empty()).count();
+        let ok = match limited {
+            0 => "No NodePool of this EC2NodeClass sets spec.limits.".to_owned(),
+            n => format!("Each of the {n} NodePools with spec.limits has room for another node."),
+        };
+        return c.finish(Reason::NodePoolsHaveRoom, ok);
+    }
+    let subjects = |names: &[&str]| {
+        let mut subjects = vec![ctx.node_class_subject()];
+        subjects.extend(
+            names
+                .iter()
+                .take(5)
+                .map(|n| SubjectRef::new("NodePool", *n)),
+        );
+        subjects
+    };
+    let all_stopped = stopped.len() == pools.len();
+    let waiting: Result<Vec<String>, Why> = match &ctx.facts.cluster.pending_pods {
+        Observed::Found(pods) => {
+            let mut names: Vec<String> = pods
+                .iter()
+                .filter(|p| p.only_this_class)
+                .map(|p| format!("{}/{}", p.namespace, p.name))
+                .collect();
+            names.sort();
+            names.dedup();
+            Ok(names)
+        }
+        Observed::Absent => Ok(Vec::new()),
+        Observed::Unknown(u) => Err(Why::unobserved("Pending Pods", u)),
+    };
+    let why: Vec<String> = stopped.iter().map(|(n, s)| describe(n, s)).collect();
+    let names: Vec<&str> = stopped.iter().map(|(n, _)| *n).collect();
+    match (all_stopped, waiting) {
+        (true, Ok(waiting)) if !waiting.is_empty() => {
+            let reason = if stopped
+                .iter()
+                .all(|(_, s)| matches!(s, Stop::BelowSmallest { .. }))
+            {
+                Reason::NodePoolLimitsBelowSmallestInstance
+            } else {
+                Reason::NodePoolLimitsReached
+            };
+            c.fail(
+                reason,
+                format!(
+                    "Pending Pod(s) {} can only go to this EC2NodeClass, but {}, so Karpenter \
+                     launches nothing for them. Raise the limits or add a NodePool with room.",
+                    super::list_bounded(&waiting, 3),
+                    super::list_bounded(&why, 3)
+                ),
+                subjects(&names),
+            );
+        }
+        (true, Err(why_unknown)) => c.unknown(why_unknown),
+        _ => c.warn(
+            Warning::NodePoolAtLimits,
+            format!(
+                "{}; it launches nothing more until the limits are raised or capacity is freed.",
+                super::list_bounded(&why, 3)
+            ),
+            subjects(&names),
+        ),
+    }
+    let ok = if all_stopped {
+        "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod that \
+         only this class can take waits."
+            .to_owned()
+    } else {
+        format!(
+            "{} of {} NodePools have room for another node (the others are at their limits, see \
+             the warning).",
+            pools.len() - stopped.len(),
+            pools.len()
+        )
+    };
+    c.finish(Reason::NodePoolsHaveRoom, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn quantities_read_as_kubernetes_writes_them() {
+        assert_eq!(quantity(&json!(16)), Some(16.0));
+        assert_eq!(quantity(&json!("16")), Some(16.0));
+        assert_eq!(quantity(&json!("500m")), Some(0.5));
+        assert_eq!(
+            quantity(&json!("64Gi")),
+            Some(64.0 * 1024.0 * 1024.0 * 1024.0)
+        );
+        assert_eq!(quantity(&json!("1.5k")), Some(1500.0));
+        assert_eq!(quantity(&json!("1e3")), Some(1000.0));
+        assert_eq!(quantity(&json!("lots")), None);
+        assert_eq!(quantity(&json!(null)), None);
+    }
+
+    #[test]
+    fn cpu_left_reads_in_millicores() {
+        let stop = Stop::BelowSmallest {
+            left: 1.0 - 0.9,
+            smallest: 2,
+        };
+        assert!(describe("p", &stop).contains("has 0.1 cpu left"));
+        let none = Stop::BelowSmallest {
+            left: 0.0,
+            smallest: 2,
+        };
+        assert!(describe("p", &none).contains("has 0 cpu left"));
+    }
+}

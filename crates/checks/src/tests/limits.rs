@@ -1,0 +1,133 @@
+//! Scenarios of `LimitsLeaveRoom` beyond one sentence per reason: a NodePool at its limits is a
+//! warning until a Pod that only this class can take waits, another NodePool with room keeps the
+//! class True, and what was not seen is Unknown, never False. Pure.
+
+use super::reasons::status;
+use crate::facts::{Facts, Observed, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::{ConditionType, Severity};
+
+fn limits(f: &Facts) -> (String, String, String, Vec<String>) {
+    let s = status(f);
+    let c = s.condition(ConditionType::LimitsLeaveRoom).unwrap();
+    let warnings = s
+        .findings
+        .iter()
+        .filter(|f| {
+            f.condition_type == ConditionType::LimitsLeaveRoom && f.severity == Severity::Warning
+        })
+        .map(|f| f.reason.clone())
+        .collect();
+    (
+        c.status.clone(),
+        c.reason.clone(),
+        c.message.clone(),
+        warnings,
+    )
+}
+
+#[test]
+fn a_node_pool_at_its_limits_with_nothing_waiting_only_here_is_a_warning() {
+    for (what, f) in [
+        (
+            "the waiting Pod can go to another class",
+            Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], false),
+        ),
+        (
+            "nothing waits",
+            Facts::healthy()
+                .with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
+                .with(|f| f.cluster.pending_pods = Observed::Found(Vec::new())),
+        ),
+        (
+            "memory used up, nothing waits",
+            Facts::healthy()
+                .with_pool_usage(&[("memory", "64Gi")], &[("memory", "64Gi")], true)
+                .with(|f| f.cluster.pending_pods = Observed::Found(Vec::new())),
+        ),
+    ] {
+        let (status, reason, message, warnings) = limits(&f);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("True", "NodePoolsHaveRoom"),
+            "{what}"
+        );
+        assert_eq!(warnings, ["NodePoolAtLimits"], "{what}: {message}");
+        assert!(message.contains("see the warning"), "{what}: {message}");
+    }
+}
+
+#[test]
+fn another_node_pool_with_room_keeps_the_class_true() {
+    let f = Facts::healthy()
+        .with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
+        .with(|f| {
+            if let Some(pools) = f.cluster.node_pools.found_mut() {
+                pools.push(node_pool("spare"));
+            }
+        });
+    let (status, _, message, warnings) = limits(&f);
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(
+        message,
+        "1 of 2 NodePools have room for another node (the others are at their limits, see the warning)."
+    );
+    assert_eq!(warnings, ["NodePoolAtLimits"]);
+}
+
+#[test]
+fn what_karpenter_would_still_launch_is_never_false() {
+    for (what, f) in [
+        (
+            "half a vCPU below the limit: a 2-vCPU type does not fit, but a cheaper limit reading would be wrong only if the catalog lied",
+            Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "14")], true),
+        ),
+        (
+            "memory not used up: Karpenter's memory capacity is below nominal by an overhead not read here",
+            Facts::healthy().with_pool_usage(&[("memory", "16Gi")], &[("memory", "15Gi")], true),
+        ),
+        (
+            "a limit that is no quantity",
+            Facts::healthy().with_pool_usage(&[("cpu", "lots")], &[("cpu", "16")], true),
+        ),
+        (
+            "a limit on a resource not every type has",
+            Facts::healthy().with_pool_usage(
+                &[("nvidia.com/gpu", "4")],
+                &[("nvidia.com/gpu", "4")],
+                true,
+            ),
+        ),
+    ] {
+        let (status, _, message, _) = limits(&f);
+        assert_eq!(status, "True", "{what}: {message}");
+    }
+}
+
+#[test]
+fn cpu_left_below_the_smallest_type_needs_the_catalog_to_say_so() {
+    let below = || Facts::healthy().with_pool_usage(&[("cpu", "1")], &[], true);
+    let (status, reason, message, _) = limits(&below());
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NodePoolLimitsBelowSmallestInstance")
+    );
+    assert!(message.contains("less than the 2 vCPUs"), "{message}");
+    // Without the catalog the smallest type is not known: no claim, only what is proven.
+    let (status, _, _, _) =
+        limits(&below().with(|f| f.aws.instance_types = Some(unknown(UnknownCause::Throttled))));
+    assert_eq!(status, "True");
+}
+
+#[test]
+fn pending_pods_not_listed_are_unknown_when_every_node_pool_is_stopped() {
+    let f = Facts::healthy()
+        .with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
+        .with(|f| f.cluster.pending_pods = unknown(UnknownCause::NotObserved));
+    let (status, reason, message, _) = limits(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("Unknown", "NotObserved"),
+        "{message}"
+    );
+}
