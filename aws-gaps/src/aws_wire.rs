@@ -367,3 +367,23 @@ pub(super) fn ebs_default_kms_key_id(key: &str) -> Response<Full<Bytes>> {
 pub(super) fn query_xml(status: u16, body: String) -> Response<Full<Bytes>> {
     respond(status, "text/xml", &[], body)
 }
+
+/// Service Quotas GetServiceQuota's answer (awsJson1.1), in the shape the Service Quotas API
+/// reference documents: the quota with its `Value`.
+pub(super) fn service_quota(service: &str, code: &str, value: f64) -> Response<Full<Bytes>> {
+    let body = serde_json::json!({"Quota": {
+        "ServiceCode": service,
+        "QuotaCode": code,
+        "QuotaArn": format!("arn:aws:servicequotas:::{service}/{code}"),
+        "Value": value,
+        "Unit": "None",
+        "Adjustable": true,
+        "GlobalQuota": false,
+    }});
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/x-amz-json-1.1"),
+    );
+    response
+}

@@ -95,6 +95,10 @@ struct State {
     /// What EC2 GetEbsDefaultKmsKeyId answers (moto has none); `None`: the AWS-managed
     /// `alias/aws/ebs` of the request's region, as for an account that never changed it.
     ebs_default_kms_key: Option<String>,
+    /// What Service Quotas GetServiceQuota answers for service `ec2`, by quota code (moto knows
+    /// the `vpc` service's quotas only); a code not here is forwarded to moto, which answers
+    /// NoSuchResourceException.
+    ec2_quotas: BTreeMap<String, f64>,
 }
 
 /// The running proxy; stops when dropped.
@@ -221,6 +225,16 @@ impl FaultProxy {
     /// Make EC2 GetEbsDefaultKmsKeyId answer `key` (an ARN) instead of the aws/ebs alias.
     pub fn set_ebs_default_kms_key(&self, key: Option<&str>) {
         lock(&self.state).ebs_default_kms_key = key.map(str::to_owned);
+    }
+
+    /// Make Service Quotas GetServiceQuota answer `value` for EC2's quota `code` (`None`: no
+    /// value, NoSuchResourceException as from an account without one).
+    pub fn set_ec2_quota(&self, code: &str, value: Option<f64>) {
+        let mut state = lock(&self.state);
+        match value {
+            Some(v) => state.ec2_quotas.insert(code.to_owned(), v),
+            None => state.ec2_quotas.remove(code),
+        };
     }
 
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
@@ -383,6 +397,20 @@ async fn handle(
             .clone()
             .unwrap_or_else(|| aws_wire::aws_ebs_alias_arn(&region));
         return Ok(aws_wire::ebs_default_kms_key_id(&key));
+    }
+
+    if call.service == "servicequotas" && call.operation == "GetServiceQuota" {
+        let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let (service, code) = (
+            asked["ServiceCode"].as_str().unwrap_or_default(),
+            asked["QuotaCode"].as_str().unwrap_or_default(),
+        );
+        let value = (service == "ec2")
+            .then(|| lock(&state).ec2_quotas.get(code).copied())
+            .flatten();
+        if let Some(value) = value {
+            return Ok(aws_wire::service_quota(service, code, value));
+        }
     }
 
     let simulated = (call.service == "iam" && call.operation == "SimulatePrincipalPolicy")

@@ -407,3 +407,39 @@ async fn endpoint_override_child() -> Result<()> {
     assert_eq!(facts.security_groups, Observed::Found(vec![]));
     Ok(())
 }
+
+/// The gap proxy serves Service Quotas' EC2 values (moto knows only the `vpc` service's): a value
+/// set is read over the real wire, one not set is absent (moto's NoSuchResourceException), and
+/// both are read once however many classes ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vcpu_quotas_are_read_through_the_gap_proxy_and_absent_without_a_value() -> Result<()> {
+    let bed = karpenter_health_e2e::Bed::from_env()?;
+    let proxy = karpenter_health_e2e::fault_proxy::FaultProxy::start(bed.moto_url()?).await?;
+    proxy.set_ec2_quota("L-1216C47A", Some(0.0));
+    let obs = karpenter_health_e2e::aws_observer::observer(
+        &bed,
+        &proxy,
+        "ca-central-1",
+        karpenter_health_e2e::aws_observer::with_timeouts(
+            std::time::Duration::from_secs(3),
+            std::time::Duration::from_secs(20),
+        ),
+    )
+    .await?;
+    let request = karpenter_health_aws::AwsRequest {
+        instance_types: true,
+        ..Default::default()
+    };
+    let facts = obs.observe(&request).await;
+    let quotas = facts.vcpu_quotas.context("asked")?;
+    assert_eq!(quotas.on_demand, Observed::Found(0.0), "{quotas:?}");
+    assert_eq!(quotas.spot, Observed::Absent, "{quotas:?}");
+    let catalog = facts
+        .instance_types
+        .as_ref()
+        .and_then(|c| c.found())
+        .context("moto's instance types")?;
+    assert!(catalog.types.len() > 100 && !catalog.zones.is_empty());
+    assert!(catalog.types.windows(2).all(|w| w[0].name < w[1].name));
+    Ok(())
+}

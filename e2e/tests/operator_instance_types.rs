@@ -311,6 +311,60 @@ async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Resu
         )
         .await?;
         fx.wait_healthy("once the limits leave room again").await?;
+
+        // The account's on-demand standard vCPU quota is used up (the gap proxy serves Service
+        // Quotas' EC2 values, which moto lacks) and the NodePool allows standard types only.
+        let amd64 = requirement("kubernetes.io/arch", "In", &["amd64"]);
+        let on_demand = requirement("karpenter.sh/capacity-type", "In", &["on-demand"]);
+        fx.patch_node_pool_requirements(json!([
+            amd64,
+            on_demand,
+            requirement(
+                "karpenter.k8s.aws/instance-category",
+                "In",
+                &["m", "c", "r"]
+            ),
+        ]))
+        .await?;
+        fx.proxy.set_ec2_quota("L-1216C47A", Some(0.0));
+        let status = fx
+            .wait_only_failed(ConditionType::LimitsLeaveRoom, Reason::VcpuQuotaExhausted)
+            .await?;
+        let text = message(&status, ConditionType::LimitsLeaveRoom);
+        assert!(text.contains("of the account's 0 vCPU quota"), "{text}");
+        assert!(fx.proxy.count("servicequotas", "GetServiceQuota") > 0);
+        // A GPU category counts against another quota, not read: never False for it.
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        fx.patch_node_pool_requirements(json!([
+            amd64,
+            on_demand,
+            requirement(
+                "karpenter.k8s.aws/instance-category",
+                "In",
+                &["m", "c", "r", "g"]
+            ),
+        ]))
+        .await?;
+        fx.wait_status("LimitsLeaveRoom True with a GPU category allowed", |s| {
+            limits_is(s, "True", false)
+        })
+        .await?;
+        tokio::time::sleep(REFRESH * 2).await;
+        let held = log.stop();
+        let first_true = held
+            .iter()
+            .position(|s| limits_is(s, "True", false))
+            .context("a True status")?;
+        for s in &held[first_true..] {
+            assert!(
+                limits_is(s, "True", false),
+                "False again with a GPU category allowed"
+            );
+        }
+        fx.proxy.set_ec2_quota("L-1216C47A", Some(64.0));
+        fx.patch_node_pool_requirements(json!([amd64, on_demand]))
+            .await?;
+        fx.wait_healthy("with room in the quota").await?;
         operator.stop().await
     }
     .await;

@@ -143,7 +143,8 @@ condition_types! {
     /// of the class's subnets, with an architecture of the class's AMIs.
     InstanceTypesAvailable, "Types";
     /// No Pod that only this EC2NodeClass can take waits while every NodePool of the class is
-    /// at its `spec.limits`, or has limits smaller than any instance type it allows.
+    /// at its `spec.limits`, has limits smaller than any instance type it allows, or allows only
+    /// standard instances the account's vCPU quota no longer has room for.
     LimitsLeaveRoom, "Limits";
     /// Summary: every other condition is True.
     Ready, "Ready";
@@ -566,6 +567,9 @@ reasons! {
     NodePoolLimitsBelowSmallestInstance => Only(C::LimitsLeaveRoom), False,
         "Pods that only this EC2NodeClass can take wait, and the cpu left under each NodePool's spec.limits is smaller than every instance type the NodePool allows, so no launch fits.",
         "Raise limits.cpu to at least the vCPUs of the smallest instance type the NodePool allows, or allow smaller instance types.";
+    VcpuQuotaExhausted => Only(C::LimitsLeaveRoom), False,
+        "Pods that only this EC2NodeClass can take wait, and every NodePool of the class allows only standard (A, C, D, H, I, M, R, T, Z) instances, none of which fits under the account's vCPU quota for its capacity types in this region (Service Quotas L-1216C47A on-demand, L-34B43A08 spot) given what this cluster's own instances already run, so EC2 refuses every launch (VcpuLimitExceeded, MaxSpotInstanceCountExceeded).",
+        "Request a quota increase in Service Quotas (EC2, the quota the message names), free vCPUs, or allow instance types of another quota or capacity type.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

@@ -18,6 +18,8 @@ const ABSENT: &[&str] = &[
     "InvalidGroupId.Malformed",
     "InvalidGroupId.NotFound",
     "ResourceNotFoundException",
+    // Service Quotas GetServiceQuota: no value for this quota in the account.
+    "NoSuchResourceException",
     // SQS GetQueueUrl: the query-protocol code, and the awsJson shape's `__type`.
     "AWS.SimpleQueueService.NonExistentQueue",
     "QueueDoesNotExist",

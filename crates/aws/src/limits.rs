@@ -48,6 +48,8 @@ pub struct RateLimits {
     pub events: Rate,
     /// All KMS calls together (the volumes' keys: two calls per key per refresh).
     pub kms: Rate,
+    /// All Service Quotas calls together (two quotas per account and period).
+    pub quotas: Rate,
 }
 
 impl Default for RateLimits {
@@ -81,6 +83,10 @@ impl Default for RateLimits {
                 per_second: 0.5,
                 burst: 10,
             },
+            quotas: Rate {
+                per_second: 0.5,
+                burst: 5,
+            },
         }
     }
 }
@@ -94,6 +100,7 @@ impl RateLimits {
         sqs: Rate::UNLIMITED,
         events: Rate::UNLIMITED,
         kms: Rate::UNLIMITED,
+        quotas: Rate::UNLIMITED,
     };
 }
 
@@ -127,6 +134,7 @@ impl Limiters {
             Service::Sqs => ((service, ""), self.limits.sqs),
             Service::Events => ((service, ""), self.limits.events),
             Service::Kms => ((service, ""), self.limits.kms),
+            Service::ServiceQuotas => ((service, ""), self.limits.quotas),
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         buckets

@@ -24,6 +24,8 @@ pub enum Service {
     /// EventBridge (SigV4 name `events`).
     Events,
     Kms,
+    /// Service Quotas (SigV4 name `servicequotas`).
+    ServiceQuotas,
 }
 
 impl Service {
@@ -37,6 +39,7 @@ impl Service {
             Service::Sqs => "sqs",
             Service::Events => "events",
             Service::Kms => "kms",
+            Service::ServiceQuotas => "servicequotas",
         }
     }
 
@@ -50,6 +53,7 @@ impl Service {
             Service::Sqs => "SQS",
             Service::Events => "EventBridge",
             Service::Kms => "KMS",
+            Service::ServiceQuotas => "Service Quotas",
         }
     }
 }
@@ -371,6 +375,16 @@ pub trait KmsApi: Send + Sync {
         grantee: &'a str,
         marker: Option<String>,
     ) -> BoxFuture<'a, PortResult<Page<KmsGrantData>>>;
+}
+
+pub trait QuotasApi: Send + Sync {
+    /// A quota's applied value (GetServiceQuota); absent (`NoSuchResourceException`) when
+    /// Service Quotas has none for the account.
+    fn get_service_quota<'a>(
+        &'a self,
+        service_code: &'a str,
+        quota_code: &'a str,
+    ) -> BoxFuture<'a, PortResult<f64>>;
 }
 
 pub trait EksApi: Send + Sync {

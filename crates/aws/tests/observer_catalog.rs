@@ -109,3 +109,34 @@ async fn a_class_without_node_pools_does_not_read_the_catalog() {
     assert_eq!(fake.calls("DescribeInstanceTypes"), 0);
     assert_eq!(fake.calls("DescribeInstanceTypeOfferings"), 0);
 }
+
+#[tokio::test]
+async fn vcpu_quotas_are_read_once_for_all_classes_absent_without_a_value_unknown_when_denied() {
+    let fake = fake();
+    fake.with(|s| {
+        s.service_quotas
+            .insert(("ec2".into(), "L-1216C47A".into()), 32.0);
+    });
+    let obs = observer(&fake, options());
+    let a = obs.observe(&asking("a")).await;
+    let b = obs.observe(&asking("b")).await;
+    let quotas = a.vcpu_quotas.clone().expect("asked");
+    assert_eq!(quotas.on_demand, Observed::Found(32.0));
+    // No value for the spot quota: absent, a proof of nothing to judge.
+    assert_eq!(quotas.spot, Observed::Absent);
+    assert_eq!(a.vcpu_quotas, b.vcpu_quotas);
+    assert_eq!(fake.calls("GetServiceQuota"), 2);
+
+    let fake = self::fake();
+    fake.fail(
+        "GetServiceQuota",
+        CallError::new(ErrorKind::AccessDenied, "no").with_code("AccessDeniedException"),
+    );
+    let obs = observer(&fake, options());
+    let quotas = obs.observe(&asking("a")).await.vcpu_quotas.expect("asked");
+    assert!(
+        matches!(&quotas.on_demand, Observed::Unknown(u) if u.cause == UnknownCause::AccessDenied
+            && u.detail.contains("Service Quotas GetServiceQuota ec2 L-1216C47A")),
+        "{quotas:?}"
+    );
+}

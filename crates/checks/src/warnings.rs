@@ -69,6 +69,9 @@ warnings! {
     NodePoolAtLimits => LimitsLeaveRoom,
         "A NodePool of this EC2NodeClass has used up a limit of its spec.limits (or the cpu left is smaller than every instance type it allows), so it launches nothing more; no Pod that only this class can take waits for it now, or another NodePool of the class has room.",
         "Raise the NodePool's spec.limits before workloads need it, or leave it if the cap is intended.";
+    VcpuQuotaNearlyUsed => LimitsLeaveRoom,
+        "This cluster's own standard on-demand (or spot) instances already run 90 % or more of the account's vCPU quota for them in this region; other workloads of the account count too, so launches may soon fail with VcpuLimitExceeded.",
+        "Request a quota increase in Service Quotas (EC2, L-1216C47A on-demand or L-34B43A08 spot) before the next scale-up.";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

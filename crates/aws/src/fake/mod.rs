@@ -9,8 +9,8 @@
 use crate::observer::AwsFactsSource;
 use crate::ports::{
     CallError, Ec2Api, EksApi, ErrorKind, EventBus, EventsApi, Filter, IamApi, KmsApi,
-    KmsGrantData, KmsKeyData, Page, PodIdentityRoles, PortResult, QueueAttributes, RoleData,
-    ServiceAccountRef, Simulation, SqsApi, StsApi, VpcAttribute,
+    KmsGrantData, KmsKeyData, Page, PodIdentityRoles, PortResult, QueueAttributes, QuotasApi,
+    RoleData, ServiceAccountRef, Simulation, SqsApi, StsApi, VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -81,6 +81,8 @@ pub struct FakeState {
     pub instance_type_offerings: Vec<(String, String)>,
     /// Page size of both instance-type calls (EC2's are 100 and 1000).
     pub instance_type_page_size: usize,
+    /// Service Quotas values by (service code, quota code); a missing one is absent.
+    pub service_quotas: BTreeMap<(String, String), f64>,
 }
 
 impl FakeState {
@@ -135,6 +137,7 @@ impl Default for FakeState {
             instance_types: Vec::new(),
             instance_type_offerings: Vec::new(),
             instance_type_page_size: 100,
+            service_quotas: BTreeMap::new(),
         }
     }
 }

@@ -533,3 +533,19 @@ impl AwsFactsSource for FixedFacts {
         futures::future::ready(facts).boxed()
     }
 }
+
+impl QuotasApi for FakeAws {
+    fn get_service_quota<'a>(
+        &'a self,
+        service_code: &'a str,
+        quota_code: &'a str,
+    ) -> BoxFuture<'a, PortResult<f64>> {
+        let key = (service_code.to_owned(), quota_code.to_owned());
+        self.answer("GetServiceQuota", move |s| {
+            s.service_quotas
+                .get(&key)
+                .copied()
+                .ok_or_else(|| absent("NoSuchResourceException"))
+        })
+    }
+}

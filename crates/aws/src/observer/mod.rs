@@ -17,6 +17,7 @@ mod interruption;
 mod network;
 mod options;
 mod pod_identity;
+mod quotas;
 mod request;
 mod revalidate;
 mod shared;
@@ -35,8 +36,8 @@ use crate::limits::Limiters;
 use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
 use crate::ports::{
-    Ec2Api, EksApi, EventsApi, IamApi, KmsApi, PodIdentityRoles, RoleData, Simulation, SqsApi,
-    StsApi,
+    Ec2Api, EksApi, EventsApi, IamApi, KmsApi, PodIdentityRoles, QuotasApi, RoleData, Simulation,
+    SqsApi, StsApi,
 };
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
@@ -79,6 +80,7 @@ struct Inner {
     sqs: Arc<dyn SqsApi>,
     events: Arc<dyn EventsApi>,
     kms: Arc<dyn KmsApi>,
+    quotas: Arc<dyn QuotasApi>,
     region: Option<String>,
     options: ObserverOptions,
     limiters: Limiters,
@@ -122,6 +124,8 @@ struct Inner {
     /// The region's instance types and their zones (`catalog.rs`): one key each.
     instance_types: Cache<(), Arc<Vec<karpenter_health_checks::facts::InstanceTypeFacts>>>,
     instance_type_zones: Cache<(), catalog::Offerings>,
+    /// Service Quotas values by quota code (`quotas.rs`), in the account family.
+    service_quotas: Cache<&'static str, f64>,
     /// Every cache's changed answers.
     changes: Arc<Changes>,
 }
@@ -148,6 +152,7 @@ impl AwsObserver {
             ports.clone(),
             ports.clone(),
             ports.clone(),
+            ports.clone(),
             ports,
             region,
             options,
@@ -164,6 +169,7 @@ impl AwsObserver {
         sqs: Arc<dyn SqsApi>,
         events: Arc<dyn EventsApi>,
         kms: Arc<dyn KmsApi>,
+        quotas: Arc<dyn QuotasApi>,
         region: Option<String>,
         options: ObserverOptions,
     ) -> Self {
@@ -184,6 +190,7 @@ impl AwsObserver {
                 sqs,
                 events,
                 kms,
+                quotas,
                 region,
                 limiters: Limiters::new(options.rate_limits),
                 counters: Counters::default(),
@@ -213,6 +220,7 @@ impl AwsObserver {
                 kms_grants: Cache::with_changes(ttls, changes.clone()),
                 instance_types: Cache::with_changes(catalog_ttls, changes.clone()),
                 instance_type_zones: Cache::with_changes(catalog_ttls, changes.clone()),
+                service_quotas: Cache::with_changes(account_ttls, changes.clone()),
                 options,
                 changes,
             }),
@@ -391,12 +399,12 @@ impl AwsObserver {
         };
         let catalog_read = async {
             if request.instance_types {
-                Some(self.instance_catalog().await)
+                Some(join!(self.instance_catalog(), self.vcpu_quotas()))
             } else {
                 None
             }
         };
-        let (controller, oidc, queue, slr, volumes, catalog) = join!(
+        let (controller, oidc, queue, slr, volumes, catalog_and_quotas) = join!(
             controller_read,
             oidc_read,
             queue_read,
@@ -404,6 +412,10 @@ impl AwsObserver {
             volumes_read,
             catalog_read
         );
+        let (catalog, quotas) = match catalog_and_quotas {
+            Some((catalog, quotas)) => (Some(catalog), Some(quotas)),
+            None => (None, None),
+        };
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
@@ -499,6 +511,7 @@ impl AwsObserver {
             subnets: subnets.current.clone(),
             vpc_networks: networks.iter().cloned().collect(),
             instance_types: catalog.as_ref().map(|r| r.current.clone()),
+            vcpu_quotas: quotas.as_ref().map(|q| q.current()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
@@ -541,6 +554,7 @@ impl AwsObserver {
             subnets: good(&subnets).unwrap_or_default(),
             vpc_networks: networks.into_iter().collect(),
             instance_types: catalog.as_ref().map(|r| good(r).unwrap_or_default()),
+            vcpu_quotas: quotas.as_ref().map(|q| q.last_good()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),

@@ -16,7 +16,7 @@ impl AwsObserver {
     /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
     pub fn revalidate(&self, reader: &str) -> usize {
         let i = &self.inner;
-        let caches: [&dyn Revalidate; 25] = [
+        let caches: [&dyn Revalidate; 26] = [
             &i.account,
             &i.profiles,
             &i.roles,
@@ -44,6 +44,7 @@ impl AwsObserver {
             // since the last read gets seen before its period ends.
             &i.instance_types,
             &i.instance_type_zones,
+            &i.service_quotas,
         ];
         caches
             .iter()

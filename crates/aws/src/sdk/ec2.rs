@@ -99,6 +99,8 @@ impl Ec2Api for SdkPorts {
                         .launch_time()
                         .and_then(|t| jiff::Timestamp::new(t.secs(), t.subsec_nanos() as i32).ok()),
                     tags: ec2_tags(i.tags()),
+                    instance_type: i.instance_type().map(|t| t.as_str().to_owned()),
+                    lifecycle: i.instance_lifecycle().map(|l| l.as_str().to_owned()),
                 })
                 .collect();
             Ok(Page {

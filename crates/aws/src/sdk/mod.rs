@@ -17,6 +17,7 @@ mod eks;
 mod events;
 mod iam;
 mod kms;
+mod quotas;
 mod sqs;
 mod sts;
 
@@ -83,6 +84,7 @@ pub struct SdkPorts {
     sqs: aws_sdk_sqs::Client,
     events: aws_sdk_eventbridge::Client,
     kms: aws_sdk_kms::Client,
+    quotas: aws_sdk_servicequotas::Client,
     sweep_timeouts: TimeoutConfig,
 }
 
@@ -122,6 +124,7 @@ impl SdkPorts {
             sqs: client!(aws_sdk_sqs, "sqs"),
             events: client!(aws_sdk_eventbridge, "events"),
             kms: client!(aws_sdk_kms, "kms"),
+            quotas: client!(aws_sdk_servicequotas, "servicequotas"),
             sweep_timeouts: options.sweep_timeouts.config(),
         }
     }

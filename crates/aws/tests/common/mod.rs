@@ -54,6 +54,8 @@ pub fn instance(n: usize, cluster: &str) -> InstanceFacts {
             ("eks:eks-cluster-name", cluster),
             ("karpenter.sh/nodepool", "default"),
         ]),
+        instance_type: Some("m5.large".into()),
+        lifecycle: None,
     }
 }
 
@@ -299,6 +301,7 @@ pub fn options() -> ObserverOptions {
 pub fn observer(fake: &FakeAws, options: ObserverOptions) -> AwsObserver {
     let f = Arc::new(fake.clone());
     AwsObserver::with_ports(
+        f.clone(),
         f.clone(),
         f.clone(),
         f.clone(),

@@ -60,6 +60,18 @@ pub struct AwsFacts {
     /// The region's instance types and the zones each is offered in; `None` when not asked
     /// (no NodePool uses the class).
     pub instance_types: Option<Observed<InstanceTypeCatalog>>,
+    /// The account's vCPU quotas for standard instances in the region; `None` when not asked.
+    pub vcpu_quotas: Option<VcpuQuotas>,
+}
+
+/// Service Quotas' values of the two EC2 quotas every Karpenter launch of a standard instance
+/// counts against (GetServiceQuota, service `ec2`): `Absent` when Service Quotas has no value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VcpuQuotas {
+    /// `L-1216C47A`, Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances, in vCPUs.
+    pub on_demand: Observed<f64>,
+    /// `L-34B43A08`, All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests, in vCPUs.
+    pub spot: Observed<f64>,
 }
 
 impl Default for AwsFacts {
@@ -87,6 +99,7 @@ impl Default for AwsFacts {
             subnets: Observed::unknown(pending(), "not observed yet"),
             vpc_networks: BTreeMap::new(),
             instance_types: None,
+            vcpu_quotas: None,
         }
     }
 }
@@ -423,6 +436,7 @@ pub struct VpcEndpointFacts {
 /// class and every clone (`Arc`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InstanceTypeCatalog {
+    /// Sorted by name (the adapter sorts them), so a type is found by binary search.
     pub types: Arc<Vec<InstanceTypeFacts>>,
     /// Instance type name to the zone names it is offered in.
     pub zones: Arc<BTreeMap<String, BTreeSet<String>>>,
@@ -452,6 +466,10 @@ pub struct InstanceFacts {
     pub state: String,
     pub launch_time: Option<Timestamp>,
     pub tags: BTreeMap<String, String>,
+    /// `InstanceType`, e.g. `m5.large`; `None` when the answer left it out.
+    pub instance_type: Option<String>,
+    /// `InstanceLifecycle`: `spot`, `capacity-block`, or `None` for on-demand.
+    pub lifecycle: Option<String>,
 }
 
 /// Thresholds and knobs of the checks; the operator fills them from flags.

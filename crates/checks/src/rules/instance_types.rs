@@ -6,9 +6,9 @@
 //!
 //! The verdict is built to never be stricter than Karpenter: each instance type's labels are
 //! derived as Karpenter derives them (`pkg/providers/instancetype/types.go`
-//! `computeRequirements`), and wherever this check cannot derive a label (a key it does not
-//! model, a label the type lacks, an operator it does not know) the requirement lets the type
-//! through. The set it computes therefore holds every type Karpenter could pick, and more; only
+//! `computeRequirements`, including the labels it leaves absent for a name its pattern does not
+//! fit), and wherever this check cannot derive a label (a key it does not model, a size EC2 left
+//! out, an operator it does not know) the requirement lets the type through. The set it computes therefore holds every type Karpenter could pick, and more; only
 //! when even that set is empty is the NodePool `False`.
 
 use super::{Check, Context, Outcome, Why};
@@ -97,7 +97,7 @@ fn arch_label(ec2: &str) -> Option<&'static str> {
 /// Category and generation as Karpenter's `instanceTypeScheme`
 /// (`(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`) reads them from the type's name: `c7gn.large` is
 /// category `c`, generation `7`; `u-6tb1.metal` is `u`, `1`.
-fn category_and_generation(name: &str) -> Option<(&str, &str)> {
+pub(crate) fn category_and_generation(name: &str) -> Option<(&str, &str)> {
     let letters = name.bytes().take_while(u8::is_ascii_lowercase).count();
     if letters == 0 {
         return None;
@@ -119,9 +119,35 @@ fn category_and_generation(name: &str) -> Option<(&str, &str)> {
     Some((&name[..letters], &rest[..digits]))
 }
 
-/// The values a type has for `key` (several only for the architecture of a type EC2 lists with
-/// more than one); `None` when this check cannot derive it, which lets every requirement on it
-/// through.
+/// What a type's label for one key is, as far as this check can tell.
+enum Label {
+    /// Its values (several only for the architecture of a type EC2 lists with more than one).
+    Values(Vec<String>),
+    /// Karpenter defines no value: it starts the category, generation, family and size labels as
+    /// `DoesNotExist` and fills them from the type's name (`computeRequirements`), so a name its
+    /// pattern does not fit (`mac-m4.metal` has no category) leaves the label absent.
+    Absent,
+    /// Not derivable here: every requirement on it lets the type through.
+    Unknown,
+}
+
+/// Whether an absent label satisfies `operator`: only `NotIn` and `DoesNotExist` do (and an
+/// operator this check does not know, undecided).
+fn admits_absent(operator: &str) -> bool {
+    !matches!(operator, "In" | "Exists" | "Gt" | "Lt" | "Gte" | "Lte")
+}
+
+fn label_of(t: &InstanceTypeFacts, key: Key) -> Label {
+    match key {
+        Key::Category | Key::Generation | Key::Family | Key::Size => {
+            values_of(t, key).map_or(Label::Absent, Label::Values)
+        }
+        _ => values_of(t, key).map_or(Label::Unknown, Label::Values),
+    }
+}
+
+/// The values a type has for `key`; `None` when it has none this check can derive (see
+/// [`label_of`] for what that means per key).
 fn values_of(t: &InstanceTypeFacts, key: Key) -> Option<Vec<String>> {
     let split = || {
         let mut parts = t.name.split('.');
@@ -157,10 +183,10 @@ fn values_of(t: &InstanceTypeFacts, key: Key) -> Option<Vec<String>> {
 /// One instance type that may still be picked, with the zones and capacity types still open
 /// for it.
 #[derive(Clone, Debug)]
-struct Candidate<'a> {
-    facts: &'a InstanceTypeFacts,
-    zones: Vec<&'a str>,
-    capacity: Vec<&'static str>,
+pub(crate) struct Candidate<'a> {
+    pub facts: &'a InstanceTypeFacts,
+    pub zones: Vec<&'a str>,
+    pub capacity: Vec<&'static str>,
 }
 
 impl Candidate<'_> {
@@ -175,9 +201,10 @@ impl Candidate<'_> {
                 self.capacity.retain(|c| admits(&r.operator, &r.values, c));
                 !self.capacity.is_empty()
             }
-            _ => match values_of(self.facts, key) {
-                None => true,
-                Some(values) => values.iter().any(|v| admits(&r.operator, &r.values, v)),
+            _ => match label_of(self.facts, key) {
+                Label::Unknown => true,
+                Label::Absent => admits_absent(&r.operator),
+                Label::Values(values) => values.iter().any(|v| admits(&r.operator, &r.values, v)),
             },
         }
     }
@@ -244,13 +271,11 @@ fn show(r: &Requirement) -> String {
 }
 
 /// What one NodePool leaves.
-#[derive(Debug, PartialEq, Eq)]
-enum Verdict {
-    /// This many types are left, the smallest with this many vCPUs (`None` when no left type
-    /// says); requirements on these keys were not checked.
+#[derive(Debug)]
+enum Verdict<'a> {
+    /// These types are left; requirements on these keys were not checked.
     Allows {
-        types: usize,
-        smallest_vcpus: Option<u32>,
+        left: Vec<Candidate<'a>>,
         unchecked: BTreeSet<String>,
     },
     /// The zone requirement admits no zone of the class's subnets.
@@ -269,13 +294,13 @@ enum Verdict {
     },
 }
 
-fn judge(
+fn judge<'a>(
     pool: &NodePool,
-    offered: &[Candidate<'_>],
+    offered: &[Candidate<'a>],
     zones: &BTreeSet<String>,
     ami_archs: Option<&BTreeSet<String>>,
-) -> Verdict {
-    let mut left: Vec<Candidate<'_>> = offered.to_vec();
+) -> Verdict<'a> {
+    let mut left: Vec<Candidate<'a>> = offered.to_vec();
     let mut unchecked = BTreeSet::new();
     for r in requirements_of(pool) {
         let Some(key) = Key::of(&r.key) else {
@@ -319,28 +344,19 @@ fn judge(
         }
         left.retain(fits);
     }
-    // The smallest only when every left type says its size: one that does not might be smaller.
-    let smallest_vcpus = left
-        .iter()
-        .map(|c| c.facts.vcpus)
-        .collect::<Option<Vec<u32>>>()
-        .and_then(|v| v.into_iter().min());
-    Verdict::Allows {
-        types: left.len(),
-        smallest_vcpus,
-        unchecked,
-    }
+    Verdict::Allows { left, unchecked }
 }
 
-/// The vCPUs of the smallest instance type `pool` allows in the class's zones, for its AMIs;
-/// `None` when that is not known (no catalog, no subnet, a type without a vCPU count, a NodePool
-/// that allows none). Every type Karpenter could launch has at least this many, since the types
-/// counted here are a superset of Karpenter's.
-pub(crate) fn smallest_vcpus(ctx: &Context, pool: &NodePool) -> Option<u32> {
-    let Some(Observed::Found(catalog)) = &ctx.facts.aws.instance_types else {
+/// The instance types `pool` allows in the class's zones, for its AMIs, with the capacity types
+/// each may still be launched as: a superset of what Karpenter could launch. `None` when that is
+/// not known (no catalog, no subnet) or the NodePool allows none (`InstanceTypesAvailable` says
+/// why).
+pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Vec<Candidate<'a>>> {
+    let facts: &'a crate::facts::Facts = ctx.facts;
+    let Some(Observed::Found(catalog)) = &facts.aws.instance_types else {
         return None;
     };
-    let Observed::Found(subnets) = &ctx.facts.aws.subnets else {
+    let Observed::Found(subnets) = &facts.aws.subnets else {
         return None;
     };
     let zones: BTreeSet<String> = subnets
@@ -350,9 +366,19 @@ pub(crate) fn smallest_vcpus(ctx: &Context, pool: &NodePool) -> Option<u32> {
         .collect();
     let offered = offered(catalog, &zones);
     match judge(pool, &offered, &zones, ami_architectures(ctx).as_ref()) {
-        Verdict::Allows { smallest_vcpus, .. } => smallest_vcpus,
+        Verdict::Allows { left, .. } if !left.is_empty() => Some(left),
         _ => None,
     }
+}
+
+/// The vCPUs of the smallest of `types`; `None` when one of them does not say (it might be
+/// smaller) or there are none.
+pub(crate) fn smallest_vcpus(types: &[Candidate<'_>]) -> Option<u32> {
+    types
+        .iter()
+        .map(|c| c.facts.vcpus)
+        .collect::<Option<Vec<u32>>>()
+        .and_then(|v| v.into_iter().min())
 }
 
 /// The architectures the class's AMIs boot (`status.amis[].requirements` on
@@ -455,10 +481,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
         let subjects = || vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)];
         match judge(pool, &offered, &zones, ami_archs.as_ref()) {
-            Verdict::Allows {
-                types, unchecked, ..
-            } => {
-                allowed.push(format!("{name}: {types}"));
+            Verdict::Allows { left, unchecked } => {
+                allowed.push(format!("{name}: {}", left.len()));
                 unchecked_keys.extend(unchecked);
             }
             Verdict::ZonesWithoutSubnets { requirement } => c.fail(
@@ -561,6 +585,26 @@ mod tests {
         assert!(admits("Gt", &v(&["x"]), "8"));
         assert!(admits("Lt", &v(&["4"]), "large"));
         assert!(admits("Near", &v(&["a"]), "b"));
+    }
+
+    #[test]
+    fn a_name_karpenter_reads_no_category_from_has_no_category_label() {
+        let t = InstanceTypeFacts {
+            name: "mac-m4.metal".into(),
+            ..Default::default()
+        };
+        let mut c = Candidate {
+            facts: &t,
+            zones: vec!["z"],
+            capacity: vec!["on-demand"],
+        };
+        assert!(!c.keep(Key::Category, &req(CATEGORY, "In", &["m"])));
+        assert!(!c.keep(Key::Category, &req(CATEGORY, "Exists", &[])));
+        assert!(!c.keep(Key::Generation, &req(GENERATION, "Gt", &["1"])));
+        assert!(c.keep(Key::Category, &req(CATEGORY, "NotIn", &["m"])));
+        assert!(c.keep(Key::Category, &req(CATEGORY, "DoesNotExist", &[])));
+        // Family and size come from the dot: mac-m4 and metal.
+        assert!(c.keep(Key::Family, &req(FAMILY, "In", &["mac-m4"])));
     }
 
     #[test]

@@ -10,12 +10,108 @@
 //! both), memory only once used up (Karpenter's memory capacity is below the nominal size by an
 //! overhead this check does not read), and cpu left against the smallest type of the superset the
 //! instance-type check computes.
+//!
+//! The account's vCPU quotas stop launches too: EC2 refuses a standard on-demand or spot instance
+//! that would take the region's running vCPUs past Service Quotas' value (`VcpuLimitExceeded`,
+//! `MaxSpotInstanceCountExceeded`). What is running is counted from this cluster's own instances
+//! only, so the count is a lower bound, and a NodePool is stopped by a quota only when every type
+//! and capacity type it allows is a standard one that no longer fits; types of other quotas (GPU,
+//! high-memory, ...) and reserved capacity are never judged.
 
+use super::instance_types::{Candidate, allowed, category_and_generation, smallest_vcpus};
 use super::{Check, Context, Outcome, Why};
 use crate::facts::Observed;
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+
+/// Service Quotas' code of "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances".
+pub const ON_DEMAND_STANDARD_QUOTA: &str = "L-1216C47A";
+/// Service Quotas' code of "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests".
+pub const SPOT_STANDARD_QUOTA: &str = "L-34B43A08";
+
+/// The instance categories those two quotas cover (EC2 User Guide, "Amazon EC2 instance type
+/// quotas": A, C, D, H, I, M, R, T, Z, with the I family's `im` and `is`). Anything else (`g`,
+/// `p`, `x`, `u`, `inf`, `trn`, `dl`, `hpc`, `mac`, ...) counts against a quota not read here.
+const STANDARD_CATEGORIES: [&str; 11] = ["a", "c", "d", "h", "i", "im", "is", "m", "r", "t", "z"];
+
+fn is_standard(instance_type: &str) -> bool {
+    category_and_generation(instance_type).is_some_and(|(c, _)| STANDARD_CATEGORIES.contains(&c))
+}
+
+/// The quotas and what this cluster's own instances already use of them (a lower bound of the
+/// region's use: other workloads of the account count too).
+struct Quotas {
+    on_demand: Option<f64>,
+    spot: Option<f64>,
+    used_on_demand: f64,
+    used_spot: f64,
+}
+
+impl Quotas {
+    fn of(ctx: &Context) -> Option<Self> {
+        let quotas = ctx.facts.aws.vcpu_quotas.as_ref()?;
+        let value = |o: &Observed<f64>| o.found().copied();
+        let (on_demand, spot) = (value(&quotas.on_demand), value(&quotas.spot));
+        if on_demand.is_none() && spot.is_none() {
+            return None;
+        }
+        let vcpus_of = |name: &str| -> Option<f64> {
+            let Some(Observed::Found(catalog)) = &ctx.facts.aws.instance_types else {
+                return None;
+            };
+            let i = catalog
+                .types
+                .binary_search_by(|t| t.name.as_str().cmp(name))
+                .ok()?;
+            catalog.types[i].vcpus.map(f64::from)
+        };
+        let (mut used_on_demand, mut used_spot) = (0.0, 0.0);
+        // Unread instances count as none: the count stays a lower bound.
+        for instance in ctx
+            .facts
+            .aws
+            .cluster_instances
+            .found()
+            .into_iter()
+            .flatten()
+        {
+            let Some(t) = instance.instance_type.as_deref() else {
+                continue;
+            };
+            if !matches!(instance.state.as_str(), "pending" | "running") || !is_standard(t) {
+                continue;
+            }
+            let Some(v) = vcpus_of(t) else { continue };
+            match instance.lifecycle.as_deref() {
+                None => used_on_demand += v,
+                Some("spot") => used_spot += v,
+                Some(_) => {}
+            }
+        }
+        Some(Self {
+            on_demand,
+            spot,
+            used_on_demand,
+            used_spot,
+        })
+    }
+
+    /// Whether some type of `types` may still launch as one of its capacity types.
+    fn admits_any(&self, types: &[Candidate<'_>]) -> bool {
+        types.iter().any(|c| {
+            let (true, Some(v)) = (is_standard(&c.facts.name), c.facts.vcpus) else {
+                return true;
+            };
+            let v = f64::from(v);
+            c.capacity.iter().any(|capacity| match *capacity {
+                "on-demand" => self.on_demand.is_none_or(|q| self.used_on_demand + v <= q),
+                "spot" => self.spot.is_none_or(|q| self.used_spot + v <= q),
+                _ => true,
+            })
+        })
+    }
+}
 
 /// A Kubernetes quantity (`16`, `500m`, `64Gi`, `1.5k`, `1e3`) as a number of units; `None` when
 /// it is not one.
@@ -61,6 +157,13 @@ enum Stop {
     },
     /// `left` cpu is below the smallest allowed type's `smallest` vCPUs.
     BelowSmallest { left: f64, smallest: u32 },
+    /// Every type it allows would take the account past a vCPU quota (`used` of `quota`, with
+    /// the smallest type's `smallest` vCPUs).
+    Quota {
+        used: f64,
+        quota: f64,
+        smallest: u32,
+    },
 }
 
 fn text(value: &serde_json::Value) -> String {
@@ -70,7 +173,7 @@ fn text(value: &serde_json::Value) -> String {
     }
 }
 
-fn stop_of(ctx: &Context, pool: &NodePool) -> Option<Stop> {
+fn stop_of(ctx: &Context, pool: &NodePool, quotas: Option<&Quotas>) -> Option<Stop> {
     let used = |resource: &str| pool.status.as_ref().and_then(|s| s.resources.get(resource));
     for resource in ["cpu", "memory"] {
         let Some(limit) = pool.spec.limits.get(resource) else {
@@ -87,11 +190,39 @@ fn stop_of(ctx: &Context, pool: &NodePool) -> Option<Stop> {
             });
         }
     }
-    let limit = pool.spec.limits.get("cpu").and_then(quantity)?;
-    // No status yet: Karpenter counts nothing used.
-    let left = limit - used("cpu").map_or(Some(0.0), quantity)?;
-    let smallest = super::instance_types::smallest_vcpus(ctx, pool)?;
-    (left < f64::from(smallest)).then_some(Stop::BelowSmallest { left, smallest })
+    let types = allowed(ctx, pool)?;
+    let smallest = smallest_vcpus(&types);
+    let cpu_left = pool
+        .spec
+        .limits
+        .get("cpu")
+        .and_then(quantity)
+        .and_then(|limit| {
+            // No status yet: Karpenter counts nothing used.
+            Some(limit - used("cpu").map_or(Some(0.0), quantity)?)
+        });
+    if let (Some(left), Some(smallest)) = (cpu_left, smallest)
+        && left < f64::from(smallest)
+    {
+        return Some(Stop::BelowSmallest { left, smallest });
+    }
+    let quotas = quotas?;
+    if quotas.admits_any(&types) {
+        return None;
+    }
+    // Every type is standard and no capacity type fits: name the on-demand quota when the
+    // NodePool allows on-demand, else spot.
+    let on_demand = types.iter().any(|c| c.capacity.contains(&"on-demand"));
+    let (used, quota) = if on_demand {
+        (quotas.used_on_demand, quotas.on_demand?)
+    } else {
+        (quotas.used_spot, quotas.spot?)
+    };
+    Some(Stop::Quota {
+        used,
+        quota,
+        smallest: smallest?,
+    })
 }
 
 fn describe(name: &str, stop: &Stop) -> String {
@@ -110,6 +241,15 @@ fn describe(name: &str, stop: &Stop) -> String {
                  vCPUs of the smallest instance type it allows"
             )
         }
+        Stop::Quota {
+            used,
+            quota,
+            smallest,
+        } => format!(
+            "NodePool {name} allows only standard instance types, the smallest of {smallest} \
+             vCPUs, and this cluster's own instances already run {used} of the account's {quota} \
+             vCPU quota for them in this region"
+        ),
     }
 }
 
@@ -130,11 +270,32 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     };
     let mut pools: Vec<&NodePool> = pools.iter().collect();
     pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let quotas = Quotas::of(ctx);
+    if let Some(q) = &quotas {
+        for (used, quota, which) in [
+            (q.used_on_demand, q.on_demand, "on-demand"),
+            (q.used_spot, q.spot, "spot"),
+        ] {
+            if let Some(quota) = quota
+                && quota > 0.0
+                && used >= 0.9 * quota
+            {
+                c.warn(
+                    Warning::VcpuQuotaNearlyUsed,
+                    format!(
+                        "This cluster's own {which} standard instances run {used} of the \
+                         account's {quota} vCPU quota in this region."
+                    ),
+                    vec![ctx.node_class_subject()],
+                );
+            }
+        }
+    }
     let stopped: Vec<(&str, Stop)> = pools
         .iter()
         .filter_map(|p| {
             let name = p.metadata.name.as_deref().unwrap_or_default();
-            stop_of(ctx, p).map(|s| (name, s))
+            stop_of(ctx, p, quotas.as_ref()).map(|s| (name, s))
         })
         .collect();
     if stopped.is_empty() {
@@ -176,17 +337,23 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         (true, Ok(waiting)) if !waiting.is_empty() => {
             let reason = if stopped
                 .iter()
-                .all(|(_, s)| matches!(s, Stop::BelowSmallest { .. }))
+                .any(|(_, s)| matches!(s, Stop::Reached { .. }))
+            {
+                Reason::NodePoolLimitsReached
+            } else if stopped
+                .iter()
+                .any(|(_, s)| matches!(s, Stop::BelowSmallest { .. }))
             {
                 Reason::NodePoolLimitsBelowSmallestInstance
             } else {
-                Reason::NodePoolLimitsReached
+                Reason::VcpuQuotaExhausted
             };
             c.fail(
                 reason,
                 format!(
                     "Pending Pod(s) {} can only go to this EC2NodeClass, but {}, so Karpenter \
-                     launches nothing for them. Raise the limits or add a NodePool with room.",
+                     launches nothing for them. Raise the limits (or request a quota increase) \
+                     or add a NodePool with room.",
                     super::list_bounded(&waiting, 3),
                     super::list_bounded(&why, 3)
                 ),

@@ -3,7 +3,7 @@
 //! Pure data, no IO.
 
 use super::*;
-use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts};
+use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts, VcpuQuotas};
 
 /// An enabled customer-managed key whose policy delegates to the account (the KMS default).
 pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
@@ -139,25 +139,30 @@ pub(super) fn healthy_aws() -> AwsFacts {
             ],
             &["us-west-2a", "us-west-2b", "us-west-2c"],
         ))),
+        // A new account's quotas are lower; these leave room for the one m5.large running.
+        vcpu_quotas: Some(VcpuQuotas {
+            on_demand: Observed::Found(64.0),
+            spot: Observed::Found(64.0),
+        }),
     }
 }
 
 /// A catalog of `(name, vCPUs, MiB, EC2 architecture)` types, each offered on demand and as spot
 /// in every one of `zones`.
 pub fn instance_catalog(types: &[(&str, u32, u64, &str)], zones: &[&str]) -> InstanceTypeCatalog {
+    let mut facts: Vec<InstanceTypeFacts> = types
+        .iter()
+        .map(|(name, vcpus, mib, arch)| InstanceTypeFacts {
+            name: (*name).into(),
+            vcpus: Some(*vcpus),
+            memory_mib: Some(*mib),
+            architectures: vec![(*arch).into()],
+            usage_classes: vec!["on-demand".into(), "spot".into()],
+        })
+        .collect();
+    facts.sort_by(|a, b| a.name.cmp(&b.name));
     InstanceTypeCatalog {
-        types: Arc::new(
-            types
-                .iter()
-                .map(|(name, vcpus, mib, arch)| InstanceTypeFacts {
-                    name: (*name).into(),
-                    vcpus: Some(*vcpus),
-                    memory_mib: Some(*mib),
-                    architectures: vec![(*arch).into()],
-                    usage_classes: vec!["on-demand".into(), "spot".into()],
-                })
-                .collect(),
-        ),
+        types: Arc::new(facts),
         zones: Arc::new(
             types
                 .iter()

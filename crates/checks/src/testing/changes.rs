@@ -180,6 +180,13 @@ impl Facts {
         })
     }
 
+    /// Service Quotas answers `on_demand` and `spot` vCPUs for the standard instance quotas.
+    pub fn with_vcpu_quotas(self, on_demand: Observed<f64>, spot: Observed<f64>) -> Self {
+        self.with(|f| {
+            f.aws.vcpu_quotas = Some(crate::facts::VcpuQuotas { on_demand, spot });
+        })
+    }
+
     /// Karpenter resolved one AMI per architecture in `archs` for the class.
     pub fn with_ami_architectures(self, archs: &[&str]) -> Self {
         self.with(|f| {

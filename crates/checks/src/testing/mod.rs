@@ -281,6 +281,8 @@ pub fn instance(id: &str, cluster: &str, vpc: &str, launched_mins_ago: i64) -> I
             ("karpenter.sh/nodepool".into(), NODE_POOL.into()),
             ("karpenter.k8s.aws/ec2nodeclass".into(), NODE_CLASS.into()),
         ]),
+        instance_type: Some("m5.large".into()),
+        lifecycle: None,
     }
 }
 

@@ -131,3 +131,74 @@ fn pending_pods_not_listed_are_unknown_when_every_node_pool_is_stopped() {
         "{message}"
     );
 }
+
+#[test]
+fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
+    let full = || Facts::healthy().with_vcpu_quotas(Observed::Found(2.0), Observed::Found(64.0));
+    let (status, reason, message, warnings) = limits(&full());
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "VcpuQuotaExhausted"),
+        "{message}"
+    );
+    assert!(
+        message.contains("already run 2 of the account's 2 vCPU quota"),
+        "{message}"
+    );
+    assert_eq!(warnings, ["VcpuQuotaNearlyUsed"]);
+    for (what, f) in [
+        (
+            "spot allowed too, and the spot quota has room",
+            full()
+                .with_pool_requirement("karpenter.sh/capacity-type", "In", &["spot", "on-demand"])
+                .with(|f| {
+                    if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut())
+                    {
+                        pool.spec.template.spec.requirements.retain(|r| {
+                            !(r.key == "karpenter.sh/capacity-type" && r.values == ["on-demand"])
+                        });
+                    }
+                }),
+        ),
+        (
+            "a GPU type is allowed too: its quota is not read",
+            full().with(|f| {
+                if let Some(Observed::Found(catalog)) = &mut f.aws.instance_types {
+                    let mut types = (*catalog.types).clone();
+                    types.push(crate::facts::InstanceTypeFacts {
+                        name: "g5.xlarge".into(),
+                        vcpus: Some(4),
+                        memory_mib: Some(16384),
+                        architectures: vec!["x86_64".into()],
+                        usage_classes: vec!["on-demand".into()],
+                    });
+                    types.sort_by(|a, b| a.name.cmp(&b.name));
+                    let mut zones = (*catalog.zones).clone();
+                    zones.insert("g5.xlarge".into(), ["us-west-2a".to_owned()].into());
+                    catalog.types = types.into();
+                    catalog.zones = zones.into();
+                }
+            }),
+        ),
+        (
+            "Service Quotas has no value",
+            Facts::healthy().with_vcpu_quotas(Observed::Absent, Observed::Absent),
+        ),
+        (
+            "Service Quotas denied",
+            Facts::healthy()
+                .with_vcpu_quotas(unknown(UnknownCause::AccessDenied), Observed::Found(64.0)),
+        ),
+        (
+            "the running instance is a spot one",
+            full().with(|f| {
+                if let Observed::Found(instances) = &mut f.aws.cluster_instances {
+                    instances[0].lifecycle = Some("spot".into());
+                }
+            }),
+        ),
+    ] {
+        let (status, _, message, _) = limits(&f);
+        assert_eq!(status, "True", "{what}: {message}");
+    }
+}

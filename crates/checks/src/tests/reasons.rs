@@ -264,6 +264,9 @@ sentences! {
     cpu_used_up_while_a_pod_waits_is_node_pool_limits_reached:
         Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
         => LimitsLeaveRoom is False because NodePoolLimitsReached;
+    a_quota_the_running_m5_large_fills_is_vcpu_quota_exhausted:
+        Facts::healthy().with_vcpu_quotas(Observed::Found(2.0), Observed::Found(64.0))
+        => LimitsLeaveRoom is False because VcpuQuotaExhausted;
     one_cpu_left_below_two_vcpu_types_is_node_pool_limits_below_smallest_instance:
         Facts::healthy().with_pool_usage(&[("cpu", "1")], &[], true)
         => LimitsLeaveRoom is False because NodePoolLimitsBelowSmallestInstance;

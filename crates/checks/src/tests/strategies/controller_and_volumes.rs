@@ -28,6 +28,8 @@ pub(crate) enum Beyond {
     PoolRequirement(String, String, Vec<String>),
     /// The NodePool's cpu limit and cpu used, and whether its pending Pod can only go here.
     PoolUsage(String, Option<String>, bool),
+    /// Service Quotas' on-demand value (absent when `None`).
+    Quota(Option<u8>),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -103,6 +105,7 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
             any::<bool>()
         )
             .prop_map(|(limit, used, waiting)| Beyond::PoolUsage(limit, used, waiting)),
+        1 => prop::option::of(0u8..8).prop_map(Beyond::Quota),
     ]
 }
 
@@ -124,6 +127,10 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
             *f = f
                 .clone()
                 .with_pool_usage(&[("cpu", limit.as_str())], &used, *waiting);
+        }
+        Beyond::Quota(on_demand) => {
+            let on_demand = on_demand.map_or(Observed::Absent, |q| Observed::Found(f64::from(q)));
+            *f = f.clone().with_vcpu_quotas(on_demand, Observed::Found(64.0));
         }
         Beyond::PoolRequirement(key, op, values) => {
             let values: Vec<&str> = values.iter().map(String::as_str).collect();

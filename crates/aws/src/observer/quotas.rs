@@ -1,0 +1,60 @@
+//! Service Quotas reads of the observer for `LimitsLeaveRoom`: the account's vCPU quotas for
+//! standard on-demand and spot instances in the region (GetServiceQuota, service `ec2`), one key
+//! per quota shared by every class, in the account family (an increase shows within its period,
+//! or at once on evidence). Does IO (through the Service Quotas port).
+
+use super::AwsObserver;
+use crate::cache::Read;
+use crate::ports::Service;
+use futures::join;
+use karpenter_health_checks::facts::VcpuQuotas;
+use karpenter_health_checks::rules::limits::{ON_DEMAND_STANDARD_QUOTA, SPOT_STANDARD_QUOTA};
+
+/// Both quotas as read.
+pub(super) struct QuotaReads {
+    on_demand: Read<f64>,
+    spot: Read<f64>,
+}
+
+impl QuotaReads {
+    pub(super) fn current(&self) -> VcpuQuotas {
+        VcpuQuotas {
+            on_demand: self.on_demand.current.clone(),
+            spot: self.spot.current.clone(),
+        }
+    }
+
+    pub(super) fn last_good(&self) -> VcpuQuotas {
+        let good = |r: &Read<f64>| super::shared::good(r).unwrap_or_default();
+        VcpuQuotas {
+            on_demand: good(&self.on_demand),
+            spot: good(&self.spot),
+        }
+    }
+}
+
+impl AwsObserver {
+    pub(super) async fn vcpu_quotas(&self) -> QuotaReads {
+        let (on_demand, spot) = join!(
+            self.service_quota(ON_DEMAND_STANDARD_QUOTA),
+            self.service_quota(SPOT_STANDARD_QUOTA)
+        );
+        QuotaReads { on_demand, spot }
+    }
+
+    async fn service_quota(&self, code: &'static str) -> Read<f64> {
+        let this = self.clone();
+        self.inner
+            .service_quotas
+            .get(code, move || async move {
+                this.load(
+                    Service::ServiceQuotas,
+                    "GetServiceQuota",
+                    &format!("ec2 {code}"),
+                    this.inner.quotas.get_service_quota("ec2", code),
+                )
+                .await
+            })
+            .await
+    }
+}
