@@ -8,12 +8,16 @@ use super::AwsObserver;
 use crate::cache::Read;
 use crate::ports::Service;
 use futures::join;
-use karpenter_health_checks::facts::{InstanceTypeCatalog, InstanceTypeFacts, Observed};
+use karpenter_health_checks::facts::{InstanceTypeCatalog, InstanceTypeFacts, Memo, Observed};
+use karpenter_health_checks::rules::instance_types::Judged;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Instance type name to the zones it is offered in.
 pub(super) type Offerings = Arc<BTreeMap<String, BTreeSet<String>>>;
+
+/// The memo of NodePool verdicts and the two answers it belongs to.
+pub(super) type JudgedMemo = (Arc<Vec<InstanceTypeFacts>>, Offerings, Memo<Judged>);
 
 impl AwsObserver {
     /// The region's catalog: unknown if either read is.
@@ -24,10 +28,16 @@ impl AwsObserver {
                 (Observed::Unknown(u), _) | (_, Observed::Unknown(u)) => {
                     Observed::Unknown(u.clone())
                 }
-                (t, z) => Observed::Found(InstanceTypeCatalog {
-                    types: t.found().cloned().unwrap_or_default(),
-                    zones: z.found().cloned().unwrap_or_default(),
-                }),
+                (t, z) => {
+                    let types = t.found().cloned().unwrap_or_default();
+                    let zones = z.found().cloned().unwrap_or_default();
+                    let judged = self.judged_memo(&types, &zones);
+                    Observed::Found(InstanceTypeCatalog {
+                        types,
+                        zones,
+                        judged,
+                    })
+                }
             };
         Read {
             current: compose(&types.current, &zones.current),
@@ -35,6 +45,25 @@ impl AwsObserver {
                 (Some((t, ta)), Some((z, za))) => Some((compose(t, z), (*ta).max(*za))),
                 _ => None,
             },
+        }
+    }
+
+    /// The memo of NodePool verdicts for these two answers: the same as long as both are the
+    /// answers in the cache (the same `Arc`s), a new one once either is read again (every few
+    /// hours), so a verdict never outlives the catalog it was judged on.
+    fn judged_memo(&self, types: &Arc<Vec<InstanceTypeFacts>>, zones: &Offerings) -> Memo<Judged> {
+        let mut current = self
+            .inner
+            .judged_memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*current {
+            Some((t, z, memo)) if Arc::ptr_eq(t, types) && Arc::ptr_eq(z, zones) => memo.clone(),
+            _ => {
+                let memo = Memo::default();
+                *current = Some((types.clone(), zones.clone(), memo.clone()));
+                memo
+            }
         }
     }
 

@@ -124,6 +124,9 @@ struct Inner {
     /// The region's instance types and their zones (`catalog.rs`): one key each.
     instance_types: Cache<(), Arc<Vec<karpenter_health_checks::facts::InstanceTypeFacts>>>,
     instance_type_zones: Cache<(), catalog::Offerings>,
+    /// The NodePool verdicts judged on the current catalog (`catalog.rs`), with the two answers
+    /// they were judged on.
+    judged_memo: std::sync::Mutex<Option<catalog::JudgedMemo>>,
     /// Service Quotas values by quota code (`quotas.rs`), in the account family.
     service_quotas: Cache<&'static str, f64>,
     /// Every cache's changed answers.
@@ -221,6 +224,7 @@ impl AwsObserver {
                 instance_types: Cache::with_changes(catalog_ttls, changes.clone()),
                 instance_type_zones: Cache::with_changes(catalog_ttls, changes.clone()),
                 service_quotas: Cache::with_changes(account_ttls, changes.clone()),
+                judged_memo: Default::default(),
                 options,
                 changes,
             }),

@@ -440,6 +440,79 @@ pub struct InstanceTypeCatalog {
     pub types: Arc<Vec<InstanceTypeFacts>>,
     /// Instance type name to the zone names it is offered in.
     pub zones: Arc<BTreeMap<String, BTreeSet<String>>>,
+    /// What each NodePool's requirements leave of this catalog, judged once per distinct
+    /// question (requirements, zones, AMI architectures) and shared by every class and every
+    /// evaluation while the catalog lasts: an aws-auth edit re-evaluates every class, and the
+    /// instance types they allow have not changed (issue 23's cost per change). Derived data:
+    /// it takes no part in comparing catalogs.
+    pub judged: Memo<crate::rules::instance_types::Judged>,
+}
+
+/// Values derived from their owner, by the hash of the question that derived them, shared by the
+/// owner's clones. Derived data: it takes no part in comparing owners.
+pub struct Memo<V>(Arc<std::sync::Mutex<std::collections::HashMap<u64, Arc<V>>>>);
+
+/// At most this many answers are kept; past it the memo starts over (NodePools come and go).
+const MEMO_CAPACITY: usize = 4096;
+
+impl<V> Memo<V> {
+    /// How many answers are kept.
+    pub fn len(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The answer for `key`, derived by `derive` the first time.
+    pub fn get_or_derive(&self, key: u64, derive: impl FnOnce() -> V) -> Arc<V> {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(v) = lock().get(&key) {
+            return v.clone();
+        }
+        // Derived outside the lock: two first askers may both derive it, never wait on each
+        // other.
+        let v = Arc::new(derive());
+        let mut memo = lock();
+        if memo.len() >= MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.entry(key).or_insert(v).clone()
+    }
+}
+
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Self(Arc::default())
+    }
+}
+
+impl<V> Clone for Memo<V> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<V> PartialEq for Memo<V> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<V> Eq for Memo<V> {}
+
+impl<V> fmt::Debug for Memo<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 /// What the requirements of a NodePool are matched against for one instance type.

@@ -16,6 +16,7 @@ use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts, Observed};
 use karpenter_health_api::karpenter::{NodePool, Requirement};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 pub const ARCH: &str = "kubernetes.io/arch";
@@ -184,6 +185,8 @@ fn values_of(t: &InstanceTypeFacts, key: Key) -> Option<Vec<String>> {
 /// for it.
 #[derive(Clone, Debug)]
 pub(crate) struct Candidate<'a> {
+    /// Its place in the catalog's `types`.
+    pub index: u32,
     pub facts: &'a InstanceTypeFacts,
     pub zones: Vec<&'a str>,
     pub capacity: Vec<&'static str>,
@@ -217,7 +220,8 @@ fn offered<'a>(catalog: &'a InstanceTypeCatalog, zones: &BTreeSet<String>) -> Ve
     catalog
         .types
         .iter()
-        .filter_map(|t| {
+        .zip(0u32..)
+        .filter_map(|(t, index)| {
             let in_zones: Vec<&str> = catalog
                 .zones
                 .get(&t.name)?
@@ -234,6 +238,7 @@ fn offered<'a>(catalog: &'a InstanceTypeCatalog, zones: &BTreeSet<String>) -> Ve
                 capacity.push("spot");
             }
             Some(Candidate {
+                index,
                 facts: t,
                 zones: in_zones,
                 capacity,
@@ -295,14 +300,14 @@ enum Verdict<'a> {
 }
 
 fn judge<'a>(
-    pool: &NodePool,
+    requirements: &[Requirement],
     offered: &[Candidate<'a>],
     zones: &BTreeSet<String>,
     ami_archs: Option<&BTreeSet<String>>,
 ) -> Verdict<'a> {
     let mut left: Vec<Candidate<'a>> = offered.to_vec();
     let mut unchecked = BTreeSet::new();
-    for r in requirements_of(pool) {
+    for r in requirements {
         let Some(key) = Key::of(&r.key) else {
             if r.key.starts_with("karpenter.k8s.aws/") || r.key.starts_with("topology.k8s.aws/") {
                 unchecked.insert(r.key.clone());
@@ -310,18 +315,18 @@ fn judge<'a>(
             continue;
         };
         let before = left.len();
-        left.retain_mut(|c| c.keep(key, &r));
+        left.retain_mut(|c| c.keep(key, r));
         if !left.is_empty() {
             continue;
         }
         if key == Key::Zone && !zones.iter().any(|z| admits(&r.operator, &r.values, z)) {
             return Verdict::ZonesWithoutSubnets {
-                requirement: show(&r),
+                requirement: show(r),
             };
         }
-        let alone = !offered.iter().any(|c| c.clone().keep(key, &r));
+        let alone = !offered.iter().any(|c| c.clone().keep(key, r));
         return Verdict::Emptied {
-            requirement: show(&r),
+            requirement: show(r),
             before,
             alone,
         };
@@ -347,11 +352,110 @@ fn judge<'a>(
     Verdict::Allows { left, unchecked }
 }
 
+/// What one NodePool's requirements leave of the catalog, owned, so it can be kept in the
+/// catalog's memo and shared by every class that asks the same question.
+#[derive(Debug)]
+pub enum Judged {
+    /// EC2 offers no type at all in the zones (an emulator's or a partial answer).
+    NothingOffered,
+    /// These types are left (by index into the catalog's `types`, with the capacity types each
+    /// may still be launched as); requirements on these keys were not checked.
+    Allows {
+        left: Vec<(u32, Vec<&'static str>)>,
+        unchecked: BTreeSet<String>,
+    },
+    ZonesWithoutSubnets {
+        requirement: String,
+    },
+    Emptied {
+        requirement: String,
+        before: usize,
+        alone: bool,
+    },
+    NoneForAmis {
+        archs: Vec<String>,
+        left: Vec<String>,
+    },
+}
+
+/// The NodePool's verdict on `catalog` in `zones` for AMIs of `ami_archs`, from the catalog's
+/// memo when the same question was judged before (by this class or another).
+fn judged(
+    catalog: &InstanceTypeCatalog,
+    pool: &NodePool,
+    zones: &BTreeSet<String>,
+    ami_archs: Option<&BTreeSet<String>>,
+) -> Arc<Judged> {
+    use std::hash::{Hash, Hasher};
+    let requirements = requirements_of(pool);
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for r in &requirements {
+        (&r.key, &r.operator, &r.values).hash(&mut hasher);
+    }
+    (zones, ami_archs).hash(&mut hasher);
+    catalog.judged.get_or_derive(hasher.finish(), || {
+        let offered = offered(catalog, zones);
+        if offered.is_empty() {
+            return Judged::NothingOffered;
+        }
+        match judge(&requirements, &offered, zones, ami_archs) {
+            Verdict::Allows { left, unchecked } => Judged::Allows {
+                left: left.into_iter().map(|c| (c.index, c.capacity)).collect(),
+                unchecked,
+            },
+            Verdict::ZonesWithoutSubnets { requirement } => {
+                Judged::ZonesWithoutSubnets { requirement }
+            }
+            Verdict::Emptied {
+                requirement,
+                before,
+                alone,
+            } => Judged::Emptied {
+                requirement,
+                before,
+                alone,
+            },
+            Verdict::NoneForAmis { archs, left } => Judged::NoneForAmis { archs, left },
+        }
+    })
+}
+
+/// The instance types a NodePool allows, read from its verdict in the catalog's memo.
+pub(crate) struct Allowed<'a> {
+    types: &'a [InstanceTypeFacts],
+    verdict: Arc<Judged>,
+}
+
+impl Allowed<'_> {
+    /// Each type with the capacity types it may be launched as.
+    pub fn types(&self) -> Vec<(&InstanceTypeFacts, &[&'static str])> {
+        match &*self.verdict {
+            Judged::Allows { left, .. } => left
+                .iter()
+                .filter_map(|(i, capacity)| {
+                    Some((self.types.get(*i as usize)?, capacity.as_slice()))
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The vCPUs of the smallest type; `None` when one of them does not say (it might be
+    /// smaller) or there are none.
+    pub fn smallest_vcpus(&self) -> Option<u32> {
+        self.types()
+            .iter()
+            .map(|(t, _)| t.vcpus)
+            .collect::<Option<Vec<u32>>>()
+            .and_then(|v| v.into_iter().min())
+    }
+}
+
 /// The instance types `pool` allows in the class's zones, for its AMIs, with the capacity types
 /// each may still be launched as: a superset of what Karpenter could launch. `None` when that is
 /// not known (no catalog, no subnet) or the NodePool allows none (`InstanceTypesAvailable` says
 /// why).
-pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Vec<Candidate<'a>>> {
+pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Allowed<'a>> {
     let facts: &'a crate::facts::Facts = ctx.facts;
     let Some(Observed::Found(catalog)) = &facts.aws.instance_types else {
         return None;
@@ -364,21 +468,14 @@ pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Vec<Cand
         .filter(|s| !s.zone.is_empty())
         .map(|s| s.zone.clone())
         .collect();
-    let offered = offered(catalog, &zones);
-    match judge(pool, &offered, &zones, ami_architectures(ctx).as_ref()) {
-        Verdict::Allows { left, .. } if !left.is_empty() => Some(left),
+    let verdict = judged(catalog, pool, &zones, ami_architectures(ctx).as_ref());
+    match &*verdict {
+        Judged::Allows { left, .. } if !left.is_empty() => Some(Allowed {
+            types: catalog.types.as_slice(),
+            verdict,
+        }),
         _ => None,
     }
-}
-
-/// The vCPUs of the smallest of `types`; `None` when one of them does not say (it might be
-/// smaller) or there are none.
-pub(crate) fn smallest_vcpus(types: &[Candidate<'_>]) -> Option<u32> {
-    types
-        .iter()
-        .map(|c| c.facts.vcpus)
-        .collect::<Option<Vec<u32>>>()
-        .and_then(|v| v.into_iter().min())
 }
 
 /// The architectures the class's AMIs boot (`status.amis[].requirements` on
@@ -460,18 +557,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         return c.finish(Reason::InstanceTypesOffered, "");
     };
     let zones_text = super::list_bounded(&zones.iter().collect::<Vec<_>>(), 6);
-    let offered = offered(catalog, &zones);
-    if offered.is_empty() {
-        // No real region answers this for a zone it has: an emulator's or a partial answer.
-        c.unknown(Why::new(
-            Reason::NotObserved,
-            format!(
-                "EC2 listed no instance type offered in {zones_text}, which no region with these \
-                 zones answers, so nothing is concluded."
-            ),
-        ));
-        return c.finish(Reason::InstanceTypesOffered, "");
-    }
     let ami_archs = ami_architectures(ctx);
     let mut pools: Vec<&NodePool> = pools.iter().collect();
     pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -480,12 +565,24 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     for pool in pools {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
         let subjects = || vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)];
-        match judge(pool, &offered, &zones, ami_archs.as_ref()) {
-            Verdict::Allows { left, unchecked } => {
-                allowed.push(format!("{name}: {}", left.len()));
-                unchecked_keys.extend(unchecked);
+        match &*judged(catalog, pool, &zones, ami_archs.as_ref()) {
+            Judged::NothingOffered => {
+                // No real region answers this for a zone it has: an emulator's or a partial
+                // answer.
+                c.unknown(Why::new(
+                    Reason::NotObserved,
+                    format!(
+                        "EC2 listed no instance type offered in {zones_text}, which no region \
+                         with these zones answers, so nothing is concluded."
+                    ),
+                ));
+                return c.finish(Reason::InstanceTypesOffered, "");
             }
-            Verdict::ZonesWithoutSubnets { requirement } => c.fail(
+            Judged::Allows { left, unchecked } => {
+                allowed.push(format!("{name}: {}", left.len()));
+                unchecked_keys.extend(unchecked.iter().cloned());
+            }
+            Judged::ZonesWithoutSubnets { requirement } => c.fail(
                 Reason::RequiredZonesWithoutSubnets,
                 format!(
                     "NodePool {name} requires `{requirement}`, but the EC2NodeClass's subnets \
@@ -494,12 +591,12 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 ),
                 subjects(),
             ),
-            Verdict::Emptied {
+            Judged::Emptied {
                 requirement,
                 before,
                 alone,
             } => {
-                let why = if alone {
+                let why = if *alone {
                     format!("no instance type EC2 offers in {zones_text} satisfies `{requirement}`")
                 } else {
                     format!(
@@ -516,7 +613,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     subjects(),
                 );
             }
-            Verdict::NoneForAmis { archs, left } => c.fail(
+            Judged::NoneForAmis { archs, left } => c.fail(
                 Reason::NoInstanceTypeForAmiArchitecture,
                 format!(
                     "NodePool {name} allows only {} instance types in {zones_text}, but the \
@@ -594,6 +691,7 @@ mod tests {
             ..Default::default()
         };
         let mut c = Candidate {
+            index: 0,
             facts: &t,
             zones: vec!["z"],
             capacity: vec!["on-demand"],
@@ -614,6 +712,7 @@ mod tests {
             ..Default::default()
         };
         let mut c = Candidate {
+            index: 0,
             facts: &t,
             zones: vec!["z"],
             capacity: vec!["on-demand"],

@@ -18,9 +18,9 @@
 //! and capacity type it allows is a standard one that no longer fits; types of other quotas (GPU,
 //! high-memory, ...) and reserved capacity are never judged.
 
-use super::instance_types::{Candidate, allowed, category_and_generation, smallest_vcpus};
+use super::instance_types::{allowed, category_and_generation};
 use super::{Check, Context, Outcome, Why};
-use crate::facts::Observed;
+use crate::facts::{InstanceTypeFacts, Observed};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -98,13 +98,13 @@ impl Quotas {
     }
 
     /// Whether some type of `types` may still launch as one of its capacity types.
-    fn admits_any(&self, types: &[Candidate<'_>]) -> bool {
-        types.iter().any(|c| {
-            let (true, Some(v)) = (is_standard(&c.facts.name), c.facts.vcpus) else {
+    fn admits_any(&self, types: &[(&InstanceTypeFacts, &[&'static str])]) -> bool {
+        types.iter().any(|(t, capacities)| {
+            let (true, Some(v)) = (is_standard(&t.name), t.vcpus) else {
                 return true;
             };
             let v = f64::from(v);
-            c.capacity.iter().any(|capacity| match *capacity {
+            capacities.iter().any(|capacity| match *capacity {
                 "on-demand" => self.on_demand.is_none_or(|q| self.used_on_demand + v <= q),
                 "spot" => self.spot.is_none_or(|q| self.used_spot + v <= q),
                 _ => true,
@@ -190,8 +190,9 @@ fn stop_of(ctx: &Context, pool: &NodePool, quotas: Option<&Quotas>) -> Option<St
             });
         }
     }
-    let types = allowed(ctx, pool)?;
-    let smallest = smallest_vcpus(&types);
+    let allowed = allowed(ctx, pool)?;
+    let smallest = allowed.smallest_vcpus();
+    let types = allowed.types();
     let cpu_left = pool
         .spec
         .limits
@@ -212,7 +213,7 @@ fn stop_of(ctx: &Context, pool: &NodePool, quotas: Option<&Quotas>) -> Option<St
     }
     // Every type is standard and no capacity type fits: name the on-demand quota when the
     // NodePool allows on-demand, else spot.
-    let on_demand = types.iter().any(|c| c.capacity.contains(&"on-demand"));
+    let on_demand = types.iter().any(|(_, c)| c.contains(&"on-demand"));
     let (used, quota) = if on_demand {
         (quotas.used_on_demand, quotas.on_demand?)
     } else {

@@ -174,6 +174,7 @@ pub fn instance_catalog(types: &[(&str, u32, u64, &str)], zones: &[&str]) -> Ins
                 })
                 .collect(),
         ),
+        judged: Default::default(),
     }
 }
 

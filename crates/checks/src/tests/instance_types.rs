@@ -199,3 +199,29 @@ fn no_node_pool_is_nothing_to_check() {
     );
     assert_eq!(message, "No NodePool uses this EC2NodeClass.");
 }
+
+#[test]
+fn a_node_pool_is_judged_once_per_catalog_whatever_the_number_of_classes_and_evaluations() {
+    let f = Facts::healthy();
+    let Some(Observed::Found(catalog)) = f.aws.instance_types.clone() else {
+        panic!("the fixture has a catalog");
+    };
+    assert!(catalog.judged.is_empty());
+    // Another class with the same NodePool and zones, evaluated twice: clones share the memo.
+    let other = f
+        .clone()
+        .with(|f| f.cluster.node_class.metadata.name = Some("other".into()));
+    for facts in [&f, &other, &f] {
+        types(facts);
+    }
+    assert_eq!(catalog.judged.len(), 1, "one question, judged once");
+    types(
+        &f.clone()
+            .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m5"]),
+    );
+    assert_eq!(
+        catalog.judged.len(),
+        2,
+        "another question, judged once more"
+    );
+}
