@@ -204,13 +204,21 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             _ => {}
         }
     }
-    let launchable: BTreeSet<&str> = match &ctx.facts.cluster.node_pools {
+    let admitted: BTreeSet<&str> = match &ctx.facts.cluster.node_pools {
         Observed::Found(pools) if !pools.is_empty() => zones
             .keys()
             .copied()
             .filter(|z| pools.iter().any(|p| pool_admits(p, z)))
             .collect(),
-        _ => zones.keys().copied().collect(),
+        _ => BTreeSet::new(),
+    };
+    // NodePools that admit none of the subnets' zones launch nothing at all
+    // (`InstanceTypesAvailable` says so); what holds of the subnets then holds of every zone,
+    // as when the NodePools are not known.
+    let launchable: BTreeSet<&str> = if admitted.is_empty() {
+        zones.keys().copied().collect()
+    } else {
+        admitted
     };
     // Below the certain need a node launched there cannot work; below the warm pool it starts
     // with fewer Pod addresses than the VPC CNI keeps ready, and Pods beyond them wait.
