@@ -44,7 +44,8 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     (
         ConditionType::VolumeEncryptionReady,
         "Key policies of keys in other accounts (GetKeyPolicy is denied across accounts); the controller role's IAM permissions on a key without IAM's simulator; encryption-context constraints of grants.",
-    ),    (
+    ),
+    (
         ConditionType::InstanceTypesAvailable,
         "Requirements on keys it does not derive (GPU, accelerator, network, EBS bandwidth, hypervisor, zone id, OS), unknown operators and minValues: they never remove a type, so a NodePool emptied only by them stays True. Reserved capacity is assumed available. Which types Karpenter would also drop (price, pods per node, kubelet reservations, insufficient capacity). An instance type AWS added since the catalog was read (at most 6 h ago, sooner on evidence about the class).",
     ),
