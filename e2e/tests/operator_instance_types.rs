@@ -5,14 +5,16 @@
 //! their reason, the repair turns it True again, and EC2 denying the new reads is Unknown with the
 //! cause, never False. NodePool limits: a NodePool at its limits is a warning until a Pod that
 //! only this class can take waits, then `LimitsLeaveRoom` is False, and True once the limit is
-//! raised. Does IO (API server, moto, fault proxy).
+//! raised. Drift: a NodeClaim drifted for 45 minutes is fine under a budget that opens at night
+//! (a status log proves no False), `DriftCanBeReplaced` False under a budget of 0 always in force,
+//! True again at 10 %. Does IO (API server, moto, fault proxy).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
-use karpenter_health_e2e::fixture::{Fixture, REFRESH};
+use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
 use kube::api::{Api, Patch, PatchParams};
@@ -365,6 +367,70 @@ async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Resu
         fx.patch_node_pool_requirements(json!([amd64, on_demand]))
             .await?;
         fx.wait_healthy("with room in the quota").await?;
+        operator.stop().await
+    }
+    .await;
+    fx.finish(outcome).await
+}
+
+/// Sets this test's NodePool's disruption budgets.
+async fn set_budgets(fx: &Fixture, budgets: Value) -> Result<()> {
+    Api::<NodePool>::all(fx.admin.clone())
+        .patch(
+            &fx.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"disruption": {"budgets": budgets}}})),
+        )
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_no_budget_ever_lets_through_is_drift_blocked_by_budget() -> Result<()> {
+    let fx = Fixture::seed("drift", "eu-north-1", "1.8.6").await?;
+    let outcome: Result<()> = async {
+        let operator = fx.start_operator(None, true).await?;
+        fx.wait_healthy("before any drift").await?;
+
+        // A NodeClaim Karpenter found drifted 45 minutes ago, under Karpenter's default budget.
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        let long_ago = rfc3339_ago(k8s_openapi::jiff::SignedDuration::from_mins(45));
+        let claim = fx
+            .node_claim(
+                "drifted",
+                "aws:///eu-north-1a/i-0ddddddddddddddd1",
+                json!([
+                    {"type": "Launched", "status": "True", "reason": "Launched", "lastTransitionTime": long_ago},
+                    {"type": "Registered", "status": "True", "reason": "Registered", "lastTransitionTime": long_ago},
+                    {"type": "Drifted", "status": "True", "reason": "AMIDrift", "lastTransitionTime": long_ago},
+                ]),
+            )
+            .await?;
+        fx.wait_status("the drifted NodeClaim counted", |s| {
+            s.condition(ConditionType::DriftCanBeReplaced)
+                .is_some_and(|c| c.status == "True" && c.message.starts_with("1 drifted"))
+        })
+        .await?;
+        // A freeze that opens every night: drift goes through then, never False.
+        set_budgets(&fx, json!([{"nodes": "0", "schedule": "0 22 * * *", "duration": "8h"}])).await?;
+        tokio::time::sleep(REFRESH * 2).await;
+        for held in log.stop() {
+            let c = held.condition(ConditionType::DriftCanBeReplaced);
+            assert!(
+                c.is_none_or(|c| c.status != "False"),
+                "False with a budget that lets drift through: {c:?}"
+            );
+        }
+
+        // The freeze without a schedule: always in force, drift never goes through.
+        set_budgets(&fx, json!([{"nodes": "0"}])).await?;
+        let status = fx
+            .wait_only_failed(ConditionType::DriftCanBeReplaced, Reason::DriftBlockedByBudget)
+            .await?;
+        let text = message(&status, ConditionType::DriftCanBeReplaced);
+        assert!(text.contains(&claim) && text.contains("nodes: 0 for every reason"), "{text}");
+        set_budgets(&fx, json!([{"nodes": "10%"}])).await?;
+        fx.wait_healthy("once the budget lets drift through").await?;
         operator.stop().await
     }
     .await;

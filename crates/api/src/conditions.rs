@@ -146,6 +146,9 @@ condition_types! {
     /// at its `spec.limits`, has limits smaller than any instance type it allows, or allows only
     /// standard instances the account's vCPU quota no longer has room for.
     LimitsLeaveRoom, "Limits";
+    /// Drifted NodeClaims of this EC2NodeClass can be replaced: no disruption budget that is
+    /// always in force allows zero disruptions for drift in every NodePool of the class.
+    DriftCanBeReplaced, "Drift";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -570,6 +573,14 @@ reasons! {
     VcpuQuotaExhausted => Only(C::LimitsLeaveRoom), False,
         "Pods that only this EC2NodeClass can take wait, and every NodePool of the class allows only standard (A, C, D, H, I, M, R, T, Z) instances, none of which fits under the account's vCPU quota for its capacity types in this region (Service Quotas L-1216C47A on-demand, L-34B43A08 spot) given what this cluster's own instances already run, so EC2 refuses every launch (VcpuLimitExceeded, MaxSpotInstanceCountExceeded).",
         "Request a quota increase in Service Quotas (EC2, the quota the message names), free vCPUs, or allow instance types of another quota or capacity type.";
+
+    // DriftCanBeReplaced
+    DriftReplaceable => Only(C::DriftCanBeReplaced), True,
+        "No NodeClaim of this EC2NodeClass is drifted, or some NodePool of the class has a disruption budget that lets drifted NodeClaims be replaced.",
+        "Nothing to do.";
+    DriftBlockedByBudget => Only(C::DriftCanBeReplaced), False,
+        "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more, and every NodePool of the class has a disruption budget without a schedule (always in force) that allows 0 nodes for drift, so Karpenter never replaces them: they keep the old AMI, subnets or security groups until the budget changes (kubernetes-sigs/karpenter #1776).",
+        "Let drift through: raise that budget's nodes above 0, limit it to other reasons, or give it a schedule and duration so it opens at some time.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

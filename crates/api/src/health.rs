@@ -47,6 +47,7 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     printcolumn = r#"{"name":"Version","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"KarpenterVersionCompatible\")].status"}"#,
     printcolumn = r#"{"name":"Types","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"InstanceTypesAvailable\")].status"}"#,
     printcolumn = r#"{"name":"Limits","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"LimitsLeaveRoom\")].status"}"#,
+    printcolumn = r#"{"name":"Drift","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"DriftCanBeReplaced\")].status"}"#,
     printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -249,6 +249,32 @@ pub struct NodePoolSpec {
     /// `spec.limits`: resource name to quantity, as written (a string or a number).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption: Option<Disruption>,
+}
+
+/// `spec.disruption`, as far as the checks read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Disruption {
+    /// `None`: Karpenter's default, one budget of `nodes: 10%`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budgets: Option<Vec<Budget>>,
+}
+
+/// One disruption budget: at most `nodes` NodeClaims disrupted at once for `reasons` (all when
+/// empty), while `schedule` (a cron) is active for `duration`, or always without one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budget {
+    #[serde(default)]
+    pub nodes: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
 }
 
 /// The NodePool status the checks read: its conditions (`NodeRegistrationHealthy` since
@@ -286,6 +312,10 @@ pub struct NodeClaimTemplateSpec {
     pub node_class_ref: Option<NodeClassRef>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requirements: Vec<Requirement>,
+    /// `spec.template.spec.terminationGracePeriod`: how long Karpenter waits for a NodeClaim's
+    /// Pods before deleting it anyway; `None`: it waits forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period: Option<String>,
 }
 
 /// `karpenter.sh/v1 NodeClaim`, cluster-scoped.

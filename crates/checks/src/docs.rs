@@ -50,6 +50,10 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
         "Requirements on keys it does not derive (GPU, accelerator, network, EBS bandwidth, hypervisor, zone id, OS), unknown operators and minValues: they never remove a type, so a NodePool emptied only by them stays True. Reserved capacity is assumed available. Which types Karpenter would also drop (price, pods per node, kubelet reservations, insufficient capacity). An instance type AWS added since the catalog was read (at most 6 h ago, sooner on evidence about the class).",
     ),
     (
+        ConditionType::DriftCanBeReplaced,
+        "Budgets with a schedule (when they open is not computed), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift or termination (Pods on nodes and PodDisruptionBudgets are not watched), expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
+    ),
+    (
         ConditionType::LimitsLeaveRoom,
         "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), limits.nodes and other resources; vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity.",
     ),

@@ -1,6 +1,6 @@
 //! NodeClaims decoded lean: only what the index keeps is read off the wire (name, resource
 //! version, uid, creation and deletion times, `nodeClassRef`, `providerID`, and the type, status
-//! and transition time of the `Launched` and `Registered` conditions). Pure, no IO.
+//! and transition time of the `Launched`, `Registered` and `Drifted` conditions). Pure, no IO.
 //!
 //! Everything else (labels, annotations, managed fields, requirements, resources, other
 //! conditions and every message) is skipped by the parser without being allocated. kube's
@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// The NodeClaim conditions the checks read.
-const KEPT_CONDITIONS: [&str; 2] = ["Launched", "Registered"];
+const KEPT_CONDITIONS: [&str; 3] = ["Launched", "Registered", "Drifted"];
 
 /// A NodeClaim as the index reads it, or why it could not be read (with its metadata, for the
 /// log line that names it).
@@ -379,7 +379,11 @@ mod tests {
         // What the index does not read is not kept.
         assert!(lean.metadata.labels.is_none() && lean.metadata.managed_fields.is_none());
         let status = lean.status.unwrap();
-        assert_eq!(status.conditions.len(), 2, "Drifted is not read");
+        assert_eq!(
+            status.conditions.len(),
+            3,
+            "Launched, Registered and Drifted are read"
+        );
         assert!(status.conditions.iter().all(|c| c.message.is_none()));
     }
 
@@ -412,7 +416,7 @@ mod tests {
         let mut claim = full_claim();
         claim["spec"]["requirements"] = json!("not a list");
         claim["status"]["capacity"] = json!(7);
-        claim["status"]["conditions"][2]["lastTransitionTime"] = json!(false);
+        claim["status"]["conditions"][2]["message"] = json!(false);
         let lean: LeanNodeClaim = serde_json::from_value(claim).unwrap();
         assert!(lean.0.is_ok());
     }

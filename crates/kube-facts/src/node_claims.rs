@@ -35,6 +35,10 @@ struct StoredClaim {
     instance_id: Option<Box<str>>,
     launched: Option<ClaimCondition>,
     registered: Option<ClaimCondition>,
+    drifted: Option<ClaimCondition>,
+    /// `None` when the NodeClaim is not being deleted.
+    deleting_since: Option<jiff::Timestamp>,
+    /// Deleting without a readable time (kept apart so `deleting` stays exact).
     deleting: bool,
 }
 
@@ -45,6 +49,8 @@ impl StoredClaim {
             instance_id: facts.instance_id.map(String::into_boxed_str),
             launched: facts.launched,
             registered: facts.registered,
+            drifted: facts.drifted,
+            deleting_since: facts.deleting_since,
             deleting: facts.deleting,
         }
     }
@@ -57,6 +63,8 @@ impl StoredClaim {
             instance_id: self.instance_id.as_deref().map(str::to_owned),
             launched: self.launched,
             registered: self.registered,
+            drifted: self.drifted,
+            deleting_since: self.deleting_since,
         }
     }
 }
@@ -278,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    fn facts_keep_what_registration_and_identity_checks_read() {
+    fn facts_keep_what_registration_identity_and_drift_checks_read() {
         let claim: NodeClaim = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": "web-abc", "creationTimestamp": "2025-01-01T00:00:00Z",
@@ -309,6 +317,11 @@ mod tests {
                     status: ConditionStatus::Unknown,
                     last_transition: None,
                 }),
+                drifted: Some(ClaimCondition {
+                    status: ConditionStatus::False,
+                    last_transition: None,
+                }),
+                deleting_since: at("2025-01-01T01:00:00Z"),
             }]
         );
     }

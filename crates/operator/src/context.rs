@@ -364,6 +364,7 @@ mod tests {
                 last_transition: None,
             }),
             registered: None,
+            ..Default::default()
         };
         let with = |claims: Vec<NodeClaimFacts>| {
             evidence_of(

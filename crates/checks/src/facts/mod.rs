@@ -240,6 +240,10 @@ pub struct NodeClaimFacts {
     pub instance_id: Option<String>,
     pub launched: Option<ClaimCondition>,
     pub registered: Option<ClaimCondition>,
+    /// Karpenter's `Drifted` condition.
+    pub drifted: Option<ClaimCondition>,
+    /// `metadata.deletionTimestamp`.
+    pub deleting_since: Option<Timestamp>,
 }
 
 /// One of Karpenter's NodeClaim conditions, as far as the checks read it.
@@ -270,6 +274,8 @@ impl NodeClaimFacts {
                 .map(str::to_owned),
             launched: condition("Launched"),
             registered: condition("Registered"),
+            drifted: condition("Drifted"),
+            deleting_since: claim.metadata.deletion_timestamp.as_ref().map(|t| t.0),
         }
     }
 }

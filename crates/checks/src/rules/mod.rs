@@ -7,6 +7,7 @@
 
 pub mod cluster_identity;
 pub mod controller_can_launch;
+pub mod drift;
 pub mod instance_profile;
 pub mod instance_types;
 pub mod interruption_handling;
@@ -78,6 +79,7 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     // Before a launch fails (issue 25): whether the NodePools leave any instance type.
     outcomes.push(instance_types::check(&ctx));
     outcomes.push(limits::check(&ctx));
+    outcomes.push(drift::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

@@ -180,6 +180,30 @@ impl Facts {
         })
     }
 
+    /// The fixture's NodePool has these disruption budgets, and its NodeClaim has been drifted
+    /// for `drifted_mins` (not drifted when `None`).
+    pub fn with_drift(
+        self,
+        budgets: Vec<karpenter_health_api::karpenter::Budget>,
+        drifted_mins: Option<i64>,
+    ) -> Self {
+        self.with(|f| {
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                pool.spec.disruption = Some(karpenter_health_api::karpenter::Disruption {
+                    budgets: Some(budgets),
+                });
+            }
+            if let Observed::Found(claims) = &mut f.cluster.node_claims {
+                for claim in claims.iter_mut() {
+                    claim.drifted = drifted_mins.map(|m| crate::facts::ClaimCondition {
+                        status: karpenter_health_api::ConditionStatus::True,
+                        last_transition: Some(mins_ago(m)),
+                    });
+                }
+            }
+        })
+    }
+
     /// Service Quotas answers `on_demand` and `spot` vCPUs for the standard instance quotas.
     pub fn with_vcpu_quotas(self, on_demand: Observed<f64>, spot: Observed<f64>) -> Self {
         self.with(|f| {

@@ -185,10 +185,12 @@ pub fn node_pool(name: &str) -> NodePool {
                         requirement("karpenter.sh/capacity-type", "In", &["on-demand"]),
                         requirement("kubernetes.io/arch", "In", &["amd64"]),
                     ],
+                    termination_grace_period: None,
                 },
             },
             // Karpenter's getting-started NodePool caps cpu at 1000.
             limits: BTreeMap::from([("cpu".into(), serde_json::json!("1000"))]),
+            disruption: None,
         },
     )
 }

@@ -1,6 +1,7 @@
 //! Crate-level tests: table-driven reason tests, field-failure scenarios and properties. Pure.
 
 mod aws_auth_scenarios;
+mod drift;
 mod identity;
 mod instance_types;
 mod interruption;

@@ -271,6 +271,13 @@ sentences! {
         Facts::healthy().with_pool_usage(&[("cpu", "1")], &[], true)
         => LimitsLeaveRoom is False because NodePoolLimitsBelowSmallestInstance;
 
+    // DriftCanBeReplaced.
+    nothing_drifted_is_drift_replaceable:
+        Facts::healthy() => DriftCanBeReplaced is True because DriftReplaceable;
+    a_budget_of_zero_for_drift_without_a_schedule_is_drift_blocked_by_budget:
+        Facts::healthy().with_drift(vec![karpenter_health_api::karpenter::Budget { nodes: "0".into(), ..Default::default() }], Some(45))
+        => DriftCanBeReplaced is False because DriftBlockedByBudget;
+
     // KarpenterVersionCompatible.
     karpenter_1_8_on_kubernetes_1_29_is_karpenter_version_supported:
         Facts::healthy() => KarpenterVersionCompatible is True because KarpenterVersionSupported;

@@ -30,6 +30,9 @@ pub(crate) enum Beyond {
     PoolUsage(String, Option<String>, bool),
     /// Service Quotas' on-demand value (absent when `None`).
     Quota(Option<u8>),
+    /// The NodePool's one budget (nodes, reasons, scheduled) and how long its NodeClaim has been
+    /// drifted.
+    Drift(String, Vec<String>, bool, Option<i64>),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -106,6 +109,13 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
         )
             .prop_map(|(limit, used, waiting)| Beyond::PoolUsage(limit, used, waiting)),
         1 => prop::option::of(0u8..8).prop_map(Beyond::Quota),
+        1 => (
+            text(&["0", "0%", "10%", "1"]),
+            prop::collection::vec(text(&["Drifted", "Underutilized", "Empty"]), 0..2),
+            any::<bool>(),
+            prop::option::of(0i64..120)
+        )
+            .prop_map(|(nodes, reasons, scheduled, mins)| Beyond::Drift(nodes, reasons, scheduled, mins)),
     ]
 }
 
@@ -127,6 +137,15 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
             *f = f
                 .clone()
                 .with_pool_usage(&[("cpu", limit.as_str())], &used, *waiting);
+        }
+        Beyond::Drift(nodes, reasons, scheduled, mins) => {
+            let budget = karpenter_health_api::karpenter::Budget {
+                nodes: nodes.clone(),
+                reasons: reasons.clone(),
+                schedule: scheduled.then(|| "0 22 * * *".to_owned()),
+                duration: scheduled.then(|| "8h".to_owned()),
+            };
+            *f = f.clone().with_drift(vec![budget], *mins);
         }
         Beyond::Quota(on_demand) => {
             let on_demand = on_demand.map_or(Observed::Absent, |q| Observed::Found(f64::from(q)));

@@ -1,0 +1,220 @@
+//! `DriftCanBeReplaced`: drifted NodeClaims of this EC2NodeClass can be replaced. Karpenter
+//! disrupts a drifted NodeClaim only while every disruption budget in force for drift allows it
+//! (kubernetes-sigs/karpenter `pkg/controllers/disruption`, budgets take the most restrictive
+//! value); a budget without a schedule is always in force, so `nodes: "0"` for drift (or for every
+//! reason) in every NodePool of the class means drifted nodes are never replaced
+//! (kubernetes-sigs/karpenter #1776). NodeClaims stuck terminating without a
+//! `terminationGracePeriod` are a warning: the Pod or PodDisruptionBudget that holds them is not
+//! read here (#1392, #2169). Pure: no IO.
+//!
+//! Never stricter than Karpenter: budgets with a schedule are never judged (one may open
+//! tonight), nor percentages above 0, nor NodeClaims drifted for less than
+//! [`DRIFTED_FOR`] (Karpenter disrupts within minutes of drift when a budget allows).
+
+use super::{Check, Context, Outcome, Why};
+use crate::facts::{NodeClaimFacts, Observed};
+use crate::warnings::Warning;
+use jiff::SignedDuration;
+use karpenter_health_api::karpenter::{Budget, NodePool};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
+
+/// How long a NodeClaim must have been drifted before a blocking budget is blamed.
+pub const DRIFTED_FOR: SignedDuration = SignedDuration::from_mins(30);
+/// How long a NodeClaim may be terminating before it is named.
+pub const TERMINATING_FOR: SignedDuration = SignedDuration::from_hours(1);
+
+/// Whether `budget` stops every disruption for drift, always: no schedule, drift among its
+/// reasons (all reasons when it names none), and zero nodes (`0` or `0%`).
+fn stops_drift(budget: &Budget) -> bool {
+    let zero = budget
+        .nodes
+        .trim()
+        .trim_end_matches('%')
+        .parse::<u64>()
+        .is_ok_and(|n| n == 0);
+    budget.schedule.is_none()
+        && zero
+        && (budget.reasons.is_empty() || budget.reasons.iter().any(|r| r == "Drifted"))
+}
+
+/// The budget of `pool` that stops drift for good, if any (Karpenter's default of `10%` does not).
+fn drift_stopper(pool: &NodePool) -> Option<&Budget> {
+    pool.spec
+        .disruption
+        .as_ref()?
+        .budgets
+        .as_ref()?
+        .iter()
+        .find(|b| stops_drift(b))
+}
+
+fn names(claims: &[&NodeClaimFacts]) -> Vec<String> {
+    let mut names: Vec<String> = claims.iter().map(|c| c.name.clone()).collect();
+    names.sort();
+    names
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::DriftCanBeReplaced, "drift-budgets");
+    let claims = match &ctx.facts.cluster.node_claims {
+        Observed::Found(claims) => claims,
+        Observed::Absent => {
+            return c.finish(
+                Reason::DriftReplaceable,
+                "No NodeClaim of this EC2NodeClass exists.",
+            );
+        }
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The NodeClaims of this EC2NodeClass", u));
+            return c.finish(Reason::DriftReplaceable, "");
+        }
+    };
+    let drifted: Vec<&NodeClaimFacts> = claims
+        .iter()
+        .filter(|claim| !claim.deleting)
+        .filter(|claim| {
+            claim.drifted.is_some_and(|d| {
+                d.status == ConditionStatus::True
+                    && d.last_transition.is_some_and(|t| ctx.age(t) >= DRIFTED_FOR)
+            })
+        })
+        .collect();
+    let stuck: Vec<&NodeClaimFacts> = claims
+        .iter()
+        .filter(|claim| {
+            claim
+                .deleting_since
+                .is_some_and(|t| ctx.age(t) >= TERMINATING_FOR)
+        })
+        .collect();
+    if drifted.is_empty() && stuck.is_empty() {
+        return c.finish(
+            Reason::DriftReplaceable,
+            "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes or terminating for an hour.",
+        );
+    }
+    let pools = match &ctx.facts.cluster.node_pools {
+        Observed::Found(pools) => pools,
+        Observed::Absent => &Vec::new(),
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
+            return c.finish(Reason::DriftReplaceable, "");
+        }
+    };
+    let mut pools: Vec<&NodePool> = pools.iter().collect();
+    pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let pool_name = |p: &NodePool| p.metadata.name.clone().unwrap_or_default();
+    let subjects = |claims: &[&NodeClaimFacts], pools: &[&NodePool]| {
+        let mut s = vec![ctx.node_class_subject()];
+        s.extend(
+            pools
+                .iter()
+                .take(3)
+                .map(|p| SubjectRef::new("NodePool", pool_name(p))),
+        );
+        s.extend(
+            claims
+                .iter()
+                .take(5)
+                .map(|c| SubjectRef::new("NodeClaim", &c.name)),
+        );
+        s.truncate(super::MAX_SUBJECTS);
+        s
+    };
+    let stoppers: Vec<(String, &Budget)> = pools
+        .iter()
+        .filter_map(|p| drift_stopper(p).map(|b| (pool_name(p), b)))
+        .collect();
+    let blocked = !drifted.is_empty() && !pools.is_empty() && stoppers.len() == pools.len();
+    if blocked {
+        let budgets: Vec<String> = stoppers
+            .iter()
+            .map(|(pool, b)| {
+                let reasons = if b.reasons.is_empty() {
+                    "every reason".to_owned()
+                } else {
+                    b.reasons.join(", ")
+                };
+                format!("{pool} (nodes: {} for {reasons}, no schedule)", b.nodes)
+            })
+            .collect();
+        c.fail(
+            Reason::DriftBlockedByBudget,
+            format!(
+                "NodeClaim(s) {} have been drifted for 30 minutes or more, but every NodePool of \
+                 this EC2NodeClass has a disruption budget always in force that allows 0 \
+                 disruptions for drift: {}, so Karpenter never replaces them. Raise that \
+                 budget's nodes, limit it to other reasons, or give it a schedule.",
+                super::list_bounded(&names(&drifted), 5),
+                super::list_bounded(&budgets, 3)
+            ),
+            subjects(&drifted, &pools),
+        );
+    }
+    let without_grace = !pools.is_empty()
+        && pools
+            .iter()
+            .all(|p| p.spec.template.spec.termination_grace_period.is_none());
+    if !stuck.is_empty() && without_grace {
+        let since: Vec<String> = {
+            let mut stuck = stuck.clone();
+            stuck.sort_by(|a, b| a.name.cmp(&b.name));
+            stuck
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} (since {})",
+                        c.name,
+                        c.deleting_since.map(super::at).unwrap_or_default()
+                    )
+                })
+                .collect()
+        };
+        c.warn(
+            Warning::NodeClaimTerminatingLong,
+            format!(
+                "NodeClaim(s) {} are still terminating, and no NodePool of this EC2NodeClass sets \
+                 terminationGracePeriod, so Karpenter waits for every Pod to leave: a \
+                 PodDisruptionBudget that allows no eviction or a karpenter.sh/do-not-disrupt Pod \
+                 holds them.",
+                super::list_bounded(&since, 5)
+            ),
+            subjects(&stuck, &[]),
+        );
+    }
+    let ok = match (drifted.len(), stoppers.is_empty()) {
+        (0, _) => "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes (see the warning on terminating ones).".to_owned(),
+        (n, true) => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good, so Karpenter replaces them as its budgets allow."),
+        (n, false) => format!("{n} drifted NodeClaim(s); {} of {} NodePools stop drift for good, the others let it through.", stoppers.len(), pools.len()),
+    };
+    c.finish(Reason::DriftReplaceable, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(nodes: &str, reasons: &[&str], schedule: Option<&str>) -> Budget {
+        Budget {
+            nodes: nodes.into(),
+            reasons: reasons.iter().map(|r| (*r).into()).collect(),
+            schedule: schedule.map(Into::into),
+            duration: schedule.map(|_| "8h".into()),
+        }
+    }
+
+    #[test]
+    fn only_a_zero_budget_for_drift_without_a_schedule_stops_it_for_good() {
+        assert!(stops_drift(&budget("0", &[], None)));
+        assert!(stops_drift(&budget("0%", &["Drifted"], None)));
+        assert!(!stops_drift(&budget(
+            "0",
+            &["Underutilized", "Empty"],
+            None
+        )));
+        // A budget that opens tonight.
+        assert!(!stops_drift(&budget("0", &[], Some("0 9 * * mon-fri"))));
+        assert!(!stops_drift(&budget("10%", &[], None)));
+        assert!(!stops_drift(&budget("1", &["Drifted"], None)));
+    }
+}

@@ -1,0 +1,123 @@
+//! Scenarios of `DriftCanBeReplaced` beyond one sentence per reason: budgets that let drift
+//! through at some time stay True, what was not seen is Unknown, and NodeClaims stuck
+//! terminating are a warning. Pure.
+
+use super::reasons::status;
+use crate::facts::{Facts, Observed, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::karpenter::Budget;
+use karpenter_health_api::{ConditionType, Severity};
+
+fn drift(f: &Facts) -> (String, String, String, Vec<String>) {
+    let s = status(f);
+    let c = s.condition(ConditionType::DriftCanBeReplaced).unwrap();
+    let warnings = s
+        .findings
+        .iter()
+        .filter(|f| {
+            f.condition_type == ConditionType::DriftCanBeReplaced && f.severity == Severity::Warning
+        })
+        .map(|f| f.reason.clone())
+        .collect();
+    (
+        c.status.clone(),
+        c.reason.clone(),
+        c.message.clone(),
+        warnings,
+    )
+}
+
+fn budget(nodes: &str, reasons: &[&str], schedule: Option<&str>) -> Budget {
+    Budget {
+        nodes: nodes.into(),
+        reasons: reasons.iter().map(|r| (*r).into()).collect(),
+        schedule: schedule.map(Into::into),
+        duration: schedule.map(|_| "8h".into()),
+    }
+}
+
+#[test]
+fn budgets_that_let_drift_through_at_some_time_are_never_false() {
+    for (what, f) in [
+        (
+            "a freeze that opens tonight",
+            Facts::healthy().with_drift(vec![budget("0", &[], Some("0 22 * * *"))], Some(120)),
+        ),
+        (
+            "zero for consolidation only",
+            Facts::healthy().with_drift(
+                vec![budget("0", &["Underutilized", "Empty"], None)],
+                Some(120),
+            ),
+        ),
+        (
+            "Karpenter's default of 10 %",
+            Facts::healthy().with_drift(vec![budget("10%", &[], None)], Some(120)),
+        ),
+        (
+            "drifted ten minutes ago: Karpenter may not have acted yet",
+            Facts::healthy().with_drift(vec![budget("0", &[], None)], Some(10)),
+        ),
+        (
+            "another NodePool lets drift through",
+            Facts::healthy()
+                .with_drift(vec![budget("0", &[], None)], Some(120))
+                .with(|f| {
+                    if let Some(pools) = f.cluster.node_pools.found_mut() {
+                        pools.push(node_pool("spare"));
+                    }
+                }),
+        ),
+    ] {
+        let (status, _, message, _) = drift(&f);
+        assert_eq!(status, "True", "{what}: {message}");
+    }
+}
+
+#[test]
+fn the_message_names_the_node_claims_the_node_pool_and_its_budget() {
+    let (status, reason, message, _) =
+        drift(&Facts::healthy().with_drift(vec![budget("0%", &["Drifted"], None)], Some(45)));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "DriftBlockedByBudget")
+    );
+    assert!(
+        message.contains("default-abcde")
+            && message.contains("default (nodes: 0% for Drifted, no schedule)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn node_pools_not_listed_are_unknown_when_a_node_claim_is_drifted() {
+    let f = Facts::healthy()
+        .with_drift(vec![budget("0", &[], None)], Some(45))
+        .with(|f| f.cluster.node_pools = unknown(UnknownCause::NotObserved));
+    let (status, reason, _, _) = drift(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("Unknown", "NotObserved")
+    );
+}
+
+#[test]
+fn a_node_claim_terminating_for_hours_without_a_grace_period_is_a_warning() {
+    let terminating = |mins: i64, grace: Option<&str>| {
+        Facts::healthy().with(move |f| {
+            if let Observed::Found(claims) = &mut f.cluster.node_claims {
+                claims[0].deleting = true;
+                claims[0].deleting_since = Some(mins_ago(mins));
+            }
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                pool.spec.template.spec.termination_grace_period = grace.map(Into::into);
+            }
+        })
+    };
+    let (status, _, message, warnings) = drift(&terminating(90, None));
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, ["NodeClaimTerminatingLong"]);
+    // Within the hour, or with a grace period that ends it: nothing to say.
+    assert!(drift(&terminating(30, None)).3.is_empty());
+    assert!(drift(&terminating(90, Some("48h"))).3.is_empty());
+}
