@@ -14,6 +14,8 @@ use percent_encoding::percent_decode_str;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Call {
     pub(super) service: String,
+    /// The SigV4 scope's region (`us-east-1` when the request is unsigned).
+    pub(super) region: String,
     pub(super) operation: String,
     /// EKS: the cluster and the access entry's principal (or the Pod Identity association's
     /// id) named in the path.
@@ -25,16 +27,17 @@ pub(super) struct Call {
 
 pub(super) fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
     // SigV4: Credential=<key>/<date>/<region>/<service>/aws4_request
-    let service = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split("Credential=").nth(1))
-        .and_then(|c| c.split('/').nth(3))
-        .unwrap_or("unknown")
-        .to_owned();
+    let scope = |i: usize| {
+        req.headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split("Credential=").nth(1))
+            .and_then(|c| c.split('/').nth(i))
+            .map(str::to_owned)
+    };
     let mut call = Call {
-        service,
+        service: scope(3).unwrap_or_else(|| "unknown".into()),
+        region: scope(2).unwrap_or_else(|| "us-east-1".into()),
         operation: "unknown".into(),
         cluster: None,
         principal: None,

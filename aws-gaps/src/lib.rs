@@ -384,18 +384,10 @@ async fn handle(
 
     // Always served: moto lacks it, and every EC2NodeClass without its own key reads it.
     if call.service == "ec2" && call.operation == "GetEbsDefaultKmsKeyId" {
-        let region = probe
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split("Credential=").nth(1))
-            .and_then(|c| c.split('/').nth(2))
-            .unwrap_or("us-east-1")
-            .to_owned();
         let key = lock(&state)
             .ebs_default_kms_key
             .clone()
-            .unwrap_or_else(|| aws_wire::aws_ebs_alias_arn(&region));
+            .unwrap_or_else(|| aws_wire::aws_ebs_alias_arn(&call.region));
         return Ok(aws_wire::ebs_default_kms_key_id(&key));
     }
 
@@ -423,14 +415,6 @@ async fn handle(
         return Ok(aws_wire::query_xml(status, xml));
     }
 
-    let region = probe
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split("Credential=").nth(1))
-        .and_then(|c| c.split('/').nth(2))
-        .unwrap_or("us-east-1")
-        .to_owned();
     let emulate_offerings = call.service == "ec2"
         && call.operation == "DescribeInstanceTypeOfferings"
         && offerings::by_zone(&String::from_utf8_lossy(&body));
@@ -461,7 +445,7 @@ async fn handle(
         .map_err(std::io::Error::other)?;
 
     if emulate_offerings && parts.status == StatusCode::OK && offerings::is_empty(&body) {
-        let (status, xml) = offerings::offerings(&upstream, &region).await;
+        let (status, xml) = offerings::offerings(&upstream, &call.region).await;
         return Ok(aws_wire::query_xml(status, xml));
     }
 

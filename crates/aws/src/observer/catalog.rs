@@ -13,6 +13,9 @@ use karpenter_health_checks::rules::instance_types::Judged;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// The region's instance types, sorted by name.
+pub(super) type Types = Arc<Vec<InstanceTypeFacts>>;
+
 /// Instance type name to the zones it is offered in.
 pub(super) type Offerings = Arc<BTreeMap<String, BTreeSet<String>>>;
 

@@ -122,10 +122,9 @@ struct Inner {
     /// By (key ARN, grantee).
     kms_grants: Cache<(String, String), Vec<karpenter_health_checks::facts::KmsGrantFacts>>,
     /// The region's instance types and their zones (`catalog.rs`): one key each.
-    instance_types: Cache<(), Arc<Vec<karpenter_health_checks::facts::InstanceTypeFacts>>>,
+    instance_types: Cache<(), catalog::Types>,
     instance_type_zones: Cache<(), catalog::Offerings>,
-    /// The NodePool verdicts judged on the current catalog (`catalog.rs`), with the two answers
-    /// they were judged on.
+    /// NodePool verdicts on the current catalog, with its two answers (`catalog.rs`).
     judged_memo: std::sync::Mutex<Option<catalog::JudgedMemo>>,
     /// Service Quotas values by quota code (`quotas.rs`), in the account family.
     service_quotas: Cache<&'static str, f64>,
@@ -401,13 +400,10 @@ impl AwsObserver {
                 None => None,
             }
         };
-        let catalog_read = async {
-            if request.instance_types {
-                Some(join!(self.instance_catalog(), self.vcpu_quotas()))
-            } else {
-                None
-            }
-        };
+        let catalog_read: futures::future::OptionFuture<_> = request
+            .instance_types
+            .then_some(async { join!(self.instance_catalog(), self.vcpu_quotas()) })
+            .into();
         let (controller, oidc, queue, slr, volumes, catalog_and_quotas) = join!(
             controller_read,
             oidc_read,
@@ -416,10 +412,7 @@ impl AwsObserver {
             volumes_read,
             catalog_read
         );
-        let (catalog, quotas) = match catalog_and_quotas {
-            Some((catalog, quotas)) => (Some(catalog), Some(quotas)),
-            None => (None, None),
-        };
+        let (catalog, quotas) = catalog_and_quotas.unzip();
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {

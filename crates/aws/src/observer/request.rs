@@ -33,7 +33,8 @@ pub struct AwsRequest {
     /// which subnets to read.
     pub subnet_ids: Vec<String>,
     pub subnet_selector_terms: Vec<SelectorTerm>,
-    /// Whether the region's instance types are read (a NodePool uses the class).
+    /// Whether the region's instance types and the account's vCPU quotas are read (a NodePool
+    /// uses the class).
     pub instance_types: bool,
     /// The KMS keys the class's volumes use; `None` when not asked.
     pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,

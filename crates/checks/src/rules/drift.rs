@@ -193,15 +193,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn budget(nodes: &str, reasons: &[&str], schedule: Option<&str>) -> Budget {
-        Budget {
-            nodes: nodes.into(),
-            reasons: reasons.iter().map(|r| (*r).into()).collect(),
-            schedule: schedule.map(Into::into),
-            duration: schedule.map(|_| "8h".into()),
-        }
-    }
+    use crate::testing::budget;
 
     #[test]
     fn only_a_zero_budget_for_drift_without_a_schedule_stops_it_for_good() {

@@ -67,7 +67,10 @@ impl Quotas {
             catalog.types[i].vcpus.map(f64::from)
         };
         let (mut used_on_demand, mut used_spot) = (0.0, 0.0);
-        // Unread instances count as none: the count stays a lower bound.
+        // Unread instances count as none: the count stays a lower bound. So does an instance no
+        // NodeClaim claims now: the sweep's answer may be up to its period old, and an instance
+        // terminated since then has lost its NodeClaim (the NodeClaim watch is live).
+        let claimed = ctx.facts.cluster.claimed_instance_ids.found();
         for instance in ctx
             .facts
             .aws
@@ -79,7 +82,9 @@ impl Quotas {
             let Some(t) = instance.instance_type.as_deref() else {
                 continue;
             };
-            if !matches!(instance.state.as_str(), "pending" | "running") || !is_standard(t) {
+            let live = claimed.is_some_and(|c| c.contains(&instance.id));
+            let running = matches!(instance.state.as_str(), "pending" | "running");
+            if !live || !running || !is_standard(t) {
                 continue;
             }
             let Some(v) = vcpus_of(t) else { continue };

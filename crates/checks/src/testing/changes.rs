@@ -180,7 +180,7 @@ impl Facts {
         })
     }
 
-    /// The fixture's NodePool has these disruption budgets, and its NodeClaim has been drifted
+    /// The fixture's NodePool has these disruption budgets (see [`budget`]), and its NodeClaim has been drifted
     /// for `drifted_mins` (not drifted when `None`).
     pub fn with_drift(
         self,
@@ -436,5 +436,20 @@ impl Facts {
             }
         }
         self
+    }
+}
+
+/// A disruption budget of `nodes` for `reasons` (every reason when empty), in force always, or
+/// from `schedule` for eight hours.
+pub fn budget(
+    nodes: &str,
+    reasons: &[&str],
+    schedule: Option<&str>,
+) -> karpenter_health_api::karpenter::Budget {
+    karpenter_health_api::karpenter::Budget {
+        nodes: nodes.into(),
+        reasons: reasons.iter().map(|r| (*r).into()).collect(),
+        schedule: schedule.map(Into::into),
+        duration: schedule.map(|_| "8h".into()),
     }
 }

@@ -2,38 +2,13 @@
 //! through at some time stay True, what was not seen is Unknown, and NodeClaims stuck
 //! terminating are a warning. Pure.
 
-use super::reasons::status;
+use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, UnknownCause};
 use crate::testing::*;
-use karpenter_health_api::karpenter::Budget;
-use karpenter_health_api::{ConditionType, Severity};
+use karpenter_health_api::ConditionType;
 
 fn drift(f: &Facts) -> (String, String, String, Vec<String>) {
-    let s = status(f);
-    let c = s.condition(ConditionType::DriftCanBeReplaced).unwrap();
-    let warnings = s
-        .findings
-        .iter()
-        .filter(|f| {
-            f.condition_type == ConditionType::DriftCanBeReplaced && f.severity == Severity::Warning
-        })
-        .map(|f| f.reason.clone())
-        .collect();
-    (
-        c.status.clone(),
-        c.reason.clone(),
-        c.message.clone(),
-        warnings,
-    )
-}
-
-fn budget(nodes: &str, reasons: &[&str], schedule: Option<&str>) -> Budget {
-    Budget {
-        nodes: nodes.into(),
-        reasons: reasons.iter().map(|r| (*r).into()).collect(),
-        schedule: schedule.map(Into::into),
-        duration: schedule.map(|_| "8h".into()),
-    }
+    condition_of(f, ConditionType::DriftCanBeReplaced)
 }
 
 #[test]

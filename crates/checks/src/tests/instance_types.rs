@@ -1,7 +1,7 @@
 //! Scenarios of `InstanceTypesAvailable` beyond one sentence per reason: narrow NodePools that
 //! can still launch stay True, and what was not seen stays Unknown. Pure.
 
-use super::reasons::status;
+use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, UnknownCause};
 use crate::testing::*;
 use karpenter_health_api::ConditionType;
@@ -21,9 +21,8 @@ fn replaced(key: &str, operator: &str, values: Option<&[&str]>) -> Facts {
 }
 
 fn types(f: &Facts) -> (String, String, String) {
-    let s = status(f);
-    let c = s.condition(ConditionType::InstanceTypesAvailable).unwrap();
-    (c.status.clone(), c.reason.clone(), c.message.clone())
+    let (status, reason, message, _) = condition_of(f, ConditionType::InstanceTypesAvailable);
+    (status, reason, message)
 }
 
 #[test]

@@ -2,28 +2,13 @@
 //! warning until a Pod that only this class can take waits, another NodePool with room keeps the
 //! class True, and what was not seen is Unknown, never False. Pure.
 
-use super::reasons::status;
+use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, UnknownCause};
 use crate::testing::*;
-use karpenter_health_api::{ConditionType, Severity};
+use karpenter_health_api::ConditionType;
 
 fn limits(f: &Facts) -> (String, String, String, Vec<String>) {
-    let s = status(f);
-    let c = s.condition(ConditionType::LimitsLeaveRoom).unwrap();
-    let warnings = s
-        .findings
-        .iter()
-        .filter(|f| {
-            f.condition_type == ConditionType::LimitsLeaveRoom && f.severity == Severity::Warning
-        })
-        .map(|f| f.reason.clone())
-        .collect();
-    (
-        c.status.clone(),
-        c.reason.clone(),
-        c.message.clone(),
-        warnings,
-    )
+    condition_of(f, ConditionType::LimitsLeaveRoom)
 }
 
 #[test]
@@ -188,6 +173,16 @@ fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
             "Service Quotas denied",
             Facts::healthy()
                 .with_vcpu_quotas(unknown(UnknownCause::AccessDenied), Observed::Found(64.0)),
+        ),
+        (
+            "the running instance is no NodeClaim's any more (terminated since the sweep read it)",
+            full().with(|f| {
+                f.cluster.claimed_instance_ids = Observed::Found(Default::default());
+            }),
+        ),
+        (
+            "the NodeClaims are not listed: nothing counts as running",
+            full().with(|f| f.cluster.claimed_instance_ids = unknown(UnknownCause::NotObserved)),
         ),
         (
             "the running instance is a spot one",

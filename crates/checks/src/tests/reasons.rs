@@ -13,6 +13,28 @@ pub(crate) fn status(facts: &Facts) -> KarpenterHealthStatus {
     evaluate(facts, &Settings::default(), None, now())
 }
 
+/// One condition of `facts`' evaluation: its status, reason and message, and the codes of the
+/// warnings its check reported.
+pub(crate) fn condition_of(
+    facts: &Facts,
+    ty: ConditionType,
+) -> (String, String, String, Vec<String>) {
+    let s = status(facts);
+    let c = s.condition(ty).expect("every condition is present");
+    let warnings = s
+        .findings
+        .iter()
+        .filter(|f| f.condition_type == ty && f.severity == Severity::Warning)
+        .map(|f| f.reason.clone())
+        .collect();
+    (
+        c.status.clone(),
+        c.reason.clone(),
+        c.message.clone(),
+        warnings,
+    )
+}
+
 /// Asserts the condition's status and reason, that a False reason comes with an Error finding,
 /// and that `Ready` agrees.
 pub(crate) fn expect(facts: Facts, ty: ConditionType, want: ConditionStatus, reason: Reason) {
@@ -275,7 +297,7 @@ sentences! {
     nothing_drifted_is_drift_replaceable:
         Facts::healthy() => DriftCanBeReplaced is True because DriftReplaceable;
     a_budget_of_zero_for_drift_without_a_schedule_is_drift_blocked_by_budget:
-        Facts::healthy().with_drift(vec![karpenter_health_api::karpenter::Budget { nodes: "0".into(), ..Default::default() }], Some(45))
+        Facts::healthy().with_drift(vec![budget("0", &[], None)], Some(45))
         => DriftCanBeReplaced is False because DriftBlockedByBudget;
 
     // KarpenterVersionCompatible.

@@ -139,12 +139,8 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
                 .with_pool_usage(&[("cpu", limit.as_str())], &used, *waiting);
         }
         Beyond::Drift(nodes, reasons, scheduled, mins) => {
-            let budget = karpenter_health_api::karpenter::Budget {
-                nodes: nodes.clone(),
-                reasons: reasons.clone(),
-                schedule: scheduled.then(|| "0 22 * * *".to_owned()),
-                duration: scheduled.then(|| "8h".to_owned()),
-            };
+            let reasons: Vec<&str> = reasons.iter().map(String::as_str).collect();
+            let budget = budget(nodes, &reasons, scheduled.then_some("0 22 * * *"));
             *f = f.clone().with_drift(vec![budget], *mins);
         }
         Beyond::Quota(on_demand) => {
