@@ -98,6 +98,9 @@ condition_types! {
     /// Drifted NodeClaims of this EC2NodeClass can be replaced: no disruption budget that is
     /// always in force allows zero disruptions for drift in every NodePool of the class.
     DriftCanBeReplaced, "Drift";
+    /// The images of this EC2NodeClass resolve and boot nodes that join: an `alias` term is
+    /// published for the cluster's Kubernetes version, and `amiFamily` matches the images.
+    AmisResolvable, "AMIs";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -530,6 +533,17 @@ reasons! {
     DriftBlockedByBudget => Only(C::DriftCanBeReplaced), False,
         "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more, and every NodePool of the class has a disruption budget without a schedule (always in force) that allows 0 nodes for drift, so Karpenter never replaces them: they keep the old AMI, subnets or security groups until the budget changes (kubernetes-sigs/karpenter #1776).",
         "Let drift through: raise that budget's nodes above 0, limit it to other reasons, or give it a schedule and duration so it opens at some time.";
+
+    // AmisResolvable
+    AmisResolved => Only(C::AmisResolvable), True,
+        "The EC2NodeClass's alias is published for the cluster's Kubernetes version, or the images Karpenter resolved are of the family amiFamily writes user data for (or not official EKS builds, which are not judged).",
+        "Nothing to do.";
+    AmiAliasNotPublished => Only(C::AmisResolvable), False,
+        "The EC2NodeClass's alias (amiSelectorTerms[].alias, family@version) resolves through SSM parameters AWS has not published for the cluster's Kubernetes version (for a pinned release: it was never built for that version), so Karpenter resolves no image and launches no node for the class (aws/karpenter-provider-aws #7457, #8564).",
+        "Pin a release AWS published for the cluster's Kubernetes version (aws ssm get-parameters-by-path --path /aws/service/eks/optimized-ami/<version>/ lists them), or use @latest.";
+    AmiFamilyMismatch => Only(C::AmisResolvable), False,
+        "spec.amiFamily makes Karpenter write user data for one family (nodeadm for AL2023, bootstrap.sh for AL2, TOML for Bottlerocket, PowerShell for Windows), but every image the selector terms resolve is an official EKS build of another family, so nodes boot, cannot read their user data, and never join (aws/karpenter-provider-aws #5940).",
+        "Set amiFamily to the images' family, or change amiSelectorTerms to select images of amiFamily's family (an alias selects both at once).";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

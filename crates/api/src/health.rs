@@ -48,6 +48,7 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     printcolumn = r#"{"name":"Types","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"InstanceTypesAvailable\")].status"}"#,
     printcolumn = r#"{"name":"Limits","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"LimitsLeaveRoom\")].status"}"#,
     printcolumn = r#"{"name":"Drift","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"DriftCanBeReplaced\")].status"}"#,
+    printcolumn = r#"{"name":"AMIs","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"AmisResolvable\")].status"}"#,
     printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -33,6 +33,11 @@ pub struct EC2NodeClassSpec {
     pub security_group_selector_terms: Vec<SelectorTerm>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subnet_selector_terms: Vec<SelectorTerm>,
+    /// `spec.amiSelectorTerms`: an `alias` term (then the only one), or terms by id, name,
+    /// owner, tags or SSM parameter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ami_selector_terms: Vec<AmiSelectorTerm>,
+    /// `spec.amiFamily`: required without an `alias` term; decides the user data's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ami_family: Option<String>,
     /// `None` when the field is absent; the CRD normally defaults it (see `MetadataOptions`).
@@ -95,6 +100,26 @@ pub struct SelectorTerm {
     pub tags: BTreeMap<String, String>,
 }
 
+/// One `spec.amiSelectorTerms` entry, as far as the checks read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AmiSelectorTerm {
+    /// `family@version` (`al2023@latest`, `al2023@v20240807`, `bottlerocket@1.20.0`): Karpenter
+    /// resolves it through the SSM parameters AWS publishes for the cluster's Kubernetes version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssm_parameter: Option<String>,
+}
+
 /// `spec.metadataOptions`. The CRD default is `httpProtocolIPv6: disabled`, which is still *sent*
 /// to EC2 by Karpenter releases before 1.7.0.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +166,10 @@ pub struct ResolvedAmi {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Whether EC2 has deprecated the image (in the CRD from the 1.5 releases on; Karpenter
+    /// prefers images that are not deprecated and uses one only when nothing else matches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requirements: Vec<Requirement>,
 }

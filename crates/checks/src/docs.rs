@@ -54,6 +54,10 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
         "Budgets with a schedule (when they open is not computed), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift or termination (Pods on nodes and PodDisruptionBudgets are not watched), expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
     ),
     (
+        ConditionType::AmisResolvable,
+        "Selector terms by ssmParameter (the parameter is not read); whether the Karpenter controller may read the alias's parameters (ssm:GetParameter); images deregistered since Karpenter's last resolution (Karpenter's own AMIsReady goes False within minutes); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered.",
+    ),
+    (
         ConditionType::LimitsLeaveRoom,
         "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), limits.nodes and other resources; vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity.",
     ),

@@ -75,6 +75,15 @@ warnings! {
     NodeClaimTerminatingLong => DriftCanBeReplaced,
         "A NodeClaim of this EC2NodeClass has been terminating for an hour or more, and no NodePool of the class sets spec.template.spec.terminationGracePeriod, so Karpenter waits for every Pod on it to be evicted: a PodDisruptionBudget that allows no eviction or a Pod annotated karpenter.sh/do-not-disrupt keeps it forever (kubernetes-sigs/karpenter #1392, #2169).",
         "Find the Pod that does not leave (kubectl get pods --field-selector spec.nodeName=<node>, and the PodDisruptionBudgets that select it), or set terminationGracePeriod on the NodePool so termination has an end.";
+    AmiAliasNotPublishedForNextMinor => AmisResolvable,
+        "The EC2NodeClass's pinned alias is published for the cluster's Kubernetes version but not for the next one, while AWS publishes images for the next one: once the cluster is upgraded, Karpenter resolves no image for the class and every launch fails (aws/karpenter-provider-aws #9159).",
+        "Before upgrading the cluster, pin a release published for both versions (or use @latest).";
+    AmiDeprecated => AmisResolvable,
+        "EC2 has deprecated images Karpenter resolved for this EC2NodeClass. Launches still work, and Karpenter uses a deprecated image only when nothing newer matches, but AWS no longer patches it and may deregister it, and then nothing resolves.",
+        "Select a current image (a newer pinned release, @latest, or new selector terms).";
+    AmiFamilyPartlyMismatched => AmisResolvable,
+        "Some images Karpenter resolved for this EC2NodeClass are official EKS builds of another family than spec.amiFamily: a node launched from one of them boots with user data it cannot read and never joins.",
+        "Narrow amiSelectorTerms to images of amiFamily's family.";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

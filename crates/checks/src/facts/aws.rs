@@ -62,6 +62,19 @@ pub struct AwsFacts {
     pub instance_types: Option<Observed<InstanceTypeCatalog>>,
     /// The account's vCPU quotas for standard instances in the region; `None` when not asked.
     pub vcpu_quotas: Option<VcpuQuotas>,
+    /// The SSM parameters the class's `alias` AMI term resolves through, for the cluster's
+    /// Kubernetes minor and the next; `None` when not asked (no alias term).
+    pub ami_parameters: Option<Observed<AmiParameters>>,
+}
+
+/// SSM GetParameter's answers for the parameters an AMI alias resolves through.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AmiParameters {
+    /// The Kubernetes minor (`1.31`) the parameter names were built for: EKS's version, else the
+    /// API server's, as Karpenter's version provider takes it.
+    pub kubernetes_minor: String,
+    /// The image id each parameter holds, by name; `Absent` when SSM answers `ParameterNotFound`.
+    pub values: BTreeMap<String, Observed<String>>,
 }
 
 /// Service Quotas' values of the two EC2 quotas every Karpenter launch of a standard instance
@@ -100,6 +113,7 @@ impl Default for AwsFacts {
             vpc_networks: BTreeMap::new(),
             instance_types: None,
             vcpu_quotas: None,
+            ami_parameters: None,
         }
     }
 }

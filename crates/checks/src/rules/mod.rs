@@ -5,6 +5,7 @@
 //! facts makes the condition `False`; a fact that could not be observed makes it `Unknown` with
 //! the shared reason of its cause, never `False`; warnings are findings only.
 
+pub mod amis;
 pub mod cluster_identity;
 pub mod controller_can_launch;
 pub mod drift;
@@ -80,6 +81,7 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     outcomes.push(instance_types::check(&ctx));
     outcomes.push(limits::check(&ctx));
     outcomes.push(drift::check(&ctx));
+    outcomes.push(amis::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

@@ -3,7 +3,7 @@
 //! Pure data, no IO.
 
 use super::*;
-use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts, VcpuQuotas};
+use crate::facts::{AmiParameters, InstanceTypeCatalog, InstanceTypeFacts, VcpuQuotas};
 
 /// An enabled customer-managed key whose policy delegates to the account (the KMS default).
 pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
@@ -144,6 +144,36 @@ pub(super) fn healthy_aws() -> AwsFacts {
             on_demand: Observed::Found(64.0),
             spot: Observed::Found(64.0),
         }),
+        ami_parameters: Some(Observed::Found(ami_parameters(
+            HEALTHY_ALIAS,
+            "1.29",
+            |_| Observed::Found("ami-0healthy".into()),
+        ))),
+    }
+}
+
+/// The healthy class's AMI alias.
+pub const HEALTHY_ALIAS: &str = "al2023@latest";
+
+/// SSM's answers for every parameter `alias` needs at Kubernetes `minor`, each from `answer`.
+pub fn ami_parameters(
+    alias: &str,
+    minor: &str,
+    answer: impl Fn(&str) -> Observed<String>,
+) -> AmiParameters {
+    // An alias the CRD would reject has no parameters.
+    let names = crate::rules::amis::Alias::parse(alias)
+        .map(|a| a.parameters_to_read(minor))
+        .unwrap_or_default();
+    AmiParameters {
+        kubernetes_minor: minor.into(),
+        values: names
+            .into_iter()
+            .map(|name| {
+                let value = answer(&name);
+                (name, value)
+            })
+            .collect(),
     }
 }
 

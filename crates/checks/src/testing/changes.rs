@@ -220,7 +220,52 @@ impl Facts {
                     .map(|arch| karpenter_health_api::karpenter::ResolvedAmi {
                         id: format!("ami-0{arch}"),
                         name: None,
+                        deprecated: None,
                         requirements: vec![requirement("kubernetes.io/arch", "In", &[arch])],
+                    })
+                    .collect();
+            }
+        })
+    }
+
+    /// The class selects its images with `alias`; SSM answers each parameter it needs at
+    /// Kubernetes `minor` with `answer`.
+    pub fn with_ami_alias(
+        self,
+        alias: &str,
+        minor: &str,
+        answer: impl Fn(&str) -> Observed<String>,
+    ) -> Self {
+        self.with(|f| {
+            f.cluster.node_class.spec.ami_selector_terms =
+                vec![karpenter_health_api::karpenter::AmiSelectorTerm {
+                    alias: Some(alias.into()),
+                    ..Default::default()
+                }];
+            f.aws.ami_parameters = Some(Observed::Found(ami_parameters(alias, minor, answer)));
+        })
+    }
+
+    /// The class selects its images by tags with `amiFamily`, and Karpenter resolved images of
+    /// these names (none deprecated).
+    pub fn with_ami_family(self, ami_family: &str, names: &[&str]) -> Self {
+        self.with(|f| {
+            let spec = &mut f.cluster.node_class.spec;
+            spec.ami_family = Some(ami_family.into());
+            spec.ami_selector_terms = vec![karpenter_health_api::karpenter::AmiSelectorTerm {
+                tags: BTreeMap::from([("team".into(), "platform".into())]),
+                ..Default::default()
+            }];
+            f.aws.ami_parameters = None;
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.amis = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| karpenter_health_api::karpenter::ResolvedAmi {
+                        id: format!("ami-0{i}"),
+                        name: Some((*name).into()),
+                        deprecated: Some(false),
+                        requirements: Vec::new(),
                     })
                     .collect();
             }

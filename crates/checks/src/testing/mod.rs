@@ -130,6 +130,10 @@ pub fn node_class() -> EC2NodeClass {
             tags: BTreeMap::from([("karpenter.sh/discovery".into(), CLUSTER.into())]),
             ..SelectorTerm::default()
         }],
+        ami_selector_terms: vec![karpenter_health_api::karpenter::AmiSelectorTerm {
+            alias: Some(HEALTHY_ALIAS.into()),
+            ..Default::default()
+        }],
         ami_family: None,
         metadata_options: Some(MetadataOptions {
             http_endpoint: Some("enabled".into()),
@@ -163,6 +167,7 @@ pub fn node_class() -> EC2NodeClass {
             .map(|arch| karpenter_health_api::karpenter::ResolvedAmi {
                 id: format!("ami-0{arch}"),
                 name: Some(format!("amazon-eks-node-al2023-{arch}-standard-1.29")),
+                deprecated: Some(false),
                 requirements: vec![requirement("kubernetes.io/arch", "In", &[arch])],
             })
             .collect(),

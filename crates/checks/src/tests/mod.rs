@@ -1,5 +1,6 @@
 //! Crate-level tests: table-driven reason tests, field-failure scenarios and properties. Pure.
 
+mod amis;
 mod aws_auth_scenarios;
 mod drift;
 mod identity;

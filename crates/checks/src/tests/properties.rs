@@ -40,6 +40,8 @@ const DECIDABLE_WITHOUT_OBSERVED_FACTS: &[Reason] = &[
     Reason::ReadyContradictsDependents,
     Reason::StatusStale,
     Reason::NodeClaimsNotRegistering,
+    // From the EC2NodeClass alone: its amiFamily against the names of the images in its status.
+    Reason::AmiFamilyMismatch,
 ];
 
 /// What a True message says only when its check found nothing at all, by condition: with a

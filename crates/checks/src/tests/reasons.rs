@@ -300,6 +300,16 @@ sentences! {
         Facts::healthy().with_drift(vec![budget("0", &[], None)], Some(45))
         => DriftCanBeReplaced is False because DriftBlockedByBudget;
 
+    // AmisResolvable.
+    a_published_alias_is_amis_resolved:
+        Facts::healthy() => AmisResolvable is True because AmisResolved;
+    a_pinned_alias_never_built_for_the_cluster_version_is_ami_alias_not_published:
+        Facts::healthy().with_ami_alias("al2023@v20230101", "1.29", |_| Observed::Absent)
+        => AmisResolvable is False because AmiAliasNotPublished;
+    al2023_user_data_on_bottlerocket_images_is_ami_family_mismatch:
+        Facts::healthy().with_ami_family("AL2023", &["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"])
+        => AmisResolvable is False because AmiFamilyMismatch;
+
     // KarpenterVersionCompatible.
     karpenter_1_8_on_kubernetes_1_29_is_karpenter_version_supported:
         Facts::healthy() => KarpenterVersionCompatible is True because KarpenterVersionSupported;

@@ -33,6 +33,11 @@ pub(crate) enum Beyond {
     /// The NodePool's one budget (nodes, reasons, scheduled) and how long its NodeClaim has been
     /// drifted.
     Drift(String, Vec<String>, bool, Option<i64>),
+    /// The class's alias, and which of its SSM parameters answer (by index: found, absent or
+    /// denied).
+    AmiAlias(String, Vec<u8>),
+    /// The class's amiFamily and the names of the images Karpenter resolved.
+    AmiFamily(String, Vec<String>),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -116,6 +121,22 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
             prop::option::of(0i64..120)
         )
             .prop_map(|(nodes, reasons, scheduled, mins)| Beyond::Drift(nodes, reasons, scheduled, mins)),
+        1 => (
+            text(&["al2023@latest", "al2023@v20240807", "al2@v20240807", "bottlerocket@v1.20.0", "windows2022@latest"]),
+            prop::collection::vec(0u8..3, 0..16)
+        )
+            .prop_map(|(alias, answers)| Beyond::AmiAlias(alias, answers)),
+        1 => (
+            text(&["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2022"]),
+            prop::collection::vec(text(&[
+                "amazon-eks-node-al2023-x86_64-standard-1.29-v20240807",
+                "amazon-eks-node-1.29-v20240807",
+                "bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12",
+                "Windows_Server-2022-English-Core-EKS_Optimized-1.29-2024.10.08",
+                "golden-image-2024",
+            ]), 0..3)
+        )
+            .prop_map(|(family, names)| Beyond::AmiFamily(family, names)),
     ]
 }
 
@@ -142,6 +163,24 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
             let reasons: Vec<&str> = reasons.iter().map(String::as_str).collect();
             let budget = budget(nodes, &reasons, scheduled.then_some("0 22 * * *"));
             *f = f.clone().with_drift(vec![budget], *mins);
+        }
+        Beyond::AmiAlias(alias, answers) => {
+            let names = crate::rules::amis::Alias::parse(alias)
+                .map(|a| a.parameters_to_read("1.29"))
+                .unwrap_or_default();
+            let answer = |name: &str| {
+                let i = names.iter().position(|n| n == name).unwrap_or(0);
+                match answers.get(i).copied().unwrap_or(1) {
+                    0 => Observed::Found("ami-0generated".to_owned()),
+                    1 => Observed::Absent,
+                    _ => Observed::unknown(UnknownCause::AccessDenied, "ssm:GetParameter denied"),
+                }
+            };
+            *f = f.clone().with_ami_alias(alias, "1.29", answer);
+        }
+        Beyond::AmiFamily(family, names) => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            *f = f.clone().with_ami_family(family, &names);
         }
         Beyond::Quota(on_demand) => {
             let on_demand = on_demand.map_or(Observed::Absent, |q| Observed::Found(f64::from(q)));

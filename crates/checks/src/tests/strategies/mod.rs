@@ -52,9 +52,11 @@ pub(super) enum Fact {
     VpcCni,
     /// The region's instance types and their offerings (issue 25).
     InstanceTypes,
+    /// Every SSM parameter of the class's AMI alias (issue 25).
+    AmiParameters,
 }
 
-pub(super) const ALL_FACTS: [Fact; 26] = [
+pub(super) const ALL_FACTS: [Fact; 27] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -81,6 +83,7 @@ pub(super) const ALL_FACTS: [Fact; 26] = [
     Fact::VpcNetwork,
     Fact::VpcCni,
     Fact::InstanceTypes,
+    Fact::AmiParameters,
 ];
 
 /// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
@@ -137,6 +140,13 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
             }
         }
         Fact::ApiserverVersion => f.cluster.apiserver_version = to(cause),
+        Fact::AmiParameters => {
+            if let Some(Observed::Found(parameters)) = &mut f.aws.ami_parameters {
+                for value in parameters.values.values_mut() {
+                    *value = to(cause);
+                }
+            }
+        }
         Fact::KarpenterCrds => f.cluster.karpenter_crds = list(cause),
         Fact::Webhooks => f.cluster.karpenter_webhooks = list(cause),
         Fact::ServiceEndpoints => {

@@ -1,0 +1,516 @@
+//! `AmisResolvable`: the images this EC2NodeClass launches can be resolved and boot nodes that
+//! join. Pure: no IO.
+//!
+//! - An `alias` term (`al2023@v20240807`) resolves only through the SSM parameters AWS publishes
+//!   for the cluster's Kubernetes minor (aws/karpenter-provider-aws
+//!   `pkg/providers/amifamily/{al2,al2023,bottlerocket,windows}.go DescribeImageQuery`, the
+//!   version from `pkg/providers/version/version.go`). None published: Karpenter resolves no
+//!   image and launches nothing (#7457, #8564). None published for the next minor while AWS has
+//!   published that minor's images: a warning, every launch breaks at the upgrade (#9159).
+//! - An `amiFamily` decides the user data's format (nodeadm, bootstrap.sh, TOML, PowerShell);
+//!   images of another family's official EKS build never join (#5940). Judged only from images
+//!   whose name is an official EKS build's name; any other image may be anything.
+//! - Deprecated images are a warning: EC2 still launches them, and Karpenter uses one only when
+//!   nothing newer matches.
+
+use super::{Check, Context, Outcome, Why};
+use crate::facts::{AmiParameters, Observed};
+use crate::warnings::Warning;
+use karpenter_health_api::karpenter::{EC2NodeClass, ResolvedAmi};
+use karpenter_health_api::{ConditionType, Reason};
+
+/// The alias version that follows AWS's newest release.
+pub const LATEST: &str = "latest";
+
+/// What an alias's family resolves through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AliasFamily {
+    Al2,
+    Al2023,
+    Bottlerocket,
+    /// Windows Server 2019, 2022 or 2025 (only `@latest`).
+    Windows(&'static str),
+}
+
+/// One `alias` term: `family@version`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alias {
+    pub family: AliasFamily,
+    pub version: String,
+    /// As written.
+    pub written: String,
+}
+
+impl Alias {
+    /// Parses `family@version` as the CRD admits it; `None` for anything else.
+    pub fn parse(written: &str) -> Option<Self> {
+        let (family, version) = written.trim().split_once('@')?;
+        let family = match family.to_ascii_lowercase().as_str() {
+            "al2" => AliasFamily::Al2,
+            "al2023" => AliasFamily::Al2023,
+            "bottlerocket" => AliasFamily::Bottlerocket,
+            "windows2019" => AliasFamily::Windows("2019"),
+            "windows2022" => AliasFamily::Windows("2022"),
+            "windows2025" => AliasFamily::Windows("2025"),
+            _ => return None,
+        };
+        let version = version.trim();
+        (!version.is_empty()).then(|| Self {
+            family,
+            version: version.to_owned(),
+            written: written.trim().to_owned(),
+        })
+    }
+
+    /// The class's alias term, if it has one (the CRD makes it the only term).
+    pub fn of(class: &EC2NodeClass) -> Option<Self> {
+        class
+            .spec
+            .ami_selector_terms
+            .iter()
+            .find_map(|t| t.alias.as_deref())
+            .and_then(Self::parse)
+    }
+
+    /// Pinned to a release: it does not follow AWS's newest.
+    pub fn pinned(&self) -> bool {
+        !self.version.eq_ignore_ascii_case(LATEST)
+    }
+
+    /// The SSM parameters Karpenter reads to resolve this alias for Kubernetes `minor`: every
+    /// architecture and variant; any one answering is enough.
+    pub fn parameters(&self, minor: &str) -> Vec<String> {
+        parameters(self.family, &self.version, minor)
+    }
+
+    /// The parameters the same family's `@latest` reads for `minor`: whether AWS has published
+    /// images for that minor at all.
+    pub fn latest_parameters(&self, minor: &str) -> Vec<String> {
+        parameters(self.family, LATEST, minor)
+    }
+
+    /// Every parameter the check needs: this minor's; for a pinned alias, the next minor's and
+    /// the family's `@latest` for the next minor.
+    pub fn parameters_to_read(&self, minor: &str) -> Vec<String> {
+        let mut names = self.parameters(minor);
+        if let Some(next) = next_minor(minor).filter(|_| self.pinned()) {
+            names.extend(self.parameters(&next));
+            names.extend(self.latest_parameters(&next));
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// The parameter names of Karpenter's `DescribeImageQuery` for each family.
+fn parameters(family: AliasFamily, version: &str, minor: &str) -> Vec<String> {
+    let latest = version.eq_ignore_ascii_case(LATEST);
+    match family {
+        AliasFamily::Al2023 => [
+            ("x86_64", "standard"),
+            ("x86_64", "nvidia"),
+            ("x86_64", "neuron"),
+            ("arm64", "standard"),
+            ("arm64", "nvidia"),
+        ]
+        .iter()
+        .map(|(arch, variant)| {
+            let name = if latest {
+                "recommended".to_owned()
+            } else {
+                format!("amazon-eks-node-al2023-{arch}-{variant}-{minor}-{version}")
+            };
+            format!("/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/{variant}/{name}/image_id")
+        })
+        .collect(),
+        AliasFamily::Al2 => [
+            ("amazon-linux-2", "amazon-eks-node"),
+            ("amazon-linux-2-arm64", "amazon-eks-arm64-node"),
+            ("amazon-linux-2-gpu", "amazon-eks-gpu-node"),
+        ]
+        .iter()
+        .map(|(path, image)| {
+            let name = if latest {
+                "recommended".to_owned()
+            } else {
+                format!("{image}-{minor}-{version}")
+            };
+            format!("/aws/service/eks/optimized-ami/{minor}/{path}/{name}/image_id")
+        })
+        .collect(),
+        AliasFamily::Bottlerocket => {
+            // Bottlerocket's SSM paths carry the version without the `v` its releases are
+            // named with; Karpenter accepts both (`bottlerocket.go`).
+            let version = if latest {
+                LATEST
+            } else {
+                version.trim_start_matches('v')
+            };
+            ["", "-nvidia"]
+                .iter()
+                .flat_map(|flavour| {
+                    ["x86_64", "arm64"].map(|arch| {
+                        format!("/aws/service/bottlerocket/aws-k8s-{minor}{flavour}/{arch}/{version}/image_id")
+                    })
+                })
+                .collect()
+        }
+        AliasFamily::Windows(year) => vec![format!(
+            "/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{minor}/image_id"
+        )],
+    }
+}
+
+/// `1.31` → `1.32`.
+pub fn next_minor(minor: &str) -> Option<String> {
+    let (major, minor) = minor.split_once('.')?;
+    let next = minor.parse::<u64>().ok()?.checked_add(1)?;
+    Some(format!("{major}.{next}"))
+}
+
+/// The Kubernetes minor (`1.31`) of a version as EKS or the API server writes it.
+pub fn minor_of(raw: &str) -> Option<String> {
+    crate::karpenter_versions::parse_kubernetes_version(raw).map(|(a, b)| format!("{a}.{b}"))
+}
+
+/// The family of official EKS builds whose user data an image expects, from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFamily {
+    Al2,
+    Al2023,
+    Bottlerocket,
+    Windows,
+}
+
+impl ImageFamily {
+    fn as_str(self) -> &'static str {
+        match self {
+            ImageFamily::Al2 => "AL2",
+            ImageFamily::Al2023 => "AL2023",
+            ImageFamily::Bottlerocket => "Bottlerocket",
+            ImageFamily::Windows => "Windows",
+        }
+    }
+
+    /// The family whose user data `spec.amiFamily` makes Karpenter write; `None` for `Custom`
+    /// (the user writes it) and anything unknown.
+    pub fn of_ami_family(ami_family: &str) -> Option<Self> {
+        match ami_family {
+            "AL2" => Some(ImageFamily::Al2),
+            "AL2023" => Some(ImageFamily::Al2023),
+            "Bottlerocket" => Some(ImageFamily::Bottlerocket),
+            "Windows2019" | "Windows2022" | "Windows2025" => Some(ImageFamily::Windows),
+            _ => None,
+        }
+    }
+
+    /// The family of an official EKS build by its name (`amazon-eks-node-al2023-x86_64-standard-
+    /// 1.31-v20241024`, `amazon-eks-node-1.29-v20240117`, `bottlerocket-aws-k8s-1.31-x86_64-v1.26.1-
+    /// 943d9a41`, `Windows_Server-2022-English-Core-EKS_Optimized-1.31-2024.10.08`); `None` for
+    /// any other name, which may be built from anything.
+    pub fn of_image_name(name: &str) -> Option<Self> {
+        if name.starts_with("amazon-eks-node-al2023-") {
+            return Some(ImageFamily::Al2023);
+        }
+        let al2 = [
+            "amazon-eks-node-",
+            "amazon-eks-arm64-node-",
+            "amazon-eks-gpu-node-",
+        ]
+        .iter()
+        .any(|prefix| {
+            name.strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        });
+        if al2 {
+            return Some(ImageFamily::Al2);
+        }
+        if name.starts_with("bottlerocket-aws-k8s-") {
+            return Some(ImageFamily::Bottlerocket);
+        }
+        if name.starts_with("Windows_Server-") && name.contains("-EKS_Optimized-") {
+            return Some(ImageFamily::Windows);
+        }
+        None
+    }
+}
+
+/// Whether any parameter answered, all answered absent, or some could not be read.
+enum Published<'a> {
+    Yes,
+    No,
+    NotRead(Why, &'a str),
+}
+
+fn published<'a>(facts: &'a AmiParameters, names: &'a [String]) -> Published<'a> {
+    let mut unread = None;
+    for name in names {
+        match facts.values.get(name) {
+            Some(Observed::Found(_)) => return Published::Yes,
+            Some(Observed::Absent) => {}
+            Some(Observed::Unknown(u)) => {
+                unread.get_or_insert((Why::unobserved("The SSM parameter", u), name.as_str()));
+            }
+            None => {
+                unread.get_or_insert((
+                    Why::new(Reason::NotObserved, "The SSM parameter was not read yet."),
+                    name.as_str(),
+                ));
+            }
+        }
+    }
+    match unread {
+        Some((why, name)) => Published::NotRead(why, name),
+        None => Published::No,
+    }
+}
+
+fn image_label(ami: &ResolvedAmi) -> String {
+    match &ami.name {
+        Some(name) => format!("{} ({name})", ami.id),
+        None => ami.id.clone(),
+    }
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(ConditionType::AmisResolvable, "amis");
+    let class = &ctx.facts.cluster.node_class;
+    let amis: &[ResolvedAmi] = class.status.as_ref().map_or(&[], |s| &s.amis);
+    let mut ok = Vec::new();
+
+    match Alias::of(class) {
+        Some(alias) => alias_published(ctx, &mut c, &alias, &mut ok),
+        None => family_matches(ctx, &mut c, amis, &mut ok),
+    }
+
+    let deprecated: Vec<String> = amis
+        .iter()
+        .filter(|a| a.deprecated == Some(true))
+        .map(image_label)
+        .collect();
+    if !deprecated.is_empty() {
+        c.warn(
+            Warning::AmiDeprecated,
+            format!(
+                "EC2 has deprecated image(s) {} that Karpenter resolved for this EC2NodeClass: \
+                 launches still work, but AWS no longer updates them and may deregister them.",
+                super::list_bounded(&deprecated, 3)
+            ),
+            vec![ctx.node_class_subject()],
+        );
+    } else if !amis.is_empty() {
+        ok.push("no resolved image is deprecated".to_owned());
+    }
+    let message = if ok.is_empty() {
+        "Nothing to judge.".to_owned()
+    } else {
+        let mut m = ok.join("; ");
+        if let Some(first) = m.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        format!("{m}.")
+    };
+    c.finish(Reason::AmisResolved, message)
+}
+
+/// An alias term: published for the cluster's minor (else False), and for the next minor when
+/// AWS has published that minor (else a warning).
+fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<String>) {
+    let facts = match &ctx.facts.aws.ami_parameters {
+        Some(Observed::Found(facts)) => facts,
+        Some(Observed::Unknown(u)) => {
+            return c.unknown(Why::unobserved(
+                &format!("The SSM parameters of the alias {}", alias.written),
+                u,
+            ));
+        }
+        Some(Observed::Absent) | None => {
+            return c.unknown(Why::new(
+                Reason::NotObserved,
+                format!(
+                    "The SSM parameters of the alias {} were not read yet.",
+                    alias.written
+                ),
+            ));
+        }
+    };
+    let minor = facts.kubernetes_minor.as_str();
+    let subjects = || vec![ctx.node_class_subject()];
+    match published(facts, &alias.parameters(minor)) {
+        Published::Yes => ok.push(format!(
+            "the alias {} is published for Kubernetes {minor}",
+            alias.written
+        )),
+        Published::NotRead(why, name) => {
+            return c.unknown(Why::new(
+                why.reason,
+                format!("{} ({name}).", why.message.trim_end_matches('.')),
+            ));
+        }
+        Published::No => {
+            return c.fail(
+                Reason::AmiAliasNotPublished,
+                format!(
+                    "The alias {} resolves through SSM parameters AWS has not published for \
+                     Kubernetes {minor}, the cluster's version (none of {} answers, e.g. {}), so \
+                     Karpenter resolves no image for this EC2NodeClass and launches nothing. Pin \
+                     a release published for {minor} or use @latest.",
+                    alias.written,
+                    alias.parameters(minor).len(),
+                    alias.parameters(minor)[0]
+                ),
+                subjects(),
+            );
+        }
+    }
+    let Some(next) = next_minor(minor).filter(|_| alias.pinned()) else {
+        return;
+    };
+    match (
+        published(facts, &alias.parameters(&next)),
+        published(facts, &alias.latest_parameters(&next)),
+    ) {
+        (Published::Yes, _) => ok.push(format!("and for Kubernetes {next}")),
+        (Published::No, Published::Yes) => c.warn(
+            Warning::AmiAliasNotPublishedForNextMinor,
+            format!(
+                "The alias {} is not published for Kubernetes {next}, while AWS publishes \
+                 images for {next}: once the cluster is upgraded to {next}, Karpenter resolves \
+                 no image for this EC2NodeClass and every launch fails.",
+                alias.written
+            ),
+            subjects(),
+        ),
+        (Published::No, Published::No) => ok.push(format!(
+            "AWS has published no EKS image for Kubernetes {next} in this region yet"
+        )),
+        (Published::NotRead(why, _), _) | (_, Published::NotRead(why, _)) => ok.push(format!(
+            "whether it is published for Kubernetes {next} is not known ({})",
+            why.message.trim_end_matches('.')
+        )),
+    }
+}
+
+/// No alias: the images Karpenter resolved must be of the family whose user data `amiFamily`
+/// makes it write.
+fn family_matches(ctx: &Context, c: &mut Check, amis: &[ResolvedAmi], ok: &mut Vec<String>) {
+    let class = &ctx.facts.cluster.node_class;
+    let Some(written) = class.spec.ami_family.as_deref() else {
+        return;
+    };
+    let Some(family) = ImageFamily::of_ami_family(written) else {
+        ok.push(format!(
+            "amiFamily {written}: the user data is the class's own, so no image family is judged"
+        ));
+        return;
+    };
+    if amis.is_empty() {
+        return c.unknown(Why::new(
+            Reason::NotObserved,
+            "Karpenter has resolved no image for this EC2NodeClass yet (status.amis is empty; its \
+             AMIsReady condition says why), so their family cannot be compared with amiFamily.",
+        ));
+    }
+    let other: Vec<(String, ImageFamily)> = amis
+        .iter()
+        .filter_map(|a| {
+            let of = ImageFamily::of_image_name(a.name.as_deref()?)?;
+            (of != family).then(|| (image_label(a), of))
+        })
+        .collect();
+    let described = |list: &[(String, ImageFamily)]| -> Vec<String> {
+        list.iter()
+            .map(|(label, of)| format!("{label}, an EKS {} build", of.as_str()))
+            .collect()
+    };
+    let subjects = vec![ctx.node_class_subject()];
+    if !other.is_empty() && other.len() == amis.len() {
+        c.fail(
+            Reason::AmiFamilyMismatch,
+            format!(
+                "amiFamily is {written}, so Karpenter writes {} user data, but every image it \
+                 resolved is an official EKS build of another family: {}. Nodes boot and never \
+                 join the cluster. Set amiFamily to the images' family, or select {} images.",
+                family.as_str(),
+                super::list_bounded(&described(&other), 3),
+                family.as_str()
+            ),
+            subjects,
+        );
+    } else if !other.is_empty() {
+        c.warn(
+            Warning::AmiFamilyPartlyMismatched,
+            format!(
+                "amiFamily is {written}, but some images Karpenter resolved are official EKS \
+                 builds of another family: {}. A node launched from one of them never joins.",
+                super::list_bounded(&described(&other), 3)
+            ),
+            subjects,
+        );
+    } else {
+        ok.push(format!(
+            "no resolved image is an EKS build of another family than amiFamily {written}"
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_parameters_are_karpenters_paths() {
+        let pinned = Alias::parse("al2023@v20240807").unwrap();
+        let names = pinned.parameters("1.31");
+        assert_eq!(names.len(), 5);
+        assert!(names.contains(&"/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.31-v20240807/image_id".to_owned()));
+        assert!(pinned.latest_parameters("1.32").contains(&"/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/arm64/standard/recommended/image_id".to_owned()));
+        let al2 = Alias::parse("al2@v20240807").unwrap().parameters("1.29");
+        assert!(al2.contains(&"/aws/service/eks/optimized-ami/1.29/amazon-linux-2-arm64/amazon-eks-arm64-node-1.29-v20240807/image_id".to_owned()));
+        let br = Alias::parse("bottlerocket@v1.20.0")
+            .unwrap()
+            .parameters("1.30");
+        assert!(br.contains(
+            &"/aws/service/bottlerocket/aws-k8s-1.30-nvidia/arm64/1.20.0/image_id".to_owned()
+        ));
+        let win = Alias::parse("windows2022@latest").unwrap();
+        assert!(!win.pinned());
+        assert_eq!(win.parameters_to_read("1.31").len(), 1);
+        assert_eq!(pinned.parameters_to_read("1.31").len(), 15);
+        assert_eq!(Alias::parse("ubuntu@latest"), None);
+        assert_eq!(Alias::parse("al2023@"), None);
+    }
+
+    #[test]
+    fn minors() {
+        assert_eq!(next_minor("1.31").as_deref(), Some("1.32"));
+        assert_eq!(next_minor("1.x"), None);
+        assert_eq!(minor_of("v1.30.4-eks-a737599").as_deref(), Some("1.30"));
+        assert_eq!(minor_of("1.31").as_deref(), Some("1.31"));
+    }
+
+    #[test]
+    fn image_families_come_only_from_official_names() {
+        use ImageFamily::*;
+        let of = ImageFamily::of_image_name;
+        assert_eq!(
+            of("amazon-eks-node-al2023-x86_64-standard-1.31-v20241024"),
+            Some(Al2023)
+        );
+        assert_eq!(of("amazon-eks-node-1.29-v20240117"), Some(Al2));
+        assert_eq!(of("amazon-eks-gpu-node-1.29-v20240117"), Some(Al2));
+        assert_eq!(
+            of("bottlerocket-aws-k8s-1.31-x86_64-v1.26.1-943d9a41"),
+            Some(Bottlerocket)
+        );
+        assert_eq!(
+            of("Windows_Server-2022-English-Core-EKS_Optimized-1.31-2024.10.08"),
+            Some(Windows)
+        );
+        // Builds of one's own, whatever they were made from.
+        assert_eq!(of("amazon-eks-node-custom-hardened"), None);
+        assert_eq!(of("ubuntu-eks/k8s_1.29/images/hvm-ssd"), None);
+        assert_eq!(of("my-al2023-golden-image"), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! Scenarios of `AmisResolvable` beyond one sentence per reason: an alias published only for
+//! some variants stays True, the next Kubernetes minor is a warning only once AWS publishes it,
+//! reads that failed are Unknown never False, builds of one's own are never judged against
+//! `amiFamily`, and deprecated images are a warning. Pure.
+
+use super::reasons::condition_of;
+use crate::facts::{Facts, Observed, UnknownCause};
+use karpenter_health_api::ConditionType;
+
+fn amis(f: &Facts) -> (String, String, String, Vec<String>) {
+    condition_of(f, ConditionType::AmisResolvable)
+}
+
+const PINNED: &str = "al2023@v20240807";
+const X86_1_29: &str = "/aws/service/eks/optimized-ami/1.29/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.29-v20240807/image_id";
+const X86_1_30: &str = "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.30-v20240807/image_id";
+const LATEST_1_30: &str =
+    "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id";
+
+fn only(found: &'static [&'static str]) -> impl Fn(&str) -> Observed<String> {
+    move |name| {
+        if found.contains(&name) {
+            Observed::Found("ami-0published".into())
+        } else {
+            Observed::Absent
+        }
+    }
+}
+
+#[test]
+fn one_published_variant_is_enough_and_the_next_minor_is_judged_only_once_published() {
+    // Published for 1.29 (x86_64 standard only) and 1.30.
+    let f = Facts::healthy().with_ami_alias(PINNED, "1.29", only(&[X86_1_29, X86_1_30]));
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        message.contains("1.29") && message.contains("1.30"),
+        "{message}"
+    );
+
+    // AWS has not published 1.30 images at all yet: nothing to warn about.
+    let f = Facts::healthy().with_ami_alias(PINNED, "1.29", only(&[X86_1_29]));
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        message.contains("no EKS image for Kubernetes 1.30"),
+        "{message}"
+    );
+
+    // AWS publishes 1.30, the pinned release was never built for it: a warning, not False.
+    let f = Facts::healthy().with_ami_alias(PINNED, "1.29", only(&[X86_1_29, LATEST_1_30]));
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, vec!["AmiAliasNotPublishedForNextMinor"]);
+    assert!(
+        !message.contains("1.30"),
+        "a True message never contradicts the warning: {message}"
+    );
+}
+
+#[test]
+fn what_was_not_read_is_unknown_never_false() {
+    let denied = || Observed::unknown(UnknownCause::AccessDenied, "ssm:GetParameter denied");
+    for (what, f) in [
+        (
+            "one parameter denied, the rest absent",
+            Facts::healthy().with_ami_alias(PINNED, "1.29", |name| {
+                if name == X86_1_29 {
+                    denied()
+                } else {
+                    Observed::Absent
+                }
+            }),
+        ),
+        (
+            "the Kubernetes version not known",
+            Facts::healthy()
+                .with_ami_alias(PINNED, "1.29", |_| Observed::Absent)
+                .with(|f| {
+                    f.aws.ami_parameters = Some(Observed::unknown(
+                        UnknownCause::NotObserved,
+                        "the cluster's Kubernetes version is not known",
+                    ))
+                }),
+        ),
+        (
+            "not asked yet",
+            Facts::healthy().with(|f| f.aws.ami_parameters = None),
+        ),
+        (
+            "Karpenter resolved no image yet",
+            Facts::healthy().with_ami_family("AL2023", &[]),
+        ),
+    ] {
+        let (status, reason, message, _) = amis(&f);
+        assert_eq!(status, "Unknown", "{what}: {reason} {message}");
+    }
+    // Denied for the next minor only: True, and the message says what is not known.
+    let f = Facts::healthy().with_ami_alias(PINNED, "1.29", |name| {
+        if name == X86_1_29 {
+            Observed::Found("ami-0published".into())
+        } else if name.contains("/1.30/") {
+            denied()
+        } else {
+            Observed::Absent
+        }
+    });
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert!(warnings.is_empty());
+    assert!(message.contains("not known"), "{message}");
+}
+
+#[test]
+fn latest_follows_aws_and_is_never_warned_about_the_next_minor() {
+    let f = Facts::healthy().with_ami_alias("al2023@latest", "1.29", |name| {
+        if name.contains("/1.29/") {
+            Observed::Found("ami-0latest".into())
+        } else {
+            Observed::Absent
+        }
+    });
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // A Kubernetes version AWS stopped publishing for: even @latest resolves nothing.
+    let f = Facts::healthy().with_ami_alias("al2@latest", "1.33", |_| Observed::Absent);
+    assert_eq!(amis(&f).1, "AmiAliasNotPublished");
+}
+
+#[test]
+fn only_official_builds_of_another_family_are_judged_against_ami_family() {
+    for (what, family, names) in [
+        (
+            "images of one's own",
+            "AL2023",
+            vec!["golden-al2023-2024-10", "team-base-image"],
+        ),
+        (
+            "the right family",
+            "AL2",
+            vec![
+                "amazon-eks-node-1.29-v20240807",
+                "amazon-eks-arm64-node-1.29-v20240807",
+            ],
+        ),
+        (
+            "Custom writes no user data of its own",
+            "Custom",
+            vec!["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"],
+        ),
+        (
+            "one of the images is the class's own: Karpenter may never use the other",
+            "AL2023",
+            vec!["golden-al2023", "amazon-eks-node-1.29-v20240807"],
+        ),
+    ] {
+        let (status, _, message, _) = amis(&Facts::healthy().with_ami_family(family, &names));
+        assert_eq!(status, "True", "{what}: {message}");
+    }
+    let (_, _, message, warnings) = amis(&Facts::healthy().with_ami_family(
+        "AL2023",
+        &["golden-al2023", "amazon-eks-node-1.29-v20240807"],
+    ));
+    assert_eq!(warnings, vec!["AmiFamilyPartlyMismatched"], "{message}");
+    let (status, reason, message, _) = amis(&Facts::healthy().with_ami_family(
+        "AL2",
+        &["amazon-eks-node-al2023-x86_64-standard-1.29-v20240807"],
+    ));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "AmiFamilyMismatch")
+    );
+    assert!(
+        message.contains("amiFamily is AL2") && message.contains("AL2023"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_deprecated_image_is_a_warning() {
+    let f = Facts::healthy().with(|f| {
+        if let Some(status) = f.cluster.node_class.status.as_mut() {
+            status.amis[0].deprecated = Some(true);
+        }
+    });
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, vec!["AmiDeprecated"]);
+    assert!(!message.contains("deprecated"), "{message}");
+}
