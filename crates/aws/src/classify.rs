@@ -20,6 +20,8 @@ const ABSENT: &[&str] = &[
     "ResourceNotFoundException",
     // Service Quotas GetServiceQuota: no value for this quota in the account.
     "NoSuchResourceException",
+    // SSM GetParameter: no parameter of this name (AWS has not published it).
+    "ParameterNotFound",
     // SQS GetQueueUrl: the query-protocol code, and the awsJson shape's `__type`.
     "AWS.SimpleQueueService.NonExistentQueue",
     "QueueDoesNotExist",

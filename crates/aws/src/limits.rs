@@ -50,6 +50,8 @@ pub struct RateLimits {
     pub kms: Rate,
     /// All Service Quotas calls together (two quotas per account and period).
     pub quotas: Rate,
+    /// All SSM calls together (an AMI alias's parameters: up to 15 per alias and period).
+    pub ssm: Rate,
 }
 
 impl Default for RateLimits {
@@ -87,6 +89,11 @@ impl Default for RateLimits {
                 per_second: 0.5,
                 burst: 5,
             },
+            // GetParameter allows 40 a second by default; an alias asks 15 at once.
+            ssm: Rate {
+                per_second: 1.0,
+                burst: 15,
+            },
         }
     }
 }
@@ -101,6 +108,7 @@ impl RateLimits {
         events: Rate::UNLIMITED,
         kms: Rate::UNLIMITED,
         quotas: Rate::UNLIMITED,
+        ssm: Rate::UNLIMITED,
     };
 }
 
@@ -135,6 +143,7 @@ impl Limiters {
             Service::Events => ((service, ""), self.limits.events),
             Service::Kms => ((service, ""), self.limits.kms),
             Service::ServiceQuotas => ((service, ""), self.limits.quotas),
+            Service::Ssm => ((service, ""), self.limits.ssm),
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         buckets

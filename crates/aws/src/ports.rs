@@ -26,6 +26,8 @@ pub enum Service {
     Kms,
     /// Service Quotas (SigV4 name `servicequotas`).
     ServiceQuotas,
+    /// Systems Manager Parameter Store (SigV4 name `ssm`).
+    Ssm,
 }
 
 impl Service {
@@ -40,6 +42,7 @@ impl Service {
             Service::Events => "events",
             Service::Kms => "kms",
             Service::ServiceQuotas => "servicequotas",
+            Service::Ssm => "ssm",
         }
     }
 
@@ -54,6 +57,7 @@ impl Service {
             Service::Events => "EventBridge",
             Service::Kms => "KMS",
             Service::ServiceQuotas => "Service Quotas",
+            Service::Ssm => "SSM",
         }
     }
 }
@@ -385,6 +389,12 @@ pub trait QuotasApi: Send + Sync {
         service_code: &'a str,
         quota_code: &'a str,
     ) -> BoxFuture<'a, PortResult<f64>>;
+}
+
+pub trait SsmApi: Send + Sync {
+    /// A parameter's value (GetParameter); absent (`ParameterNotFound`) when it does not exist.
+    /// The public parameters under `/aws/service/` are readable by every account.
+    fn get_parameter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<String>>;
 }
 
 pub trait EksApi: Send + Sync {

@@ -67,6 +67,7 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
             named: BTreeSet::from(["k-1".to_owned()]),
             default: DefaultKeyUse::Always,
         }),
+        ami_alias: Some("al2023@latest".into()),
         ..wiring_request()
     })
     .await;

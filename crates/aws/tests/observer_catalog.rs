@@ -1,6 +1,7 @@
 //! The observer's instance-type reads against the fake: every page of both calls is read, the
 //! catalog is one read for every class, a failed call of either makes it unknown with its cause
-//! (never half a catalog), and it is read only when asked. No IO (the fake).
+//! (never half a catalog), and it is read only when asked; the vCPU quotas; an AMI alias's SSM
+//! parameters for the cluster's Kubernetes minor and the next. No IO (the fake).
 
 // This test uses only part of the shared fixture.
 #[allow(dead_code)]
@@ -138,5 +139,90 @@ async fn vcpu_quotas_are_read_once_for_all_classes_absent_without_a_value_unknow
         matches!(&quotas.on_demand, Observed::Unknown(u) if u.cause == UnknownCause::AccessDenied
             && u.detail.contains("Service Quotas GetServiceQuota ec2 L-1216C47A")),
         "{quotas:?}"
+    );
+}
+
+const PINNED_1_31: &str = "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.31-v20241024/image_id";
+
+fn with_alias(alias: &str) -> AwsRequest {
+    AwsRequest {
+        ami_alias: Some(alias.into()),
+        ..request()
+    }
+}
+
+#[tokio::test]
+async fn an_alias_reads_its_parameters_for_the_eks_minor_and_the_next_once_for_all_classes() {
+    let fake = FakeAws::new(world());
+    fake.with(|s| {
+        s.ssm_parameters
+            .insert(PINNED_1_31.into(), "ami-0pinned".into());
+    });
+    let obs = observer(&fake, options());
+    let a = obs.observe(&with_alias("al2023@v20241024")).await;
+    let b = obs.observe(&with_alias("al2023@v20241024")).await;
+    let Some(Observed::Found(parameters)) = &a.ami_parameters else {
+        panic!("{:?}", a.ami_parameters);
+    };
+    // EKS says 1.31: five parameters for 1.31, five for 1.32, five of @latest for 1.32.
+    assert_eq!(parameters.kubernetes_minor, "1.31");
+    assert_eq!(parameters.values.len(), 15);
+    assert_eq!(
+        parameters.values[PINNED_1_31],
+        Observed::Found("ami-0pinned".into())
+    );
+    assert_eq!(
+        parameters
+            .values
+            .values()
+            .filter(|v| **v == Observed::Absent)
+            .count(),
+        14,
+        "ParameterNotFound is an answer: absent"
+    );
+    assert_eq!(a.ami_parameters, b.ami_parameters);
+    assert_eq!(fake.calls("GetParameter"), 15, "shared by every class");
+    // `@latest` follows AWS: only this minor's five.
+    let latest = obs.observe(&with_alias("al2023@latest")).await;
+    let Some(Observed::Found(latest)) = latest.ami_parameters else {
+        panic!("asked");
+    };
+    assert_eq!(latest.values.len(), 5);
+    // No alias: nothing asked.
+    assert_eq!(obs.observe(&request()).await.ami_parameters, None);
+}
+
+#[tokio::test]
+async fn the_minor_falls_back_to_the_api_server_and_a_denied_read_is_unknown() {
+    let fake = FakeAws::new(world());
+    fake.fail(
+        "GetParameter",
+        CallError::new(ErrorKind::AccessDenied, "no").with_code("AccessDeniedException"),
+    );
+    let obs = observer(&fake, options());
+    let asked = AwsRequest {
+        cluster_name: Some("no-such-cluster".into()),
+        apiserver_version: Some("v1.30.4-eks-a737599".into()),
+        ..with_alias("al2@latest")
+    };
+    let Some(Observed::Found(parameters)) = obs.observe(&asked).await.ami_parameters else {
+        panic!("asked");
+    };
+    assert_eq!(parameters.kubernetes_minor, "1.30");
+    assert!(
+        parameters.values.values().all(|v| matches!(v,
+            Observed::Unknown(u) if u.cause == UnknownCause::AccessDenied
+                && u.detail.contains("SSM GetParameter /aws/service/eks/optimized-ami/1.30/"))),
+        "{parameters:?}"
+    );
+    // Neither EKS nor the API server says the version: unknown, with the cause.
+    let blind = AwsRequest {
+        apiserver_version: None,
+        ..asked
+    };
+    let facts = obs.observe(&blind).await.ami_parameters;
+    assert!(
+        matches!(&facts, Some(Observed::Unknown(u)) if u.detail.contains("Kubernetes version")),
+        "{facts:?}"
     );
 }

@@ -162,6 +162,8 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
             .node_pools
             .found()
             .is_some_and(|pools| !pools.is_empty()),
+        ami_alias: karpenter_health_checks::rules::amis::Alias::of(node_class).map(|a| a.written),
+        apiserver_version: facts.apiserver_version.found().cloned(),
         // Every class asks: a class without block devices still encrypts its root volume with
         // the account's default key (`VolumeEncryptionReady`).
         volume_keys: Some(

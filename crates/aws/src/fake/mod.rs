@@ -10,7 +10,7 @@ use crate::observer::AwsFactsSource;
 use crate::ports::{
     CallError, Ec2Api, EksApi, ErrorKind, EventBus, EventsApi, Filter, IamApi, KmsApi,
     KmsGrantData, KmsKeyData, Page, PodIdentityRoles, PortResult, QueueAttributes, QuotasApi,
-    RoleData, ServiceAccountRef, Simulation, SqsApi, StsApi, VpcAttribute,
+    RoleData, ServiceAccountRef, Simulation, SqsApi, SsmApi, StsApi, VpcAttribute,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -83,6 +83,8 @@ pub struct FakeState {
     pub instance_type_page_size: usize,
     /// Service Quotas values by (service code, quota code); a missing one is absent.
     pub service_quotas: BTreeMap<(String, String), f64>,
+    /// SSM parameter values by name; a missing one is absent (`ParameterNotFound`).
+    pub ssm_parameters: BTreeMap<String, String>,
 }
 
 impl FakeState {
@@ -138,6 +140,7 @@ impl Default for FakeState {
             instance_type_offerings: Vec::new(),
             instance_type_page_size: 100,
             service_quotas: BTreeMap::new(),
+            ssm_parameters: BTreeMap::new(),
         }
     }
 }

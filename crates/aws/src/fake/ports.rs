@@ -549,3 +549,15 @@ impl QuotasApi for FakeAws {
         })
     }
 }
+
+impl SsmApi for FakeAws {
+    fn get_parameter<'a>(&'a self, name: &'a str) -> BoxFuture<'a, PortResult<String>> {
+        let name = name.to_owned();
+        self.answer("GetParameter", move |s| {
+            s.ssm_parameters
+                .get(&name)
+                .cloned()
+                .ok_or_else(|| absent("ParameterNotFound"))
+        })
+    }
+}

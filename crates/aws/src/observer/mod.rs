@@ -8,6 +8,7 @@
 //! `eks`, `ec2`, `sts`), so a new service is a new module and a few lines in
 //! [`AwsObserver::observe_detailed`].
 
+mod amis;
 mod catalog;
 mod controller;
 mod ec2;
@@ -37,7 +38,7 @@ use crate::metrics::{CallStats, Counters};
 pub use crate::ports::ServiceAccountRef;
 use crate::ports::{
     Ec2Api, EksApi, EventsApi, IamApi, KmsApi, PodIdentityRoles, QuotasApi, RoleData, Simulation,
-    SqsApi, StsApi,
+    SqsApi, SsmApi, StsApi,
 };
 use crate::sdk::SdkPorts;
 use futures::future::{BoxFuture, join_all};
@@ -81,6 +82,7 @@ struct Inner {
     events: Arc<dyn EventsApi>,
     kms: Arc<dyn KmsApi>,
     quotas: Arc<dyn QuotasApi>,
+    ssm: Arc<dyn SsmApi>,
     region: Option<String>,
     options: ObserverOptions,
     limiters: Limiters,
@@ -128,6 +130,8 @@ struct Inner {
     judged_memo: std::sync::Mutex<Option<catalog::JudgedMemo>>,
     /// Service Quotas values by quota code (`quotas.rs`), in the account family.
     service_quotas: Cache<&'static str, f64>,
+    /// SSM parameter values by name (`amis.rs`), in the catalog family.
+    ssm_parameters: Cache<String, String>,
     /// Every cache's changed answers.
     changes: Arc<Changes>,
 }
@@ -155,6 +159,7 @@ impl AwsObserver {
             ports.clone(),
             ports.clone(),
             ports.clone(),
+            ports.clone(),
             ports,
             region,
             options,
@@ -172,6 +177,7 @@ impl AwsObserver {
         events: Arc<dyn EventsApi>,
         kms: Arc<dyn KmsApi>,
         quotas: Arc<dyn QuotasApi>,
+        ssm: Arc<dyn SsmApi>,
         region: Option<String>,
         options: ObserverOptions,
     ) -> Self {
@@ -193,6 +199,7 @@ impl AwsObserver {
                 events,
                 kms,
                 quotas,
+                ssm,
                 region,
                 limiters: Limiters::new(options.rate_limits),
                 counters: Counters::default(),
@@ -223,6 +230,7 @@ impl AwsObserver {
                 instance_types: Cache::with_changes(catalog_ttls, changes.clone()),
                 instance_type_zones: Cache::with_changes(catalog_ttls, changes.clone()),
                 service_quotas: Cache::with_changes(account_ttls, changes.clone()),
+                ssm_parameters: Cache::with_changes(catalog_ttls, changes.clone()),
                 judged_memo: Default::default(),
                 options,
                 changes,
@@ -404,13 +412,25 @@ impl AwsObserver {
             .instance_types
             .then_some(async { join!(self.instance_catalog(), self.vcpu_quotas()) })
             .into();
-        let (controller, oidc, queue, slr, volumes, catalog_and_quotas) = join!(
+        let amis_read: futures::future::OptionFuture<_> = request
+            .ami_alias
+            .as_deref()
+            .map(|alias| {
+                self.ami_parameters(
+                    alias,
+                    eks.as_ref().map(|r| &r.current),
+                    request.apiserver_version.as_deref(),
+                )
+            })
+            .into();
+        let (controller, oidc, queue, slr, volumes, catalog_and_quotas, amis) = join!(
             controller_read,
             oidc_read,
             queue_read,
             slr_read,
             volumes_read,
-            catalog_read
+            catalog_read,
+            amis_read
         );
         let (catalog, quotas) = catalog_and_quotas.unzip();
 
@@ -459,6 +479,10 @@ impl AwsObserver {
             instances.as_ref().and_then(Read::stale_age),
         );
         note("instance_types", catalog.as_ref().and_then(Read::stale_age));
+        note(
+            "ami_parameters",
+            amis.as_ref().and_then(amis::AmiReads::stale_age),
+        );
         if let Some(v) = &volumes {
             note("ebs_encryption", v.ebs.as_ref().and_then(Read::stale_age));
             for read in v.keys.values() {
@@ -509,6 +533,7 @@ impl AwsObserver {
             vpc_networks: networks.iter().cloned().collect(),
             instance_types: catalog.as_ref().map(|r| r.current.clone()),
             vcpu_quotas: quotas.as_ref().map(|q| q.current()),
+            ami_parameters: amis.as_ref().map(amis::AmiReads::current),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
@@ -552,6 +577,7 @@ impl AwsObserver {
             vpc_networks: networks.into_iter().collect(),
             instance_types: catalog.as_ref().map(|r| good(r).unwrap_or_default()),
             vcpu_quotas: quotas.as_ref().map(|q| q.last_good()),
+            ami_parameters: amis.as_ref().map(amis::AmiReads::last_good),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),

@@ -36,6 +36,10 @@ pub struct AwsRequest {
     /// Whether the region's instance types and the account's vCPU quotas are read (a NodePool
     /// uses the class).
     pub instance_types: bool,
+    /// The class's AMI `alias` term (`al2023@v20240807`), whose SSM parameters are read.
+    pub ami_alias: Option<String>,
+    /// The API server's version, for the alias's parameters when EKS does not say its version.
+    pub apiserver_version: Option<String>,
     /// The KMS keys the class's volumes use; `None` when not asked.
     pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,
 }

@@ -16,7 +16,7 @@ impl AwsObserver {
     /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
     pub fn revalidate(&self, reader: &str) -> usize {
         let i = &self.inner;
-        let caches: [&dyn Revalidate; 26] = [
+        let caches: [&dyn Revalidate; 27] = [
             &i.account,
             &i.profiles,
             &i.roles,
@@ -45,6 +45,8 @@ impl AwsObserver {
             &i.instance_types,
             &i.instance_type_zones,
             &i.service_quotas,
+            // An alias's parameters: Karpenter's AMIsReady changing is evidence about them.
+            &i.ssm_parameters,
         ];
         caches
             .iter()

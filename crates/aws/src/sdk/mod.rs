@@ -19,6 +19,7 @@ mod iam;
 mod kms;
 mod quotas;
 mod sqs;
+mod ssm;
 mod sts;
 
 /// Time limits of one SDK operation. aws-sdk-rust sets none by default but the connect timeout,
@@ -85,6 +86,7 @@ pub struct SdkPorts {
     events: aws_sdk_eventbridge::Client,
     kms: aws_sdk_kms::Client,
     quotas: aws_sdk_servicequotas::Client,
+    ssm: aws_sdk_ssm::Client,
     sweep_timeouts: TimeoutConfig,
 }
 
@@ -125,6 +127,7 @@ impl SdkPorts {
             events: client!(aws_sdk_eventbridge, "events"),
             kms: client!(aws_sdk_kms, "kms"),
             quotas: client!(aws_sdk_servicequotas, "servicequotas"),
+            ssm: client!(aws_sdk_ssm, "ssm"),
             sweep_timeouts: options.sweep_timeouts.config(),
         }
     }

@@ -308,6 +308,7 @@ pub fn observer(fake: &FakeAws, options: ObserverOptions) -> AwsObserver {
         f.clone(),
         f.clone(),
         f.clone(),
+        f.clone(),
         f,
         Some("us-west-2".into()),
         options,

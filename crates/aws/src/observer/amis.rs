@@ -1,0 +1,104 @@
+//! SSM reads of the observer for `AmisResolvable`: the public parameters an EC2NodeClass's AMI
+//! `alias` resolves through, for the cluster's Kubernetes minor (EKS's version, else the API
+//! server's, as Karpenter's version provider takes it) and, for a pinned alias, the next minor.
+//! One key per parameter name, shared by every class with the same alias, in the catalog family
+//! (AWS publishes images for a minor once; a new minor's appear within the period, or at once on
+//! evidence). Does IO (through the SSM port).
+
+use super::AwsObserver;
+use crate::cache::Read;
+use crate::ports::Service;
+use futures::future::join_all;
+use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, Observed};
+use karpenter_health_checks::rules::amis::{Alias, minor_of};
+
+/// The parameters as read, with the minor they were built for.
+pub(super) struct AmiReads {
+    kubernetes_minor: Result<String, Observed<AmiParameters>>,
+    reads: Vec<(String, Read<String>)>,
+}
+
+impl AmiReads {
+    fn collect(&self, pick: impl Fn(&Read<String>) -> Observed<String>) -> Observed<AmiParameters> {
+        match &self.kubernetes_minor {
+            Ok(minor) => Observed::Found(AmiParameters {
+                kubernetes_minor: minor.clone(),
+                values: self
+                    .reads
+                    .iter()
+                    .map(|(name, read)| (name.clone(), pick(read)))
+                    .collect(),
+            }),
+            Err(unknown) => unknown.clone(),
+        }
+    }
+
+    pub(super) fn current(&self) -> Observed<AmiParameters> {
+        self.collect(|r| r.current.clone())
+    }
+
+    pub(super) fn last_good(&self) -> Observed<AmiParameters> {
+        self.collect(|r| super::shared::good(r).unwrap_or_default())
+    }
+
+    pub(super) fn stale_age(&self) -> Option<std::time::Duration> {
+        self.reads.iter().filter_map(|(_, r)| r.stale_age()).max()
+    }
+}
+
+impl AwsObserver {
+    /// The parameters `alias` needs, once the cluster's minor is known from `eks` or
+    /// `apiserver_version`.
+    pub(super) async fn ami_parameters(
+        &self,
+        alias: &str,
+        eks: Option<&Observed<EksClusterFacts>>,
+        apiserver_version: Option<&str>,
+    ) -> AmiReads {
+        let eks_version = eks
+            .and_then(Observed::found)
+            .and_then(|c| c.version.as_deref())
+            .and_then(minor_of);
+        let minor = eks_version.or_else(|| apiserver_version.and_then(minor_of));
+        let unread = |why: &str| AmiReads {
+            kubernetes_minor: Err(super::shared::not_observed(why)),
+            reads: Vec::new(),
+        };
+        let Some(alias) = Alias::parse(alias) else {
+            return unread("the alias is not one Karpenter resolves");
+        };
+        let Some(minor) = minor else {
+            return unread(
+                "the cluster's Kubernetes version is known neither from EKS nor from the API \
+                 server, so the alias's parameters cannot be named",
+            );
+        };
+        let names = alias.parameters_to_read(&minor);
+        let reads = join_all(names.into_iter().map(|name| async move {
+            let read = self.ssm_parameter(&name).await;
+            (name, read)
+        }))
+        .await;
+        AmiReads {
+            kubernetes_minor: Ok(minor),
+            reads,
+        }
+    }
+
+    async fn ssm_parameter(&self, name: &str) -> Read<String> {
+        let this = self.clone();
+        let key = name.to_owned();
+        self.inner
+            .ssm_parameters
+            .get(key.clone(), move || async move {
+                this.load(
+                    Service::Ssm,
+                    "GetParameter",
+                    &key,
+                    this.inner.ssm.get_parameter(&key),
+                )
+                .await
+            })
+            .await
+    }
+}
