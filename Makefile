@@ -95,8 +95,14 @@ e2e-down: ## stop the local bed
 E2E_OPERATOR_TESTS := --test foundation --test check_command --test operator_first_run --test probes --test leader_election --test operator_failures --test operator_pod_identity \
   --test operator_resilience --test operator_rbac --test operator_scale --test operator_controller_wiring \
   --test operator_node_network --test operator_volumes_and_versions --test operator_trust --test operator_gitops \
-  --test shutdown --test status_writer
+  --test operator_instance_types --test operator_amis --test shutdown --test status_writer
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
+
+.PHONY: e2e-list-check
+e2e-list-check: ## fail when a test file in e2e/tests is in neither list `make e2e` runs
+	@for f in e2e/tests/*.rs; do t=$$(basename $$f .rs); \
+	  case " $(E2E_OPERATOR_TESTS) $(E2E_AWS_TESTS) " in *" --test $$t "*) ;; \
+	  *) echo "e2e/tests/$$t.rs is not run by make e2e: add it to E2E_OPERATOR_TESTS or E2E_AWS_TESTS"; exit 1;; esac; done
 e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
 	@status=0; \
@@ -158,7 +164,7 @@ image-test: image ## the image on a bed of its own: digest twice, in-cluster con
 	@bash image/test.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check rbac-check purity-check deny e2e chart-test image-test release-test ## everything CI runs
+test: deps fmt-check lint test-unit crds-check rbac-check e2e-list-check purity-check deny e2e chart-test image-test release-test ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth

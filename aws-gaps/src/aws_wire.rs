@@ -147,13 +147,13 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
     let (status, code, message) = match (service, fault) {
         ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
         ("eks", Fault::Throttle) => (429, "ThrottlingException", "Rate exceeded"),
-        ("sqs" | "events" | "kms", Fault::Throttle) => {
+        ("sqs" | "events" | "kms" | "ssm" | "servicequotas", Fault::Throttle) => {
             (400, "ThrottlingException", "Rate exceeded")
         }
-        ("sqs" | "events" | "kms", Fault::ServerError) => {
+        ("sqs" | "events" | "kms" | "ssm" | "servicequotas", Fault::ServerError) => {
             (500, "InternalFailure", "Internal failure")
         }
-        ("sqs" | "events" | "kms", _) => (
+        ("sqs" | "events" | "kms" | "ssm" | "servicequotas", _) => (
             400,
             "AccessDeniedException",
             "User is not authorized to perform this operation",
@@ -189,7 +189,7 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
                  <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
             ),
         ),
-        "eks" | "sqs" | "events" | "kms" => respond(
+        "eks" | "sqs" | "events" | "kms" | "ssm" | "servicequotas" => respond(
             status,
             "application/json",
             &[("x-amzn-errortype", code)],
@@ -382,6 +382,25 @@ pub(super) fn service_quota(service: &str, code: &str, value: f64) -> Response<F
         "Unit": "None",
         "Adjustable": true,
         "GlobalQuota": false,
+    }});
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/x-amz-json-1.1"),
+    );
+    response
+}
+
+/// SSM GetParameter's answer (awsJson1.1), in the shape the Systems Manager API reference
+/// documents for a public parameter: AWS owns it, so its ARN has no account.
+pub(super) fn ssm_parameter(name: &str, value: &str, region: &str) -> Response<Full<Bytes>> {
+    let body = serde_json::json!({"Parameter": {
+        "Name": name,
+        "Type": "String",
+        "Value": value,
+        "Version": 1,
+        "ARN": format!("arn:aws:ssm:{region}::parameter{name}"),
+        "DataType": "text",
     }});
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
     response.headers_mut().insert(

@@ -1,14 +1,15 @@
 //! A fault-injecting HTTP proxy between the AWS SDK and moto: on demand it answers AWS throttling,
 //! 500s and access-denied errors in each protocol's own shape, hangs, or resets the connection;
 //! it can serve EKS access entries and Pod Identity associations (which moto lacks) from test
-//! data, and IAM's policy simulator from the roles' policies in moto; and it counts requests by
-//! service and operation. Does IO (listens on loopback, forwards to the upstream).
+//! data, IAM's policy simulator from the roles' policies in moto, and the public SSM parameters of
+//! EKS-optimized images; and it counts requests by service and operation. Does IO (listens on loopback, forwards to the upstream).
 //!
 //! One proxy per test keeps faults and counts private to that test. How requests and errors look
 //! on the wire is in [`aws_wire`].
 
 mod aws_wire;
 mod offerings;
+pub mod public_parameters;
 mod simulator;
 
 use anyhow::Result;
@@ -99,6 +100,11 @@ struct State {
     /// the `vpc` service's quotas only); a code not here is forwarded to moto, which answers
     /// NoSuchResourceException.
     ec2_quotas: BTreeMap<String, f64>,
+    /// The public SSM parameters AWS publishes under `/aws/service/` (the EKS-optimized image
+    /// ids), by name: moto ships only a few families of them and refuses to create names under
+    /// `/aws`. Starts with [`public_parameters::published`]; a name not here is forwarded to
+    /// moto, which answers ParameterNotFound.
+    public_parameters: BTreeMap<String, String>,
 }
 
 /// The running proxy; stops when dropped.
@@ -130,7 +136,10 @@ impl FaultProxy {
     pub async fn start(upstream: &str) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(Mutex::new(State::default()));
+        let state = Arc::new(Mutex::new(State {
+            public_parameters: public_parameters::published(),
+            ..State::default()
+        }));
         let client: Upstream = Client::builder(TokioExecutor::new()).build_http();
         let upstream = upstream.trim_end_matches('/').to_owned();
         let task_state = state.clone();
@@ -234,6 +243,18 @@ impl FaultProxy {
         match value {
             Some(v) => state.ec2_quotas.insert(code.to_owned(), v),
             None => state.ec2_quotas.remove(code),
+        };
+    }
+
+    /// Publish (`Some`) or withdraw (`None`) the public SSM parameter `name` (under
+    /// `/aws/service/`), as AWS does when it releases an image for a Kubernetes version.
+    pub fn set_public_parameter(&self, name: &str, value: Option<&str>) {
+        let mut state = lock(&self.state);
+        match value {
+            Some(v) => state
+                .public_parameters
+                .insert(name.to_owned(), v.to_owned()),
+            None => state.public_parameters.remove(name),
         };
     }
 
@@ -402,6 +423,15 @@ async fn handle(
             .flatten();
         if let Some(value) = value {
             return Ok(aws_wire::service_quota(service, code, value));
+        }
+    }
+
+    if call.service == "ssm" && call.operation == "GetParameter" {
+        let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let name = asked["Name"].as_str().unwrap_or_default();
+        let value = lock(&state).public_parameters.get(name).cloned();
+        if let Some(value) = value {
+            return Ok(aws_wire::ssm_parameter(name, &value, &call.region));
         }
     }
 
