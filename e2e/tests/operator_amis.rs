@@ -198,7 +198,7 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
         )
         .await?;
         fx.karpenter_reports_ready().await?;
-        wait_true_saying(&fx, "no resolved image is an EKS build of another family").await?;
+        wait_true_saying(&fx, "resolved image is an EKS build of another family").await?;
         tokio::time::sleep(REFRESH * 2).await;
         no_false(&log.stop(), "for a shared image of another account");
 
