@@ -101,6 +101,10 @@ condition_types! {
     /// The images of this EC2NodeClass resolve and boot nodes that join: an `alias` term is
     /// published for the cluster's Kubernetes version, and `amiFamily` matches the images.
     AmisResolvable, "AMIs";
+    /// The capacity reservations this EC2NodeClass selects can take its launches: Karpenter uses
+    /// them (its ReservedCapacity feature gate is on), the selector matches an active
+    /// reservation, and one is in a zone the class has a subnet in.
+    CapacityReservationsUsable, "Reserved";
     /// Summary: every other condition is True.
     Ready, "Ready";
 }
@@ -544,6 +548,23 @@ reasons! {
     AmiFamilyMismatch => Only(C::AmisResolvable), False,
         "spec.amiFamily makes Karpenter write user data for one family (nodeadm for AL2023, bootstrap.sh for AL2, TOML for Bottlerocket, PowerShell for Windows), but every image the selector terms resolve is an official EKS build of another family, so nodes boot, cannot read their user data, and never join (aws/karpenter-provider-aws #5940).",
         "Set amiFamily to the images' family, or change amiSelectorTerms to select images of amiFamily's family (an alias selects both at once).";
+
+    // CapacityReservationsUsable
+    NoCapacityReservationsSelected => Only(C::CapacityReservationsUsable), True,
+        "The EC2NodeClass selects no capacity reservation (capacityReservationSelectorTerms is empty).",
+        "Nothing to do.";
+    CapacityReservationsSelected => Only(C::CapacityReservationsUsable), True,
+        "The EC2NodeClass selects active capacity reservations in zones it has subnets in, or no NodePool of it needs reserved capacity (see the warnings).",
+        "Nothing to do.";
+    ReservedCapacityDisabled => Only(C::CapacityReservationsUsable), False,
+        "The EC2NodeClass selects capacity reservations and every NodePool of it allows only reserved capacity (karpenter.sh/capacity-type In [reserved]), but the Karpenter controller runs with its ReservedCapacity feature gate off (off by default before 1.6), so it offers no reserved capacity and launches nothing for the class.",
+        "Turn the gate on (the chart's settings.featureGates.reservedCapacity, FEATURE_GATES=ReservedCapacity=true), or allow on-demand capacity in the NodePools.";
+    CapacityReservationsNotFound => Only(C::CapacityReservationsUsable), False,
+        "capacityReservationSelectorTerms match no active capacity reservation (Karpenter's status.capacityReservations is empty while its CapacityReservationsReady is True, which it is even when nothing matches), and every NodePool of the class allows only reserved capacity, so Karpenter launches nothing (aws/karpenter-provider-aws #8514).",
+        "Fix the selector terms (id, tags, ownerID, instanceMatchCriteria) to match an active reservation, renew the reservation, or allow on-demand capacity in the NodePools.";
+    CapacityReservationsOnlyInZonesWithoutSubnets => Only(C::CapacityReservationsUsable), False,
+        "Every capacity reservation the EC2NodeClass selects is in an availability zone the class has no subnet in, and every NodePool of the class allows only reserved capacity, so Karpenter can launch into none of them and launches nothing.",
+        "Select a subnet in the reservations' zones, or reservations in the subnets' zones.";
 
     // Ready (summary)
     AllChecksPassed => Only(C::Ready), True,

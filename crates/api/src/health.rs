@@ -49,6 +49,7 @@ pub const FIELD_MANAGER: &str = "karpenter-health";
     printcolumn = r#"{"name":"Limits","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"LimitsLeaveRoom\")].status"}"#,
     printcolumn = r#"{"name":"Drift","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"DriftCanBeReplaced\")].status"}"#,
     printcolumn = r#"{"name":"AMIs","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"AmisResolvable\")].status"}"#,
+    printcolumn = r#"{"name":"Reserved","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"CapacityReservationsUsable\")].status"}"#,
     printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

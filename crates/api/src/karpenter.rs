@@ -154,8 +154,35 @@ pub struct EC2NodeClassStatus {
     /// instance type must meet to boot each (its architecture, GPU or not).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub amis: Vec<ResolvedAmi>,
+    /// The active capacity reservations `spec.capacityReservationSelectorTerms` select (Karpenter
+    /// 1.3+, with its ReservedCapacity feature gate on): empty when they select none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_reservations: Vec<ResolvedCapacityReservation>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<KarpenterCondition>,
+}
+
+/// One entry of `status.capacityReservations`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedCapacityReservation {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub availability_zone: String,
+    #[serde(default)]
+    pub instance_type: String,
+    /// `open` or `targeted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_match_criteria: Option<String>,
+    /// `default` or `capacity-block`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_type: Option<String>,
+    /// `active`, or `expiring` (a capacity block within EC2's reclamation window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<Time>,
 }
 
 /// One entry of `status.amis`.

@@ -58,6 +58,10 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
         "Selector terms by ssmParameter (the parameter is not read); whether the Karpenter controller may read the alias's parameters (ssm:GetParameter); images deregistered since Karpenter's last resolution (Karpenter's own AMIsReady goes False within minutes); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered.",
     ),
     (
+        ConditionType::CapacityReservationsUsable,
+        "It reads Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute). Open reservations in the account the class does not select, which on-demand launches no longer fall into once Karpenter uses reservations (#8176, #9001). Whether a reservation's instance type is one a NodePool allows, zone requirements of the NodePools, and the reservations' available count.",
+    ),
+    (
         ConditionType::LimitsLeaveRoom,
         "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), limits.nodes and other resources; vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity.",
     ),

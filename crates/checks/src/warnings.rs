@@ -84,6 +84,18 @@ warnings! {
     AmiFamilyPartlyMismatched => AmisResolvable,
         "Some images Karpenter resolved for this EC2NodeClass are official EKS builds of another family than spec.amiFamily: a node launched from one of them boots with user data it cannot read and never joins.",
         "Narrow amiSelectorTerms to images of amiFamily's family.";
+    CapacityReservationsIgnored => CapacityReservationsUsable,
+        "The EC2NodeClass selects capacity reservations, but the Karpenter controller runs with its ReservedCapacity feature gate off (off by default before 1.6): it ignores the selector and launches on-demand or spot instances instead, so the reservations stay unused.",
+        "Turn the gate on (the chart's settings.featureGates.reservedCapacity), or remove the selector terms.";
+    CapacityReservationSelectorMatchesNothing => CapacityReservationsUsable,
+        "capacityReservationSelectorTerms match no active capacity reservation; Karpenter's CapacityReservationsReady is True all the same. Karpenter launches on-demand or spot instead of the reserved capacity the selector was written for.",
+        "Fix the selector terms to match an active reservation, or remove them.";
+    CapacityReservationInZoneWithoutSubnet => CapacityReservationsUsable,
+        "A capacity reservation the EC2NodeClass selects is in an availability zone the class has no subnet in, so Karpenter cannot launch into it from this class.",
+        "Select a subnet in the reservation's zone, or leave the reservation to a class that has one.";
+    CapacityReservationExpiring => CapacityReservationsUsable,
+        "A capacity block the EC2NodeClass selects is expiring: EC2 reclaims its instances at the end of the block and Karpenter launches no more into it.",
+        "Extend or replace the capacity block, or let the NodePools fall back to on-demand.";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

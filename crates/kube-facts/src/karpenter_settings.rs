@@ -20,6 +20,9 @@ pub struct ControllerSettings {
     pub interruption_queue: Setting,
     /// `--disable-dry-run`, else `DISABLE_DRY_RUN` (Go `strconv.ParseBool`).
     pub dry_run_disabled: bool,
+    /// `--feature-gates`, else `FEATURE_GATES` (kubernetes-sigs/karpenter
+    /// `pkg/operator/options/options.go`), as written: `ReservedCapacity=true,NodeRepair=false`.
+    pub feature_gates: Setting,
 }
 
 /// A flag's value in the container's args: `--name=value`, `--name value`, or `--name` alone
@@ -124,9 +127,15 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
             Some(Setting::Value(v)) if parse_bool(&v)
         ),
     };
+    let feature_gates = match container.and_then(|c| flag(c, "feature-gates")) {
+        Some(v) if !v.trim().is_empty() => Setting::Value(v.trim().to_owned()),
+        Some(_) => Setting::Unset,
+        None => container.map_or(Setting::Unset, |c| env_setting(c, "FEATURE_GATES")),
+    };
     ControllerSettings {
         interruption_queue,
         dry_run_disabled,
+        feature_gates,
         version: container
             .and_then(|c| c.image.as_deref())
             .and_then(version_from_image),
@@ -211,6 +220,25 @@ mod tests {
         }))
         .unwrap();
         controller_settings(&deployment)
+    }
+
+    #[test]
+    fn feature_gates_come_from_the_flag_over_env_as_written() {
+        let gates = "ReservedCapacity=false,SpotToSpotConsolidation=false";
+        let s = controller(serde_json::json!({"name": "controller", "env": [
+            {"name": "FEATURE_GATES", "value": gates}]}));
+        assert_eq!(s.feature_gates, Setting::Value(gates.into()));
+        let s = controller(serde_json::json!({"name": "controller",
+            "args": ["--feature-gates=ReservedCapacity=true"],
+            "env": [{"name": "FEATURE_GATES", "value": gates}]}));
+        assert_eq!(
+            s.feature_gates,
+            Setting::Value("ReservedCapacity=true".into())
+        );
+        assert_eq!(
+            controller(serde_json::json!({"name": "controller"})).feature_gates,
+            Setting::Unset
+        );
     }
 
     #[test]

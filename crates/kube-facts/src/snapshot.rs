@@ -521,6 +521,7 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         service_account_state,
         interruption_queue: settings.interruption_queue,
         dry_run_disabled: settings.dry_run_disabled,
+        feature_gates: settings.feature_gates,
         irsa_audience,
     })
 }

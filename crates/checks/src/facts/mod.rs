@@ -358,6 +358,8 @@ pub struct KarpenterFacts {
     /// `eks.amazonaws.com/audience` of the controller's ServiceAccount: the audience of its IRSA
     /// token (`sts.amazonaws.com` without it).
     pub irsa_audience: Option<String>,
+    /// `FEATURE_GATES` / `--feature-gates` as written (`ReservedCapacity=true,...`).
+    pub feature_gates: Setting,
 }
 
 /// One setting of the controller as its Deployment gives it.

@@ -6,6 +6,7 @@
 //! the shared reason of its cause, never `False`; warnings are findings only.
 
 pub mod amis;
+pub mod capacity_reservations;
 pub mod cluster_identity;
 pub mod controller_can_launch;
 pub mod drift;
@@ -82,6 +83,7 @@ pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<O
     outcomes.push(limits::check(&ctx));
     outcomes.push(drift::check(&ctx));
     outcomes.push(amis::check(&ctx));
+    outcomes.push(capacity_reservations::check(&ctx));
     debug_assert!(
         outcomes
             .iter()

@@ -17,9 +17,15 @@ pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
 /// admit `spot`. A NodePool without a capacity-type requirement admits every capacity type
 /// (Karpenter prefers spot then; `pkg/providers/instance/instance.go getCapacityType`).
 pub fn allows_spot(pool: &NodePool) -> bool {
+    allows_capacity_type(pool, "spot")
+}
+
+/// Whether `pool`'s requirements (and template labels) admit the capacity type `value`
+/// (`spot`, `on-demand`, `reserved`).
+pub fn allows_capacity_type(pool: &NodePool, value: &str) -> bool {
     let template = &pool.spec.template;
     if let Some(label) = template.metadata.labels.get(CAPACITY_TYPE) {
-        return label == "spot";
+        return label == value;
     }
     template
         .spec
@@ -27,7 +33,7 @@ pub fn allows_spot(pool: &NodePool) -> bool {
         .iter()
         .filter(|r| r.key == CAPACITY_TYPE)
         .all(|r| {
-            let listed = r.values.iter().any(|v| v == "spot");
+            let listed = r.values.iter().any(|v| v == value);
             match r.operator.as_str() {
                 "In" => listed,
                 "NotIn" => !listed,

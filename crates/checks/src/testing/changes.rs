@@ -272,6 +272,60 @@ impl Facts {
         })
     }
 
+    /// The class selects capacity reservations by tag and Karpenter, reporting
+    /// CapacityReservationsReady=True, found `found` (id, zone, state); the NodePool allows the
+    /// capacity types `capacity_types` only.
+    pub fn with_capacity_reservations(
+        self,
+        found: &[(&str, &str, &str)],
+        capacity_types: &[&str],
+    ) -> Self {
+        self.with(|f| {
+            let class = &mut f.cluster.node_class;
+            class.spec.capacity_reservation_selector_terms =
+                vec![serde_json::json!({"tags": {"team": "ml"}})];
+            if let Some(status) = class.status.as_mut() {
+                status.capacity_reservations = found
+                    .iter()
+                    .map(|(id, zone, state)| {
+                        karpenter_health_api::karpenter::ResolvedCapacityReservation {
+                            id: (*id).into(),
+                            availability_zone: (*zone).into(),
+                            instance_type: "p5.48xlarge".into(),
+                            instance_match_criteria: Some("targeted".into()),
+                            reservation_type: Some("default".into()),
+                            state: Some((*state).into()),
+                            end_time: None,
+                        }
+                    })
+                    .collect();
+                status.conditions.push(karpenter_condition(
+                    "CapacityReservationsReady",
+                    "True",
+                    mins_ago(60),
+                ));
+            }
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                let requirements = &mut pool.spec.template.spec.requirements;
+                requirements.retain(|r| r.key != "karpenter.sh/capacity-type");
+                requirements.push(requirement(
+                    "karpenter.sh/capacity-type",
+                    "In",
+                    capacity_types,
+                ));
+            }
+        })
+    }
+
+    /// The Karpenter controller's FEATURE_GATES.
+    pub fn with_feature_gates(self, gates: Setting) -> Self {
+        self.with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.feature_gates = gates;
+            }
+        })
+    }
+
     /// Answers `decision` for `action` from IAM's simulator, `allowed` for the rest.
     pub fn with_simulated(self, action: &str, change: impl Fn(&mut SimulatedDecision)) -> Self {
         self.with(|f| {

@@ -171,6 +171,7 @@ pub fn node_class() -> EC2NodeClass {
                 requirements: vec![requirement("kubernetes.io/arch", "In", &[arch])],
             })
             .collect(),
+        capacity_reservations: Vec::new(),
         conditions,
     });
     nc
@@ -328,6 +329,7 @@ fn healthy_cluster() -> ClusterFacts {
             interruption_queue: Setting::Unset,
             dry_run_disabled: false,
             irsa_audience: None,
+            feature_gates: Setting::Unset,
         }),
         // Served without validation rules (an API server before 1.25): the version decides.
         crd_label_rules: Observed::Found(None),

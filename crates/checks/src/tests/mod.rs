@@ -2,6 +2,7 @@
 
 mod amis;
 mod aws_auth_scenarios;
+mod capacity_reservations;
 mod drift;
 mod identity;
 mod instance_types;

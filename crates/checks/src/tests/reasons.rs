@@ -2,7 +2,7 @@
 //! `every_reason_is_proven_by_a_sentence` fails when a reason has no row. Pure.
 
 use crate::evaluate;
-use crate::facts::{Facts, Observed, Settings, UnknownCause};
+use crate::facts::{Facts, Observed, Setting, Settings, UnknownCause};
 use crate::testing::*;
 use karpenter_health_api::{
     ConditionStatus, ConditionType, KarpenterHealthStatus, Reason, Severity,
@@ -309,6 +309,24 @@ sentences! {
     al2023_user_data_on_bottlerocket_images_is_ami_family_mismatch:
         Facts::healthy().with_ami_family("AL2023", &["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"])
         => AmisResolvable is False because AmiFamilyMismatch;
+
+    // CapacityReservationsUsable.
+    no_selector_terms_is_no_capacity_reservations_selected:
+        Facts::healthy() => CapacityReservationsUsable is True because NoCapacityReservationsSelected;
+    an_active_reservation_in_a_subnet_zone_is_capacity_reservations_selected:
+        Facts::healthy().with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+        => CapacityReservationsUsable is True because CapacityReservationsSelected;
+    the_gate_off_with_reserved_only_pools_is_reserved_capacity_disabled:
+        Facts::healthy()
+            .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+            .with_feature_gates(Setting::Value("ReservedCapacity=false".into()))
+        => CapacityReservationsUsable is False because ReservedCapacityDisabled;
+    a_selector_matching_nothing_for_reserved_only_pools_is_capacity_reservations_not_found:
+        Facts::healthy().with_capacity_reservations(&[], &["reserved"])
+        => CapacityReservationsUsable is False because CapacityReservationsNotFound;
+    reservations_only_where_the_class_has_no_subnet_is_capacity_reservations_only_in_zones_without_subnets:
+        Facts::healthy().with_capacity_reservations(&[("cr-0c", "us-west-2c", "active")], &["reserved"])
+        => CapacityReservationsUsable is False because CapacityReservationsOnlyInZonesWithoutSubnets;
 
     // KarpenterVersionCompatible.
     karpenter_1_8_on_kubernetes_1_29_is_karpenter_version_supported:

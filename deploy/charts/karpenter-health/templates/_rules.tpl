@@ -13,7 +13,7 @@ the series of the leader (karpenter_health_leader == 1) and drops the per-replic
 fail-over does not restart the alert's `for`.
 */}}
 {{- define "karpenter-health.conditionTypes" -}}
-InstanceProfileReady NodeRoleReady NodeRoleMapped SecurityGroupsReady ClusterIdentityUnique MetadataOptionsSupported LabelsAllowed KarpenterStatusConsistent NodeClaimsRegistered ControllerCanLaunch InterruptionHandlingReady SpotReady SubnetsReady NodeNetworkReady VolumeEncryptionReady KarpenterVersionCompatible InstanceTypesAvailable LimitsLeaveRoom DriftCanBeReplaced AmisResolvable
+InstanceProfileReady NodeRoleReady NodeRoleMapped SecurityGroupsReady ClusterIdentityUnique MetadataOptionsSupported LabelsAllowed KarpenterStatusConsistent NodeClaimsRegistered ControllerCanLaunch InterruptionHandlingReady SpotReady SubnetsReady NodeNetworkReady VolumeEncryptionReady KarpenterVersionCompatible InstanceTypesAvailable LimitsLeaveRoom DriftCanBeReplaced AmisResolvable CapacityReservationsUsable
 {{- end -}}
 
 {{- define "karpenter-health.alert" -}}

@@ -38,6 +38,9 @@ pub(crate) enum Beyond {
     AmiAlias(String, Vec<u8>),
     /// The class's amiFamily and the names of the images Karpenter resolved.
     AmiFamily(String, Vec<String>),
+    /// The reservations Karpenter found (zone, state), the capacity types the NodePool allows,
+    /// and FEATURE_GATES.
+    Reservations(Vec<(String, String)>, Vec<String>, Option<String>),
 }
 
 /// Mutations of the controller's wiring: its identity, trust, permissions, queue and spot role.
@@ -137,6 +140,15 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
             ]), 0..3)
         )
             .prop_map(|(family, names)| Beyond::AmiFamily(family, names)),
+        1 => (
+            prop::collection::vec(
+                (text(&["us-west-2a", "us-west-2c"]), text(&["active", "expiring"])),
+                0..3
+            ),
+            prop::collection::vec(text(&["reserved", "on-demand", "spot"]), 1..3),
+            prop::option::of(text(&["ReservedCapacity=false", "ReservedCapacity=true", "NodeRepair=true"]))
+        )
+            .prop_map(|(found, types, gates)| Beyond::Reservations(found, types, gates)),
     ]
 }
 
@@ -177,6 +189,21 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
                 }
             };
             *f = f.clone().with_ami_alias(alias, "1.29", answer);
+        }
+        Beyond::Reservations(found, types, gates) => {
+            let found: Vec<(String, &str, &str)> = found
+                .iter()
+                .enumerate()
+                .map(|(i, (zone, state))| (format!("cr-0{i}"), zone.as_str(), state.as_str()))
+                .collect();
+            let found: Vec<(&str, &str, &str)> =
+                found.iter().map(|(id, z, s)| (id.as_str(), *z, *s)).collect();
+            let types: Vec<&str> = types.iter().map(String::as_str).collect();
+            let gates = gates.clone().map_or(crate::facts::Setting::Unset, crate::facts::Setting::Value);
+            *f = f
+                .clone()
+                .with_capacity_reservations(&found, &types)
+                .with_feature_gates(gates);
         }
         Beyond::AmiFamily(family, names) => {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();

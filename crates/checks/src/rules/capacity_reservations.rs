@@ -1,0 +1,302 @@
+//! `CapacityReservationsUsable`: the capacity reservations this EC2NodeClass selects can take its
+//! launches. Karpenter's own `CapacityReservationsReady` is True even when the selector matches
+//! nothing (aws/karpenter-provider-aws `pkg/controllers/nodeclass/capacityreservation.go`: no
+//! reservation found is `SetTrue`), and Karpenter uses reservations only with its
+//! `ReservedCapacity` feature gate on (alpha and off in 1.3 to 1.5, beta and on from 1.6; the
+//! chart's `settings.featureGates.reservedCapacity` writes `FEATURE_GATES`). Pure: no IO.
+//!
+//! Judged from Karpenter's answer (`status.capacityReservations`, the active reservations its
+//! `DescribeCapacityReservations` found for the selector, once its `CapacityReservationsReady`
+//! is True for the current generation) and the class's subnets' zones (EC2). A selection that
+//! cannot be used is False only when every NodePool of the class allows nothing but reserved
+//! capacity, so nothing can launch; otherwise Karpenter launches on-demand or spot instead and it
+//! is a warning (#8176, #8514, #9001).
+
+use super::spot_ready::allows_capacity_type;
+use super::{Check, Context, Outcome, Why};
+use crate::facts::{Observed, Setting};
+use crate::warnings::Warning;
+use karpenter_health_api::karpenter::{NodePool, ResolvedCapacityReservation};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
+use std::collections::BTreeSet;
+
+/// The feature gate Karpenter uses capacity reservations under.
+pub const RESERVED_CAPACITY_GATE: &str = "ReservedCapacity";
+/// Karpenter's condition on the class for the reservation selector.
+const KARPENTER_CONDITION: &str = "CapacityReservationsReady";
+
+/// Whether `pool` allows only reserved capacity (`karpenter.sh/capacity-type In [reserved]`).
+pub fn reserved_only(pool: &NodePool) -> bool {
+    allows_capacity_type(pool, "reserved")
+        && !allows_capacity_type(pool, "on-demand")
+        && !allows_capacity_type(pool, "spot")
+}
+
+/// Whether the controller runs with `ReservedCapacity` on: the gate as `FEATURE_GATES` (or
+/// `--feature-gates`) writes it, else the release's default (on from 1.6).
+pub(crate) fn reserved_capacity_enabled(ctx: &Context) -> Result<bool, Why> {
+    let karpenter = match &ctx.facts.cluster.karpenter {
+        Observed::Found(k) => k,
+        Observed::Unknown(u) => return Err(Why::unobserved("The Karpenter controller", u)),
+        Observed::Absent => {
+            return Err(Why::new(
+                Reason::NotObserved,
+                "No Karpenter controller was found, so whether it uses capacity reservations \
+                 (its ReservedCapacity feature gate) is not known.",
+            ));
+        }
+    };
+    match &karpenter.feature_gates {
+        Setting::Value(gates) => {
+            // `Name=bool` pairs, comma-separated (k8s.io/component-base `cliflag.MapStringBool`).
+            let written = gates.split(',').find_map(|pair| {
+                let (name, value) = pair.split_once('=')?;
+                (name.trim() == RESERVED_CAPACITY_GATE).then(|| value.trim().to_owned())
+            });
+            if let Some(value) = written {
+                return match value.as_str() {
+                    "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+                    "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+                    _ => Err(Why::new(
+                        Reason::NotObserved,
+                        format!(
+                            "The Karpenter controller's FEATURE_GATES sets \
+                             {RESERVED_CAPACITY_GATE}={}, which is no boolean.",
+                            crate::clip(&value, 32)
+                        ),
+                    )),
+                };
+            }
+        }
+        Setting::Unresolved(how) => {
+            return Err(Why::new(
+                Reason::NotObserved,
+                format!(
+                    "The Karpenter controller's FEATURE_GATES is set {how}, which karpenter-health \
+                     does not read, so whether it uses capacity reservations is not known."
+                ),
+            ));
+        }
+        Setting::Unset => {}
+    }
+    let version = ctx.version.as_ref().map_err(Clone::clone)?;
+    Ok((version.major, version.minor) >= (1, 6))
+}
+
+fn label(r: &ResolvedCapacityReservation) -> String {
+    format!("{} ({} in {})", r.id, r.instance_type, r.availability_zone)
+}
+
+pub(crate) fn check(ctx: &Context) -> Outcome {
+    let mut c = Check::new(
+        ConditionType::CapacityReservationsUsable,
+        "capacity-reservations",
+    );
+    let class = &ctx.facts.cluster.node_class;
+    if class.spec.capacity_reservation_selector_terms.is_empty() {
+        return c.finish(
+            Reason::NoCapacityReservationsSelected,
+            "This EC2NodeClass selects no capacity reservation (capacityReservationSelectorTerms).",
+        );
+    }
+    let pools = match &ctx.facts.cluster.node_pools {
+        Observed::Found(pools) => pools.as_slice(),
+        Observed::Absent => &[],
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
+            return c.finish(Reason::CapacityReservationsSelected, "");
+        }
+    };
+    let mut reserved_pools: Vec<String> = pools
+        .iter()
+        .filter(|p| reserved_only(p))
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    reserved_pools.sort();
+    let nothing_else = !pools.is_empty() && reserved_pools.len() == pools.len();
+    let subjects = || {
+        let mut s = vec![ctx.node_class_subject()];
+        s.extend(
+            reserved_pools
+                .iter()
+                .take(3)
+                .map(|p| SubjectRef::new("NodePool", p)),
+        );
+        s
+    };
+
+    let enabled = match reserved_capacity_enabled(ctx) {
+        Ok(enabled) => enabled,
+        Err(why) => {
+            c.unknown(why);
+            return c.finish(Reason::CapacityReservationsSelected, "");
+        }
+    };
+    if !enabled {
+        if nothing_else {
+            c.fail(
+                Reason::ReservedCapacityDisabled,
+                format!(
+                    "This EC2NodeClass selects capacity reservations and NodePool(s) {} allow only \
+                     reserved capacity, but the Karpenter controller runs with its \
+                     {RESERVED_CAPACITY_GATE} feature gate off, so it offers no reserved capacity \
+                     and launches nothing for them. Turn the gate on \
+                     (settings.featureGates.reservedCapacity) or allow on-demand.",
+                    super::list_bounded(&reserved_pools, 3)
+                ),
+                subjects(),
+            );
+        } else {
+            c.warn(
+                Warning::CapacityReservationsIgnored,
+                format!(
+                    "This EC2NodeClass selects capacity reservations, but the Karpenter controller \
+                     runs with its {RESERVED_CAPACITY_GATE} feature gate off: it ignores the \
+                     selector and launches on-demand or spot instances instead."
+                ),
+                vec![ctx.node_class_subject()],
+            );
+        }
+        return c.finish(
+            Reason::CapacityReservationsSelected,
+            "No NodePool of this EC2NodeClass needs reserved capacity.",
+        );
+    }
+
+    // Karpenter's answer for the current generation.
+    let generation = class.metadata.generation;
+    let resolved = ctx.karpenter_condition(KARPENTER_CONDITION).filter(|k| {
+        ConditionStatus::parse(&k.status) == ConditionStatus::True
+            && (k.observed_generation.is_none() || k.observed_generation == generation)
+    });
+    if resolved.is_none() {
+        c.unknown(Why::new(
+            Reason::NotObserved,
+            format!(
+                "Karpenter has not reported {KARPENTER_CONDITION}=True for this generation of the \
+                 EC2NodeClass, so which reservations its selector matches is not known yet."
+            ),
+        ));
+        return c.finish(Reason::CapacityReservationsSelected, "");
+    }
+    let reservations: &[ResolvedCapacityReservation] = class
+        .status
+        .as_ref()
+        .map_or(&[], |s| &s.capacity_reservations);
+    if reservations.is_empty() {
+        if nothing_else {
+            c.fail(
+                Reason::CapacityReservationsNotFound,
+                format!(
+                    "capacityReservationSelectorTerms match no active capacity reservation \
+                     (Karpenter's status.capacityReservations is empty although its \
+                     {KARPENTER_CONDITION} is True), and NodePool(s) {} allow only reserved \
+                     capacity, so Karpenter launches nothing for them.",
+                    super::list_bounded(&reserved_pools, 3)
+                ),
+                subjects(),
+            );
+        } else {
+            c.warn(
+                Warning::CapacityReservationSelectorMatchesNothing,
+                "capacityReservationSelectorTerms match no active capacity reservation (Karpenter's \
+                 status.capacityReservations is empty although its CapacityReservationsReady is \
+                 True): Karpenter launches on-demand or spot instances instead.",
+                vec![ctx.node_class_subject()],
+            );
+        }
+        return c.finish(
+            Reason::CapacityReservationsSelected,
+            "No NodePool of this EC2NodeClass needs reserved capacity.",
+        );
+    }
+
+    let mut ok = vec![format!(
+        "{} capacity reservation(s) selected",
+        reservations.len()
+    )];
+    match &ctx.facts.aws.subnets {
+        Observed::Found(subnets) => {
+            let zones: BTreeSet<&str> = subnets.iter().map(|s| s.zone.as_str()).collect();
+            let outside: Vec<String> = reservations
+                .iter()
+                .filter(|r| !zones.contains(r.availability_zone.as_str()))
+                .map(label)
+                .collect();
+            let zones_text = zones.iter().copied().collect::<Vec<_>>().join(", ");
+            if outside.len() == reservations.len() && nothing_else {
+                c.fail(
+                    Reason::CapacityReservationsOnlyInZonesWithoutSubnets,
+                    format!(
+                        "Every capacity reservation this EC2NodeClass selects is in a zone it has \
+                         no subnet in ({}; its subnets are in {zones_text}), and NodePool(s) {} \
+                         allow only reserved capacity, so Karpenter launches nothing for them.",
+                        super::list_bounded(&outside, 3),
+                        super::list_bounded(&reserved_pools, 3)
+                    ),
+                    subjects(),
+                );
+            } else if !outside.is_empty() {
+                c.warn(
+                    Warning::CapacityReservationInZoneWithoutSubnet,
+                    format!(
+                        "Capacity reservation(s) {} are in zones this EC2NodeClass has no subnet in \
+                         (its subnets are in {zones_text}): Karpenter cannot launch into them from \
+                         this class.",
+                        super::list_bounded(&outside, 3)
+                    ),
+                    vec![ctx.node_class_subject()],
+                );
+            } else {
+                ok.push("each in a zone the class has a subnet in".to_owned());
+            }
+        }
+        Observed::Unknown(u) if nothing_else => {
+            c.unknown(Why::unobserved("The subnets of this EC2NodeClass", u));
+        }
+        _ => ok.push("their zones not compared with the subnets' (not read)".to_owned()),
+    }
+    let expiring: Vec<String> = reservations
+        .iter()
+        .filter(|r| r.state.as_deref() == Some("expiring"))
+        .map(label)
+        .collect();
+    if !expiring.is_empty() {
+        c.warn(
+            Warning::CapacityReservationExpiring,
+            format!(
+                "Capacity block(s) {} are expiring: EC2 reclaims their instances at the end of the \
+                 block, and Karpenter launches no more into them.",
+                super::list_bounded(&expiring, 3)
+            ),
+            vec![ctx.node_class_subject()],
+        );
+    }
+    c.finish(
+        Reason::CapacityReservationsSelected,
+        format!("{}.", ok.join(", ")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node_pool, requirement};
+
+    #[test]
+    fn reserved_only_needs_reserved_and_neither_on_demand_nor_spot() {
+        let with = |values: &[&str]| {
+            let mut pool = node_pool("p");
+            pool.spec.template.spec.requirements =
+                vec![requirement(super::super::spot_ready::CAPACITY_TYPE, "In", values)];
+            reserved_only(&pool)
+        };
+        assert!(with(&["reserved"]));
+        assert!(!with(&["reserved", "on-demand"]));
+        assert!(!with(&["on-demand"]));
+        // No capacity-type requirement at all admits every type.
+        let mut open = node_pool("p");
+        open.spec.template.spec.requirements.clear();
+        assert!(!reserved_only(&open));
+    }
+}

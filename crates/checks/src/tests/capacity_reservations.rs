@@ -1,0 +1,135 @@
+//! Scenarios of `CapacityReservationsUsable` beyond one sentence per reason: a reservation in a
+//! zone the class does not use, a selector matching nothing, the gate off and an expiring block
+//! are warnings while a NodePool may launch on-demand or spot; the gate follows FEATURE_GATES,
+//! else the release's default; what was not seen is Unknown, never False. Pure.
+
+use super::reasons::condition_of;
+use crate::facts::{Facts, Observed, Setting, UnknownCause};
+use karpenter_health_api::ConditionType;
+
+fn reservations(f: &Facts) -> (String, String, String, Vec<String>) {
+    condition_of(f, ConditionType::CapacityReservationsUsable)
+}
+
+const ON_DEMAND_TOO: &[&str] = &["reserved", "on-demand"];
+
+#[test]
+fn while_on_demand_is_allowed_an_unusable_selection_is_only_a_warning() {
+    for (what, f, warning) in [
+        (
+            "a reservation in a zone the class does not use, beside one it does",
+            Facts::healthy().with_capacity_reservations(
+                &[
+                    ("cr-0a", "us-west-2a", "active"),
+                    ("cr-0c", "us-west-2c", "active"),
+                ],
+                &["reserved"],
+            ),
+            "CapacityReservationInZoneWithoutSubnet",
+        ),
+        (
+            "only a reservation in a zone the class does not use, on-demand allowed",
+            Facts::healthy()
+                .with_capacity_reservations(&[("cr-0c", "us-west-2c", "active")], ON_DEMAND_TOO),
+            "CapacityReservationInZoneWithoutSubnet",
+        ),
+        (
+            "a selector matching nothing, on-demand allowed",
+            Facts::healthy().with_capacity_reservations(&[], ON_DEMAND_TOO),
+            "CapacityReservationSelectorMatchesNothing",
+        ),
+        (
+            "the gate off, on-demand allowed",
+            Facts::healthy()
+                .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], ON_DEMAND_TOO)
+                .with_feature_gates(Setting::Value("NodeRepair=true,ReservedCapacity=false".into())),
+            "CapacityReservationsIgnored",
+        ),
+        (
+            "an expiring capacity block",
+            Facts::healthy()
+                .with_capacity_reservations(&[("cr-0a", "us-west-2a", "expiring")], &["reserved"]),
+            "CapacityReservationExpiring",
+        ),
+    ] {
+        let (status, _, message, warnings) = reservations(&f);
+        assert_eq!(status, "True", "{what}: {message}");
+        assert_eq!(warnings, vec![warning.to_owned()], "{what}");
+        let contradiction = match warning {
+            "CapacityReservationExpiring" => "active",
+            _ => "each in a zone",
+        };
+        assert!(
+            !message.contains(contradiction),
+            "{what}: the True message never contradicts the warning: {message}"
+        );
+    }
+}
+
+#[test]
+fn the_gate_follows_feature_gates_else_the_release_default() {
+    let reserved_only = || {
+        Facts::healthy().with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+    };
+    let with_version = |v: &str| {
+        reserved_only().with(|f| {
+            if let Observed::Found(k) = &mut f.cluster.karpenter {
+                k.version = Some(v.into());
+            }
+        })
+    };
+    // 1.6 turned the gate on by default; 1.5 had it off.
+    assert_eq!(reservations(&with_version("1.6.0")).0, "True");
+    assert_eq!(reservations(&with_version("1.5.2")).1, "ReservedCapacityDisabled");
+    // Written explicitly, the setting wins over the default.
+    let on = with_version("1.5.2").with_feature_gates(Setting::Value("ReservedCapacity=true".into()));
+    assert_eq!(reservations(&on).0, "True");
+    // From a ConfigMap the operator does not read, or not a boolean: not known.
+    for gates in [
+        Setting::Unresolved("from ConfigMap karpenter-gates key gates".into()),
+        Setting::Value("ReservedCapacity=maybe".into()),
+    ] {
+        let (status, _, message, _) = reservations(&reserved_only().with_feature_gates(gates));
+        assert_eq!(status, "Unknown", "{message}");
+    }
+}
+
+#[test]
+fn what_was_not_seen_is_unknown_never_false() {
+    fn denied<T>() -> Observed<T> {
+        Observed::unknown(UnknownCause::AccessDenied, "denied")
+    }
+    for (what, f) in [
+        (
+            "Karpenter has not resolved the selector for this generation",
+            Facts::healthy()
+                .with_capacity_reservations(&[], &["reserved"])
+                .with(|f| {
+                    if let Some(s) = f.cluster.node_class.status.as_mut() {
+                        s.conditions.retain(|c| c.type_ != "CapacityReservationsReady");
+                    }
+                }),
+        ),
+        (
+            "Karpenter's answer is for an older generation",
+            Facts::healthy()
+                .with_capacity_reservations(&[], &["reserved"])
+                .with(|f| f.cluster.node_class.metadata.generation = Some(2)),
+        ),
+        (
+            "the subnets not read",
+            Facts::healthy()
+                .with_capacity_reservations(&[("cr-0c", "us-west-2c", "active")], &["reserved"])
+                .with(|f| f.aws.subnets = denied()),
+        ),
+        (
+            "the NodePools not listed",
+            Facts::healthy()
+                .with_capacity_reservations(&[], &["reserved"])
+                .with(|f| f.cluster.node_pools = denied()),
+        ),
+    ] {
+        let (status, reason, message, _) = reservations(&f);
+        assert_eq!(status, "Unknown", "{what}: {reason} {message}");
+    }
+}
