@@ -8,6 +8,7 @@
 //! on the wire is in [`aws_wire`].
 
 mod aws_wire;
+pub mod capacity_reservations;
 mod offerings;
 pub mod public_parameters;
 mod simulator;
@@ -105,6 +106,9 @@ struct State {
     /// `/aws`. Starts with [`public_parameters::published`]; a name not here is forwarded to
     /// moto, which answers ParameterNotFound.
     public_parameters: BTreeMap<String, String>,
+    /// The account's On-Demand Capacity Reservations (moto has none): DescribeCapacityReservations
+    /// answers from them, filtered (`capacity_reservations.rs`).
+    capacity_reservations: Vec<capacity_reservations::CapacityReservation>,
 }
 
 /// The running proxy; stops when dropped.
@@ -256,6 +260,14 @@ impl FaultProxy {
                 .insert(name.to_owned(), v.to_owned()),
             None => state.public_parameters.remove(name),
         };
+    }
+
+    /// The account's capacity reservations from now on (none at the start).
+    pub fn set_capacity_reservations(
+        &self,
+        reservations: Vec<capacity_reservations::CapacityReservation>,
+    ) {
+        lock(&self.state).capacity_reservations = reservations;
     }
 
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
@@ -424,6 +436,14 @@ async fn handle(
         if let Some(value) = value {
             return Ok(aws_wire::service_quota(service, code, value));
         }
+    }
+
+    if call.service == "ec2" && call.operation == "DescribeCapacityReservations" {
+        let held = lock(&state).capacity_reservations.clone();
+        // moto's default account, which owns everything else the bed creates.
+        let xml =
+            capacity_reservations::answer(&String::from_utf8_lossy(&body), &held, "123456789012");
+        return Ok(aws_wire::query_xml(200, xml));
     }
 
     if call.service == "ssm" && call.operation == "GetParameter" {

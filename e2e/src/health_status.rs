@@ -89,3 +89,15 @@ pub fn finding_names(
         .flat_map(|f| &f.subjects)
         .any(|s| s.kind == kind && s.name == name)
 }
+
+/// The zone of the class's one subnet, as `InstanceTypesAvailable`'s True message names it.
+pub fn subnet_zone(status: &KarpenterHealthStatus) -> anyhow::Result<String> {
+    let text = message(status, ConditionType::InstanceTypesAvailable);
+    let zone = text
+        .split_once("offered in ")
+        .and_then(|(_, rest)| rest.split_once(" ("))
+        .map(|(zone, _)| zone.to_owned())
+        .ok_or_else(|| anyhow::anyhow!("no zone in {text:?}"))?;
+    anyhow::ensure!(!zone.contains(','), "one subnet, one zone: {zone}");
+    Ok(zone)
+}

@@ -15,25 +15,13 @@ use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
-use karpenter_health_e2e::health_status::message;
+use karpenter_health_e2e::health_status::{message, subnet_zone};
 use karpenter_health_e2e::status_log::StatusLog;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
 fn requirement(key: &str, operator: &str, values: &[&str]) -> Value {
     json!({"key": key, "operator": operator, "values": values})
-}
-
-/// The zone of the class's one subnet, as the True message names it.
-fn zone_of(status: &KarpenterHealthStatus) -> Result<String> {
-    let text = message(status, ConditionType::InstanceTypesAvailable);
-    let zone = text
-        .split_once("offered in ")
-        .and_then(|(_, rest)| rest.split_once(" ("))
-        .map(|(zone, _)| zone.to_owned())
-        .with_context(|| format!("no zone in {text:?}"))?;
-    anyhow::ensure!(!zone.contains(','), "one subnet, one zone: {zone}");
-    Ok(zone)
 }
 
 /// Waits until the condition is True with another message than `before`: the operator has
@@ -56,7 +44,7 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
         let status = fx
             .wait_healthy("with a NodePool of amd64 on-demand types")
             .await?;
-        let zone = zone_of(&status)?;
+        let zone = subnet_zone(&status)?;
         let mut before = message(&status, ConditionType::InstanceTypesAvailable).to_owned();
         assert!(fx.proxy.count("ec2", "DescribeInstanceTypes") > 0);
         assert!(fx.proxy.count("ec2", "DescribeInstanceTypeOfferings") > 0);

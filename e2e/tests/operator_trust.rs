@@ -13,7 +13,7 @@ use karpenter_health_e2e::fault_proxy::{FaultProxy, PodIdentityAssociation};
 use karpenter_health_e2e::fixture::{
     CONTROLLER_POLICY, DEADLINE, Fixture, controller_policy, irsa_trust, kms_for_ebs_policy,
 };
-use karpenter_health_e2e::health_status::message;
+use karpenter_health_e2e::health_status::{message, subnet_zone};
 use karpenter_health_e2e::status_log::StatusLog;
 use karpenter_health_e2e::{apply_json, wait_for};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -85,10 +85,14 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
         );
 
         // Point 1: once the class selects capacity reservations, the fifth rule is needed.
+        // Karpenter finds the reservation, in the class's zone.
+        let zone = subnet_zone(&status)?;
         fx.patch_node_class_spec(
             json!({"capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}),
         )
         .await?;
+        fx.karpenter_found_reservations(&[("cr-0123456789abcdef0", &zone, "active")])
+            .await?;
         let status = fx
             .wait_only_failed(
                 ConditionType::InterruptionHandlingReady,

@@ -7,9 +7,9 @@
 
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts,
-    SimulatedDecision, SubnetFacts, UnknownCause, VpcEndpointFacts,
+    AccessEntryFacts, AccountFacts, CapacityReservationFacts, EksClusterFacts, EventRuleFacts,
+    InstanceFacts, InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts,
+    SecurityGroupFacts, SimulatedDecision, SubnetFacts, UnknownCause, VpcEndpointFacts,
 };
 use std::fmt;
 
@@ -327,6 +327,12 @@ pub trait Ec2Api: Send + Sync {
         &self,
         next_token: Option<String>,
     ) -> BoxFuture<'_, PortResult<Page<(String, String)>>>;
+    /// One page of the account's active open On-Demand Capacity Reservations
+    /// (DescribeCapacityReservations with `state=active`, `instance-match-criteria=open`).
+    fn describe_open_capacity_reservations(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<CapacityReservationFacts>>>;
 }
 
 /// The VPC attributes the checks read.

@@ -226,3 +226,52 @@ async fn the_minor_falls_back_to_the_api_server_and_a_denied_read_is_unknown() {
         "{facts:?}"
     );
 }
+
+#[tokio::test]
+async fn the_minor_is_not_guessed_from_the_api_server_while_eks_cannot_be_read() {
+    let fake = FakeAws::new(world());
+    fake.fail(
+        "DescribeCluster",
+        CallError::new(ErrorKind::Throttled, "slow down").with_code("ThrottlingException"),
+    );
+    let obs = observer(&fake, options());
+    let asked = AwsRequest {
+        apiserver_version: Some("v1.20.2".into()),
+        ..with_alias("al2023@latest")
+    };
+    let facts = obs.observe(&asked).await.ami_parameters;
+    assert!(
+        matches!(&facts, Some(Observed::Unknown(u)) if u.cause == UnknownCause::Throttled
+            && u.detail.contains("EKS DescribeCluster")),
+        "{facts:?}"
+    );
+    assert_eq!(fake.calls("GetParameter"), 0);
+}
+
+#[tokio::test]
+async fn open_capacity_reservations_are_read_once_for_all_classes_only_when_node_pools_use_them() {
+    let fake = fake();
+    fake.with(|s| {
+        s.open_capacity_reservations.push(
+            karpenter_health_checks::facts::CapacityReservationFacts {
+                id: "cr-0open".into(),
+                instance_type: "m5.large".into(),
+                zone: "us-west-2a".into(),
+                available: Some(2),
+            },
+        );
+    });
+    let obs = observer(&fake, options());
+    let a = obs.observe(&asking("a")).await;
+    let b = obs.observe(&asking("b")).await;
+    let Some(Observed::Found(open)) = &a.open_capacity_reservations else {
+        panic!("{:?}", a.open_capacity_reservations);
+    };
+    assert_eq!(open[0].id, "cr-0open");
+    assert_eq!(a.open_capacity_reservations, b.open_capacity_reservations);
+    assert_eq!(fake.calls("DescribeCapacityReservations"), 1);
+    assert_eq!(
+        obs.observe(&request()).await.open_capacity_reservations,
+        None
+    );
+}

@@ -59,7 +59,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::CapacityReservationsUsable,
-        "It reads Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute). Open reservations in the account the class does not select, which on-demand launches no longer fall into once Karpenter uses reservations (#8176, #9001). Whether a reservation's instance type is one a NodePool allows, zone requirements of the NodePools, and the reservations' available count.",
+        "The selected reservations come from Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute) is not seen. Whether a selected reservation's instance type is one a NodePool allows, zone requirements of the NodePools, and the selected reservations' available count. Open reservations of other accounts shared with this one, and open reservations bought within the hour (the account family's period).",
     ),
     (
         ConditionType::LimitsLeaveRoom,

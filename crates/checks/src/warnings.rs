@@ -96,6 +96,9 @@ warnings! {
     CapacityReservationExpiring => CapacityReservationsUsable,
         "A capacity block the EC2NodeClass selects is expiring: EC2 reclaims its instances at the end of the block and Karpenter launches no more into it.",
         "Extend or replace the capacity block, or let the NodePools fall back to on-demand.";
+    OpenCapacityReservationsSkipped => CapacityReservationsUsable,
+        "The account holds open On-Demand Capacity Reservations in this EC2NodeClass's zones, of instance types its NodePools launch on demand, that the class does not select. With the ReservedCapacity feature gate on (the default from 1.6) Karpenter launches every instance with CapacityReservationPreference none, so its nodes no longer fall into open reservations: they run as on-demand while the reservations stay idle and billed (aws/karpenter-provider-aws #8176, #9001).",
+        "Select the reservations in capacityReservationSelectorTerms and allow the reserved capacity type, or turn the gate off where open matching is wanted (settings.featureGates.reservedCapacity).";
     AwsAuthUnparsable => NodeRoleMapped,
         "Part of kube-system/aws-auth cannot be read: the authenticator skips what is named (a mapRoles or mapUsers value that is not a YAML list, an entry of the wrong shape, a field of the wrong type) and keeps the rest. The node role's own mapping is judged by NodeRoleMapped; this warning is about the other identities.",
         "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";

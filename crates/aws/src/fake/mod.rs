@@ -15,9 +15,9 @@ use crate::ports::{
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, AwsFacts, EksClusterFacts, EventRuleFacts, InstanceFacts,
-    InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts, SecurityGroupFacts,
-    SimulatedDecision, SubnetFacts, VpcEndpointFacts,
+    AccessEntryFacts, AccountFacts, AwsFacts, CapacityReservationFacts, EksClusterFacts,
+    EventRuleFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts,
+    RouteTableFacts, SecurityGroupFacts, SimulatedDecision, SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -85,6 +85,9 @@ pub struct FakeState {
     pub service_quotas: BTreeMap<(String, String), f64>,
     /// SSM parameter values by name; a missing one is absent (`ParameterNotFound`).
     pub ssm_parameters: BTreeMap<String, String>,
+    /// The account's active open capacity reservations, as DescribeCapacityReservations
+    /// answers the adapter's filtered question.
+    pub open_capacity_reservations: Vec<CapacityReservationFacts>,
 }
 
 impl FakeState {
@@ -141,6 +144,7 @@ impl Default for FakeState {
             instance_type_page_size: 100,
             service_quotas: BTreeMap::new(),
             ssm_parameters: BTreeMap::new(),
+            open_capacity_reservations: Vec::new(),
         }
     }
 }

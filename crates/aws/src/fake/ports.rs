@@ -364,6 +364,19 @@ impl Ec2Api for FakeAws {
             )
         })
     }
+
+    fn describe_open_capacity_reservations(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<CapacityReservationFacts>>> {
+        self.answer("DescribeCapacityReservations", move |s| {
+            page(
+                s.open_capacity_reservations.clone(),
+                s.instance_type_page_size,
+                next_token,
+            )
+        })
+    }
 }
 
 impl FakeState {

@@ -1,6 +1,10 @@
 //! SSM reads of the observer for `AmisResolvable`: the public parameters an EC2NodeClass's AMI
-//! `alias` resolves through, for the cluster's Kubernetes minor (EKS's version, else the API
-//! server's, as Karpenter's version provider takes it) and, for a pinned alias, the next minor.
+//! `alias` resolves through, for the cluster's Kubernetes minor and, for a pinned alias, the next
+//! minor. Karpenter takes the minor from the API server's `/version`, or from EKS
+//! DescribeCluster with `EKS_CONTROL_PLANE=true` (aws/karpenter-provider-aws
+//! `pkg/providers/version/version.go`); on EKS both name the same minor. EKS's answer is used
+//! when there is one; when EKS could not be read the minor is not guessed (unknown), and only
+//! where EKS has no such cluster does the API server's version decide.
 //! One key per parameter name, shared by every class with the same alias, in the catalog family
 //! (AWS publishes images for a minor once; a new minor's appear within the period, or at once on
 //! evidence). Does IO (through the SSM port).
@@ -55,14 +59,22 @@ impl AwsObserver {
         eks: Option<&Observed<EksClusterFacts>>,
         apiserver_version: Option<&str>,
     ) -> AmiReads {
-        let eks_version = eks
-            .and_then(Observed::found)
-            .and_then(|c| c.version.as_deref())
-            .and_then(minor_of);
-        let minor = eks_version.or_else(|| apiserver_version.and_then(minor_of));
         let unread = |why: &str| AmiReads {
             kubernetes_minor: Err(super::shared::not_observed(why)),
             reads: Vec::new(),
+        };
+        let minor = match eks {
+            Some(Observed::Found(cluster)) => cluster.version.as_deref().and_then(minor_of),
+            Some(Observed::Unknown(u)) => {
+                return AmiReads {
+                    kubernetes_minor: Err(Observed::Unknown(super::shared::because(
+                        "the cluster's Kubernetes version (EKS DescribeCluster) is not known",
+                        u,
+                    ))),
+                    reads: Vec::new(),
+                };
+            }
+            Some(Observed::Absent) | None => apiserver_version.and_then(minor_of),
         };
         let Some(alias) = Alias::parse(alias) else {
             return unread("the alias is not one Karpenter resolves");

@@ -142,3 +142,34 @@ impl AwsObserver {
             .await
     }
 }
+
+impl AwsObserver {
+    /// The account's active open capacity reservations in the region: one key shared by every
+    /// class, in the account family (a reservation bought shows within the hour, or at once on
+    /// evidence). Whether Karpenter's launches still fall into them is the check's question.
+    pub(super) async fn open_capacity_reservations(
+        &self,
+    ) -> Read<Vec<karpenter_health_checks::facts::CapacityReservationFacts>> {
+        let this = self.clone();
+        self.inner
+            .open_reservations
+            .get((), move || async move {
+                let ec2 = &this.inner.ec2;
+                let mut found = Vec::new();
+                let paged = this
+                    .pages(
+                        Service::Ec2,
+                        "DescribeCapacityReservations",
+                        "",
+                        |token| ec2.describe_open_capacity_reservations(token),
+                        |page| found.extend(page),
+                    )
+                    .await?;
+                Ok(match paged {
+                    super::shared::Paged::Complete => Some(found),
+                    super::shared::Paged::Absent => None,
+                })
+            })
+            .await
+    }
+}

@@ -132,6 +132,8 @@ struct Inner {
     service_quotas: Cache<&'static str, f64>,
     /// SSM parameter values by name (`amis.rs`), in the catalog family.
     ssm_parameters: Cache<String, String>,
+    /// The account's active open capacity reservations (`ec2.rs`), in the account family.
+    open_reservations: Cache<(), Vec<karpenter_health_checks::facts::CapacityReservationFacts>>,
     /// Every cache's changed answers.
     changes: Arc<Changes>,
 }
@@ -231,6 +233,7 @@ impl AwsObserver {
                 instance_type_zones: Cache::with_changes(catalog_ttls, changes.clone()),
                 service_quotas: Cache::with_changes(account_ttls, changes.clone()),
                 ssm_parameters: Cache::with_changes(catalog_ttls, changes.clone()),
+                open_reservations: Cache::with_changes(account_ttls, changes.clone()),
                 judged_memo: Default::default(),
                 options,
                 changes,
@@ -410,7 +413,13 @@ impl AwsObserver {
         };
         let catalog_read: futures::future::OptionFuture<_> = request
             .instance_types
-            .then_some(async { join!(self.instance_catalog(), self.vcpu_quotas()) })
+            .then_some(async {
+                join!(
+                    self.instance_catalog(),
+                    self.vcpu_quotas(),
+                    self.open_capacity_reservations()
+                )
+            })
             .into();
         let amis_read: futures::future::OptionFuture<_> = request
             .ami_alias
@@ -432,7 +441,12 @@ impl AwsObserver {
             catalog_read,
             amis_read
         );
-        let (catalog, quotas) = catalog_and_quotas.unzip();
+        let (catalog, quotas, reservations) = match catalog_and_quotas {
+            Some((catalog, quotas, reservations)) => {
+                (Some(catalog), Some(quotas), Some(reservations))
+            }
+            None => (None, None, None),
+        };
 
         let mut stale = Vec::new();
         let mut note = |fact: &'static str, age: Option<Duration>| {
@@ -479,6 +493,10 @@ impl AwsObserver {
             instances.as_ref().and_then(Read::stale_age),
         );
         note("instance_types", catalog.as_ref().and_then(Read::stale_age));
+        note(
+            "open_capacity_reservations",
+            reservations.as_ref().and_then(Read::stale_age),
+        );
         note(
             "ami_parameters",
             amis.as_ref().and_then(amis::AmiReads::stale_age),
@@ -534,6 +552,7 @@ impl AwsObserver {
             instance_types: catalog.as_ref().map(|r| r.current.clone()),
             vcpu_quotas: quotas.as_ref().map(|q| q.current()),
             ami_parameters: amis.as_ref().map(amis::AmiReads::current),
+            open_capacity_reservations: reservations.as_ref().map(|r| r.current.clone()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
@@ -578,6 +597,7 @@ impl AwsObserver {
             instance_types: catalog.as_ref().map(|r| good(r).unwrap_or_default()),
             vcpu_quotas: quotas.as_ref().map(|q| q.last_good()),
             ami_parameters: amis.as_ref().map(amis::AmiReads::last_good),
+            open_capacity_reservations: reservations.as_ref().map(|r| good(r).unwrap_or_default()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),

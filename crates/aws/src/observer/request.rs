@@ -33,12 +33,12 @@ pub struct AwsRequest {
     /// which subnets to read.
     pub subnet_ids: Vec<String>,
     pub subnet_selector_terms: Vec<SelectorTerm>,
-    /// Whether the region's instance types and the account's vCPU quotas are read (a NodePool
-    /// uses the class).
+    /// Whether the region's instance types, the account's vCPU quotas and its open capacity
+    /// reservations are read (a NodePool uses the class).
     pub instance_types: bool,
     /// The class's AMI `alias` term (`al2023@v20240807`), whose SSM parameters are read.
     pub ami_alias: Option<String>,
-    /// The API server's version, for the alias's parameters when EKS does not say its version.
+    /// The API server's version, for the alias's parameters where EKS has no such cluster.
     pub apiserver_version: Option<String>,
     /// The KMS keys the class's volumes use; `None` when not asked.
     pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,

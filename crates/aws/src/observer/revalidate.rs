@@ -16,7 +16,7 @@ impl AwsObserver {
     /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
     pub fn revalidate(&self, reader: &str) -> usize {
         let i = &self.inner;
-        let caches: [&dyn Revalidate; 27] = [
+        let caches: [&dyn Revalidate; 28] = [
             &i.account,
             &i.profiles,
             &i.roles,
@@ -47,6 +47,7 @@ impl AwsObserver {
             &i.service_quotas,
             // An alias's parameters: Karpenter's AMIsReady changing is evidence about them.
             &i.ssm_parameters,
+            &i.open_reservations,
         ];
         caches
             .iter()

@@ -6,8 +6,8 @@ use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    InstanceFacts, InstanceTypeFacts, NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget,
-    SecurityGroupFacts, SubnetFacts, VpcEndpointFacts,
+    CapacityReservationFacts, InstanceFacts, InstanceTypeFacts, NatGatewayFacts, RouteFacts,
+    RouteTableFacts, RouteTarget, SecurityGroupFacts, SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::BTreeMap;
 
@@ -199,6 +199,46 @@ impl Ec2Api for SdkPorts {
                             o.instance_type()?.as_str().to_owned(),
                             o.location()?.to_owned(),
                         ))
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_open_capacity_reservations(
+        &self,
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<CapacityReservationFacts>>> {
+        async move {
+            let filter = |name: &str, value: &str| {
+                aws_sdk_ec2::types::Filter::builder()
+                    .name(name)
+                    .values(value)
+                    .build()
+            };
+            let out = self
+                .ec2
+                .describe_capacity_reservations()
+                .filters(filter("state", "active"))
+                .filters(filter("instance-match-criteria", "open"))
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .capacity_reservations()
+                    .iter()
+                    .map(|r| CapacityReservationFacts {
+                        id: text(r.capacity_reservation_id()),
+                        instance_type: text(r.instance_type()),
+                        zone: text(r.availability_zone()),
+                        available: r
+                            .available_instance_count()
+                            .and_then(|n| u32::try_from(n).ok()),
                     })
                     .collect(),
                 next: next_page(out.next_token()),

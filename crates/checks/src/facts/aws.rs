@@ -65,13 +65,27 @@ pub struct AwsFacts {
     /// The SSM parameters the class's `alias` AMI term resolves through, for the cluster's
     /// Kubernetes minor and the next; `None` when not asked (no alias term).
     pub ami_parameters: Option<Observed<AmiParameters>>,
+    /// The account's active open On-Demand Capacity Reservations in the region
+    /// (DescribeCapacityReservations); `None` when not asked (no NodePool uses the class).
+    pub open_capacity_reservations: Option<Observed<Vec<CapacityReservationFacts>>>,
+}
+
+/// One On-Demand Capacity Reservation as EC2 describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CapacityReservationFacts {
+    pub id: String,
+    pub instance_type: String,
+    pub zone: String,
+    /// `AvailableInstanceCount`; `None` when the answer left it out.
+    pub available: Option<u32>,
 }
 
 /// SSM GetParameter's answers for the parameters an AMI alias resolves through.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AmiParameters {
-    /// The Kubernetes minor (`1.31`) the parameter names were built for: EKS's version, else the
-    /// API server's, as Karpenter's version provider takes it.
+    /// The Kubernetes minor (`1.31`) the parameter names were built for: EKS's version, the API
+    /// server's only where EKS has no such cluster (Karpenter reads one or the other; on EKS they
+    /// agree).
     pub kubernetes_minor: String,
     /// The image id each parameter holds, by name; `Absent` when SSM answers `ParameterNotFound`.
     pub values: BTreeMap<String, Observed<String>>,
@@ -114,6 +128,7 @@ impl Default for AwsFacts {
             instance_types: None,
             vcpu_quotas: None,
             ami_parameters: None,
+            open_capacity_reservations: None,
         }
     }
 }

@@ -10,7 +10,14 @@
 //! is True for the current generation) and the class's subnets' zones (EC2). A selection that
 //! cannot be used is False only when every NodePool of the class allows nothing but reserved
 //! capacity, so nothing can launch; otherwise Karpenter launches on-demand or spot instead and it
-//! is a warning (#8176, #8514, #9001).
+//! is a warning (#8514).
+//!
+//! With the gate on, every Karpenter launch asks EC2 for no capacity reservation unless it
+//! targets one (`CapacityReservationPreference: none`, `pkg/providers/launchtemplate/types.go`),
+//! so the account's *open* reservations, which on-demand launches used to fall into, stay idle
+//! (#8176, #9001, #9518). Open reservations in the class's zones, of a type a NodePool may launch
+//! on demand and not selected by the class, are a warning, read with EC2
+//! `DescribeCapacityReservations`; never False, nodes still launch.
 
 use super::spot_ready::allows_capacity_type;
 use super::{Check, Context, Outcome, Why};
@@ -94,6 +101,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     );
     let class = &ctx.facts.cluster.node_class;
     if class.spec.capacity_reservation_selector_terms.is_empty() {
+        if let Ok(true) = reserved_capacity_enabled(ctx) {
+            warn_open_reservations_skipped(ctx, &mut c, &BTreeSet::new());
+        }
         return c.finish(
             Reason::NoCapacityReservationsSelected,
             "This EC2NodeClass selects no capacity reservation (capacityReservationSelectorTerms).",
@@ -256,6 +266,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         _ => ok.push("their zones not compared with the subnets' (not read)".to_owned()),
     }
+    let selected: BTreeSet<&str> = reservations.iter().map(|r| r.id.as_str()).collect();
+    warn_open_reservations_skipped(ctx, &mut c, &selected);
     let expiring: Vec<String> = reservations
         .iter()
         .filter(|r| r.state.as_deref() == Some("expiring"))
@@ -278,6 +290,64 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     )
 }
 
+/// Open reservations of the account that Karpenter's launches for this class no longer fall
+/// into: not `selected`, in a zone the class has a subnet in, with room, of a type some NodePool
+/// of the class may launch on demand. Only from answers; anything not read is left unsaid.
+fn warn_open_reservations_skipped(ctx: &Context, c: &mut Check, selected: &BTreeSet<&str>) {
+    let (Some(Observed::Found(open)), Observed::Found(subnets), Observed::Found(pools)) = (
+        &ctx.facts.aws.open_capacity_reservations,
+        &ctx.facts.aws.subnets,
+        &ctx.facts.cluster.node_pools,
+    ) else {
+        return;
+    };
+    if open.is_empty() {
+        return;
+    }
+    let zones: BTreeSet<&str> = subnets.iter().map(|s| s.zone.as_str()).collect();
+    let on_demand: BTreeSet<String> = pools
+        .iter()
+        .filter_map(|p| super::instance_types::allowed(ctx, p))
+        .flat_map(|allowed| {
+            allowed
+                .types()
+                .into_iter()
+                .filter(|(_, capacity)| capacity.contains(&"on-demand"))
+                .map(|(t, _)| t.name.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut skipped: Vec<String> = open
+        .iter()
+        .filter(|r| {
+            !selected.contains(r.id.as_str())
+                && zones.contains(r.zone.as_str())
+                && on_demand.contains(&r.instance_type)
+                && r.available != Some(0)
+        })
+        .map(|r| {
+            let room = r
+                .available
+                .map_or_else(String::new, |n| format!(", {n} available"));
+            format!("{} ({} in {}{room})", r.id, r.instance_type, r.zone)
+        })
+        .collect();
+    skipped.sort();
+    if !skipped.is_empty() {
+        c.warn(
+            Warning::OpenCapacityReservationsSkipped,
+            format!(
+                "Open capacity reservation(s) {} match what this EC2NodeClass launches on \
+                 demand, but with its {RESERVED_CAPACITY_GATE} feature gate on Karpenter \
+                 launches with CapacityReservationPreference none, so its nodes run as \
+                 on-demand beside the idle reservations.",
+                super::list_bounded(&skipped, 3)
+            ),
+            vec![ctx.node_class_subject()],
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,8 +357,11 @@ mod tests {
     fn reserved_only_needs_reserved_and_neither_on_demand_nor_spot() {
         let with = |values: &[&str]| {
             let mut pool = node_pool("p");
-            pool.spec.template.spec.requirements =
-                vec![requirement(super::super::spot_ready::CAPACITY_TYPE, "In", values)];
+            pool.spec.template.spec.requirements = vec![requirement(
+                super::super::spot_ready::CAPACITY_TYPE,
+                "In",
+                values,
+            )];
             reserved_only(&pool)
         };
         assert!(with(&["reserved"]));

@@ -149,6 +149,7 @@ pub(super) fn healthy_aws() -> AwsFacts {
             "1.29",
             |_| Observed::Found("ami-0healthy".into()),
         ))),
+        open_capacity_reservations: Some(Observed::Found(Vec::new())),
     }
 }
 

@@ -317,6 +317,24 @@ impl Facts {
         })
     }
 
+    /// The account holds these active open capacity reservations: (id, instance type, zone).
+    pub fn with_open_reservations(self, open: &[(&str, &str, &str)]) -> Self {
+        self.with(|f| {
+            f.aws.open_capacity_reservations = Some(Observed::Found(
+                open.iter()
+                    .map(
+                        |(id, instance_type, zone)| crate::facts::CapacityReservationFacts {
+                            id: (*id).into(),
+                            instance_type: (*instance_type).into(),
+                            zone: (*zone).into(),
+                            available: Some(2),
+                        },
+                    )
+                    .collect(),
+            ));
+        })
+    }
+
     /// The Karpenter controller's FEATURE_GATES.
     pub fn with_feature_gates(self, gates: Setting) -> Self {
         self.with(|f| {

@@ -42,7 +42,9 @@ fn while_on_demand_is_allowed_an_unusable_selection_is_only_a_warning() {
             "the gate off, on-demand allowed",
             Facts::healthy()
                 .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], ON_DEMAND_TOO)
-                .with_feature_gates(Setting::Value("NodeRepair=true,ReservedCapacity=false".into())),
+                .with_feature_gates(Setting::Value(
+                    "NodeRepair=true,ReservedCapacity=false".into(),
+                )),
             "CapacityReservationsIgnored",
         ),
         (
@@ -69,7 +71,8 @@ fn while_on_demand_is_allowed_an_unusable_selection_is_only_a_warning() {
 #[test]
 fn the_gate_follows_feature_gates_else_the_release_default() {
     let reserved_only = || {
-        Facts::healthy().with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+        Facts::healthy()
+            .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
     };
     let with_version = |v: &str| {
         reserved_only().with(|f| {
@@ -80,9 +83,13 @@ fn the_gate_follows_feature_gates_else_the_release_default() {
     };
     // 1.6 turned the gate on by default; 1.5 had it off.
     assert_eq!(reservations(&with_version("1.6.0")).0, "True");
-    assert_eq!(reservations(&with_version("1.5.2")).1, "ReservedCapacityDisabled");
+    assert_eq!(
+        reservations(&with_version("1.5.2")).1,
+        "ReservedCapacityDisabled"
+    );
     // Written explicitly, the setting wins over the default.
-    let on = with_version("1.5.2").with_feature_gates(Setting::Value("ReservedCapacity=true".into()));
+    let on =
+        with_version("1.5.2").with_feature_gates(Setting::Value("ReservedCapacity=true".into()));
     assert_eq!(reservations(&on).0, "True");
     // From a ConfigMap the operator does not read, or not a boolean: not known.
     for gates in [
@@ -106,7 +113,8 @@ fn what_was_not_seen_is_unknown_never_false() {
                 .with_capacity_reservations(&[], &["reserved"])
                 .with(|f| {
                     if let Some(s) = f.cluster.node_class.status.as_mut() {
-                        s.conditions.retain(|c| c.type_ != "CapacityReservationsReady");
+                        s.conditions
+                            .retain(|c| c.type_ != "CapacityReservationsReady");
                     }
                 }),
         ),
@@ -132,4 +140,41 @@ fn what_was_not_seen_is_unknown_never_false() {
         let (status, reason, message, _) = reservations(&f);
         assert_eq!(status, "Unknown", "{what}: {reason} {message}");
     }
+}
+
+#[test]
+fn open_reservations_karpenter_no_longer_falls_into_are_a_warning_with_the_gate_on_only() {
+    // The healthy NodePool launches m5 and r7i types on demand, in us-west-2a and b.
+    let open = [
+        ("cr-0open", "m5.large", "us-west-2a"),
+        ("cr-0elsewhere", "m5.large", "us-west-2c"),
+        ("cr-0gpu", "p5.48xlarge", "us-west-2a"),
+    ];
+    let f = Facts::healthy().with_open_reservations(&open);
+    let (status, reason, message, warnings) = reservations(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "NoCapacityReservationsSelected"),
+        "{message}"
+    );
+    assert_eq!(warnings, vec!["OpenCapacityReservationsSkipped"]);
+    let text = &crate::tests::reasons::status(&f)
+        .findings
+        .into_iter()
+        .find(|w| w.reason == "OpenCapacityReservationsSkipped")
+        .expect("the warning")
+        .message;
+    assert!(text.contains("cr-0open"), "{text}");
+    assert!(
+        !text.contains("cr-0elsewhere") && !text.contains("cr-0gpu"),
+        "a zone without a subnet, a type no NodePool allows: {text}"
+    );
+    // Gate off: launches fall into open reservations as before.
+    let off = f.with_feature_gates(Setting::Value("ReservedCapacity=false".into()));
+    assert!(reservations(&off).3.is_empty());
+    // Selected by the class: Karpenter targets it.
+    let selected = Facts::healthy()
+        .with_capacity_reservations(&[("cr-0open", "us-west-2a", "active")], ON_DEMAND_TOO)
+        .with_open_reservations(&open[..1]);
+    assert!(reservations(&selected).3.is_empty());
 }

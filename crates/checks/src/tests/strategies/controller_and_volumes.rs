@@ -196,10 +196,14 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
                 .enumerate()
                 .map(|(i, (zone, state))| (format!("cr-0{i}"), zone.as_str(), state.as_str()))
                 .collect();
-            let found: Vec<(&str, &str, &str)> =
-                found.iter().map(|(id, z, s)| (id.as_str(), *z, *s)).collect();
+            let found: Vec<(&str, &str, &str)> = found
+                .iter()
+                .map(|(id, z, s)| (id.as_str(), *z, *s))
+                .collect();
             let types: Vec<&str> = types.iter().map(String::as_str).collect();
-            let gates = gates.clone().map_or(crate::facts::Setting::Unset, crate::facts::Setting::Value);
+            let gates = gates
+                .clone()
+                .map_or(crate::facts::Setting::Unset, crate::facts::Setting::Value);
             *f = f
                 .clone()
                 .with_capacity_reservations(&found, &types)
