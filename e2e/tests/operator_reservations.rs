@@ -1,13 +1,17 @@
-//! Capacity reservations (issue 25), end to end on the real API server and moto. The class starts
-//! all True without a selector. Selecting reservations, one of them in a zone the class has no
+//! Capacity reservations (issue 25), end to end on the real API server, moto and the gap proxy's
+//! DescribeCapacityReservations (moto lacks it). The class starts all True without a selector;
+//! an open reservation of the account that Karpenter's launches no longer fall into (its
+//! ReservedCapacity gate is on) is a warning, gone once the account holds none. Selecting
+//! reservations, one of them in a zone the class has no
 //! subnet in, while the NodePool may fall back to on-demand is a warning (a status log proves no
 //! False); a NodePool that allows only reserved capacity while Karpenter found no reservation
 //! turns `CapacityReservationsUsable` False with `CapacityReservationsNotFound`, a reservation in
 //! the class's zone turns it True again, and the controller's `ReservedCapacity` gate off is
-//! `ReservedCapacityDisabled` until it is on again. Does IO (API server, moto).
+//! `ReservedCapacityDisabled` until it is on again. Does IO (API server, moto, gap proxy).
 
 use anyhow::Result;
 use karpenter_health_api::{ConditionType, Reason, Severity};
+use karpenter_health_e2e::fault_proxy::capacity_reservations::CapacityReservation;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
 use karpenter_health_e2e::health_status::{message, subnet_zone};
 use karpenter_health_e2e::status_log::StatusLog;
@@ -33,6 +37,53 @@ async fn reserved_only_node_pools_without_a_usable_reservation_are_capacity_rese
         } else {
             "us-west-2c"
         };
+
+        // An open reservation of a type the NodePool launches on demand, in the class's zone.
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        let open = |id: &str, criteria: &str| CapacityReservation {
+            id: id.into(),
+            instance_type: "m5.large".into(),
+            availability_zone: zone.clone(),
+            instance_match_criteria: criteria.into(),
+            state: "active".into(),
+            total: 4,
+            available: 4,
+        };
+        fx.proxy.set_capacity_reservations(vec![
+            open("cr-0e0000000000000e1", "open"),
+            open("cr-0e0000000000000e2", "targeted"),
+        ]);
+        let status = fx
+            .wait_status("the warning about the idle open reservation", |s| {
+                s.findings
+                    .iter()
+                    .any(|f| f.reason == "OpenCapacityReservationsSkipped")
+            })
+            .await?;
+        let warning = status
+            .findings
+            .iter()
+            .find(|f| f.reason == "OpenCapacityReservationsSkipped")
+            .map(|f| f.message.clone())
+            .unwrap_or_default();
+        assert!(
+            warning.contains("cr-0e0000000000000e1") && !warning.contains("cr-0e0000000000000e2"),
+            "only the open one, as EC2's filter answers: {warning}"
+        );
+        fx.proxy.set_capacity_reservations(Vec::new());
+        fx.wait_status("no warning once the account holds none", |s| {
+            !s.findings
+                .iter()
+                .any(|f| f.reason == "OpenCapacityReservationsSkipped")
+        })
+        .await?;
+        for held in log.stop() {
+            let c = held.condition(ConditionType::CapacityReservationsUsable);
+            assert!(
+                c.is_none_or(|c| c.status == "True"),
+                "an idle open reservation is only a warning: {c:?}"
+            );
+        }
 
         // Reservations, one in a zone without a subnet of the class; on-demand allowed too.
         let log = StatusLog::start(&fx.admin, &fx.name);
