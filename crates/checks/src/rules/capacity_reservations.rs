@@ -135,12 +135,16 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         s
     };
 
+    // While a NodePool may fall back to on-demand or spot, nothing here can be False: what is
+    // not known then leaves the warnings unsaid rather than the condition Unknown.
+    let fallback = "A NodePool of this EC2NodeClass may launch on-demand or spot capacity.";
     let enabled = match reserved_capacity_enabled(ctx) {
         Ok(enabled) => enabled,
-        Err(why) => {
+        Err(why) if nothing_else => {
             c.unknown(why);
             return c.finish(Reason::CapacityReservationsSelected, "");
         }
+        Err(_) => return c.finish(Reason::CapacityReservationsSelected, fallback),
     };
     if !enabled {
         if nothing_else {
@@ -180,6 +184,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             && (k.observed_generation.is_none() || k.observed_generation == generation)
     });
     if resolved.is_none() {
+        if !nothing_else {
+            return c.finish(Reason::CapacityReservationsSelected, fallback);
+        }
         c.unknown(Why::new(
             Reason::NotObserved,
             format!(

@@ -91,6 +91,11 @@ fn the_gate_follows_feature_gates_else_the_release_default() {
     let on =
         with_version("1.5.2").with_feature_gates(Setting::Value("ReservedCapacity=true".into()));
     assert_eq!(reservations(&on).0, "True");
+    // Not known while nothing else can launch; while on-demand can, nothing could be False.
+    let fallback = Facts::healthy()
+        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], ON_DEMAND_TOO)
+        .with_feature_gates(Setting::Unresolved("from ConfigMap g key g".into()));
+    assert_eq!(reservations(&fallback).0, "True");
     // From a ConfigMap the operator does not read, or not a boolean: not known.
     for gates in [
         Setting::Unresolved("from ConfigMap karpenter-gates key gates".into()),
