@@ -6,7 +6,8 @@
 //! cause, never False. NodePool limits: a NodePool at its limits is a warning until a Pod that
 //! only this class can take waits, then `LimitsLeaveRoom` is False, and True once the limit is
 //! raised. Drift: a NodeClaim drifted for 45 minutes is fine under a budget that opens at night
-//! (a status log proves no False), `DriftCanBeReplaced` False under a budget of 0 always in force,
+//! (a status log proves no False), `DriftCanBeReplaced` False under a budget of 0 always in force
+//! (without a schedule, then as a daily freeze for 24 h),
 //! True again at 10 %. Does IO (API server, moto, fault proxy).
 
 use anyhow::{Context, Result};
@@ -417,8 +418,21 @@ async fn drift_no_budget_ever_lets_through_is_drift_blocked_by_budget() -> Resul
             .await?;
         let text = message(&status, ConditionType::DriftCanBeReplaced);
         assert!(text.contains(&claim) && text.contains("nodes: 0 for every reason"), "{text}");
+        // A daily freeze for 24 hours never leaves a gap either.
         set_budgets(&fx, json!([{"nodes": "10%"}])).await?;
         fx.wait_healthy("once the budget lets drift through").await?;
+        set_budgets(
+            &fx,
+            json!([{"nodes": "0", "schedule": "@daily", "duration": "24h"}]),
+        )
+        .await?;
+        let status = fx
+            .wait_only_failed(ConditionType::DriftCanBeReplaced, Reason::DriftBlockedByBudget)
+            .await?;
+        let text = message(&status, ConditionType::DriftCanBeReplaced);
+        assert!(text.contains("schedule @daily for 24h"), "{text}");
+        set_budgets(&fx, json!([{"nodes": "10%"}])).await?;
+        fx.wait_healthy("once the budget lets drift through again").await?;
         operator.stop().await
     }
     .await;

@@ -535,8 +535,8 @@ reasons! {
         "No NodeClaim of this EC2NodeClass is drifted, or some NodePool of the class has a disruption budget that lets drifted NodeClaims be replaced.",
         "Nothing to do.";
     DriftBlockedByBudget => Only(C::DriftCanBeReplaced), False,
-        "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more, and every NodePool of the class has a disruption budget without a schedule (always in force) that allows 0 nodes for drift, so Karpenter never replaces them: they keep the old AMI, subnets or security groups until the budget changes (kubernetes-sigs/karpenter #1776).",
-        "Let drift through: raise that budget's nodes above 0, limit it to other reasons, or give it a schedule and duration so it opens at some time.";
+        "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more, and every NodePool of the class has a disruption budget always in force (without a schedule, or with one whose windows each last until the next fire, such as @daily for 24h) that allows 0 nodes for drift, so Karpenter never replaces them: they keep the old AMI, subnets or security groups until the budget changes (kubernetes-sigs/karpenter #1776).",
+        "Let drift through: raise that budget's nodes above 0, limit it to other reasons, or give it a schedule and a duration shorter than the time between two fires, so it opens at some time.";
 
     // AmisResolvable
     AmisResolved => Only(C::AmisResolvable), True,

@@ -51,7 +51,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::DriftCanBeReplaced,
-        "Budgets with a schedule (when they open is not computed), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift or termination (Pods on nodes and PodDisruptionBudgets are not watched), expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
+        "Budgets whose schedule has lists, ranges, steps or month names (when they open is not computed: they are assumed to open), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift or termination (Pods on nodes and PodDisruptionBudgets are not watched), expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
     ),
     (
         ConditionType::AmisResolvable,

@@ -7,8 +7,9 @@
 //! `terminationGracePeriod` are a warning: the Pod or PodDisruptionBudget that holds them is not
 //! read here (#1392, #2169). Pure: no IO.
 //!
-//! Never stricter than Karpenter: budgets with a schedule are never judged (one may open
-//! tonight), nor percentages above 0, nor NodeClaims drifted for less than
+//! Never stricter than Karpenter: a budget with a schedule is judged only when its fires come at
+//! a fixed period and each window lasts until the next (`@daily` for `24h`); any other schedule
+//! may open tonight and is never judged, nor percentages above 0, nor NodeClaims drifted for less than
 //! [`DRIFTED_FOR`] (Karpenter disrupts within minutes of drift when a budget allows).
 
 use super::{Check, Context, Outcome, Why};
@@ -23,8 +24,9 @@ pub const DRIFTED_FOR: SignedDuration = SignedDuration::from_mins(30);
 /// How long a NodeClaim may be terminating before it is named.
 pub const TERMINATING_FOR: SignedDuration = SignedDuration::from_hours(1);
 
-/// Whether `budget` stops every disruption for drift, always: no schedule, drift among its
-/// reasons (all reasons when it names none), and zero nodes (`0` or `0%`).
+/// Whether `budget` stops every disruption for drift, always: in force at every instant (no
+/// schedule, or one whose windows never leave a gap), drift among its reasons (all reasons when
+/// it names none), and zero nodes (`0` or `0%`).
 fn stops_drift(budget: &Budget) -> bool {
     let zero = budget
         .nodes
@@ -32,9 +34,67 @@ fn stops_drift(budget: &Budget) -> bool {
         .trim_end_matches('%')
         .parse::<u64>()
         .is_ok_and(|n| n == 0);
-    budget.schedule.is_none()
-        && zero
-        && (budget.reasons.is_empty() || budget.reasons.iter().any(|r| r == "Drifted"))
+    let always = match (&budget.schedule, &budget.duration) {
+        (None, _) => true,
+        (Some(schedule), Some(duration)) => never_opens(schedule, duration),
+        (Some(_), None) => false,
+    };
+    always && zero && (budget.reasons.is_empty() || budget.reasons.iter().any(|r| r == "Drifted"))
+}
+
+/// Whether a budget active for `duration` from each fire of `schedule` is in force at every
+/// instant: each window lasts at least until the next fire. Judged only for schedules whose
+/// fires come at a fixed longest gap (`longest_gap`); any other schedule is assumed to open.
+fn never_opens(schedule: &str, duration: &str) -> bool {
+    let (Some(gap), Ok(duration)) = (
+        longest_gap(schedule),
+        duration.trim().parse::<SignedDuration>(),
+    ) else {
+        return false;
+    };
+    duration >= gap
+}
+
+/// The longest time between two fires of a schedule in Karpenter's cron syntax (five fields,
+/// UTC, or a `@` descriptor; kubernetes-sigs/karpenter `pkg/apis/v1/nodepool.go`, robfig/cron's
+/// standard parser), for the shapes whose fires come at a fixed period: every minute, one
+/// minute of every hour, one time of every day, of one weekday, of one day of the month (at most
+/// the 28th, so every month has it: 31 days), of one day of one month (366 days). `None` for
+/// every other shape (lists, ranges, steps, names of months): not judged.
+fn longest_gap(schedule: &str) -> Option<SignedDuration> {
+    const MINUTE: SignedDuration = SignedDuration::from_mins(1);
+    const HOUR: SignedDuration = SignedDuration::from_hours(1);
+    const DAY: SignedDuration = SignedDuration::from_hours(24);
+    let expanded = match schedule.trim() {
+        "@hourly" => "0 * * * *",
+        "@daily" | "@midnight" => "0 0 * * *",
+        "@weekly" => "0 0 * * 0",
+        "@monthly" => "0 0 1 * *",
+        "@yearly" | "@annually" => "0 0 1 1 *",
+        other => other,
+    };
+    let fields: Vec<&str> = expanded.split_whitespace().collect();
+    let &[minute, hour, dom, month, dow] = fields.as_slice() else {
+        return None;
+    };
+    let one = |field: &str, max: u32| field.parse::<u32>().is_ok_and(|n| n <= max);
+    let weekday = |field: &str| {
+        one(field, 7)
+            || ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+                .contains(&field.to_ascii_uppercase().as_str())
+    };
+    let day_of_month = |field: &str| field.parse::<u32>().is_ok_and(|n| (1..=28).contains(&n));
+    match (minute, hour, dom, month, dow) {
+        ("*", "*", "*", "*", "*") => Some(MINUTE),
+        (m, "*", "*", "*", "*") if one(m, 59) => Some(HOUR),
+        (m, h, "*", "*", "*") if one(m, 59) && one(h, 23) => Some(DAY),
+        (m, h, "*", "*", d) if one(m, 59) && one(h, 23) && weekday(d) => Some(DAY * 7),
+        (m, h, d, "*", "*") if one(m, 59) && one(h, 23) && day_of_month(d) => Some(DAY * 31),
+        (m, h, d, mo, "*") if one(m, 59) && one(h, 23) && day_of_month(d) && one(mo, 12) => {
+            Some(DAY * 366)
+        }
+        _ => None,
+    }
 }
 
 /// The budget of `pool` that stops drift for good, if any (Karpenter's default of `10%` does not).
@@ -135,7 +195,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 } else {
                     b.reasons.join(", ")
                 };
-                format!("{pool} (nodes: {} for {reasons}, no schedule)", b.nodes)
+                let when = match (&b.schedule, &b.duration) {
+                    (Some(s), Some(d)) => {
+                        format!("schedule {s} for {d}, which never leaves a gap")
+                    }
+                    _ => "no schedule".to_owned(),
+                };
+                format!("{pool} (nodes: {} for {reasons}, {when})", b.nodes)
             })
             .collect();
         c.fail(
@@ -194,6 +260,38 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 mod tests {
     use super::*;
     use crate::testing::budget;
+
+    #[test]
+    fn a_schedule_never_opens_only_when_each_window_lasts_until_the_next_fire() {
+        for (schedule, duration) in [
+            ("@daily", "24h"),
+            ("0 0 * * *", "25h"),
+            ("30 * * * *", "1h"),
+            ("* * * * *", "1m"),
+            ("@weekly", "168h"),
+            ("0 3 * * MON", "170h"),
+            ("0 0 1 * *", "744h"),
+        ] {
+            assert!(never_opens(schedule, duration), "{schedule} for {duration}");
+        }
+        for (schedule, duration) in [
+            // Opens for an hour every night.
+            ("@daily", "23h"),
+            ("0 22 * * *", "8h"),
+            // Not judged: lists, ranges, steps, the 31st (not in every month).
+            ("0 9 * * mon-fri", "9000h"),
+            ("*/5 * * * *", "9000h"),
+            ("0 0,12 * * *", "9000h"),
+            ("0 0 31 * *", "9000h"),
+            ("@every 1h", "9000h"),
+            ("0 0 * * *", "not a duration"),
+        ] {
+            assert!(
+                !never_opens(schedule, duration),
+                "{schedule} for {duration}"
+            );
+        }
+    }
 
     #[test]
     fn only_a_zero_budget_for_drift_without_a_schedule_stops_it_for_good() {

@@ -96,3 +96,29 @@ fn a_node_claim_terminating_for_hours_without_a_grace_period_is_a_warning() {
     assert!(drift(&terminating(30, None)).3.is_empty());
     assert!(drift(&terminating(90, Some("48h"))).3.is_empty());
 }
+
+#[test]
+fn a_freeze_whose_schedule_never_leaves_a_gap_blocks_drift_like_one_without_schedule() {
+    let daily = karpenter_health_api::karpenter::Budget {
+        nodes: "0".into(),
+        schedule: Some("@daily".into()),
+        duration: Some("24h".into()),
+        ..Default::default()
+    };
+    let (status, reason, message, _) =
+        drift(&Facts::healthy().with_drift(vec![daily.clone()], Some(120)));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "DriftBlockedByBudget")
+    );
+    assert!(message.contains("schedule @daily for 24h"), "{message}");
+    // An hour shorter: it opens for an hour every day.
+    let opens = karpenter_health_api::karpenter::Budget {
+        duration: Some("23h".into()),
+        ..daily
+    };
+    assert_eq!(
+        drift(&Facts::healthy().with_drift(vec![opens], Some(120))).0,
+        "True"
+    );
+}
