@@ -7,8 +7,8 @@
 //! only this class can take waits, then `LimitsLeaveRoom` is False, and True once the limit is
 //! raised. Drift: a NodeClaim drifted for 45 minutes is fine under a budget that opens at night
 //! (a status log proves no False), `DriftCanBeReplaced` False under a budget of 0 always in force
-//! (without a schedule, then as a daily freeze for 24 h),
-//! True again at 10 %. Does IO (API server, moto, fault proxy).
+//! (without a schedule, then as a daily freeze for 24 h), True again at 10 %, where Karpenter's
+//! own DisruptionBlocked Event naming a PodDisruptionBudget is a warning that names it. Does IO (API server, moto, fault proxy).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::NodePool;
@@ -421,6 +421,33 @@ async fn drift_no_budget_ever_lets_through_is_drift_blocked_by_budget() -> Resul
         // A daily freeze for 24 hours never leaves a gap either.
         set_budgets(&fx, json!([{"nodes": "10%"}])).await?;
         fx.wait_healthy("once the budget lets drift through").await?;
+
+        // Karpenter says what else holds the drifted NodeClaim: a warning naming it.
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+            "metadata": {"name": format!("{claim}.blocked"), "namespace": "default"},
+            "involvedObject": {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": claim},
+            "reason": "DisruptionBlocked",
+            "message": "Pdb prevents pod evictions (PodDisruptionBudget=[shop/web])",
+            "type": "Normal",
+            "source": {"component": "karpenter"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+        }))?;
+        Api::<k8s_openapi::api::core::v1::Event>::namespaced(fx.admin.clone(), "default")
+            .create(&Default::default(), &event)
+            .await?;
+        let status = fx
+            .wait_status("the warning naming the PodDisruptionBudget", |s| {
+                s.findings
+                    .iter()
+                    .any(|f| f.reason == "DriftedNodeClaimBlocked" && f.message.contains("shop/web"))
+            })
+            .await?;
+        let c = status
+            .condition(ConditionType::DriftCanBeReplaced)
+            .context("DriftCanBeReplaced")?;
+        assert_eq!(c.status, "True", "a warning, not a failure: {c:?}");
         set_budgets(
             &fx,
             json!([{"nodes": "0", "schedule": "@daily", "duration": "24h"}]),

@@ -72,6 +72,9 @@ warnings! {
     VcpuQuotaNearlyUsed => LimitsLeaveRoom,
         "This cluster's own standard on-demand (or spot) instances already run 90 % or more of the account's vCPU quota for them in this region; other workloads of the account count too, so launches may soon fail with VcpuLimitExceeded.",
         "Request a quota increase in Service Quotas (EC2, L-1216C47A on-demand or L-34B43A08 spot) before the next scale-up.";
+    DriftedNodeClaimBlocked => DriftCanBeReplaced,
+        "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more and no budget stops them, but Karpenter's own DisruptionBlocked Events say what keeps it from replacing them: a PodDisruptionBudget that allows no eviction, a Pod annotated karpenter.sh/do-not-disrupt, or another reason it names (kubernetes-sigs/karpenter #1392, #2169).",
+        "Deal with what the message names: let the PodDisruptionBudget allow an eviction, remove the annotation once the Pod may move, or set terminationGracePeriod on the NodePool so drift ends within a bound.";
     NodeClaimTerminatingLong => DriftCanBeReplaced,
         "A NodeClaim of this EC2NodeClass has been terminating for an hour or more, and no NodePool of the class sets spec.template.spec.terminationGracePeriod, so Karpenter waits for every Pod on it to be evicted: a PodDisruptionBudget that allows no eviction or a Pod annotated karpenter.sh/do-not-disrupt keeps it forever (kubernetes-sigs/karpenter #1392, #2169).",
         "Find the Pod that does not leave (kubectl get pods --field-selector spec.nodeName=<node>, and the PodDisruptionBudgets that select it), or set terminationGracePeriod on the NodePool so termination has an end.";

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod changes;
+pub mod disruption_events;
 pub mod index;
 pub mod karpenter_settings;
 pub mod lean_node_claim;

@@ -11,7 +11,7 @@ use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_checks::facts::Observed;
 use kube::api::ListParams;
@@ -90,10 +90,12 @@ where
 pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
     let karpenter_ns = &targets.karpenter_namespace;
     let pending = ListParams::default().fields("status.phase=Pending,spec.nodeName=");
+    let blocked = ListParams::default().fields(crate::disruption_events::FIELD_SELECTOR);
     let (
         node_pools,
         node_claims,
         pending_pods,
+        disruption_events,
         aws_auth,
         karpenter_deployment,
         karpenter_service_account,
@@ -122,6 +124,12 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             }
         ),
         observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", |_| {}),
+        observe_list::<Event>(
+            Api::all(client.clone()),
+            blocked,
+            "DisruptionBlocked Events",
+            |_| {}
+        ),
         observe_named(
             Api::namespaced(client.clone(), "kube-system"),
             "aws-auth",
@@ -212,10 +220,16 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
     });
     let pending_pods = pending_pods
         .map(|pods| SharedPendingPods::listed(PendingPodIndex::of(pods.iter().map(AsRef::as_ref))));
+    let disruption_events = disruption_events.map(|events| {
+        crate::disruption_events::SharedDisruptionEvents::listed(
+            crate::disruption_events::DisruptionEventIndex::of(events.iter().map(AsRef::as_ref)),
+        )
+    });
     Sources {
         node_pools,
         node_claims,
         pending_pods,
+        disruption_events,
         aws_auth,
         karpenter_deployment,
         karpenter_service_account,

@@ -150,6 +150,14 @@ impl NodeClaimIndex {
             .find_map(|(class, claims)| claims.remove(name).map(|removed| (class.clone(), removed)))
     }
 
+    /// The EC2NodeClass of the NodeClaim `name` (one hash lookup per class).
+    pub fn class_of(&self, name: &str) -> Option<String> {
+        self.by_class
+            .iter()
+            .find(|(_, claims)| claims.contains_key(name))
+            .and_then(|(class, _)| class.as_deref().map(str::to_owned))
+    }
+
     /// The NodeClaims of the EC2NodeClass `name`, sorted by name.
     pub fn of_class(&self, name: &str) -> Vec<NodeClaimFacts> {
         let key: ClassKey = Some(Arc::from(name));

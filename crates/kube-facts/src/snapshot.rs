@@ -1,6 +1,7 @@
 //! Turns what the watch caches hold into the check engine's `ClusterFacts` for one EC2NodeClass.
 //! Pure: no IO, callers pass the cache contents in.
 
+use crate::disruption_events::SharedDisruptionEvents;
 use crate::karpenter_settings::{controller_settings, irsa_audience, role_arn};
 use crate::node_claims::SharedClaims;
 use crate::pending_pods::SharedPendingPods;
@@ -38,6 +39,8 @@ pub struct Sources {
     pub node_claims: Observed<SharedClaims>,
     /// The pending Pods Karpenter would provision for.
     pub pending_pods: Observed<SharedPendingPods>,
+    /// Karpenter's `DisruptionBlocked` Events on NodeClaims.
+    pub disruption_events: Observed<SharedDisruptionEvents>,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
@@ -420,6 +423,15 @@ pub fn class_facts(
         }
     };
 
+    // What blocks the class's NodeClaims, as Karpenter's Events say.
+    let disruption_blocked = match (&sources.disruption_events, &node_claims) {
+        (Observed::Found(events), Observed::Found(claims)) => Observed::Found(
+            events.read(|index| index.of_node_claims(claims.iter().map(|c| c.name.as_str()))),
+        ),
+        (Observed::Unknown(u), _) => Observed::Unknown(u.clone()),
+        (_, Observed::Unknown(u)) => Observed::Unknown(u.clone()),
+        _ => Observed::Found(BTreeMap::new()),
+    };
     ClusterFacts {
         node_class: node_class.clone(),
         node_pools,
@@ -438,6 +450,7 @@ pub fn class_facts(
         karpenter_webhooks: wide.karpenter_webhooks.clone(),
         service_endpoints: wide.service_endpoints.clone(),
         vpc_cni: wide.vpc_cni.clone(),
+        disruption_blocked,
     }
 }
 

@@ -3,6 +3,7 @@
 //! Does IO (list/watch against the API server).
 
 use crate::changes::changed_objects;
+use crate::disruption_events::{DisruptionEventIndex, EventsTouched, SharedDisruptionEvents};
 use crate::index::{SharedIndex, WatchIndex};
 use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
@@ -58,6 +59,8 @@ pub struct Triggers {
     pub node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
     /// What a pending-Pod change pins (the index is updated before it is sent).
     pub pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
+    /// The NodeClaim a `DisruptionBlocked` Event is about (the index is updated first).
+    pub disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
     pub aws_auth: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
@@ -116,6 +119,7 @@ const LIST_PAGE_SIZE: u32 = 100;
 const NODE_POOLS: &str = "nodepools";
 const NODE_CLAIMS: &str = "nodeclaims";
 const PENDING_PODS: &str = "pending pods";
+const DISRUPTION_EVENTS: &str = "DisruptionBlocked events";
 const AWS_AUTH: &str = "kube-system/aws-auth";
 const KARPENTER_DEPLOYMENT: &str = "karpenter deployment";
 const KARPENTER_SA: &str = "karpenter serviceaccount";
@@ -131,6 +135,7 @@ const ALL_WATCHES: &[&str] = &[
     NODE_POOLS,
     NODE_CLAIMS,
     PENDING_PODS,
+    DISRUPTION_EVENTS,
     AWS_AUTH,
     KARPENTER_DEPLOYMENT,
     KARPENTER_SA,
@@ -256,6 +261,7 @@ pub struct KubeFacts {
     node_pools: Store<DeserializeGuard<NodePool>>,
     node_claims: SharedClaims,
     pending_pods: SharedPendingPods,
+    disruption_events: SharedDisruptionEvents,
     aws_auth: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
@@ -311,6 +317,15 @@ impl KubeFacts {
                 .fields("status.phase=Pending,spec.nodeName=")
                 .page_size(LIST_PAGE_SIZE),
             PENDING_PODS,
+            &health,
+        );
+        // What keeps NodeClaims from being disrupted, as Karpenter says: few, small Events.
+        let (disruption_events, disruption_stream) = indexed::<DisruptionEventIndex>(
+            Api::all(client.clone()),
+            watcher::Config::default()
+                .fields(crate::disruption_events::FIELD_SELECTOR)
+                .page_size(LIST_PAGE_SIZE),
+            DISRUPTION_EVENTS,
             &health,
         );
         let (aws_auth, aws_auth_stream) = reflected(
@@ -398,6 +413,7 @@ impl KubeFacts {
             node_pools,
             node_claims,
             pending_pods,
+            disruption_events,
             aws_auth,
             karpenter_deployment,
             karpenter_service_account,
@@ -420,6 +436,7 @@ impl KubeFacts {
             node_pools: node_pool_stream,
             node_claims: node_claim_stream,
             pending_pods: pod_stream,
+            disruption_events: disruption_stream,
             aws_auth: aws_auth_stream,
             karpenter_deployment: deployment_stream,
             service_accounts: futures::stream::select(karpenter_sa_stream, aws_node_sa_stream)
@@ -456,6 +473,9 @@ impl KubeFacts {
             pending_pods: self
                 .health
                 .observe(PENDING_PODS, || self.pending_pods.clone()),
+            disruption_events: self
+                .health
+                .observe(DISRUPTION_EVENTS, || self.disruption_events.clone()),
             aws_auth: self
                 .health
                 .observe(AWS_AUTH, || self.aws_auth.state().into_iter().next()),
@@ -539,6 +559,11 @@ impl KubeFacts {
     }
 
     /// Names of every NodePool in the cache that refers to some EC2NodeClass, with that class.
+    /// The EC2NodeClass the NodeClaim `name` launched from, when it is indexed.
+    pub fn node_class_of_claim(&self, name: &str) -> Option<String> {
+        self.node_claims.read(|index| index.class_of(name))
+    }
+
     pub fn node_class_of_pool(&self, pool: &str) -> Option<String> {
         self.node_pools
             .state()

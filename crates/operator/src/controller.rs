@@ -20,6 +20,7 @@ use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use karpenter_health_aws::Changed;
 use karpenter_health_kube_facts::KubeFacts;
+use karpenter_health_kube_facts::disruption_events::EventsTouched;
 use karpenter_health_kube_facts::node_claims::ClaimsTouched;
 use karpenter_health_kube_facts::pending_pods::PodPins;
 use kube::core::DeserializeGuard;
@@ -137,6 +138,7 @@ fn standby_caches(
         drained(inputs.node_pools),
         drained(inputs.node_claims),
         drained(inputs.pending_pods),
+        drained(inputs.disruption_events),
         drained(inputs.aws_auth),
         drained(inputs.karpenter_deployment),
         drained(inputs.service_accounts),
@@ -324,6 +326,7 @@ async fn run_controller(
         .reconcile_on(bulk_triggers(
             inputs.node_claims,
             inputs.pending_pods,
+            inputs.disruption_events,
             &triggers,
             config.bulk_trigger_interval,
         ))
@@ -381,6 +384,7 @@ fn is_own_write(written: &WrittenStatuses, health: &KarpenterHealth) -> bool {
 fn bulk_triggers(
     node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
     pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
+    disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
     triggers: &ClassTriggers,
     interval: std::time::Duration,
 ) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
@@ -399,8 +403,20 @@ fn bulk_triggers(
                 .map(|pod| pod_triggers.classes_of_pending_pod(&pod)),
         )
     });
+    let event_triggers = triggers.clone();
+    let event_classes = disruption_events.filter_map(move |touched| {
+        futures::future::ready(touched.ok().map(|touched| match touched {
+            EventsTouched::NodeClaim(claim) => event_triggers.class_of_node_claim(&claim),
+            EventsTouched::All => event_triggers.all_classes(),
+        }))
+    });
     let stamping = triggers.clone();
-    let requests = futures::stream::select(claim_classes, pod_classes).map(move |classes| {
+    let requests = futures::stream::select_all([
+        claim_classes.boxed(),
+        pod_classes.boxed(),
+        event_classes.boxed(),
+    ])
+    .map(move |classes| {
         stamping.stamp(&classes);
         classes
     });

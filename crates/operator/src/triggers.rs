@@ -84,6 +84,14 @@ impl ClassTriggers {
 
     /// A pending Pod pinned to a NodePool affects only that pool's EC2NodeClass, one pinned to an
     /// EC2NodeClass only that class; any other, every class.
+    /// The EC2NodeClass of the NodeClaim `name`, if it is indexed.
+    pub fn class_of_node_claim(&self, name: &str) -> Vec<String> {
+        self.kube_facts
+            .node_class_of_claim(name)
+            .into_iter()
+            .collect()
+    }
+
     pub fn classes_of_pending_pod(&self, pins: &PodPins) -> Vec<String> {
         match (&pins.node_pool, &pins.node_class) {
             (Some(pool), _) => self

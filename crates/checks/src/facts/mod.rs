@@ -166,6 +166,9 @@ pub struct ClusterFacts {
     /// container): `Absent` when the cluster has no such DaemonSet (another CNI), unknown until
     /// its watch has listed it.
     pub vpc_cni: Observed<VpcCniSettings>,
+    /// Karpenter's newest `DisruptionBlocked` Event of each NodeClaim of the class that has one
+    /// (what keeps it from being disrupted); `Found` and empty when none has.
+    pub disruption_blocked: Observed<BTreeMap<String, DisruptionBlocked>>,
 }
 
 /// What `SubnetsReady` reads of the VPC CNI: the `aws-node` container's literal env values
@@ -194,6 +197,7 @@ impl Default for ClusterFacts {
             karpenter_webhooks: Observed::default(),
             service_endpoints: BTreeMap::new(),
             vpc_cni: Observed::default(),
+            disruption_blocked: Observed::default(),
         }
     }
 }
@@ -371,6 +375,15 @@ pub enum Setting {
     Value(String),
     /// Set from a reference the operator does not resolve (`valueFrom`), described.
     Unresolved(String),
+}
+
+/// One of Karpenter's `DisruptionBlocked` Events on a NodeClaim.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DisruptionBlocked {
+    /// What blocks it, as Karpenter says (`Pdb prevents pod evictions (PodDisruptionBudget=[ns/name])`).
+    pub message: String,
+    /// When Karpenter last said so.
+    pub last_seen: Option<Timestamp>,
 }
 
 /// The label rules the installed `nodepools.karpenter.sh` CRD enforces: `Found(Some)` from its

@@ -21,6 +21,9 @@ use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
 /// How long a NodeClaim must have been drifted before a blocking budget is blamed.
 pub const DRIFTED_FOR: SignedDuration = SignedDuration::from_mins(30);
+/// How recently Karpenter must have said a NodeClaim is blocked for it to be named (Karpenter
+/// repeats the Event while the block lasts).
+pub const BLOCKED_EVENT_RECENT: SignedDuration = SignedDuration::from_mins(30);
 /// How long a NodeClaim may be terminating before it is named.
 pub const TERMINATING_FOR: SignedDuration = SignedDuration::from_hours(1);
 
@@ -217,6 +220,33 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             subjects(&drifted, &pools),
         );
     }
+    // What else keeps drifted NodeClaims, as Karpenter's own DisruptionBlocked Events name it
+    // (a PodDisruptionBudget, a karpenter.sh/do-not-disrupt Pod): a warning, since the blocker
+    // may leave at any time. Only Events Karpenter repeated lately count.
+    let mut named_blockers = Vec::new();
+    if !blocked && let Observed::Found(events) = &ctx.facts.cluster.disruption_blocked {
+        for claim in &drifted {
+            if let Some(event) = events.get(&claim.name)
+                && event
+                    .last_seen
+                    .is_some_and(|t| ctx.age(t) <= BLOCKED_EVENT_RECENT)
+            {
+                named_blockers.push(format!("{}: {}", claim.name, event.message));
+            }
+        }
+    }
+    named_blockers.sort();
+    if !named_blockers.is_empty() {
+        c.warn(
+            Warning::DriftedNodeClaimBlocked,
+            format!(
+                "Drifted NodeClaim(s) have been waiting for 30 minutes or more, and Karpenter says \
+                 why it does not disrupt them: {}.",
+                super::list_bounded(&named_blockers, 3)
+            ),
+            subjects(&drifted, &[]),
+        );
+    }
     let without_grace = !pools.is_empty()
         && pools
             .iter()
@@ -250,6 +280,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     }
     let ok = match (drifted.len(), stoppers.is_empty()) {
         (0, _) => "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes (see the warning on terminating ones).".to_owned(),
+        (n, true) if !named_blockers.is_empty() => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good (see the warning on what else holds them)."),
         (n, true) => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good, so Karpenter replaces them as its budgets allow."),
         (n, false) => format!("{n} drifted NodeClaim(s); {} of {} NodePools stop drift for good, the others let it through.", stoppers.len(), pools.len()),
     };

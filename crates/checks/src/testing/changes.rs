@@ -204,6 +204,32 @@ impl Facts {
         })
     }
 
+    /// Karpenter said `mins` ago, in a DisruptionBlocked Event on every NodeClaim, what blocks it.
+    pub fn with_disruption_blocked(self, message: &str, mins: i64) -> Self {
+        self.with(|f| {
+            let names: Vec<String> = f
+                .cluster
+                .node_claims
+                .found()
+                .map(|claims| claims.iter().map(|c| c.name.clone()).collect())
+                .unwrap_or_default();
+            f.cluster.disruption_blocked = Observed::Found(
+                names
+                    .into_iter()
+                    .map(|name| {
+                        (
+                            name,
+                            crate::facts::DisruptionBlocked {
+                                message: message.into(),
+                                last_seen: Some(mins_ago(mins)),
+                            },
+                        )
+                    })
+                    .collect(),
+            );
+        })
+    }
+
     /// Service Quotas answers `on_demand` and `spot` vCPUs for the standard instance quotas.
     pub fn with_vcpu_quotas(self, on_demand: Observed<f64>, spot: Observed<f64>) -> Self {
         self.with(|f| {

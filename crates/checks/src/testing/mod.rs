@@ -343,6 +343,7 @@ fn healthy_cluster() -> ClusterFacts {
         vpc_cni: Observed::Found(VpcCniSettings {
             env: BTreeMap::from([("WARM_ENI_TARGET".to_owned(), "1".to_owned())]),
         }),
+        disruption_blocked: Observed::Found(BTreeMap::new()),
     }
 }
 

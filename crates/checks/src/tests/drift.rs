@@ -122,3 +122,40 @@ fn a_freeze_whose_schedule_never_leaves_a_gap_blocks_drift_like_one_without_sche
         "True"
     );
 }
+
+#[test]
+fn karpenters_own_blocked_events_name_what_holds_drifted_node_claims() {
+    let pdb = "Pdb prevents pod evictions (PodDisruptionBudget=[shop/web])";
+    let f = Facts::healthy()
+        .with_drift(vec![budget("10%", &[], None)], Some(120))
+        .with_disruption_blocked(pdb, 3);
+    let (status, _, message, warnings) = drift(&f);
+    assert_eq!(status, "True", "a blocker may leave at any time: {message}");
+    assert_eq!(warnings, vec!["DriftedNodeClaimBlocked"]);
+    assert!(
+        !message.contains("replaces them"),
+        "never contradicts the warning: {message}"
+    );
+    let text = crate::tests::reasons::status(&f)
+        .findings
+        .into_iter()
+        .find(|w| w.reason == "DriftedNodeClaimBlocked")
+        .expect("the warning")
+        .message;
+    assert!(text.contains("shop/web"), "{text}");
+    // An Event Karpenter stopped repeating an hour ago is not named; nor when no NodeClaim is
+    // drifted long enough; nor when a budget already blocks (the False says why).
+    for quiet in [
+        Facts::healthy()
+            .with_drift(vec![budget("10%", &[], None)], Some(120))
+            .with_disruption_blocked(pdb, 60),
+        Facts::healthy()
+            .with_drift(vec![budget("10%", &[], None)], Some(10))
+            .with_disruption_blocked(pdb, 3),
+        Facts::healthy()
+            .with_drift(vec![budget("0", &[], None)], Some(120))
+            .with_disruption_blocked(pdb, 3),
+    ] {
+        assert!(drift(&quiet).3.is_empty(), "{:?}", drift(&quiet));
+    }
+}
