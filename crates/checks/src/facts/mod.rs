@@ -409,5 +409,7 @@ pub struct PodScheduling {
 }
 
 mod aws;
+mod launch;
 
 pub use aws::*;
+pub use launch::*;
