@@ -405,6 +405,20 @@ fn family_matches(ctx: &Context, c: &mut Check, amis: &[ResolvedAmi], ok: &mut V
         ));
         return;
     };
+    // status.amis is Karpenter's answer for the generation its AMIsReady observed: right after
+    // an edit of amiFamily or the selector it still lists the old images, which prove nothing.
+    let generation = class.metadata.generation;
+    let resolved_now = ctx
+        .karpenter_condition("AMIsReady")
+        .is_some_and(|k| k.observed_generation.is_none() || k.observed_generation == generation);
+    if !resolved_now {
+        return c.unknown(Why::new(
+            Reason::NotObserved,
+            "Karpenter has not resolved the images for this generation of the EC2NodeClass yet \
+             (its AMIsReady is for an older one), so status.amis cannot be compared with \
+             amiFamily.",
+        ));
+    }
     if amis.is_empty() {
         return c.unknown(Why::new(
             Reason::NotObserved,

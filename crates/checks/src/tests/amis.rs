@@ -191,3 +191,17 @@ fn a_deprecated_image_is_a_warning() {
     assert_eq!(warnings, vec!["AmiDeprecated"]);
     assert!(!message.contains("deprecated"), "{message}");
 }
+
+#[test]
+fn images_karpenter_resolved_for_an_older_generation_prove_no_mismatch() {
+    // amiFamily just edited to AL2: status.amis still lists the images of the generation before.
+    let f = Facts::healthy()
+        .with_ami_family(
+            "AL2",
+            &["amazon-eks-node-al2023-x86_64-standard-1.29-v20240807"],
+        )
+        .with(|f| f.cluster.node_class.metadata.generation = Some(2));
+    let (status, reason, message, _) = amis(&f);
+    assert_eq!(status, "Unknown", "{reason}: {message}");
+    assert!(message.contains("older"), "{message}");
+}
