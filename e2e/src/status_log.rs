@@ -45,3 +45,16 @@ impl StatusLog {
         std::mem::take(&mut *self.seen.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
+
+/// The statuses held from the first one in which `ty` is Unknown on: a fault's first status may
+/// still carry the verdict from before it, and from the first Unknown on none may be False.
+/// `None` when `ty` was never Unknown.
+pub fn from_first_unknown(
+    held: &[KarpenterHealthStatus],
+    ty: karpenter_health_api::ConditionType,
+) -> Option<&[KarpenterHealthStatus]> {
+    let first = held
+        .iter()
+        .position(|s| s.condition(ty).is_some_and(|c| c.status == "Unknown"))?;
+    Some(&held[first..])
+}

@@ -15,7 +15,7 @@ use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, KUBERNETES_VERSION, REFRESH};
 use karpenter_health_e2e::health_status::message;
-use karpenter_health_e2e::status_log::StatusLog;
+use karpenter_health_e2e::status_log::{StatusLog, from_first_unknown};
 use serde_json::json;
 
 /// The parameter AWS publishes for a pinned AL2023 release's x86_64 standard image (EKS user
@@ -163,14 +163,9 @@ async fn an_alias_aws_never_built_for_the_cluster_version_is_ami_alias_not_publi
         .await?;
         let held = log.stop();
         fx.proxy.clear_faults();
-        let denied_from = held
-            .iter()
-            .position(|s| {
-                s.condition(ConditionType::AmisResolvable)
-                    .is_some_and(|c| c.status == "Unknown")
-            })
+        let denied = from_first_unknown(&held, ConditionType::AmisResolvable)
             .context("an Unknown status")?;
-        no_false(&held[denied_from..], "while SSM denied the reads");
+        no_false(denied, "while SSM denied the reads");
 
         select_alias(&fx, "al2023@v20240807").await?;
         fx.wait_healthy("on a release published for both versions")

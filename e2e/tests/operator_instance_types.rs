@@ -17,7 +17,7 @@ use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
 use karpenter_health_e2e::health_status::{message, subnet_zone};
-use karpenter_health_e2e::status_log::StatusLog;
+use karpenter_health_e2e::status_log::{StatusLog, from_first_unknown};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -177,14 +177,9 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
         fx.proxy.clear_faults();
         // The first status after the edit may still hold the False of the catalog read before;
         // from the first Unknown on, none is False while EC2 denies.
-        let denied_from = held
-            .iter()
-            .position(|s| {
-                s.condition(ConditionType::InstanceTypesAvailable)
-                    .is_some_and(|c| c.status == "Unknown")
-            })
+        let denied = from_first_unknown(&held, ConditionType::InstanceTypesAvailable)
             .context("an Unknown status")?;
-        for s in &held[denied_from..] {
+        for s in denied {
             let c = s.condition(ConditionType::InstanceTypesAvailable);
             assert!(
                 c.is_none_or(|c| c.status != "False"),
