@@ -212,17 +212,14 @@ impl Ec2Api for SdkPorts {
         next_token: Option<String>,
     ) -> BoxFuture<'_, PortResult<Page<CapacityReservationFacts>>> {
         async move {
-            let filter = |name: &str, value: &str| {
-                aws_sdk_ec2::types::Filter::builder()
-                    .name(name)
-                    .values(value)
-                    .build()
-            };
+            let filters = ec2_filters(&[
+                Filter::new("state", ["active"]),
+                Filter::new("instance-match-criteria", ["open"]),
+            ]);
             let out = self
                 .ec2
                 .describe_capacity_reservations()
-                .filters(filter("state", "active"))
-                .filters(filter("instance-match-criteria", "open"))
+                .set_filters(Some(filters))
                 .max_results(1000)
                 .set_next_token(next_token)
                 .send()
