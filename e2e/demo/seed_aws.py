@@ -116,5 +116,8 @@ iam.put_role_policy(RoleName=controller, PolicyName="KarpenterControllerPolicy",
              "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
         {"Effect": "Allow", "Action": ["iam:CreateInstanceProfile", "iam:TagInstanceProfile",
                                        "iam:AddRoleToInstanceProfile"], "Resource": "*"},
+        # Resolving an AMI alias (Karpenter's template: AllowSSMReadActions).
+        {"Effect": "Allow", "Action": "ssm:GetParameter",
+         "Resource": f"arn:aws:ssm:{region}::parameter/aws/service/*"},
     ]}))
 print(f"seeded AWS for cluster {cluster} in {region} (vpc {vpc_id})", file=sys.stderr)

@@ -14,7 +14,7 @@ use karpenter_health_e2e::aws_seed::{
 };
 use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy, PodIdentityAssociation};
 use karpenter_health_e2e::fixture::{
-    CONTROLLER_POLICY, Fixture, REFRESH, controller_policy, irsa_trust,
+    CONTROLLER_POLICY, Fixture, REFRESH, controller_policy, irsa_trust, without_statement,
 };
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
@@ -83,6 +83,35 @@ async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_t
             .await?;
         fx.wait_healthy("after PassRole names the role's real path")
             .await?;
+
+        // The policy lacks Karpenter's AllowSSMReadActions: the class's alias cannot resolve.
+        fx.aws
+            .put_role_policy(
+                &fx.controller_role,
+                CONTROLLER_POLICY,
+                &without_statement(&good_policy, "AllowSSMReadActions"),
+            )
+            .await?;
+        let status = fx
+            .wait_only_failed(
+                ConditionType::ControllerCanLaunch,
+                Reason::ControllerCannotReadAmiParameters,
+            )
+            .await?;
+        let text = message(&status, ConditionType::ControllerCanLaunch);
+        assert!(
+            text.contains("ssm:GetParameter")
+                && text.contains("parameter/aws/service/eks/optimized-ami/"),
+            "{text}"
+        );
+        fx.aws
+            .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, &good_policy)
+            .await?;
+        let status = fx
+            .wait_healthy("after the alias's parameters may be read again")
+            .await?;
+        let text = message(&status, ConditionType::ControllerCanLaunch);
+        assert!(text.contains("ssm:GetParameter"), "{text}");
 
         // The IRSA trust names another ServiceAccount (Karpenter moved to its own namespace).
         let good_trust = irsa_trust(&fx.oidc_provider_arn, &fx.issuer_host_path, &fx.name);

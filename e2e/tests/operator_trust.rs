@@ -12,6 +12,7 @@ use karpenter_health_e2e::aws_seed::partition_and_account;
 use karpenter_health_e2e::fault_proxy::{FaultProxy, PodIdentityAssociation};
 use karpenter_health_e2e::fixture::{
     CONTROLLER_POLICY, DEADLINE, Fixture, controller_policy, irsa_trust, kms_for_ebs_policy,
+    without_statement,
 };
 use karpenter_health_e2e::health_status::{message, subnet_zone};
 use karpenter_health_e2e::status_log::StatusLog;
@@ -277,12 +278,9 @@ async fn scps_a_key_left_to_iam_and_what_a_launch_touches() -> Result<()> {
         // Point 11: without the statement for the images, security groups and subnets a launch
         // uses, Karpenter cannot launch.
         let good = controller_policy(&fx.cluster, &fx.node_role_arn);
-        let mut without: serde_json::Value = serde_json::from_str(&good)?;
-        if let Some(statements) = without["Statement"].as_array_mut() {
-            statements.retain(|s| s["Sid"] != "AllowScopedEC2InstanceAccessActions");
-        }
+        let without = without_statement(&good, "AllowScopedEC2InstanceAccessActions");
         fx.aws
-            .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, &without.to_string())
+            .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, &without)
             .await?;
         let status = fx
             .wait_only_failed(

@@ -322,6 +322,9 @@ reasons! {
     ControllerCannotLaunchInstances => Only(C::ControllerCanLaunch), False,
         "The controller may not run instances, create fleets or create launch templates with the tags Karpenter sends.",
         "Allow ec2:RunInstances, ec2:CreateFleet and ec2:CreateLaunchTemplate as Karpenter's IAM policy does (check its cluster-name tag conditions); if the message names a permissions boundary or SCP, lift the denial there.";
+    ControllerCannotReadAmiParameters => Only(C::ControllerCanLaunch), False,
+        "The class selects its images by alias, but the controller may not ssm:GetParameter the public parameter the alias resolves through, so Karpenter resolves no image and launches nothing (its AMIsReady goes False).",
+        "Allow ssm:GetParameter on arn:<partition>:ssm:<region>::parameter/aws/service/* as Karpenter's IAM policy does (AllowSSMReadActions); if the message names a permissions boundary or SCP, lift the denial there.";
 
     // InterruptionHandlingReady
     InterruptionHandlingConfigured => Only(C::InterruptionHandlingReady), True,

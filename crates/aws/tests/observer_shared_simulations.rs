@@ -200,3 +200,50 @@ async fn a_denial_no_question_reads_does_not_keep_an_answer_apart() {
         "the second class asked the denied group itself"
     );
 }
+
+/// The request of `class` whose images come from `alias`.
+fn with_alias(mut request: AwsRequest, alias: &str) -> AwsRequest {
+    request.ami_alias = Some(alias.into());
+    if let Some(inputs) = request.controller.as_mut().and_then(|c| c.class.as_mut()) {
+        inputs.ami_alias = Some(alias.into());
+    }
+    request
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_alias_parameter_is_asked_for_eks_s_minor_once_for_every_class() {
+    let one = FakeAws::new(world());
+    let (alone, facts) = simulations_for(&one, &[class("c0", &[("team", "a")])]).await;
+    assert!(
+        !decisions(&facts[0])
+            .iter()
+            .any(|(action, _, _)| action == "ssm:GetParameter"),
+        "no alias, no parameter"
+    );
+
+    let fake = FakeAws::new(world());
+    let classes: Vec<_> = (0..20)
+        .map(|n| with_alias(class(&format!("c{n}"), &[("team", "a")]), "al2023@latest"))
+        .collect();
+    let (calls, facts) = simulations_for(&fake, &classes).await;
+    // One simulation more than without an alias, whatever the number of classes: the
+    // parameter's question is the same for every class of the alias.
+    assert_eq!(calls, alone + 1);
+    // The world's EKS cluster runs 1.31: the parameter Karpenter reads for it.
+    let parameter = "arn:aws:ssm:us-west-2::parameter/aws/service/eks/optimized-ami/1.31/\
+                     amazon-linux-2023/x86_64/standard/recommended/image_id";
+    for facts in &facts {
+        let read: Vec<_> = decisions(facts)
+            .into_iter()
+            .filter(|(action, _, _)| action == "ssm:GetParameter")
+            .collect();
+        assert_eq!(
+            read,
+            vec![(
+                "ssm:GetParameter".to_owned(),
+                parameter.to_owned(),
+                "allowed".to_owned()
+            )]
+        );
+    }
+}

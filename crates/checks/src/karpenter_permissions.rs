@@ -10,7 +10,7 @@
 //! `AllowScopedEC2InstanceActionsWithTags` (fleet, instance, volume, network interface, launch
 //! template, spot request), `AllowScopedResourceCreationTagging`,
 //! `AllowScopedInstanceProfileCreationActions`, `AllowScopedInstanceProfileTagActions`,
-//! `AllowScopedInstanceProfileActions`; `pkg/utils/utils.go GetTags` and
+//! `AllowScopedInstanceProfileActions`, `AllowSSMReadActions`; `pkg/utils/utils.go GetTags` and
 //! `pkg/providers/instanceprofile/instanceprofile.go` for what Karpenter sends).
 //!
 //! The request context carries what Karpenter's launch carries and the operator knows: the
@@ -76,6 +76,8 @@ pub enum Group {
     Launch,
     /// The instance profile Karpenter makes for `spec.role`.
     InstanceProfile,
+    /// The public SSM parameter an AMI `alias` resolves through.
+    AmiParameters,
 }
 
 /// One permission question.
@@ -108,6 +110,9 @@ pub struct Inputs {
     pub instance_profile: Option<String>,
     /// The metadata options Karpenter launches with.
     pub metadata: MetadataKeys,
+    /// The SSM parameter Karpenter reads first to resolve the class's AMI `alias` for the
+    /// cluster's Kubernetes minor; `None` without an alias or while the minor is unknown.
+    pub ami_parameter: Option<String>,
 }
 
 /// The EC2NodeClass's metadata options as the `ec2:Metadata*` condition keys of a launch, with
@@ -158,6 +163,8 @@ pub struct ClassInputs {
     pub manages_instance_profile: bool,
     pub instance_profile: Option<String>,
     pub metadata: MetadataKeys,
+    /// The class's AMI `alias`, as written.
+    pub ami_alias: Option<String>,
 }
 
 impl ClassInputs {
@@ -193,17 +200,26 @@ impl ClassInputs {
                 .as_ref()
                 .and_then(|s| s.instance_profile.clone()),
             metadata: MetadataKeys::of(class.spec.metadata_options.as_ref()),
+            ami_alias: crate::rules::amis::Alias::of(class).map(|a| a.written),
         })
     }
 
-    /// The full inputs, with what AWS told: the account, the region and the node role's ARN.
+    /// The full inputs, with what AWS told: the account, the region, the node role's ARN and
+    /// the cluster's Kubernetes minor (which the alias's parameter names).
     pub fn complete(
         &self,
         partition: &str,
         account: &str,
         region: &str,
         node_role_arn: &str,
+        kubernetes_minor: Option<&str>,
     ) -> Inputs {
+        let ami_parameter = self
+            .ami_alias
+            .as_deref()
+            .and_then(crate::rules::amis::Alias::parse)
+            .zip(kubernetes_minor)
+            .and_then(|(alias, minor)| alias.parameters(minor).into_iter().next());
         Inputs {
             partition: partition.to_owned(),
             account: account.to_owned(),
@@ -217,6 +233,7 @@ impl ClassInputs {
             manages_instance_profile: self.manages_instance_profile,
             instance_profile: self.instance_profile.clone(),
             metadata: self.metadata.clone(),
+            ami_parameter,
         }
     }
 }
@@ -236,6 +253,9 @@ pub const PROFILE_ACTIONS: [&str; 3] = [
     "iam:TagInstanceProfile",
     "iam:AddRoleToInstanceProfile",
 ];
+/// What resolving an `alias` takes (Karpenter's `AllowSSMReadActions` grants it on
+/// `arn:<partition>:ssm:<region>::parameter/aws/service/*`; `pkg/providers/ssm/provider.go`).
+pub const READ_PARAMETER: &str = "ssm:GetParameter";
 
 impl Inputs {
     fn ec2_arn(&self, resource: &str) -> String {
@@ -297,7 +317,24 @@ impl Inputs {
                 });
             }
         }
+        if let Some(name) = &self.ami_parameter {
+            out.push(Question {
+                group: Group::AmiParameters,
+                action: READ_PARAMETER,
+                resource: self.parameter_arn(name),
+            });
+        }
         out
+    }
+
+    /// A public parameter belongs to no account in its ARN, as Karpenter's policy writes it.
+    pub fn parameter_arn(&self, name: &str) -> String {
+        format!(
+            "arn:{}:ssm:{}::parameter/{}",
+            self.partition,
+            self.region,
+            name.trim_start_matches('/')
+        )
     }
 
     /// What the questions verify, for a True message.
@@ -315,6 +352,11 @@ impl Inputs {
         );
         if self.manages_instance_profile {
             what.push_str("; creating, tagging and filling its instance profile");
+        }
+        if let Some(name) = &self.ami_parameter {
+            what.push_str(&format!(
+                "; ssm:GetParameter on {name}, which its alias resolves through"
+            ));
         }
         what
     }
@@ -384,6 +426,12 @@ impl Inputs {
                 ctx = ctx.all_given_under("aws:ResourceTag/");
                 tags
             }
+            // Karpenter's GetParameter carries no tags, and AWS's public parameters have none.
+            Group::AmiParameters => {
+                return ctx
+                    .all_given_under("aws:ResourceTag/")
+                    .all_given_under("aws:RequestTag/");
+            }
         };
         for (k, v) in &tags {
             ctx = ctx.with_value(&format!("aws:RequestTag/{k}"), v);
@@ -412,7 +460,47 @@ mod tests {
             manages_instance_profile: manages,
             instance_profile: None,
             metadata: MetadataKeys::default(),
+            ami_parameter: None,
         }
+    }
+
+    #[test]
+    fn an_alias_adds_the_read_of_its_first_parameter_for_the_clusters_minor() {
+        let class = ClassInputs {
+            cluster: "demo".into(),
+            ami_alias: Some("al2023@latest".into()),
+            ..Default::default()
+        };
+        let unknown_minor = class.complete("aws", "111122223333", "us-west-2", "arn:r", None);
+        assert!(
+            !unknown_minor
+                .questions()
+                .iter()
+                .any(|q| q.action == READ_PARAMETER)
+        );
+        let inputs = class.complete("aws", "111122223333", "us-west-2", "arn:r", Some("1.31"));
+        let read: Vec<Question> = inputs
+            .questions()
+            .into_iter()
+            .filter(|q| q.action == READ_PARAMETER)
+            .collect();
+        assert_eq!(
+            read,
+            vec![Question {
+                group: Group::AmiParameters,
+                action: READ_PARAMETER,
+                resource: "arn:aws:ssm:us-west-2::parameter/aws/service/eks/optimized-ami/1.31/\
+                           amazon-linux-2023/x86_64/standard/recommended/image_id"
+                    .into(),
+            }]
+        );
+        // No tag of a launch reaches the parameter's context.
+        let context: Vec<String> = inputs
+            .context(Group::AmiParameters)
+            .entries()
+            .map(|(k, _)| k.to_owned())
+            .collect();
+        assert_eq!(context, vec!["aws:RequestedRegion".to_owned()]);
     }
 
     #[test]

@@ -50,6 +50,23 @@ impl AmiReads {
     }
 }
 
+/// The cluster's Kubernetes minor: EKS's when EKS answered, the API server's only where EKS has
+/// no such cluster; unknown (with the cause) while EKS cannot be read; `Ok(None)` when neither
+/// names one.
+pub(super) fn kubernetes_minor(
+    eks: Option<&Observed<EksClusterFacts>>,
+    apiserver_version: Option<&str>,
+) -> Result<Option<String>, Observed<AmiParameters>> {
+    match eks {
+        Some(Observed::Found(cluster)) => Ok(cluster.version.as_deref().and_then(minor_of)),
+        Some(Observed::Unknown(u)) => Err(Observed::Unknown(super::shared::because(
+            "the cluster's Kubernetes version (EKS DescribeCluster) is not known",
+            u,
+        ))),
+        Some(Observed::Absent) | None => Ok(apiserver_version.and_then(minor_of)),
+    }
+}
+
 impl AwsObserver {
     /// The parameters `alias` needs, once the cluster's minor is known from `eks` or
     /// `apiserver_version`.
@@ -63,18 +80,14 @@ impl AwsObserver {
             kubernetes_minor: Err(super::shared::not_observed(why)),
             reads: Vec::new(),
         };
-        let minor = match eks {
-            Some(Observed::Found(cluster)) => cluster.version.as_deref().and_then(minor_of),
-            Some(Observed::Unknown(u)) => {
+        let minor = match kubernetes_minor(eks, apiserver_version) {
+            Ok(minor) => minor,
+            Err(unknown) => {
                 return AmiReads {
-                    kubernetes_minor: Err(Observed::Unknown(super::shared::because(
-                        "the cluster's Kubernetes version (EKS DescribeCluster) is not known",
-                        u,
-                    ))),
+                    kubernetes_minor: Err(unknown),
                     reads: Vec::new(),
                 };
             }
-            Some(Observed::Absent) | None => apiserver_version.and_then(minor_of),
         };
         let Some(alias) = Alias::parse(alias) else {
             return unread("the alias is not one Karpenter resolves");

@@ -274,7 +274,21 @@ impl AwsObserver {
                 }
                 _ => return Err(unobserved("the node role is not known in IAM")),
             };
-            Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
+            // The minor the alias's parameters are read for (`amis.rs`), which names the
+            // parameter the controller must be allowed to read.
+            let minor = amis::kubernetes_minor(
+                eks.as_ref().map(|r| &r.current),
+                request.apiserver_version.as_deref(),
+            )
+            .ok()
+            .flatten();
+            Ok(class.complete(
+                &account.partition,
+                &account.account_id,
+                region,
+                &node_role,
+                minor.as_deref(),
+            ))
         };
         let controller_read = async {
             match controller_role_arn.as_deref() {

@@ -115,6 +115,14 @@ impl AwsFacts {
                 ))
             })
     }
+
+    /// The Kubernetes minor the alias's parameters were read for, when they were.
+    pub fn kubernetes_minor(&self) -> Option<&str> {
+        match &self.ami_parameters {
+            Some(Observed::Found(p)) => Some(p.kubernetes_minor.as_str()),
+            _ => None,
+        }
+    }
 }
 
 impl<T> Default for Observed<T> {

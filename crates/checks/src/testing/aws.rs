@@ -323,7 +323,58 @@ pub fn pod_identity_trust_policy() -> String {
 pub fn permission_inputs(facts: &Facts) -> crate::karpenter_permissions::Inputs {
     let class =
         crate::karpenter_permissions::ClassInputs::of(&facts.cluster).expect("class inputs");
-    class.complete("aws", ACCOUNT, REGION, &role_arn(NODE_ROLE))
+    class.complete(
+        "aws",
+        ACCOUNT,
+        REGION,
+        &role_arn(NODE_ROLE),
+        facts.aws.kubernetes_minor(),
+    )
+}
+
+/// What the adapter does when the facts' questions change: IAM's simulator is asked exactly the
+/// questions of `f`, each answered as its action was before (`allowed` for a new action).
+pub fn reask_simulator(f: &mut Facts) {
+    let node_role = match &f.aws.node_role {
+        Some(Observed::Found(r)) => r.arn.clone(),
+        _ => return,
+    };
+    let (Some(class), Some(region)) = (
+        crate::karpenter_permissions::ClassInputs::of(&f.cluster),
+        f.aws.region.clone(),
+    ) else {
+        return;
+    };
+    let inputs = class.complete(
+        "aws",
+        ACCOUNT,
+        &region,
+        &node_role,
+        f.aws.kubernetes_minor(),
+    );
+    if let Some(crate::facts::PermissionFacts {
+        simulated: Observed::Found(list),
+        ..
+    }) = f.aws.controller_permissions.as_mut()
+    {
+        let old = std::mem::take(list);
+        for q in inputs.questions() {
+            let template = old.iter().find(|d| d.action == q.action).cloned();
+            list.push(SimulatedDecision {
+                action: q.action.into(),
+                resource: q.resource,
+                ..template.unwrap_or(SimulatedDecision {
+                    action: String::new(),
+                    resource: String::new(),
+                    decision: "allowed".into(),
+                    denied_by_boundary: false,
+                    denied_by_organizations: false,
+                    missing_context: Vec::new(),
+                    matched: Vec::new(),
+                })
+            });
+        }
+    }
 }
 
 /// IAM's simulator answering `decision` to every question of the healthy facts.

@@ -7,10 +7,13 @@ use super::*;
 impl Facts {
     /// A Karpenter 1.8.6 setup in us-west-2 where every check passes.
     pub fn healthy() -> Self {
-        Facts {
+        let mut f = Facts {
             cluster: healthy_cluster(),
             aws: healthy_aws(),
-        }
+        };
+        // Asked as the adapter asks: with the alias's parameter for the cluster's minor.
+        reask_simulator(&mut f);
+        f
     }
 
     /// Applies any change; the escape hatch for facts without a dedicated builder.
@@ -269,6 +272,7 @@ impl Facts {
                     ..Default::default()
                 }];
             f.aws.ami_parameters = Some(Observed::Found(ami_parameters(alias, minor, answer)));
+            reask_simulator(f);
         })
     }
 

@@ -168,7 +168,7 @@ fn with_local_policy(facts: Facts, document: &str) -> Facts {
 }
 
 const REQUIRE_IMDSV2: &str = r#"{"Statement":[
-  {"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"},
+  {"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile","ssm:GetParameter"],"Resource":"*"},
   {"Effect":"Deny","Action":"ec2:RunInstances","Resource":"arn:aws:ec2:*:*:instance/*",
    "Condition":{"StringNotEquals":{"ec2:MetadataHttpTokens":"required"}}}]}"#;
 
@@ -202,4 +202,50 @@ fn an_imdsv2_guardrail_is_decided_from_the_class_metadata_options() {
         ("False", "ControllerCannotLaunchInstances"),
         "Karpenter's launch with httpTokens optional is denied: {message}"
     );
+}
+
+/// Karpenter's `AllowSSMReadActions` grants the alias's parameters; a grant on another family's
+/// parameters only, or none, leaves the alias unresolvable.
+#[test]
+fn reading_the_alias_parameter_is_decided_from_the_parameter_the_alias_resolves_through() {
+    let policy = |ssm_resource: &str| {
+        format!(
+            r#"{{"Statement":[
+  {{"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"}},
+  {{"Effect":"Allow","Action":"ssm:GetParameter","Resource":"{ssm_resource}"}}]}}"#
+        )
+    };
+    let karpenters = with_local_policy(
+        Facts::healthy(),
+        &policy("arn:aws:ssm:us-west-2::parameter/aws/service/*"),
+    );
+    let (st, reason, message) = controller(&karpenters);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("True", "ControllerPermissionsVerified"),
+        "{message}"
+    );
+    assert!(message.contains("ssm:GetParameter"), "{message}");
+    let other_family = with_local_policy(
+        Facts::healthy(),
+        &policy("arn:aws:ssm:*::parameter/aws/service/bottlerocket/*"),
+    );
+    let (st, reason, message) = controller(&other_family);
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "ControllerCannotReadAmiParameters"),
+        "{message}"
+    );
+    assert!(message.contains("amazon-linux-2023"), "{message}");
+    // Without an alias nothing is read through SSM, so nothing is asked.
+    let by_tags = with_local_policy(
+        Facts::healthy().with_ami_family(
+            "AL2023",
+            &["amazon-eks-node-al2023-x86_64-standard-1.29-v20250101"],
+        ),
+        &policy("arn:aws:ssm:*::parameter/aws/service/bottlerocket/*"),
+    );
+    let (st, _, message) = controller(&by_tags);
+    assert_eq!(st, "True", "{message}");
+    assert!(!message.contains("ssm:GetParameter"), "{message}");
 }

@@ -157,6 +157,9 @@ sentences! {
     a_boundary_denying_run_instances_is_controller_cannot_launch_instances:
         Facts::healthy().with_simulated("ec2:RunInstances", |d| { d.decision = "implicitDeny".into(); d.denied_by_boundary = true; })
         => ControllerCanLaunch is False because ControllerCannotLaunchInstances;
+    a_controller_denied_the_alias_parameter_is_controller_cannot_read_ami_parameters:
+        Facts::healthy().with_simulated("ssm:GetParameter", |d| d.decision = "implicitDeny".into())
+        => ControllerCanLaunch is False because ControllerCannotReadAmiParameters;
 
     // InterruptionHandlingReady.
     a_queue_with_its_policy_and_every_rule_is_interruption_handling_configured:

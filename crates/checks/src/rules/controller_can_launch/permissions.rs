@@ -61,7 +61,15 @@ fn inputs(ctx: &Context) -> Result<Inputs, Why> {
             ));
         }
     };
-    Ok(class.complete(&account.partition, &account.account_id, region, &node_role))
+    // The minor the adapter named the alias's parameter with: the one its SSM reads were for.
+    let minor = ctx.facts.aws.kubernetes_minor();
+    Ok(class.complete(
+        &account.partition,
+        &account.account_id,
+        region,
+        &node_role,
+        minor,
+    ))
 }
 
 /// What the permission half verified, for the True message: the questions and who answered.
@@ -172,6 +180,7 @@ fn check_answers(
         (_, PASS_ROLE) => Reason::ControllerCannotPassNodeRole,
         (Group::InstanceProfile, _) => Reason::ControllerCannotManageInstanceProfiles,
         (Group::Launch, _) => Reason::ControllerCannotLaunchInstances,
+        (Group::AmiParameters, _) => Reason::ControllerCannotReadAmiParameters,
     };
     let mut denied: Vec<(Reason, String)> = Vec::new();
     for (q, a) in questions.iter().zip(answers) {
@@ -208,6 +217,7 @@ fn check_answers(
         Reason::ControllerCannotPassNodeRole,
         Reason::ControllerCannotManageInstanceProfiles,
         Reason::ControllerCannotLaunchInstances,
+        Reason::ControllerCannotReadAmiParameters,
     ] {
         let texts: Vec<&str> = denied
             .iter()

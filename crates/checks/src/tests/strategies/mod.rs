@@ -489,46 +489,7 @@ pub(super) fn normalize(f: &mut Facts) {
             }
         }
     }
-    // The adapter asks the simulator the questions of these facts: keep each action's answer.
-    let node_role = match &f.aws.node_role {
-        Some(Observed::Found(r)) => Some(r.arn.clone()),
-        _ => None,
-    };
-    let class = crate::karpenter_permissions::ClassInputs::of(&f.cluster);
-    let region = f.aws.region.clone();
-    if let (
-        Some(node_role),
-        Some(class),
-        Some(region),
-        Some(crate::facts::PermissionFacts {
-            simulated: Observed::Found(list),
-            ..
-        }),
-    ) = (
-        node_role,
-        class,
-        region,
-        f.aws.controller_permissions.as_mut(),
-    ) {
-        let inputs = class.complete("aws", ACCOUNT, &region, &node_role);
-        let old = std::mem::take(list);
-        for q in inputs.questions() {
-            let template = old.iter().find(|d| d.action == q.action).cloned();
-            list.push(crate::facts::SimulatedDecision {
-                action: q.action.into(),
-                resource: q.resource,
-                ..template.unwrap_or(crate::facts::SimulatedDecision {
-                    action: String::new(),
-                    resource: String::new(),
-                    decision: "allowed".into(),
-                    denied_by_boundary: false,
-                    denied_by_organizations: false,
-                    missing_context: Vec::new(),
-                    matched: Vec::new(),
-                })
-            });
-        }
-    }
+    crate::testing::reask_simulator(f);
 }
 
 pub(super) fn facts() -> impl Strategy<Value = Facts> {
