@@ -488,6 +488,9 @@ reasons! {
     AmiAliasNotPublished => Only(C::AmisResolvable), False,
         "The EC2NodeClass's alias (amiSelectorTerms[].alias, family@version) resolves through SSM parameters AWS has not published for the cluster's Kubernetes version (for a pinned release: it was never built for that version), so Karpenter resolves no image and launches no node for the class (aws/karpenter-provider-aws #7457, #8564).",
         "Pin a release AWS published for the cluster's Kubernetes version (aws ssm get-parameters-by-path --path /aws/service/eks/optimized-ami/<version>/ lists them), or use @latest.";
+    AmiUnavailable => Only(C::AmisResolvable), False,
+        "The selector terms name images by id only, and EC2 has none of them that can launch: each is deregistered, no longer shared with this account, or disabled, so Karpenter resolves no image and launches nothing.",
+        "Select images that exist (a current id, an alias, or tags and names); or share the image with this account again, or re-enable it (aws ec2 enable-image).";
     AmiFamilyMismatch => Only(C::AmisResolvable), False,
         "spec.amiFamily makes Karpenter write user data for one family (nodeadm for AL2023, bootstrap.sh for AL2, TOML for Bottlerocket, PowerShell for Windows), but every image the selector terms resolve is an official EKS build of another family, so nodes boot, cannot read their user data, and never join (aws/karpenter-provider-aws #5940).",
         "Set amiFamily to the images' family, or change amiSelectorTerms to select images of amiFamily's family (an alias selects both at once).";

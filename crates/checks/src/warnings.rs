@@ -84,6 +84,12 @@ warnings! {
     AmiDeprecated => AmisResolvable,
         "EC2 has deprecated images Karpenter resolved for this EC2NodeClass. Launches still work, and Karpenter uses a deprecated image only when nothing newer matches, but AWS no longer patches it and may deregister it, and then nothing resolves.",
         "Select a current image (a newer pinned release, @latest, or new selector terms).";
+    AmiDeprecationAhead => AmisResolvable,
+        "EC2 deprecates an image this EC2NodeClass uses within the next 30 days. Launches keep working after that, but AWS stops patching it, hides it from searches and may later deregister it.",
+        "Move to a current image before the date (a newer pinned release, @latest, or new selector terms).";
+    AmiSomeUnavailable => AmisResolvable,
+        "An image this EC2NodeClass names by id, or one Karpenter still lists as resolved, is deregistered, no longer shared with this account, or disabled. Other images remain, so launches go on; Karpenter drops the image when it next resolves.",
+        "Remove the image's id from amiSelectorTerms, or share or re-enable the image.";
     AmiFamilyPartlyMismatched => AmisResolvable,
         "Some images Karpenter resolved for this EC2NodeClass are official EKS builds of another family than spec.amiFamily: a node launched from one of them boots with user data it cannot read and never joins.",
         "Narrow amiSelectorTerms to images of amiFamily's family.";

@@ -65,6 +65,10 @@ pub struct AwsFacts {
     /// The SSM parameters the class's `alias` AMI term resolves through, for the cluster's
     /// Kubernetes minor and the next; `None` when not asked (no alias term).
     pub ami_parameters: Option<Observed<AmiParameters>>,
+    /// The images the class names by id and those Karpenter resolved for it, as EC2 describes
+    /// them (an image EC2 does not return is gone or not shared with the account); `None` when
+    /// not asked (no such image).
+    pub images: Option<Observed<Vec<ImageFacts>>>,
     /// The account's active open On-Demand Capacity Reservations in the region
     /// (DescribeCapacityReservations); `None` when not asked (no NodePool uses the class).
     pub open_capacity_reservations: Option<Observed<Vec<CapacityReservationFacts>>>,
@@ -98,6 +102,7 @@ impl Default for AwsFacts {
             vcpu_quotas: None,
             ami_parameters: None,
             open_capacity_reservations: None,
+            images: None,
         }
     }
 }

@@ -114,6 +114,17 @@ pub struct CapacityReservationFacts {
     pub available: Option<u32>,
 }
 
+/// One image as EC2 DescribeImages answers it, deprecated and disabled images included.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageFacts {
+    pub id: String,
+    pub name: Option<String>,
+    /// `available`, `pending`, `disabled`, `failed`, …
+    pub state: String,
+    /// When EC2 deprecates (or deprecated) the image.
+    pub deprecation_time: Option<jiff::Timestamp>,
+}
+
 /// SSM GetParameter's answers for the parameters an AMI alias resolves through.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AmiParameters {

@@ -12,6 +12,11 @@
 //!   whose name is an official EKS build's name; any other image may be anything.
 //! - Deprecated images are a warning: EC2 still launches them, and Karpenter uses one only when
 //!   nothing newer matches.
+//! - What EC2 says of the images now (deregistered, disabled, deprecated soon): `images.rs`.
+
+mod images;
+
+pub use images::{DEPRECATION_AHEAD, image_ids};
 
 use super::{Check, Context, Outcome, Why};
 use crate::facts::{AmiParameters, Observed};
@@ -283,6 +288,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Some(alias) => alias_published(ctx, &mut c, &alias, &mut ok),
         None => family_matches(ctx, &mut c, amis, &mut ok),
     }
+    images::images_usable(ctx, &mut c, &mut ok);
 
     let deprecated: Vec<String> = amis
         .iter()

@@ -3,7 +3,7 @@
 //! Pure data, no IO.
 
 use super::*;
-use crate::facts::{AmiParameters, InstanceTypeCatalog, InstanceTypeFacts, VcpuQuotas};
+use crate::facts::{AmiParameters, ImageFacts, InstanceTypeCatalog, InstanceTypeFacts, VcpuQuotas};
 
 /// An enabled customer-managed key whose policy delegates to the account (the KMS default).
 pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
@@ -150,7 +150,47 @@ pub(super) fn healthy_aws() -> AwsFacts {
             |_| Observed::Found("ami-0healthy".into()),
         ))),
         open_capacity_reservations: Some(Observed::Found(Vec::new())),
+        // The images Karpenter resolved for the healthy class (`healthy_cluster`), available.
+        images: Some(Observed::Found(
+            ["amd64", "arm64"]
+                .iter()
+                .map(|arch| image(&format!("ami-0{arch}"), "available", None))
+                .collect(),
+        )),
     }
+}
+
+/// An image as DescribeImages answers it.
+pub fn image(id: &str, state: &str, deprecation_time: Option<Timestamp>) -> ImageFacts {
+    ImageFacts {
+        id: id.into(),
+        name: Some(format!("image-{id}")),
+        state: state.into(),
+        deprecation_time,
+    }
+}
+
+/// What the adapter asks when the class's images change: every image of
+/// [`crate::rules::amis::image_ids`], as answered before, or available when it was not asked.
+pub fn reask_images(f: &mut Facts) {
+    let before = match &f.aws.images {
+        Some(Observed::Found(images)) => images.clone(),
+        _ => Vec::new(),
+    };
+    let ids = crate::rules::amis::image_ids(&f.cluster.node_class);
+    f.aws.images = (!ids.is_empty()).then(|| {
+        Observed::Found(
+            ids.iter()
+                .map(|id| {
+                    before
+                        .iter()
+                        .find(|i| &i.id == id)
+                        .cloned()
+                        .unwrap_or_else(|| image(id, "available", None))
+                })
+                .collect(),
+        )
+    });
 }
 
 /// The healthy class's AMI alias.

@@ -3,6 +3,7 @@
 
 use super::aws::healthy_aws;
 use super::*;
+use crate::facts::ImageFacts;
 
 impl Facts {
     /// A Karpenter 1.8.6 setup in us-west-2 where every check passes.
@@ -254,6 +255,7 @@ impl Facts {
                     })
                     .collect();
             }
+            reask_images(f);
         })
     }
 
@@ -299,6 +301,37 @@ impl Facts {
                     })
                     .collect();
             }
+            reask_images(f);
+        })
+    }
+
+    /// The class names its images by id (`ids`), and EC2 answers DescribeImages with `answered`
+    /// (an id left out is gone); Karpenter resolved the ids EC2 has available.
+    pub fn with_image_ids(self, ids: &[&str], answered: Vec<ImageFacts>) -> Self {
+        self.with(|f| {
+            let class = &mut f.cluster.node_class;
+            class.spec.ami_selector_terms = ids
+                .iter()
+                .map(|id| karpenter_health_api::karpenter::AmiSelectorTerm {
+                    id: Some((*id).into()),
+                    ..Default::default()
+                })
+                .collect();
+            if let Some(status) = class.status.as_mut() {
+                status.amis = answered
+                    .iter()
+                    .filter(|i| i.state == "available")
+                    .map(|i| karpenter_health_api::karpenter::ResolvedAmi {
+                        id: i.id.clone(),
+                        name: i.name.clone(),
+                        deprecated: Some(false),
+                        requirements: Vec::new(),
+                    })
+                    .collect();
+            }
+            f.aws.ami_parameters = None;
+            f.aws.images = Some(Observed::Found(answered));
+            reask_simulator(f);
         })
     }
 

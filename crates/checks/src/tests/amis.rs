@@ -205,3 +205,94 @@ fn images_karpenter_resolved_for_an_older_generation_prove_no_mismatch() {
     assert_eq!(status, "Unknown", "{reason}: {message}");
     assert!(message.contains("older"), "{message}");
 }
+
+#[test]
+fn images_named_by_id_are_false_only_when_none_of_them_can_launch() {
+    use crate::testing::image;
+    // Both ids gone or disabled, and nothing else selected: nothing resolves.
+    let f = Facts::healthy().with_image_ids(
+        &["ami-0gone", "ami-0off"],
+        vec![image("ami-0off", "disabled", None)],
+    );
+    let (status, reason, message, _) = amis(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "AmiUnavailable")
+    );
+    assert!(
+        message.contains("ami-0gone is deregistered or no longer shared")
+            && message.contains("ami-0off (image-ami-0off) is disabled"),
+        "{message}"
+    );
+
+    // One of two still available: launches go on from it, a warning.
+    let f = Facts::healthy().with_image_ids(
+        &["ami-0gone", "ami-0ok"],
+        vec![image("ami-0ok", "available", None)],
+    );
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, vec!["AmiSomeUnavailable"]);
+    assert!(!message.contains("available"), "{message}");
+
+    // A pending image (just copied) is not judged.
+    let f =
+        Facts::healthy().with_image_ids(&["ami-0new"], vec![image("ami-0new", "pending", None)]);
+    assert_eq!(amis(&f).0, "True");
+
+    // The same gone id beside a tag term: Karpenter resolves from the tags, a warning only.
+    let f = Facts::healthy()
+        .with_image_ids(&["ami-0gone"], Vec::new())
+        .with(|f| {
+            f.cluster.node_class.spec.ami_selector_terms.push(
+                karpenter_health_api::karpenter::AmiSelectorTerm {
+                    tags: [("team".to_owned(), "a".to_owned())].into(),
+                    ..Default::default()
+                },
+            );
+        });
+    let (status, _, message, warnings) = amis(&f);
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, vec!["AmiSomeUnavailable"]);
+}
+
+#[test]
+fn describe_images_that_failed_is_unknown_only_where_it_could_be_false() {
+    let unread = || Some(Observed::unknown(UnknownCause::Throttled, "DescribeImages"));
+    let by_id = Facts::healthy()
+        .with_image_ids(&["ami-0a"], Vec::new())
+        .with(|f| f.aws.images = unread());
+    let (status, _, message, _) = amis(&by_id);
+    assert_eq!(status, "Unknown", "{message}");
+    assert!(message.contains("DescribeImages"), "{message}");
+    // An alias resolves without the images' answer: nothing said, never Unknown.
+    let alias = Facts::healthy().with(|f| f.aws.images = unread());
+    let (status, _, message, warnings) = amis(&alias);
+    assert_eq!(status, "True", "{message}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn a_deprecation_within_thirty_days_is_a_warning_and_one_later_is_not() {
+    use crate::testing::{image, now};
+    use jiff::SignedDuration;
+    let at = |days: i64| Some(now() + SignedDuration::from_hours(24 * days));
+    let soon = Facts::healthy().with_image_ids(
+        &["ami-0soon"],
+        vec![image("ami-0soon", "available", at(12))],
+    );
+    let (status, _, message, warnings) = amis(&soon);
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, vec!["AmiDeprecationAhead"]);
+    let later = Facts::healthy().with_image_ids(
+        &["ami-0later"],
+        vec![image("ami-0later", "available", at(90))],
+    );
+    assert!(amis(&later).3.is_empty());
+    // Already deprecated: Karpenter's `deprecated` says so (AmiDeprecated), not this warning.
+    let past = Facts::healthy().with_image_ids(
+        &["ami-0past"],
+        vec![image("ami-0past", "available", at(-3))],
+    );
+    assert!(!amis(&past).3.contains(&"AmiDeprecationAhead".to_owned()));
+}

@@ -312,6 +312,9 @@ sentences! {
     al2023_user_data_on_bottlerocket_images_is_ami_family_mismatch:
         Facts::healthy().with_ami_family("AL2023", &["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"])
         => AmisResolvable is False because AmiFamilyMismatch;
+    every_image_named_by_id_deregistered_is_ami_unavailable:
+        Facts::healthy().with_image_ids(&["ami-0gone"], Vec::new())
+        => AmisResolvable is False because AmiUnavailable;
 
     // CapacityReservationsUsable.
     no_selector_terms_is_no_capacity_reservations_selected:

@@ -38,6 +38,9 @@ pub(crate) enum Beyond {
     AmiAlias(String, Vec<u8>),
     /// The class's amiFamily and the names of the images Karpenter resolved.
     AmiFamily(String, Vec<String>),
+    /// Image ids the class names, and per id EC2's answer: 0 available, 1 gone, 2 disabled,
+    /// 3 deprecated within days.
+    ImageIds(Vec<u8>),
     /// The reservations Karpenter found (zone, state), the capacity types the NodePool allows,
     /// and FEATURE_GATES.
     Reservations(Vec<(String, String)>, Vec<String>, Option<String>),
@@ -140,6 +143,7 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
             ]), 0..3)
         )
             .prop_map(|(family, names)| Beyond::AmiFamily(family, names)),
+        1 => prop::collection::vec(0u8..4, 1..3).prop_map(Beyond::ImageIds),
         1 => (
             prop::collection::vec(
                 (text(&["us-west-2a", "us-west-2c"]), text(&["active", "expiring"])),
@@ -212,6 +216,25 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
         Beyond::AmiFamily(family, names) => {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             *f = f.clone().with_ami_family(family, &names);
+        }
+        Beyond::ImageIds(answers) => {
+            let ids: Vec<String> = (0..answers.len()).map(|i| format!("ami-0{i}")).collect();
+            let answered = ids
+                .iter()
+                .zip(answers)
+                .filter_map(|(id, answer)| match answer {
+                    0 => Some(crate::testing::image(id, "available", None)),
+                    2 => Some(crate::testing::image(id, "disabled", None)),
+                    3 => Some(crate::testing::image(
+                        id,
+                        "available",
+                        Some(crate::testing::now() + jiff::SignedDuration::from_hours(48)),
+                    )),
+                    _ => None,
+                })
+                .collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            *f = f.clone().with_image_ids(&ids, answered);
         }
         Beyond::Quota(on_demand) => {
             let on_demand = on_demand.map_or(Observed::Absent, |q| Observed::Found(f64::from(q)));

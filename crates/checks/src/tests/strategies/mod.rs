@@ -54,9 +54,11 @@ pub(super) enum Fact {
     InstanceTypes,
     /// Every SSM parameter of the class's AMI alias (issue 25).
     AmiParameters,
+    /// EC2's answer about the class's images (issue 25).
+    Images,
 }
 
-pub(super) const ALL_FACTS: [Fact; 27] = [
+pub(super) const ALL_FACTS: [Fact; 28] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -84,6 +86,7 @@ pub(super) const ALL_FACTS: [Fact; 27] = [
     Fact::VpcCni,
     Fact::InstanceTypes,
     Fact::AmiParameters,
+    Fact::Images,
 ];
 
 /// Makes `fact` unknown (`cause = Some`) or absent (`None`; for a list, listed and empty).
@@ -145,6 +148,11 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
                 for value in parameters.values.values_mut() {
                     *value = to(cause);
                 }
+            }
+        }
+        Fact::Images => {
+            if f.aws.images.is_some() {
+                f.aws.images = Some(list(cause));
             }
         }
         Fact::KarpenterCrds => f.cluster.karpenter_crds = list(cause),
