@@ -8,8 +8,9 @@
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, CapacityReservationFacts, EksClusterFacts, EventRuleFacts,
-    InstanceFacts, InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts, RouteTableFacts,
-    SecurityGroupFacts, SimulatedDecision, SubnetFacts, UnknownCause, VpcEndpointFacts,
+    ImageFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts,
+    RouteTableFacts, SecurityGroupFacts, SimulatedDecision, SubnetFacts, UnknownCause,
+    VpcEndpointFacts,
 };
 use std::fmt;
 
@@ -333,6 +334,15 @@ pub trait Ec2Api: Send + Sync {
         &self,
         next_token: Option<String>,
     ) -> BoxFuture<'_, PortResult<Page<CapacityReservationFacts>>>;
+    /// One page of the images among `ids` EC2 has for the account (DescribeImages with the
+    /// `image-id` filter, deprecated and disabled images included): an id it leaves out is
+    /// deregistered or not shared with the account, and that is an answer, not an error (a
+    /// missing id in `ImageIds` would fail the whole call with InvalidAMIID.NotFound).
+    fn describe_images(
+        &self,
+        ids: &[String],
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<ImageFacts>>>;
 }
 
 /// The VPC attributes the checks read.

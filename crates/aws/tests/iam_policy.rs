@@ -68,6 +68,7 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
             default: DefaultKeyUse::Always,
         }),
         ami_alias: Some("al2023@latest".into()),
+        image_ids: vec!["ami-0a".into()],
         ..wiring_request()
     })
     .await;

@@ -1,7 +1,7 @@
 //! The observer's instance-type reads against the fake: every page of both calls is read, the
 //! catalog is one read for every class, a failed call of either makes it unknown with its cause
 //! (never half a catalog), and it is read only when asked; the vCPU quotas; an AMI alias's SSM
-//! parameters for the cluster's Kubernetes minor and the next. No IO (the fake).
+//! parameters for the cluster's Kubernetes minor and the next; the class's images. No IO (the fake).
 
 // This test uses only part of the shared fixture.
 #[allow(dead_code)]
@@ -273,5 +273,65 @@ async fn open_capacity_reservations_are_read_once_for_all_classes_only_when_node
     assert_eq!(
         obs.observe(&request()).await.open_capacity_reservations,
         None
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_classs_images_are_described_once_for_every_class_with_the_same_ids() {
+    use karpenter_health_checks::facts::ImageFacts;
+    let mut s = world();
+    s.images.push(ImageFacts {
+        id: "ami-0a".into(),
+        name: Some("team-image".into()),
+        state: "disabled".into(),
+        deprecation_time: None,
+    });
+    let fake = FakeAws::new(s);
+    let obs = observer(&fake, options());
+    let ids = vec!["ami-0a".to_owned(), "ami-0gone".to_owned()];
+    let mut answers = Vec::new();
+    for class in ["a", "b", "c"] {
+        let facts = obs
+            .observe(&AwsRequest {
+                image_ids: ids.clone(),
+                cluster_name: Some(class.into()),
+                ..request()
+            })
+            .await;
+        answers.push(facts.images);
+    }
+    assert_eq!(fake.calls("DescribeImages"), 1);
+    for answer in answers {
+        let Some(Observed::Found(images)) = answer else {
+            panic!("described: {answer:?}");
+        };
+        // The gone image is simply not in the answer; the disabled one says so.
+        assert_eq!(images.len(), 1);
+        assert_eq!(images[0].state, "disabled");
+    }
+    // Without images nothing is asked.
+    let facts = obs.observe(&request()).await;
+    assert_eq!(facts.images, None);
+    assert_eq!(fake.calls("DescribeImages"), 1);
+
+    // A denied read is unknown with its cause.
+    let fake = FakeAws::new(world());
+    fake.fail_next(
+        "DescribeImages",
+        CallError::new(ErrorKind::AccessDenied, "denied").with_code("UnauthorizedOperation"),
+    );
+    let facts = observer(&fake, options())
+        .observe(&AwsRequest {
+            image_ids: ids,
+            ..request()
+        })
+        .await;
+    assert!(
+        matches!(
+            &facts.images,
+            Some(Observed::Unknown(u)) if u.cause == UnknownCause::AccessDenied
+        ),
+        "{:?}",
+        facts.images
     );
 }

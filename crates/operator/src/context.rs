@@ -169,6 +169,7 @@ pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsReques
         volume_keys: Some(
             karpenter_health_checks::rules::volume_encryption::volume_keys(node_class),
         ),
+        image_ids: karpenter_health_checks::rules::amis::image_ids(node_class),
         subnet_ids: karpenter_health_checks::rules::subnets::status_subnet_ids(node_class),
         subnet_selector_terms: node_class.spec.subnet_selector_terms.clone(),
     }

@@ -16,8 +16,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
     AccessEntryFacts, AccountFacts, AwsFacts, CapacityReservationFacts, EksClusterFacts,
-    EventRuleFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts,
-    RouteTableFacts, SecurityGroupFacts, SimulatedDecision, SubnetFacts, VpcEndpointFacts,
+    EventRuleFacts, ImageFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeFacts,
+    NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision, SubnetFacts,
+    VpcEndpointFacts,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -88,6 +89,8 @@ pub struct FakeState {
     /// The account's active open capacity reservations, as DescribeCapacityReservations
     /// answers the adapter's filtered question.
     pub open_capacity_reservations: Vec<CapacityReservationFacts>,
+    /// The images the account can see (DescribeImages); one not here is gone.
+    pub images: Vec<ImageFacts>,
 }
 
 impl FakeState {
@@ -145,6 +148,7 @@ impl Default for FakeState {
             service_quotas: BTreeMap::new(),
             ssm_parameters: BTreeMap::new(),
             open_capacity_reservations: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

@@ -377,6 +377,23 @@ impl Ec2Api for FakeAws {
             )
         })
     }
+
+    fn describe_images(
+        &self,
+        ids: &[String],
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<ImageFacts>>> {
+        let ids = ids.to_vec();
+        self.answer("DescribeImages", move |s| {
+            let found = s
+                .images
+                .iter()
+                .filter(|i| ids.contains(&i.id))
+                .cloned()
+                .collect();
+            page(found, s.instance_type_page_size, next_token)
+        })
+    }
 }
 
 impl FakeState {

@@ -7,7 +7,10 @@
 //! where EKS has no such cluster does the API server's version decide.
 //! One key per parameter name, shared by every class with the same alias, in the catalog family
 //! (AWS publishes images for a minor once; a new minor's appear within the period, or at once on
-//! evidence). Does IO (through the SSM port).
+//! evidence). Also EC2 DescribeImages on the class's images: one call per set of ids, shared by
+//! every class with the same images, in the account family (a deprecation is set days ahead; an
+//! image deregistered or re-enabled changes Karpenter's AMIsReady, which revalidates at once).
+//! Does IO (through the SSM and EC2 ports).
 
 use super::AwsObserver;
 use crate::cache::Read;
@@ -108,6 +111,35 @@ impl AwsObserver {
             kubernetes_minor: Ok(minor),
             reads,
         }
+    }
+
+    /// The images among `ids` EC2 has for the account (`ids` sorted, as the request gives them).
+    pub(super) async fn images(
+        &self,
+        ids: &[String],
+    ) -> Read<Vec<karpenter_health_checks::facts::ImageFacts>> {
+        let this = self.clone();
+        let key = ids.to_vec();
+        self.inner
+            .images
+            .get(key.clone(), move || async move {
+                let ec2 = &this.inner.ec2;
+                let mut found = Vec::new();
+                let paged = this
+                    .pages(
+                        Service::Ec2,
+                        "DescribeImages",
+                        &key.join(","),
+                        |token| ec2.describe_images(&key, token),
+                        |page| found.extend(page),
+                    )
+                    .await?;
+                Ok(match paged {
+                    super::shared::Paged::Complete => Some(found),
+                    super::shared::Paged::Absent => None,
+                })
+            })
+            .await
     }
 
     async fn ssm_parameter(&self, name: &str) -> Read<String> {

@@ -96,6 +96,7 @@ impl AwsObserver {
                 service_quotas: Cache::with_changes(account_ttls, changes.clone()),
                 ssm_parameters: Cache::with_changes(catalog_ttls, changes.clone()),
                 open_reservations: Cache::with_changes(account_ttls, changes.clone()),
+                images: Cache::with_changes(account_ttls, changes.clone()),
                 judged_memo: Default::default(),
                 options,
                 changes,

@@ -134,6 +134,8 @@ struct Inner {
     ssm_parameters: Cache<String, String>,
     /// The account's active open capacity reservations (`ec2.rs`), in the account family.
     open_reservations: Cache<(), Vec<karpenter_health_checks::facts::CapacityReservationFacts>>,
+    /// The images of a class, by their sorted ids (`amis.rs`), in the account family.
+    images: Cache<Vec<String>, Vec<karpenter_health_checks::facts::ImageFacts>>,
     /// Every cache's changed answers.
     changes: Arc<Changes>,
 }
@@ -353,14 +355,18 @@ impl AwsObserver {
                 )
             })
             .into();
-        let (controller, oidc, queue, slr, volumes, catalog_and_quotas, amis) = join!(
+        let images_read: futures::future::OptionFuture<_> = (!request.image_ids.is_empty())
+            .then(|| self.images(&request.image_ids))
+            .into();
+        let (controller, oidc, queue, slr, volumes, catalog_and_quotas, amis, images) = join!(
             controller_read,
             oidc_read,
             queue_read,
             slr_read,
             volumes_read,
             catalog_read,
-            amis_read
+            amis_read,
+            images_read
         );
         let (catalog, quotas, reservations) = match catalog_and_quotas {
             Some((catalog, quotas, reservations)) => {
@@ -422,6 +428,7 @@ impl AwsObserver {
             "ami_parameters",
             amis.as_ref().and_then(amis::AmiReads::stale_age),
         );
+        note("images", images.as_ref().and_then(Read::stale_age));
         if let Some(v) = &volumes {
             note("ebs_encryption", v.ebs.as_ref().and_then(Read::stale_age));
             for read in v.keys.values() {
@@ -474,6 +481,7 @@ impl AwsObserver {
             vcpu_quotas: quotas.as_ref().map(|q| q.current()),
             ami_parameters: amis.as_ref().map(amis::AmiReads::current),
             open_capacity_reservations: reservations.as_ref().map(|r| r.current.clone()),
+            images: images.as_ref().map(|r| r.current.clone()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| r.current.clone())),
@@ -519,6 +527,7 @@ impl AwsObserver {
             vcpu_quotas: quotas.as_ref().map(|q| q.last_good()),
             ami_parameters: amis.as_ref().map(amis::AmiReads::last_good),
             open_capacity_reservations: reservations.as_ref().map(|r| good(r).unwrap_or_default()),
+            images: images.as_ref().map(|r| good(r).unwrap_or_default()),
             ebs_encryption: volumes
                 .as_ref()
                 .and_then(|v| v.ebs.as_ref().map(|r| good(r).unwrap_or_default())),

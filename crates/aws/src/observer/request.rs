@@ -40,6 +40,9 @@ pub struct AwsRequest {
     pub ami_alias: Option<String>,
     /// The API server's version, for the alias's parameters where EKS has no such cluster.
     pub apiserver_version: Option<String>,
+    /// The images the class names by id and those Karpenter resolved for it
+    /// (`rules::amis::image_ids`), described by EC2; none: not asked.
+    pub image_ids: Vec<String>,
     /// The KMS keys the class's volumes use; `None` when not asked.
     pub volume_keys: Option<karpenter_health_checks::rules::volume_encryption::VolumeKeys>,
 }

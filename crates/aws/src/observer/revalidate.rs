@@ -16,7 +16,7 @@ impl AwsObserver {
     /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
     pub fn revalidate(&self, reader: &str) -> usize {
         let i = &self.inner;
-        let caches: [&dyn Revalidate; 28] = [
+        let caches: [&dyn Revalidate; 29] = [
             &i.account,
             &i.profiles,
             &i.roles,
@@ -48,6 +48,8 @@ impl AwsObserver {
             // An alias's parameters: Karpenter's AMIsReady changing is evidence about them.
             &i.ssm_parameters,
             &i.open_reservations,
+            // A class's images: its spec or Karpenter's AMIsReady changing is evidence.
+            &i.images,
         ];
         caches
             .iter()

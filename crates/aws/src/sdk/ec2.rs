@@ -6,8 +6,8 @@ use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    CapacityReservationFacts, InstanceFacts, InstanceTypeFacts, NatGatewayFacts, RouteFacts,
-    RouteTableFacts, RouteTarget, SecurityGroupFacts, SubnetFacts, VpcEndpointFacts,
+    CapacityReservationFacts, ImageFacts, InstanceFacts, InstanceTypeFacts, NatGatewayFacts,
+    RouteFacts, RouteTableFacts, RouteTarget, SecurityGroupFacts, SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::BTreeMap;
 
@@ -236,6 +236,45 @@ impl Ec2Api for SdkPorts {
                         available: r
                             .available_instance_count()
                             .and_then(|n| u32::try_from(n).ok()),
+                    })
+                    .collect(),
+                next: next_page(out.next_token()),
+            })
+        }
+        .boxed()
+    }
+
+    fn describe_images(
+        &self,
+        ids: &[String],
+        next_token: Option<String>,
+    ) -> BoxFuture<'_, PortResult<Page<ImageFacts>>> {
+        let filters = ec2_filters(&[Filter::new("image-id", ids.iter().map(String::as_str))]);
+        async move {
+            let out = self
+                .ec2
+                .describe_images()
+                .set_filters(Some(filters))
+                .include_deprecated(true)
+                .include_disabled(true)
+                .max_results(1000)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|e| classify(Service::Ec2, &e))?;
+            Ok(Page {
+                items: out
+                    .images()
+                    .iter()
+                    .map(|i| ImageFacts {
+                        id: text(i.image_id()),
+                        name: i.name().map(str::to_owned),
+                        state: i
+                            .state()
+                            .map_or_else(String::new, |s| s.as_str().to_owned()),
+                        deprecation_time: i
+                            .deprecation_time()
+                            .and_then(|t| t.parse::<jiff::Timestamp>().ok()),
                     })
                     .collect(),
                 next: next_page(out.next_token()),
