@@ -9,6 +9,7 @@
 
 mod aws_wire;
 pub mod capacity_reservations;
+mod images;
 mod offerings;
 pub mod public_parameters;
 mod simulator;
@@ -109,6 +110,9 @@ struct State {
     /// The account's On-Demand Capacity Reservations (moto has none): DescribeCapacityReservations
     /// answers from them, filtered (`capacity_reservations.rs`).
     capacity_reservations: Vec<capacity_reservations::CapacityReservation>,
+    /// When each image is deprecated (EnableImageDeprecation, which moto lacks), by image id:
+    /// DescribeImages answers carry it (`images.rs`).
+    image_deprecations: BTreeMap<String, String>,
 }
 
 /// The running proxy; stops when dropped.
@@ -268,6 +272,13 @@ impl FaultProxy {
         reservations: Vec<capacity_reservations::CapacityReservation>,
     ) {
         lock(&self.state).capacity_reservations = reservations;
+    }
+
+    /// Deprecate image `id` at `at` (RFC 3339), as EnableImageDeprecation does.
+    pub fn deprecate_image(&self, id: &str, at: &str) {
+        lock(&self.state)
+            .image_deprecations
+            .insert(id.to_owned(), at.to_owned());
     }
 
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
@@ -446,6 +457,14 @@ async fn handle(
         return Ok(aws_wire::query_xml(200, xml));
     }
 
+    if call.service == "ec2" && call.operation == "EnableImageDeprecation" {
+        let asked = images::enable_deprecation(&String::from_utf8_lossy(&body));
+        if let Some((id, at)) = asked {
+            lock(&state).image_deprecations.insert(id, at);
+            return Ok(aws_wire::query_xml(200, images::enabled()));
+        }
+    }
+
     if call.service == "ssm" && call.operation == "GetParameter" {
         let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
         let name = asked["Name"].as_str().unwrap_or_default();
@@ -497,6 +516,17 @@ async fn handle(
     if emulate_offerings && parts.status == StatusCode::OK && offerings::is_empty(&body) {
         let (status, xml) = offerings::offerings(&upstream, &call.region).await;
         return Ok(aws_wire::query_xml(status, xml));
+    }
+
+    if call.service == "ec2" && call.operation == "DescribeImages" && parts.status == StatusCode::OK
+    {
+        let deprecations = lock(&state).image_deprecations.clone();
+        if !deprecations.is_empty() {
+            body = Bytes::from(images::with_deprecations(
+                &String::from_utf8_lossy(&body),
+                &deprecations,
+            ));
+        }
     }
 
     if call.operation == "DescribeCluster" && parts.status == StatusCode::OK {

@@ -236,6 +236,40 @@ impl AwsSeeder {
         Ok(())
     }
 
+    /// Registers an image named `name` (owned by the account, as a build of one's own is) and
+    /// returns its id.
+    pub async fn register_image(&self, name: &str) -> Result<String> {
+        let out = self
+            .ec2
+            .register_image()
+            .name(name)
+            .architecture(aws_sdk_ec2::types::ArchitectureValues::X8664)
+            .root_device_name("/dev/xvda")
+            .send()
+            .await?;
+        out.image_id()
+            .map(str::to_owned)
+            .context("RegisterImage named no image")
+    }
+
+    /// Disables image `id`: it can no longer launch (EC2 DisableImage).
+    pub async fn disable_image(&self, id: &str) -> Result<()> {
+        self.ec2.disable_image().image_id(id).send().await?;
+        Ok(())
+    }
+
+    /// Re-enables image `id` (EC2 EnableImage).
+    pub async fn enable_image(&self, id: &str) -> Result<()> {
+        self.ec2.enable_image().image_id(id).send().await?;
+        Ok(())
+    }
+
+    /// Deregisters image `id`.
+    pub async fn deregister_image(&self, id: &str) -> Result<()> {
+        self.ec2.deregister_image().image_id(id).send().await?;
+        Ok(())
+    }
+
     /// `count` instances in `subnet` with `tags`, in batches of at most 1,000 per RunInstances.
     pub async fn instances(
         &self,

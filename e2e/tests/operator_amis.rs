@@ -7,7 +7,9 @@
 //! `AmiAliasNotPublished`, SSM denying the reads is Unknown with the cause, never False. Without
 //! an alias: a shared image of another account, named as its owner builds it, is never judged
 //! against `amiFamily` (no False), and `amiFamily` AL2 on an official AL2023 build is
-//! `AmiFamilyMismatch` until repaired. Does IO (API server, moto, fault proxy).
+//! `AmiFamilyMismatch` until repaired. Images selected by id: one EC2 deprecates within days is
+//! a warning, one disabled while another remains a warning (a status log proves no False), all
+//! gone `AmiUnavailable` until one is re-enabled. Does IO (API server, moto, fault proxy).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason, Severity};
@@ -185,7 +187,13 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
 
         // An image another account shares, selected by id, named as its owner builds it.
         let log = StatusLog::start(&fx.admin, &fx.name);
-        let shared = "ami-0f00000000000a0b1";
+        // EC2 has the images (DescribeImages answers for them): registered in moto's account
+        // under the names their builders give them.
+        let shared = fx
+            .aws
+            .register_image("acme-hardened-al2023-2024-10")
+            .await?;
+        let shared = shared.as_str();
         fx.set_status_amis(&[(shared, "acme-hardened-al2023-2024-10")])
             .await?;
         fx.patch_node_class_spec(
@@ -198,7 +206,11 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
         no_false(&log.stop(), "for a shared image of another account");
 
         // AL2's bootstrap.sh user data on an official AL2023 build: nodes never join.
-        let official = "ami-0f00000000000a0b2";
+        let official = fx
+            .aws
+            .register_image("amazon-eks-node-al2023-x86_64-standard-1.29-v20240807")
+            .await?;
+        let official = official.as_str();
         fx.set_status_amis(&[(
             official,
             "amazon-eks-node-al2023-x86_64-standard-1.29-v20240807",
@@ -221,6 +233,85 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
             .await?;
         fx.karpenter_reports_ready().await?;
         fx.wait_healthy("once amiFamily matches the images").await?;
+        operator.stop().await
+    }
+    .await;
+    fx.finish(outcome).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_named_by_id_that_ec2_no_longer_has_are_ami_unavailable() -> Result<()> {
+    let fx = Fixture::seed("amiids", "us-west-2", "1.8.6").await?;
+    let outcome: Result<()> = async {
+        let operator = fx.start_operator(None, true).await?;
+        fx.wait_healthy("with al2023@latest").await?;
+
+        // Two images of one's own, selected by id.
+        let a = fx.aws.register_image("team-al2023-2026-10").await?;
+        let b = fx.aws.register_image("team-al2023-2026-11").await?;
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        fx.set_status_amis(&[(&a, "team-al2023-2026-10"), (&b, "team-al2023-2026-11")])
+            .await?;
+        fx.patch_node_class_spec(
+            json!({"amiSelectorTerms": [{"id": a}, {"id": b}], "amiFamily": "AL2023"}),
+        )
+        .await?;
+        fx.karpenter_reports_ready().await?;
+        wait_true_saying(&fx, "EC2 has its 2 image(s) available").await?;
+        assert!(fx.proxy.count("ec2", "DescribeImages") > 0);
+
+        // EC2 deprecates one in ten days: a warning ahead, launches go on.
+        let in_ten_days = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(240);
+        fx.proxy.deprecate_image(&a, &in_ten_days.to_string());
+        let status = fx
+            .wait_status("the deprecation warning", |s| {
+                warnings(s).contains(&"AmiDeprecationAhead")
+            })
+            .await?;
+        let found = status
+            .findings
+            .iter()
+            .find(|f| f.reason == "AmiDeprecationAhead")
+            .context("the warning")?;
+        assert!(
+            found.message.contains(&a)
+                && found
+                    .message
+                    .contains(&in_ten_days.strftime("%Y-%m-%d").to_string()),
+            "{}",
+            found.message
+        );
+
+        // One is disabled: the other still launches, a warning only.
+        fx.aws.disable_image(&b).await?;
+        fx.wait_status("the warning about the disabled image", |s| {
+            warnings(s).contains(&"AmiSomeUnavailable")
+        })
+        .await?;
+        no_false(&log.stop(), "while one image selected by id remains");
+
+        // The other is deregistered: nothing the terms name can launch.
+        fx.aws.deregister_image(&a).await?;
+        let status = fx
+            .wait_only_failed(ConditionType::AmisResolvable, Reason::AmiUnavailable)
+            .await?;
+        let text = message(&status, ConditionType::AmisResolvable);
+        assert!(
+            text.contains(&format!("{a} is deregistered"))
+                && text.contains(&format!("{b} (team-al2023-2026-11) is disabled")),
+            "{text}"
+        );
+
+        // Re-enabled: one image launches again.
+        fx.aws.enable_image(&b).await?;
+        fx.wait_status("AmisResolvable True again", |s| {
+            s.condition(ConditionType::AmisResolvable)
+                .is_some_and(|c| c.status == "True")
+        })
+        .await?;
+        select_alias(&fx, "al2023@latest").await?;
+        fx.set_status_amis(&[]).await?;
+        fx.wait_healthy("back on the alias").await?;
         operator.stop().await
     }
     .await;
