@@ -27,7 +27,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::ControllerCanLaunch,
-        "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible. Classes whose questions differ only in the names Karpenter tags with (EC2NodeClass, NodePool, the instance profile it makes) share IAM's answer when the controller's own policies cannot tell those names apart and IAM allowed every question the check reads: a service control policy that treats EC2NodeClasses or NodePools differently by name alone is missed for the second class (a denial the check reads is never shared).",
+        "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible. Classes whose questions differ only in the names Karpenter tags with (EC2NodeClass, NodePool, the instance profile it makes) share IAM's answer when the controller's own policies cannot tell those names apart and IAM allowed every question the check reads: a service control policy that treats EC2NodeClasses or NodePools differently by name alone is missed for the second class (a denial the check reads is never shared). The alias's parameter is asked for one architecture and variant (x86_64 standard for AL2023): a policy granting only some of Karpenter's paths may deny others; it is not asked while the cluster's Kubernetes version is unknown.",
     ),
     (
         ConditionType::InterruptionHandlingReady,
@@ -55,7 +55,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::AmisResolvable,
-        "Selector terms by ssmParameter (the parameter is not read); whether the Karpenter controller may read the alias's parameters (ssm:GetParameter); images deregistered since Karpenter's last resolution (Karpenter's own AMIsReady goes False within minutes); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered.",
+        "Selector terms by ssmParameter (the parameter is not read); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered. EC2's answer about the images is up to an hour old (the account family), sooner on evidence (an edit of the class, a change of Karpenter's AMIsReady); images behind name and tag terms that EC2 drops are Karpenter's to replace, so they are only a warning. The controller's permission to read the alias's parameter is asked under ControllerCanLaunch.",
     ),
     (
         ConditionType::CapacityReservationsUsable,
