@@ -370,6 +370,7 @@ pub fn current_crds() -> Vec<CrdFacts> {
     .collect()
 }
 
+mod amis;
 mod aws;
 mod changes;
 
