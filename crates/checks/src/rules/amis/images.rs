@@ -48,14 +48,21 @@ pub fn image_ids(class: &EC2NodeClass) -> Vec<String> {
     ids.into_iter().collect()
 }
 
-/// Why an image cannot launch, per EC2's answer; `None` when it can (or may soon: `pending`).
+/// The image states in which EC2 launches nothing from an image for good (EC2 API reference,
+/// `ImageState`). `pending` and `transient` may yet become available, and a state EC2 adds
+/// later is not known to block: neither is judged.
+const CANNOT_LAUNCH: [&str; 5] = ["disabled", "deregistered", "failed", "invalid", "error"];
+
+/// Why an image cannot launch, per EC2's answer; `None` when it can or may.
 fn unusable(id: &str, answered: &BTreeMap<&str, &ImageFacts>) -> Option<String> {
     match answered.get(id) {
         None => Some(format!(
             "{id} is deregistered or no longer shared with this account"
         )),
-        Some(image) if image.state == "available" || image.state == "pending" => None,
-        Some(image) => Some(format!("{} is {}", label(image), image.state)),
+        Some(image) if CANNOT_LAUNCH.contains(&image.state.as_str()) => {
+            Some(format!("{} is {}", label(image), image.state))
+        }
+        Some(_) => None,
     }
 }
 
@@ -197,14 +204,29 @@ mod tests {
     }
 
     #[test]
-    fn a_pending_image_is_not_called_unusable_and_a_missing_one_is() {
-        let pending = ImageFacts {
+    fn only_states_that_never_launch_and_missing_images_are_unusable() {
+        let in_state = |state: &str| ImageFacts {
             id: "ami-1".into(),
-            state: "pending".into(),
+            state: state.into(),
             ..Default::default()
         };
+        for state in ["available", "pending", "transient", "", "some-future-state"] {
+            let image = in_state(state);
+            assert_eq!(
+                unusable("ami-1", &BTreeMap::from([("ami-1", &image)])),
+                None,
+                "{state}"
+            );
+        }
+        for state in CANNOT_LAUNCH {
+            let image = in_state(state);
+            assert!(
+                unusable("ami-1", &BTreeMap::from([("ami-1", &image)])).is_some(),
+                "{state}"
+            );
+        }
+        let pending = in_state("pending");
         let answered = BTreeMap::from([("ami-1", &pending)]);
-        assert_eq!(unusable("ami-1", &answered), None);
         assert!(
             unusable("ami-9", &answered)
                 .is_some_and(|why| why.contains("deregistered or no longer shared"))
