@@ -124,20 +124,10 @@ impl AwsObserver {
             .images
             .get(key.clone(), move || async move {
                 let ec2 = &this.inner.ec2;
-                let mut found = Vec::new();
-                let paged = this
-                    .pages(
-                        Service::Ec2,
-                        "DescribeImages",
-                        &key.join(","),
-                        |token| ec2.describe_images(&key, token),
-                        |page| found.extend(page),
-                    )
-                    .await?;
-                Ok(match paged {
-                    super::shared::Paged::Complete => Some(found),
-                    super::shared::Paged::Absent => None,
+                this.all_pages(Service::Ec2, "DescribeImages", &key.join(","), |token| {
+                    ec2.describe_images(&key, token)
                 })
+                .await
             })
             .await
     }

@@ -269,17 +269,13 @@ impl AwsObserver {
         cache
             .get(key, move || async move {
                 let iam = &this.inner.iam;
-                let mut all = Vec::new();
-                let read = this
-                    .pages(
-                        Service::Iam,
-                        "SimulatePrincipalPolicy",
-                        &simulation.policy_source_arn,
-                        |marker| iam.simulate_principal_policy(&simulation, marker),
-                        |page| all.extend(page),
-                    )
-                    .await?;
-                Ok((read == Paged::Complete).then_some(all))
+                this.all_pages(
+                    Service::Iam,
+                    "SimulatePrincipalPolicy",
+                    &simulation.policy_source_arn,
+                    |marker| iam.simulate_principal_policy(&simulation, marker),
+                )
+                .await
             })
             .await
             .current

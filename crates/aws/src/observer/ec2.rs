@@ -155,20 +155,10 @@ impl AwsObserver {
             .open_reservations
             .get((), move || async move {
                 let ec2 = &this.inner.ec2;
-                let mut found = Vec::new();
-                let paged = this
-                    .pages(
-                        Service::Ec2,
-                        "DescribeCapacityReservations",
-                        "",
-                        |token| ec2.describe_open_capacity_reservations(token),
-                        |page| found.extend(page),
-                    )
-                    .await?;
-                Ok(match paged {
-                    super::shared::Paged::Complete => Some(found),
-                    super::shared::Paged::Absent => None,
+                this.all_pages(Service::Ec2, "DescribeCapacityReservations", "", |token| {
+                    ec2.describe_open_capacity_reservations(token)
                 })
+                .await
             })
             .await
     }

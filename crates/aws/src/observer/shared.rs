@@ -99,6 +99,25 @@ impl AwsObserver {
             }
         }
     }
+
+    /// Every item of every page, as a cache load answers: `None` when a page answered that the
+    /// subject does not exist.
+    pub(super) async fn all_pages<T, Fut>(
+        &self,
+        service: Service,
+        op: &'static str,
+        subject: &str,
+        request: impl FnMut(Option<String>) -> Fut,
+    ) -> Result<Option<Vec<T>>, Unobserved>
+    where
+        Fut: Future<Output = PortResult<Page<T>>>,
+    {
+        let mut all = Vec::new();
+        let paged = self
+            .pages(service, op, subject, request, |page| all.extend(page))
+            .await?;
+        Ok((paged == Paged::Complete).then_some(all))
+    }
 }
 
 fn unobserved(service: Service, op: &str, subject: &str, err: &CallError) -> Unobserved {

@@ -208,29 +208,30 @@ fn an_imdsv2_guardrail_is_decided_from_the_class_metadata_options() {
 /// parameters only, or none, leaves the alias unresolvable.
 #[test]
 fn reading_the_alias_parameter_is_decided_from_the_parameter_the_alias_resolves_through() {
-    let policy = |ssm_resource: &str| {
-        format!(
-            r#"{{"Statement":[
+    // The controller's own policy, granting ssm:GetParameter on `ssm_resource`, evaluated for
+    // `facts`: (status, reason, message) of ControllerCanLaunch.
+    let judged = |facts: Facts, ssm_resource: &str| {
+        controller(&with_local_policy(
+            facts,
+            &format!(
+                r#"{{"Statement":[
   {{"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"}},
   {{"Effect":"Allow","Action":"ssm:GetParameter","Resource":"{ssm_resource}"}}]}}"#
-        )
+            ),
+        ))
     };
-    let karpenters = with_local_policy(
+    let bottlerocket_only = "arn:aws:ssm:*::parameter/aws/service/bottlerocket/*";
+    let (st, reason, message) = judged(
         Facts::healthy(),
-        &policy("arn:aws:ssm:us-west-2::parameter/aws/service/*"),
+        "arn:aws:ssm:us-west-2::parameter/aws/service/*",
     );
-    let (st, reason, message) = controller(&karpenters);
     assert_eq!(
         (st.as_str(), reason.as_str()),
         ("True", "ControllerPermissionsVerified"),
         "{message}"
     );
     assert!(message.contains("ssm:GetParameter"), "{message}");
-    let other_family = with_local_policy(
-        Facts::healthy(),
-        &policy("arn:aws:ssm:*::parameter/aws/service/bottlerocket/*"),
-    );
-    let (st, reason, message) = controller(&other_family);
+    let (st, reason, message) = judged(Facts::healthy(), bottlerocket_only);
     assert_eq!(
         (st.as_str(), reason.as_str()),
         ("False", "ControllerCannotReadAmiParameters"),
@@ -238,14 +239,11 @@ fn reading_the_alias_parameter_is_decided_from_the_parameter_the_alias_resolves_
     );
     assert!(message.contains("amazon-linux-2023"), "{message}");
     // Without an alias nothing is read through SSM, so nothing is asked.
-    let by_tags = with_local_policy(
-        Facts::healthy().with_ami_family(
-            "AL2023",
-            &["amazon-eks-node-al2023-x86_64-standard-1.29-v20250101"],
-        ),
-        &policy("arn:aws:ssm:*::parameter/aws/service/bottlerocket/*"),
+    let by_tags = Facts::healthy().with_ami_family(
+        "AL2023",
+        &["amazon-eks-node-al2023-x86_64-standard-1.29-v20250101"],
     );
-    let (st, _, message) = controller(&by_tags);
+    let (st, _, message) = judged(by_tags, bottlerocket_only);
     assert_eq!(st, "True", "{message}");
     assert!(!message.contains("ssm:GetParameter"), "{message}");
 }
