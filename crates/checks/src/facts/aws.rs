@@ -471,6 +471,9 @@ pub struct Settings {
     /// An unclaimed instance older than this outlives Karpenter's garbage collection and so
     /// belongs to another cluster of the same name.
     pub orphan_instance_after: jiff::SignedDuration,
+    /// How long a NodeClaim may be terminating before `NodeClaimTerminatingLong` (and before
+    /// the operator reads what holds its drain).
+    pub terminating_long_after: jiff::SignedDuration,
 }
 
 impl Default for Settings {
@@ -480,6 +483,7 @@ impl Default for Settings {
             registration_timeout: jiff::SignedDuration::from_mins(8),
             status_stale_after: jiff::SignedDuration::from_mins(10),
             orphan_instance_after: jiff::SignedDuration::from_mins(10),
+            terminating_long_after: jiff::SignedDuration::from_hours(1),
         }
     }
 }

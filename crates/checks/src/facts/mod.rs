@@ -169,6 +169,10 @@ pub struct ClusterFacts {
     /// Karpenter's newest `DisruptionBlocked` Event of each NodeClaim of the class that has one
     /// (what keeps it from being disrupted); `Found` and empty when none has.
     pub disruption_blocked: Observed<BTreeMap<String, DisruptionBlocked>>,
+    /// What the drain of each NodeClaim of the class terminating longer than
+    /// [`Settings::terminating_long_after`] waits for, by NodeClaim; a NodeClaim missing here
+    /// has not been read (yet).
+    pub drains: BTreeMap<String, Observed<NodeDrain>>,
 }
 
 /// What `SubnetsReady` reads of the VPC CNI: the `aws-node` container's literal env values
@@ -198,6 +202,7 @@ impl Default for ClusterFacts {
             service_endpoints: BTreeMap::new(),
             vpc_cni: Observed::default(),
             disruption_blocked: Observed::default(),
+            drains: BTreeMap::new(),
         }
     }
 }
@@ -248,6 +253,9 @@ pub struct NodeClaimFacts {
     pub drifted: Option<ClaimCondition>,
     /// `metadata.deletionTimestamp`.
     pub deleting_since: Option<Timestamp>,
+    /// `status.nodeName`, kept only while the NodeClaim is being deleted (its drain's Pods are
+    /// read for those alone).
+    pub node_name: Option<String>,
 }
 
 /// One of Karpenter's NodeClaim conditions, as far as the checks read it.
@@ -280,6 +288,9 @@ impl NodeClaimFacts {
             registered: condition("Registered"),
             drifted: condition("Drifted"),
             deleting_since: claim.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+            node_name: status
+                .and_then(|s| s.node_name.clone())
+                .filter(|_| claim.metadata.deletion_timestamp.is_some()),
         }
     }
 }
@@ -409,7 +420,9 @@ pub struct PodScheduling {
 }
 
 mod aws;
+mod drain;
 mod launch;
 
 pub use aws::*;
+pub use drain::*;
 pub use launch::*;

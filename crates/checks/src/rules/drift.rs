@@ -13,7 +13,7 @@
 //! [`DRIFTED_FOR`] (Karpenter disrupts within minutes of drift when a budget allows).
 
 use super::{Check, Context, Outcome, Why};
-use crate::facts::{NodeClaimFacts, Observed};
+use crate::facts::{NodeClaimFacts, NodeDrain, Observed};
 use crate::warnings::Warning;
 use jiff::SignedDuration;
 use karpenter_health_api::karpenter::{Budget, NodePool};
@@ -24,8 +24,6 @@ pub const DRIFTED_FOR: SignedDuration = SignedDuration::from_mins(30);
 /// How recently Karpenter must have said a NodeClaim is blocked for it to be named (Karpenter
 /// repeats the Event while the block lasts).
 pub const BLOCKED_EVENT_RECENT: SignedDuration = SignedDuration::from_mins(30);
-/// How long a NodeClaim may be terminating before it is named.
-pub const TERMINATING_FOR: SignedDuration = SignedDuration::from_hours(1);
 
 /// Whether `budget` stops every disruption for drift, always: in force at every instant (no
 /// schedule, or one whose windows never leave a gap), drift among its reasons (all reasons when
@@ -117,6 +115,44 @@ fn names(claims: &[&NodeClaimFacts]) -> Vec<String> {
     names
 }
 
+/// What holds one stuck NodeClaim, in a clause.
+fn what_holds_claim(
+    drain: &Observed<NodeDrain>,
+    karpenter_v1: Option<bool>,
+    now: jiff::Timestamp,
+) -> String {
+    let drain = match drain {
+        Observed::Found(drain) => drain,
+        Observed::Absent => return "its Node's Pods were not found".to_owned(),
+        Observed::Unknown(u) => return format!("its Node's Pods could not be read ({u})"),
+    };
+    let Some(node) = drain.node.as_deref() else {
+        return "it has no Node, so no Pod holds it".to_owned();
+    };
+    let holding = super::terminating::what_holds(drain, karpenter_v1, now);
+    let mut parts = Vec::new();
+    if !holding.blockers.is_empty() {
+        parts.push(super::list_bounded(&holding.blockers, 3));
+    }
+    if !holding.waiting.is_empty() {
+        parts.push(format!(
+            "Pod(s) {} on Node {node} wait to be evicted, and no PodDisruptionBudget refuses it \
+             (Karpenter's FailedDraining Events on the Node say more)",
+            super::list_bounded(&holding.waiting, 3)
+        ));
+    }
+    if let Some(undecided) = holding.undecided {
+        parts.push(format!("not judged: {undecided}"));
+    }
+    if parts.is_empty() {
+        return format!(
+            "no Pod on Node {node} holds its drain (Karpenter may be waiting on volume \
+             detachment or the instance's termination)"
+        );
+    }
+    parts.join("; ")
+}
+
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::DriftCanBeReplaced, "drift-budgets");
     let claims = match &ctx.facts.cluster.node_claims {
@@ -147,13 +183,17 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .filter(|claim| {
             claim
                 .deleting_since
-                .is_some_and(|t| ctx.age(t) >= TERMINATING_FOR)
+                .is_some_and(|t| ctx.age(t) >= ctx.settings.terminating_long_after)
         })
         .collect();
     if drifted.is_empty() && stuck.is_empty() {
         return c.finish(
             Reason::DriftReplaceable,
-            "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes or terminating for an hour.",
+            format!(
+                "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes or \
+                 terminating for {}.",
+                super::human(ctx.settings.terminating_long_after)
+            ),
         );
     }
     let pools = match &ctx.facts.cluster.node_pools {
@@ -252,28 +292,33 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             .iter()
             .all(|p| p.spec.template.spec.termination_grace_period.is_none());
     if !stuck.is_empty() && without_grace {
-        let since: Vec<String> = {
-            let mut stuck = stuck.clone();
-            stuck.sort_by(|a, b| a.name.cmp(&b.name));
-            stuck
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{} (since {})",
-                        c.name,
-                        c.deleting_since.map(super::at).unwrap_or_default()
-                    )
-                })
-                .collect()
-        };
+        let mut stuck = stuck.clone();
+        stuck.sort_by(|a, b| a.name.cmp(&b.name));
+        let karpenter_v1 = ctx.version.as_ref().ok().map(|v| v.major >= 1);
+        let held: Vec<String> = stuck
+            .iter()
+            .map(|claim| {
+                let since = claim.deleting_since.map(super::at).unwrap_or_default();
+                let holds = ctx
+                    .facts
+                    .cluster
+                    .drains
+                    .get(&claim.name)
+                    .map(|drain| what_holds_claim(drain, karpenter_v1, ctx.now));
+                match holds {
+                    Some(holds) => format!("{} (since {since}): {holds}", claim.name),
+                    None => format!("{} (since {since})", claim.name),
+                }
+            })
+            .collect();
         c.warn(
             Warning::NodeClaimTerminatingLong,
             format!(
-                "NodeClaim(s) {} are still terminating, and no NodePool of this EC2NodeClass sets \
-                 terminationGracePeriod, so Karpenter waits for every Pod to leave: a \
-                 PodDisruptionBudget that allows no eviction or a karpenter.sh/do-not-disrupt Pod \
-                 holds them.",
-                super::list_bounded(&since, 5)
+                "NodeClaim(s) are still terminating, and no NodePool of this EC2NodeClass sets \
+                 terminationGracePeriod, so Karpenter waits for every Pod to leave their Nodes: \
+                 {}. Let the PodDisruptionBudget allow an eviction, remove the annotation or \
+                 the Pod, or set terminationGracePeriod on the NodePool.",
+                super::list_bounded(&held, 5)
             ),
             subjects(&stuck, &[]),
         );

@@ -25,6 +25,7 @@ pub mod nodeclaims_registered;
 pub mod security_groups;
 pub mod spot_ready;
 pub mod subnets;
+pub mod terminating;
 pub mod volume_encryption;
 
 use crate::facts::{Facts, Observed, Settings, UnknownCause, Unobserved};

@@ -344,6 +344,7 @@ fn healthy_cluster() -> ClusterFacts {
             env: BTreeMap::from([("WARM_ENI_TARGET".to_owned(), "1".to_owned())]),
         }),
         disruption_blocked: Observed::Found(BTreeMap::new()),
+        drains: BTreeMap::new(),
     }
 }
 

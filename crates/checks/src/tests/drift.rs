@@ -11,6 +11,19 @@ fn drift(f: &Facts) -> (String, String, String, Vec<String>) {
     condition_of(f, ConditionType::DriftCanBeReplaced)
 }
 
+/// The message of the one NodeClaimTerminatingLong warning.
+fn warning(f: &Facts) -> String {
+    let status = super::reasons::status(f);
+    let found: Vec<&str> = status
+        .findings
+        .iter()
+        .filter(|f| f.reason == "NodeClaimTerminatingLong")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(found.len(), 1, "{:?}", status.findings);
+    found[0].to_owned()
+}
+
 #[test]
 fn budgets_that_let_drift_through_at_some_time_are_never_false() {
     for (what, f) in [
@@ -95,6 +108,83 @@ fn a_node_claim_terminating_for_hours_without_a_grace_period_is_a_warning() {
     // Within the hour, or with a grace period that ends it: nothing to say.
     assert!(drift(&terminating(30, None)).3.is_empty());
     assert!(drift(&terminating(90, Some("48h"))).3.is_empty());
+}
+
+#[test]
+fn the_warning_names_what_holds_a_terminating_node_claim_from_its_nodes_pods() {
+    use crate::facts::{BudgetFacts, NodeDrain, PodOnNode};
+    let stuck = |drain: Option<Observed<NodeDrain>>| {
+        Facts::healthy().with(move |f| {
+            let Observed::Found(claims) = &mut f.cluster.node_claims else {
+                return;
+            };
+            claims[0].deleting = true;
+            claims[0].deleting_since = Some(mins_ago(90));
+            let name = claims[0].name.clone();
+            if let Some(drain) = drain.clone() {
+                f.cluster.drains.insert(name, drain);
+            }
+        })
+    };
+    let web = PodOnNode {
+        namespace: "shop".into(),
+        name: "web-1".into(),
+        phase: "Running".into(),
+        ready: true,
+        budgets: vec!["shop/web".into()],
+        ..PodOnNode::default()
+    };
+    let budget = |allowed: i64| {
+        Observed::Found(
+            [(
+                "shop/web".to_owned(),
+                BudgetFacts {
+                    disruptions_allowed: allowed,
+                    current_healthy: 1,
+                    desired_healthy: 1,
+                    ..BudgetFacts::default()
+                },
+            )]
+            .into(),
+        )
+    };
+    let drain = |allowed: i64| NodeDrain {
+        node: Some("ip-10-0-1-5.eu-north-1.compute.internal".into()),
+        pods: vec![web.clone()],
+        budgets: budget(allowed),
+    };
+    let (status, _, _, warnings) = drift(&stuck(Some(Observed::Found(drain(0)))));
+    let message = warning(&stuck(Some(Observed::Found(drain(0)))));
+    assert_eq!(
+        (status.as_str(), warnings.as_slice()),
+        ("True", ["NodeClaimTerminatingLong".to_owned()].as_slice())
+    );
+    assert!(
+        message.contains("PodDisruptionBudget shop/web allows no eviction of Pod shop/web-1"),
+        "{message}"
+    );
+    // A budget that allows the eviction holds nothing: the Pod is named as waiting only.
+    let message = warning(&stuck(Some(Observed::Found(drain(1)))));
+    assert!(
+        message.contains(
+            "shop/web-1 on Node ip-10-0-1-5.eu-north-1.compute.internal wait to be evicted"
+        ) && !message.contains("allows no eviction"),
+        "{message}"
+    );
+    // An empty Node, an unread one, and one not read yet: each said as it is.
+    let empty = NodeDrain {
+        pods: Vec::new(),
+        ..drain(0)
+    };
+    let message = warning(&stuck(Some(Observed::Found(empty))));
+    assert!(message.contains("no Pod on Node"), "{message}");
+    let message = warning(&stuck(Some(Observed::unknown(
+        UnknownCause::AccessDenied,
+        "pods is forbidden",
+    ))));
+    assert!(message.contains("could not be read"), "{message}");
+    let message = warning(&stuck(None));
+    assert!(!message.contains("PodDisruptionBudget shop"), "{message}");
 }
 
 #[test]

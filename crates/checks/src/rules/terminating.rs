@@ -1,0 +1,390 @@
+//! What holds a NodeClaim stuck terminating: of the Pods on its Node, those Karpenter's drain
+//! waits for and what keeps each from leaving: a PodDisruptionBudget the eviction API would
+//! refuse it under, a `karpenter.sh/do-not-disrupt` annotation Karpenter v1 does not evict
+//! through, or its own grace period. Pure: no IO.
+//!
+//! Karpenter's rules (kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go`): the drain waits
+//! for every Pod that is not terminal, not a mirror Pod, not tolerating the taint it drains
+//! under, and not terminating for more than a minute past its deletion time (`IsDrainable`,
+//! `IsStuckTerminating`); it evicts those that are active, and, from v1 on, not annotated
+//! `karpenter.sh/do-not-disrupt` (`IsEvictable`; v0.37 evicted them). The eviction API's rules
+//! (kubernetes `pkg/registry/core/pod/storage/eviction.go`): Pending Pods are never held by a
+//! budget; a Pod selected by more than one budget is refused; a budget whose current generation
+//! the disruption controller has not processed refuses; an unready Pod goes when the budget is
+//! healthy (`IfHealthyBudget`, the default) or always (`AlwaysAllow`); otherwise a budget with no
+//! disruption allowed refuses.
+//!
+//! Only what those rules prove is named: a Pod whose fate depends on a fact not read (the
+//! Karpenter version, the budgets) is left unsaid, never guessed.
+
+use crate::facts::{BudgetFacts, NodeDrain, Observed, PodOnNode};
+use jiff::{SignedDuration, Timestamp};
+use std::collections::BTreeMap;
+
+/// How long past its deletion time Karpenter still waits for a terminating Pod
+/// (`IsStuckTerminating`).
+const STUCK_TERMINATING_AFTER: SignedDuration = SignedDuration::from_mins(1);
+
+/// What holds one terminating NodeClaim, as far as its Node's Pods say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holding {
+    /// What keeps a Pod Karpenter waits for from leaving, one sentence each.
+    pub blockers: Vec<String>,
+    /// Pods Karpenter waits for that nothing read holds back (their eviction should succeed).
+    pub waiting: Vec<String>,
+    /// Why some Pods could not be judged, when some could not.
+    pub undecided: Option<String>,
+}
+
+/// What holds the drain of `drain`'s Node at `now`, for a Karpenter whose major version is at
+/// least 1 (`Some(true)`), below 1 (`Some(false)`), or unknown (`None`).
+pub fn what_holds(drain: &NodeDrain, karpenter_v1: Option<bool>, now: Timestamp) -> Holding {
+    let mut holding = Holding::default();
+    let mut undecided: Vec<String> = Vec::new();
+    for pod in &drain.pods {
+        let name = format!("{}/{}", pod.namespace, pod.name);
+        if matches!(pod.phase.as_str(), "Succeeded" | "Failed") || pod.mirror {
+            continue;
+        }
+        let tolerates = match karpenter_v1 {
+            Some(true) => Some(pod.tolerates_disrupted),
+            Some(false) => Some(pod.tolerates_disrupting),
+            None if pod.tolerates_disrupted == pod.tolerates_disrupting => {
+                Some(pod.tolerates_disrupted)
+            }
+            None => None,
+        };
+        match tolerates {
+            Some(true) => continue,
+            Some(false) => {}
+            None => {
+                undecided.push(format!(
+                    "Pod {name} tolerates one of Karpenter's drain taints, and which one this \
+                     Karpenter uses depends on its version, which is unknown"
+                ));
+                continue;
+            }
+        }
+        if let Some(until) = pod.deleting_until {
+            if now.duration_since(until) > STUCK_TERMINATING_AFTER {
+                continue;
+            }
+            holding.blockers.push(format!(
+                "Pod {name} is terminating, its grace period ending {}",
+                super::at(until)
+            ));
+            continue;
+        }
+        if pod.do_not_disrupt {
+            match karpenter_v1 {
+                Some(true) => {
+                    holding.blockers.push(format!(
+                        "Pod {name} is annotated karpenter.sh/do-not-disrupt, which Karpenter \
+                         does not evict through"
+                    ));
+                    continue;
+                }
+                Some(false) => {}
+                None => {
+                    undecided.push(format!(
+                        "Pod {name} is annotated karpenter.sh/do-not-disrupt, which holds the \
+                         drain from Karpenter v1 on, and this Karpenter's version is unknown"
+                    ));
+                    continue;
+                }
+            }
+        }
+        match refusal(pod, &drain.budgets) {
+            Refusal::Refused(why) => holding.blockers.push(why),
+            Refusal::Allowed => holding.waiting.push(name),
+            Refusal::Unread(why) => undecided.push(why),
+        }
+    }
+    holding.undecided = (!undecided.is_empty()).then(|| undecided.join("; "));
+    holding
+}
+
+enum Refusal {
+    Refused(String),
+    Allowed,
+    Unread(String),
+}
+
+/// Whether the eviction API refuses to evict `pod` for its PodDisruptionBudgets, and why.
+fn refusal(pod: &PodOnNode, budgets: &Observed<BTreeMap<String, BudgetFacts>>) -> Refusal {
+    let name = format!("{}/{}", pod.namespace, pod.name);
+    // The eviction API deletes Pending Pods without asking any budget.
+    if pod.phase == "Pending" {
+        return Refusal::Allowed;
+    }
+    let budgets = match budgets {
+        Observed::Found(budgets) => budgets,
+        Observed::Absent => return Refusal::Allowed,
+        Observed::Unknown(u) => {
+            return Refusal::Unread(format!(
+                "the PodDisruptionBudgets of Pod {name} could not be read ({u})"
+            ));
+        }
+    };
+    match pod.budgets.as_slice() {
+        [] => Refusal::Allowed,
+        [one] => {
+            let Some(budget) = budgets.get(one) else {
+                return Refusal::Unread(format!(
+                    "PodDisruptionBudget {one} of Pod {name} was not in the list"
+                ));
+            };
+            if budget.unprocessed {
+                return Refusal::Refused(format!(
+                    "PodDisruptionBudget {one} has not been processed by the disruption \
+                     controller since its last change, so no eviction of Pod {name} is allowed"
+                ));
+            }
+            if budget.disruptions_allowed > 0 {
+                return Refusal::Allowed;
+            }
+            let unready_goes = !pod.ready
+                && (budget.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow")
+                    || (budget.desired_healthy > 0
+                        && budget.current_healthy >= budget.desired_healthy));
+            if unready_goes {
+                Refusal::Allowed
+            } else {
+                Refusal::Refused(format!(
+                    "PodDisruptionBudget {one} allows no eviction of Pod {name} ({} healthy, {} \
+                     desired)",
+                    budget.current_healthy, budget.desired_healthy
+                ))
+            }
+        }
+        several => Refusal::Refused(format!(
+            "Pod {name} is selected by {} PodDisruptionBudgets ({}), and the eviction API \
+             refuses to evict a Pod with more than one",
+            several.len(),
+            several.join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-11-25T12:00:00Z".parse().expect("a time")
+    }
+
+    fn pod(name: &str) -> PodOnNode {
+        PodOnNode {
+            namespace: "shop".into(),
+            name: name.into(),
+            phase: "Running".into(),
+            ready: true,
+            ..PodOnNode::default()
+        }
+    }
+
+    fn budget(allowed: i64, healthy: i64, desired: i64) -> BudgetFacts {
+        BudgetFacts {
+            disruptions_allowed: allowed,
+            current_healthy: healthy,
+            desired_healthy: desired,
+            ..BudgetFacts::default()
+        }
+    }
+
+    fn drain(pods: Vec<PodOnNode>, budgets: &[(&str, BudgetFacts)]) -> NodeDrain {
+        NodeDrain {
+            node: Some("node-a".into()),
+            pods,
+            budgets: Observed::Found(
+                budgets
+                    .iter()
+                    .map(|(n, b)| ((*n).to_owned(), b.clone()))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn with_budgets(mut pod: PodOnNode, budgets: &[&str]) -> PodOnNode {
+        pod.budgets = budgets.iter().map(|b| (*b).to_owned()).collect();
+        pod
+    }
+
+    #[test]
+    fn a_budget_with_no_disruption_allowed_holds_a_ready_pod() {
+        let d = drain(
+            vec![with_budgets(pod("web-1"), &["shop/web"])],
+            &[("shop/web", budget(0, 1, 1))],
+        );
+        let holding = what_holds(&d, Some(true), now());
+        assert_eq!(holding.blockers.len(), 1, "{holding:?}");
+        assert!(
+            holding.blockers[0]
+                .contains("PodDisruptionBudget shop/web allows no eviction of Pod shop/web-1"),
+            "{holding:?}"
+        );
+        // The same budget allowing one: the eviction goes through, the Pod only waits.
+        let d = drain(
+            vec![with_budgets(pod("web-1"), &["shop/web"])],
+            &[("shop/web", budget(1, 2, 1))],
+        );
+        let holding = what_holds(&d, Some(true), now());
+        assert!(holding.blockers.is_empty(), "{holding:?}");
+        assert_eq!(holding.waiting, ["shop/web-1"]);
+    }
+
+    #[test]
+    fn an_unready_pod_leaves_under_a_healthy_budget_or_always_allow() {
+        let unready = PodOnNode {
+            ready: false,
+            ..with_budgets(pod("web-2"), &["shop/web"])
+        };
+        // Healthy budget (2 of 2 desired): the eviction API lets the unready Pod go.
+        let holding = what_holds(
+            &drain(vec![unready.clone()], &[("shop/web", budget(0, 2, 2))]),
+            Some(true),
+            now(),
+        );
+        assert!(holding.blockers.is_empty(), "{holding:?}");
+        // Unhealthy budget: refused, unless its policy is AlwaysAllow.
+        let holding = what_holds(
+            &drain(vec![unready.clone()], &[("shop/web", budget(0, 1, 2))]),
+            Some(true),
+            now(),
+        );
+        assert_eq!(holding.blockers.len(), 1, "{holding:?}");
+        let always = BudgetFacts {
+            unhealthy_pod_eviction_policy: Some("AlwaysAllow".into()),
+            ..budget(0, 1, 2)
+        };
+        let holding = what_holds(
+            &drain(vec![unready], &[("shop/web", always)]),
+            Some(true),
+            now(),
+        );
+        assert!(holding.blockers.is_empty(), "{holding:?}");
+    }
+
+    #[test]
+    fn two_budgets_or_an_unprocessed_one_refuse_every_eviction() {
+        let d = drain(
+            vec![with_budgets(pod("web-1"), &["shop/a", "shop/b"])],
+            &[("shop/a", budget(5, 5, 0)), ("shop/b", budget(5, 5, 0))],
+        );
+        let holding = what_holds(&d, Some(true), now());
+        assert!(
+            holding.blockers[0].contains("selected by 2 PodDisruptionBudgets (shop/a, shop/b)"),
+            "{holding:?}"
+        );
+        let unprocessed = BudgetFacts {
+            unprocessed: true,
+            ..budget(5, 5, 0)
+        };
+        let d = drain(
+            vec![with_budgets(pod("web-1"), &["shop/a"])],
+            &[("shop/a", unprocessed)],
+        );
+        assert!(what_holds(&d, Some(true), now()).blockers[0].contains("not been processed"));
+    }
+
+    #[test]
+    fn pods_karpenter_does_not_wait_for_are_not_named() {
+        let zero = [("shop/web", budget(0, 1, 1))];
+        for (why, p) in [
+            (
+                "terminal",
+                PodOnNode {
+                    phase: "Succeeded".into(),
+                    ..with_budgets(pod("a"), &["shop/web"])
+                },
+            ),
+            (
+                "mirror",
+                PodOnNode {
+                    mirror: true,
+                    ..with_budgets(pod("b"), &["shop/web"])
+                },
+            ),
+            (
+                "tolerates the drain taint",
+                PodOnNode {
+                    tolerates_disrupted: true,
+                    ..with_budgets(pod("c"), &["shop/web"])
+                },
+            ),
+            (
+                "terminating past its deletion time by more than a minute",
+                PodOnNode {
+                    deleting_until: Some(now() - SignedDuration::from_mins(5)),
+                    ..pod("d")
+                },
+            ),
+        ] {
+            let holding = what_holds(&drain(vec![p], &zero), Some(true), now());
+            assert_eq!(holding, Holding::default(), "{why}");
+        }
+        // A Pending Pod is deleted by the eviction API whatever its budget says.
+        let pending = PodOnNode {
+            phase: "Pending".into(),
+            ..with_budgets(pod("e"), &["shop/web"])
+        };
+        assert_eq!(
+            what_holds(&drain(vec![pending], &zero), Some(true), now()).waiting,
+            ["shop/e"]
+        );
+    }
+
+    #[test]
+    fn do_not_disrupt_holds_the_drain_from_karpenter_v1_on_only() {
+        let annotated = PodOnNode {
+            do_not_disrupt: true,
+            ..pod("batch-0")
+        };
+        let d = drain(vec![annotated], &[]);
+        assert!(what_holds(&d, Some(true), now()).blockers[0].contains("do-not-disrupt"));
+        // v0.37 evicts it: it only waits.
+        let before_v1 = what_holds(&d, Some(false), now());
+        assert!(before_v1.blockers.is_empty() && before_v1.waiting == ["shop/batch-0"]);
+        // Version unknown: not judged, and said so.
+        let unknown = what_holds(&d, None, now());
+        assert!(unknown.blockers.is_empty() && unknown.waiting.is_empty());
+        assert!(
+            unknown
+                .undecided
+                .is_some_and(|u| u.contains("version is unknown"))
+        );
+    }
+
+    #[test]
+    fn a_pod_in_its_grace_period_is_named_with_its_end() {
+        let until = now() + SignedDuration::from_mins(20);
+        let p = PodOnNode {
+            deleting_until: Some(until),
+            ..pod("slow")
+        };
+        let holding = what_holds(&drain(vec![p], &[]), Some(true), now());
+        assert!(
+            holding.blockers[0].contains("is terminating"),
+            "{holding:?}"
+        );
+    }
+
+    #[test]
+    fn unread_budgets_leave_budgeted_pods_undecided_but_still_name_the_annotated() {
+        let mut d = drain(
+            vec![
+                with_budgets(pod("web-1"), &["shop/web"]),
+                PodOnNode {
+                    do_not_disrupt: true,
+                    ..pod("batch-0")
+                },
+            ],
+            &[],
+        );
+        d.budgets = Observed::unknown(crate::facts::UnknownCause::AccessDenied, "403");
+        let holding = what_holds(&d, Some(true), now());
+        assert_eq!(holding.blockers.len(), 1, "{holding:?}");
+        assert!(holding.undecided.is_some_and(|u| u.contains("shop/web-1")));
+    }
+}
