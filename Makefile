@@ -95,7 +95,7 @@ e2e-down: ## stop the local bed
 E2E_OPERATOR_TESTS := --test foundation --test check_command --test operator_first_run --test probes --test leader_election --test operator_failures --test operator_pod_identity \
   --test operator_resilience --test operator_rbac --test operator_scale --test operator_controller_wiring \
   --test operator_node_network --test operator_volumes_and_versions --test operator_trust --test operator_gitops \
-  --test operator_instance_types --test operator_amis --test operator_reservations --test shutdown --test status_writer
+  --test operator_instance_types --test operator_amis --test operator_reservations --test operator_drain --test shutdown --test status_writer
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
 
 .PHONY: e2e-list-check

@@ -210,7 +210,7 @@ ARGS
   write_kubeconfig "$dir/reader.kubeconfig" karpenter-health-reader "$reader_token"
 
   "$kcm" --kubeconfig "$dir/kubeconfig" \
-    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token \
+    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption \
     --leader-elect=false --service-account-private-key-file "$dir/pki/sa.key" \
     --root-ca-file "$dir/pki/ca.crt" --bind-address 127.0.0.1 --secure-port 0 --port 0 \
     > "$dir/logs/kube-controller-manager.log" 2>&1 &

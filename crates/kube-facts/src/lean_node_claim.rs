@@ -1,5 +1,5 @@
 //! NodeClaims decoded lean: only what the index keeps is read off the wire (name, resource
-//! version, uid, creation and deletion times, `nodeClassRef`, `providerID`, and the type, status
+//! version, uid, creation and deletion times, `nodeClassRef`, `providerID`, `nodeName`, and the type, status
 //! and transition time of the `Launched`, `Registered` and `Drifted` conditions). Pure, no IO.
 //!
 //! Everything else (labels, annotations, managed fields, requirements, resources, other
@@ -216,6 +216,8 @@ struct WireCondition {
 struct WireStatus {
     #[serde(rename = "providerID")]
     provider_id: Field<String>,
+    #[serde(rename = "nodeName")]
+    node_name: Field<String>,
     conditions: Field<Vec<Field<WireCondition>>>,
 }
 
@@ -312,7 +314,7 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
             .collect();
         NodeClaimStatus {
             provider_id: status.provider_id.take("status.providerID", &mut wrong),
-            node_name: None,
+            node_name: status.node_name.take("status.nodeName", &mut wrong),
             conditions,
         }
     });

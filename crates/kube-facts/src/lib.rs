@@ -5,6 +5,7 @@
 
 pub mod changes;
 pub mod disruption_events;
+pub mod drain;
 pub mod index;
 pub mod karpenter_settings;
 pub mod lean_node_claim;

@@ -230,6 +230,8 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         node_claims,
         pending_pods,
         disruption_events,
+        // Read by `with_drains`, once the threshold is known.
+        drains: crate::drain::DrainReads::default(),
         aws_auth,
         karpenter_deployment,
         karpenter_service_account,
@@ -242,6 +244,21 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         apiserver_version,
         aws_node_daemonset,
     }
+}
+
+/// `sources` with the drains of the NodeClaims it lists as terminating since `before` or
+/// earlier read (nothing is read when the NodeClaims could not be listed).
+pub async fn with_drains(
+    client: &Client,
+    mut sources: Sources,
+    before: jiff::Timestamp,
+) -> Sources {
+    if let Observed::Found(claims) = &sources.node_claims {
+        let stuck = claims.read(|index| index.terminating_since(before));
+        sources.drains =
+            crate::drain::DrainReads::listed(crate::drain::read_drains(client, &stuck).await);
+    }
+    sources
 }
 
 /// Every EC2NodeClass, malformed ones kept as the error that names them. A failure here means

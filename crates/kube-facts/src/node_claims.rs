@@ -36,10 +36,17 @@ struct StoredClaim {
     launched: Option<ClaimCondition>,
     registered: Option<ClaimCondition>,
     drifted: Option<ClaimCondition>,
-    /// `None` when the NodeClaim is not being deleted.
-    deleting_since: Option<jiff::Timestamp>,
-    /// Deleting without a readable time (kept apart so `deleting` stays exact).
-    deleting: bool,
+    /// `None` when the NodeClaim is not being deleted: boxed, since few are.
+    deleting: Option<Box<Deleting>>,
+}
+
+/// What the index keeps of a NodeClaim being deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Deleting {
+    /// `None` when its deletion time could not be read.
+    since: Option<jiff::Timestamp>,
+    /// Its Node, whose Pods its drain waits for.
+    node_name: Option<Box<str>>,
 }
 
 impl StoredClaim {
@@ -50,8 +57,12 @@ impl StoredClaim {
             launched: facts.launched,
             registered: facts.registered,
             drifted: facts.drifted,
-            deleting_since: facts.deleting_since,
-            deleting: facts.deleting,
+            deleting: facts.deleting.then(|| {
+                Box::new(Deleting {
+                    since: facts.deleting_since,
+                    node_name: facts.node_name.map(String::into_boxed_str),
+                })
+            }),
         }
     }
 
@@ -59,12 +70,16 @@ impl StoredClaim {
         NodeClaimFacts {
             name: name.to_owned(),
             created: self.created,
-            deleting: self.deleting,
+            deleting: self.deleting.is_some(),
             instance_id: self.instance_id.as_deref().map(str::to_owned),
             launched: self.launched,
             registered: self.registered,
             drifted: self.drifted,
-            deleting_since: self.deleting_since,
+            deleting_since: self.deleting.as_ref().and_then(|d| d.since),
+            node_name: self
+                .deleting
+                .as_ref()
+                .and_then(|d| d.node_name.as_deref().map(str::to_owned)),
         }
     }
 }
@@ -168,6 +183,31 @@ impl NodeClaimIndex {
             .unwrap_or_default();
         claims.sort_by(|a, b| a.name.cmp(&b.name));
         claims
+    }
+
+    /// The NodeClaims of EC2NodeClasses being deleted since `before` or earlier, with their Node,
+    /// oldest first.
+    pub fn terminating_since(&self, before: jiff::Timestamp) -> Vec<(String, Option<String>)> {
+        let mut found: Vec<(jiff::Timestamp, String, Option<String>)> = self
+            .by_class
+            .iter()
+            .filter(|(class, _)| class.is_some())
+            .flat_map(|(_, claims)| claims.iter())
+            .filter_map(|(name, claim)| {
+                let deleting = claim.deleting.as_ref()?;
+                let since = deleting.since.filter(|since| *since <= before)?;
+                Some((
+                    since,
+                    name.to_string(),
+                    deleting.node_name.as_deref().map(str::to_owned),
+                ))
+            })
+            .collect();
+        found.sort();
+        found
+            .into_iter()
+            .map(|(_, name, node)| (name, node))
+            .collect()
     }
 
     /// The instance ids of every NodeClaim in the cluster; built once per change, then shared.
@@ -301,7 +341,7 @@ mod tests {
                          "deletionTimestamp": "2025-01-01T01:00:00Z",
                          "labels": {"karpenter.sh/nodepool": "web"}, "finalizers": ["karpenter.sh/termination"]},
             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-            "status": {"providerID": "aws:///us-east-1a/i-0abc", "conditions": [
+            "status": {"providerID": "aws:///us-east-1a/i-0abc", "nodeName": "node-abc", "conditions": [
                 {"type": "Launched", "status": "True", "lastTransitionTime": "2025-01-01T00:00:01Z", "message": "long"},
                 {"type": "Registered", "status": "Unknown", "reason": "NodeNotFound"},
                 {"type": "Drifted", "status": "False", "message": "x"}]}
@@ -330,7 +370,18 @@ mod tests {
                     last_transition: None,
                 }),
                 deleting_since: at("2025-01-01T01:00:00Z"),
+                node_name: Some("node-abc".into()),
             }]
+        );
+        // Deleting an hour before, with its Node: found by the drain reader; not at 00:30.
+        assert_eq!(
+            index.terminating_since(at("2025-01-01T02:00:00Z").unwrap()),
+            [("web-abc".to_owned(), Some("node-abc".to_owned()))]
+        );
+        assert!(
+            index
+                .terminating_since(at("2025-01-01T00:30:00Z").unwrap())
+                .is_empty()
         );
     }
 

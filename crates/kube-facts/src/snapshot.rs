@@ -41,6 +41,8 @@ pub struct Sources {
     pub pending_pods: Observed<SharedPendingPods>,
     /// Karpenter's `DisruptionBlocked` Events on NodeClaims.
     pub disruption_events: Observed<SharedDisruptionEvents>,
+    /// What the drains of NodeClaims stuck terminating wait for.
+    pub drains: crate::drain::DrainReads,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
@@ -432,6 +434,13 @@ pub fn class_facts(
         (_, Observed::Unknown(u)) => Observed::Unknown(u.clone()),
         _ => Observed::Found(BTreeMap::new()),
     };
+    // What holds the class's NodeClaims stuck terminating, where it was read.
+    let drains = match &node_claims {
+        Observed::Found(claims) => sources
+            .drains
+            .of_node_claims(claims.iter().map(|c| c.name.as_str())),
+        _ => BTreeMap::new(),
+    };
     ClusterFacts {
         node_class: node_class.clone(),
         node_pools,
@@ -451,6 +460,7 @@ pub fn class_facts(
         service_endpoints: wide.service_endpoints.clone(),
         vpc_cni: wide.vpc_cni.clone(),
         disruption_blocked,
+        drains,
     }
 }
 

@@ -262,6 +262,8 @@ pub struct KubeFacts {
     node_claims: SharedClaims,
     pending_pods: SharedPendingPods,
     disruption_events: SharedDisruptionEvents,
+    /// What the drains of NodeClaims stuck terminating wait for ([`KubeFacts::refresh_drains`]).
+    drains: crate::drain::DrainReads,
     aws_auth: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
@@ -414,6 +416,7 @@ impl KubeFacts {
             node_claims,
             pending_pods,
             disruption_events,
+            drains: crate::drain::DrainReads::default(),
             aws_auth,
             karpenter_deployment,
             karpenter_service_account,
@@ -476,6 +479,7 @@ impl KubeFacts {
             disruption_events: self
                 .health
                 .observe(DISRUPTION_EVENTS, || self.disruption_events.clone()),
+            drains: self.drains.clone(),
             aws_auth: self
                 .health
                 .observe(AWS_AUTH, || self.aws_auth.state().into_iter().next()),
@@ -556,6 +560,20 @@ impl KubeFacts {
             .apiserver_version
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = observed;
+    }
+
+    /// Reads anew what the drains of NodeClaims terminating since `before` or earlier wait for
+    /// and returns the NodeClaims whose drain changed, whose classes are to be re-evaluated;
+    /// `None` (and nothing read) while the NodeClaims have not been listed.
+    pub async fn refresh_drains(
+        &self,
+        client: &Client,
+        before: jiff::Timestamp,
+    ) -> Option<Vec<String>> {
+        if !self.health.all_synced(&[NODE_CLAIMS]) {
+            return None;
+        }
+        Some(self.drains.refresh(client, &self.node_claims, before).await)
     }
 
     /// Names of every NodePool in the cache that refers to some EC2NodeClass, with that class.

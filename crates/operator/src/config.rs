@@ -60,6 +60,12 @@ pub struct EvaluationConfig {
     /// cluster's (Karpenter garbage-collects its own orphans well within this).
     #[arg(long, env = "KH_ORPHAN_INSTANCE_AFTER", default_value = "10m", value_parser = parse_duration)]
     pub orphan_instance_after: Duration,
+
+    /// How long a NodeClaim may be terminating (with no terminationGracePeriod) before the
+    /// NodeClaimTerminatingLong warning; from then on the Pods on its Node and their
+    /// PodDisruptionBudgets are read to name what holds it.
+    #[arg(long, env = "KH_TERMINATING_LONG_AFTER", default_value = "1h", value_parser = parse_duration)]
+    pub terminating_long_after: Duration,
 }
 
 /// Flags of `karpenter-health run`; each can also be set by the environment variable named.
@@ -123,6 +129,7 @@ impl EvaluationConfig {
             validation_stuck_after: Duration::from_secs(600),
             status_stale_after: Duration::from_secs(600),
             orphan_instance_after: Duration::from_secs(600),
+            terminating_long_after: Duration::from_secs(3600),
         }
     }
 
@@ -135,6 +142,7 @@ impl EvaluationConfig {
             registration_timeout: signed(self.registration_timeout),
             status_stale_after: signed(self.status_stale_after),
             orphan_instance_after: signed(self.orphan_instance_after),
+            terminating_long_after: signed(self.terminating_long_after),
         }
     }
 

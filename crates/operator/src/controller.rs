@@ -178,6 +178,33 @@ async fn run_controller(
             }
         }))
     };
+    // What holds NodeClaims stuck terminating: their Nodes' Pods and PodDisruptionBudgets,
+    // read anew every refresh interval while any is (no call otherwise); a changed answer
+    // re-evaluates the NodeClaim's class in the bulk lane.
+    let (drain_changes, drain_changed) = futures::channel::mpsc::unbounded::<Vec<String>>();
+    let _drain_refresh = {
+        let (facts, client) = (kube_facts.clone(), client.clone());
+        let (after, every) = (
+            config.settings().terminating_long_after,
+            config.refresh_interval,
+        );
+        AbortOnDrop(tokio::spawn(async move {
+            loop {
+                let Some(changed) = facts
+                    .refresh_drains(&client, jiff::Timestamp::now() - after)
+                    .await
+                else {
+                    // The NodeClaims are not listed yet.
+                    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                    continue;
+                };
+                if !changed.is_empty() && drain_changes.unbounded_send(changed).is_err() {
+                    return;
+                }
+                tokio::time::sleep(every).await;
+            }
+        }))
+    };
     let metrics = process.metrics.clone();
     metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
@@ -333,6 +360,7 @@ async fn run_controller(
         // An AWS answer refreshed in the background that differs from the one a class was
         // evaluated with re-evaluates that class (the fact store's stale-while-revalidate).
         .reconcile_on(aws_changes(&aws, &triggers))
+        .reconcile_on(drain_classes(drain_changed, &triggers))
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown.clone())
         .run(
@@ -377,6 +405,26 @@ fn is_own_write(written: &WrittenStatuses, health: &KarpenterHealth) -> bool {
             ..status.clone()
         }
     })
+}
+
+/// The classes of the NodeClaims whose drain read anew differs from the one held.
+fn drain_classes(
+    changed: futures::channel::mpsc::UnboundedReceiver<Vec<String>>,
+    triggers: &ClassTriggers,
+) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
+    let triggers = triggers.clone();
+    changed
+        .flat_map(move |claims| {
+            let mut classes: Vec<String> = claims
+                .iter()
+                .flat_map(|claim| triggers.class_of_node_claim(claim))
+                .collect();
+            classes.sort();
+            classes.dedup();
+            triggers.stamp(&classes);
+            futures::stream::iter(classes.into_iter().map(|c| ObjectRef::new(&c)))
+        })
+        .boxed()
 }
 
 /// The classes NodeClaim and pending-Pod changes ask for, each stamped with its arrival time and

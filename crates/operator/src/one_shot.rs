@@ -105,6 +105,13 @@ pub async fn evaluate_once(
     let sources = listed::list_sources(client, &config.watch_targets()).await;
     let overrides = config.overrides();
     let settings = config.settings();
+    // The Pods and PodDisruptionBudgets holding NodeClaims stuck terminating, if any is.
+    let sources = listed::with_drains(
+        client,
+        sources,
+        jiff::Timestamp::now() - settings.terminating_long_after,
+    )
+    .await;
     let total = node_classes.len();
     let mut reports = Vec::with_capacity(total);
     for (index, guarded) in node_classes.iter().enumerate() {
