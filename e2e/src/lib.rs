@@ -120,6 +120,16 @@ impl Bed {
         client_from(&self.admin_kubeconfig()).await
     }
 
+    /// The admin, with kube's retries of 429, 503 and 504 off: a test that wants the API
+    /// server's refusal itself (an eviction a PodDisruptionBudget refuses) gets it at once.
+    pub async fn admin_client_without_retries(&self) -> Result<kube::Client> {
+        let kubeconfig = Kubeconfig::read_from(self.admin_kubeconfig())?;
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        config.default_retry = false;
+        Ok(kube::Client::try_from(config)?)
+    }
+
     pub async fn operator_client(&self) -> Result<kube::Client> {
         client_from(&self.operator_kubeconfig()).await
     }

@@ -7,14 +7,13 @@
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus};
 use karpenter_health_e2e::fixture::{DEADLINE, Fixture};
 use karpenter_health_e2e::status_log::StatusLog;
 use karpenter_health_e2e::{apply_json, wait_for};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind};
-use kube::api::{Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
 use std::time::Duration;
 
 /// The bed's API server (1.20) serves PodDisruptionBudgets as `policy/v1beta1` only.
@@ -24,34 +23,6 @@ fn budgets(fx: &Fixture) -> Api<DynamicObject> {
         "poddisruptionbudgets",
     );
     Api::namespaced_with(fx.admin.clone(), &fx.name, &resource)
-}
-
-/// Pod `name` bound to `node`, Running and Ready as a kubelet would report it (the bed runs none).
-async fn running_pod(fx: &Fixture, name: &str, node: &str, annotations: Value) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(fx.admin.clone(), &fx.name);
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": fx.name, "labels": {"app": "web"},
-                     "annotations": annotations},
-        "spec": {"nodeName": node, "automountServiceAccountToken": false,
-                 "containers": [{"name": "web", "image": "nginx"}]},
-    }))?;
-    pods.create(&PostParams::default(), &pod).await?;
-    pods.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"phase": "Running", "conditions": [
-            {"type": "Ready", "status": "True"}]}})),
-    )
-    .await?;
-    Ok(())
-}
-
-/// Removes Pod `name` at once, as a kubelet confirming its end would.
-async fn gone(fx: &Fixture, name: &str) -> Result<()> {
-    Api::<Pod>::namespaced(fx.admin.clone(), &fx.name)
-        .delete(name, &DeleteParams::default().grace_period(0))
-        .await?;
-    Ok(())
 }
 
 /// Sets the budget's `minAvailable` and waits for the disruption controller to process it.
@@ -97,10 +68,8 @@ async fn a_node_claim_stuck_terminating_names_the_budget_or_pod_that_holds_it() 
         let log = StatusLog::start(&fx.admin, &fx.name);
 
         // Two Ready Pods on the Node, and a budget that wants both.
-        fx.pending_pod("seed-sa", json!({})).await?; // makes the namespace's ServiceAccount
-        gone(&fx, "seed-sa").await?;
-        running_pod(&fx, "web-1", &node, json!({})).await?;
-        running_pod(&fx, "web-2", &node, json!({})).await?;
+        fx.running_pod("web-1", &node, json!({})).await?;
+        fx.running_pod("web-2", &node, json!({})).await?;
         apply_json(
             &fx.admin,
             &[json!({
@@ -112,34 +81,28 @@ async fn a_node_claim_stuck_terminating_names_the_budget_or_pod_that_holds_it() 
         .await?;
         min_available(&fx, 2, 2).await?;
         // The API server's own eviction refuses it: the verdict below is reality's.
-        let pods: Api<Pod> = Api::namespaced(fx.admin.clone(), &fx.name);
+        let pods: Api<Pod> =
+            Api::namespaced(fx.bed.admin_client_without_retries().await?, &fx.name);
         match pods.evict("web-1", &EvictParams::default()).await {
             Err(kube::Error::Api(status)) if status.code == 429 => {}
             other => anyhow::bail!("the eviction must be refused with 429, got {other:?}"),
         }
 
         // A NodeClaim on that Node, deleted, held by Karpenter's finalizer.
-        let claim = fx.node_claim("stuck", "aws:///eu-west-3a/i-0dddddddddddddd77", json!([
-            {"type": "Launched", "status": "True", "reason": "Launched", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-            {"type": "Registered", "status": "True", "reason": "Registered", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-        ])).await?;
-        let claims: Api<NodeClaim> = Api::all(fx.admin.clone());
-        claims
-            .patch_status(&claim, &PatchParams::default(), &Patch::Merge(json!({"status": {"nodeName": node}})))
-            .await?;
-        let finalizer = json!({"metadata": {"finalizers": ["karpenter.sh/termination"]}});
-        claims.patch(&claim, &PatchParams::default(), &Patch::Merge(finalizer)).await?;
-        claims.delete(&claim, &DeleteParams::default()).await?;
-
+        let claim = fx.terminating_node_claim("stuck", &node).await?;
         let ns = &fx.name;
-        let budget_holds = format!("PodDisruptionBudget {ns}/web allows no eviction of Pod {ns}/web-1");
+        let budget_holds =
+            format!("PodDisruptionBudget {ns}/web allows no eviction of Pod {ns}/web-1");
         let status = fx
             .wait_status("the warning naming the budget", |s| {
                 terminating_warning(s).is_some_and(|m| m.contains(&budget_holds))
             })
             .await?;
         let message = terminating_warning(&status).context("the warning")?;
-        ensure!(message.contains(&claim) && message.contains(&format!("{ns}/web-2")), "{message}");
+        ensure!(
+            message.contains(&claim) && message.contains(&format!("{ns}/web-2")),
+            "{message}"
+        );
 
         // `check` reads the same and says the same.
         let config = karpenter_health_operator::EvaluationConfig {
@@ -149,7 +112,11 @@ async fn a_node_claim_stuck_terminating_names_the_budget_or_pod_that_holds_it() 
         };
         let aws = fx.bed.aws_port_at(&fx.proxy.url(), &fx.region).await?;
         let reports = karpenter_health_operator::one_shot::evaluate_once(
-            &fx.admin, &aws, &config, std::slice::from_ref(&fx.name), &|_| {},
+            &fx.admin,
+            &aws,
+            &config,
+            std::slice::from_ref(&fx.name),
+            &|_| {},
         )
         .await?;
         let said = format!("{:?}", reports[0].outcome);
@@ -167,38 +134,45 @@ async fn a_node_claim_stuck_terminating_names_the_budget_or_pod_that_holds_it() 
         pods.evict("web-1", &EvictParams::default())
             .await
             .context("the eviction the budget now allows")?;
-        gone(&fx, "web-1").await?;
+        fx.pod_gone("web-1").await?;
 
         // The last Pod annotated do-not-disrupt: Karpenter v1 does not evict it.
         pods.patch(
             "web-2",
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}})),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}}),
+            ),
         )
         .await?;
         fx.wait_status("the warning naming the do-not-disrupt Pod", |s| {
             terminating_warning(s).is_some_and(|m| {
-                m.contains(&format!("Pod {ns}/web-2 is annotated karpenter.sh/do-not-disrupt"))
+                m.contains(&format!(
+                    "Pod {ns}/web-2 is annotated karpenter.sh/do-not-disrupt"
+                ))
             })
         })
         .await?;
 
         // Repaired: the Pod gone, the Node holds nothing; then Karpenter's finalizer goes and
         // so does the warning.
-        gone(&fx, "web-2").await?;
+        fx.pod_gone("web-2").await?;
         fx.wait_status("an empty Node said so", |s| {
             terminating_warning(s).is_some_and(|m| m.contains(&format!("no Pod on Node {node}")))
         })
         .await?;
-        claims
-            .patch(&claim, &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-            .await?;
-        fx.wait_status("no warning once the NodeClaim is gone", |s| terminating_warning(s).is_none())
-            .await?;
+        fx.release_node_claim(&claim).await?;
+        fx.wait_status("no warning once the NodeClaim is gone", |s| {
+            terminating_warning(s).is_none()
+        })
+        .await?;
         fx.wait_healthy("once the NodeClaim is gone").await?;
         for held in log.stop() {
             let c = held.condition(ConditionType::DriftCanBeReplaced);
-            ensure!(c.is_none_or(|c| c.status == "True"), "DriftCanBeReplaced left True: {c:?}");
+            ensure!(
+                c.is_none_or(|c| c.status == "True"),
+                "DriftCanBeReplaced left True: {c:?}"
+            );
         }
         budgets(&fx).delete("web", &DeleteParams::default()).await?;
         operator.stop().await

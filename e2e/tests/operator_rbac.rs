@@ -233,17 +233,35 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
 
 /// The other half of minimal: every permission the shipped roles grant is used. The operator runs
 /// as the bed's non-admin user bound to exactly the shipped roles, through what it does in a
-/// cluster (first start, leader election, every watch, creating and patching KarpenterHealths and
-/// their status, Events, a clean stop), and the API server's audit log of that user's
-/// requests must use every granted verb on every resource and name.
+/// cluster (first start, leader election, every watch, the drain of a NodeClaim stuck
+/// terminating, creating and patching KarpenterHealths and their status, Events, a clean stop),
+/// and the API server's audit log of that user's requests must use every granted verb on every
+/// resource and name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_permission_the_shipped_rbac_grants_is_used_by_the_operator() -> Result<()> {
     let audit_log = std::path::PathBuf::from(Bed::from_env()?.var("KH_AUDIT_LOG")?);
     let from = audit::offset(&audit_log);
     let fx = Fixture::seed("used", "ap-south-1", "1.8.6").await?;
     let outcome: Result<()> = async {
-        let operator = fx.start_operator(None, true).await?;
+        // Any terminating NodeClaim counts as stuck, so the drain's lists run too.
+        let operator = fx
+            .start_operator_with(None, |config| {
+                config.leader_elect = true;
+                config.evaluation.terminating_long_after = std::time::Duration::ZERO;
+            })
+            .await?;
         fx.wait_healthy("for the seeded setup").await?;
+        let node = format!("{}-node", fx.name);
+        fx.running_pod("web-1", &node, json!({})).await?;
+        let claim = fx.terminating_node_claim("stuck", &node).await?;
+        fx.wait_status("the Pods on the stuck NodeClaim's Node read", |s| {
+            s.findings
+                .iter()
+                .any(|f| f.reason == "NodeClaimTerminatingLong" && f.message.contains("web-1"))
+        })
+        .await?;
+        fx.release_node_claim(&claim).await?;
+        fx.pod_gone("web-1").await?;
         // A second replica stands by: it watches the Lease (to take it the moment it is released)
         // and keeps caches of its own, so those grants are exercised too.
         let standby = fx
