@@ -51,7 +51,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::DriftCanBeReplaced,
-        "Budgets whose schedule has lists, ranges, steps or month names (when they open is not computed: they are assumed to open), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift or termination (Pods on nodes and PodDisruptionBudgets are not watched), expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
+        "Budgets whose schedule has lists, ranges, steps or month names (when they open is not computed: they are assumed to open), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift unless Karpenter's own DisruptionBlocked Events name them (Pods on nodes are not watched); what holds a terminating NodeClaim is read only once it has been terminating for KH_TERMINATING_LONG_AFTER, for at most 20 Nodes, and is up to a refresh interval old; a Pod whose fate depends on the Karpenter version is not judged while the version is unknown; eviction failures other than PodDisruptionBudgets (admission webhooks refusing the eviction, Pods a kubelet no longer reports) show only as Pods waiting; expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
     ),
     (
         ConditionType::AmisResolvable,
