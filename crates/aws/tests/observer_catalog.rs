@@ -335,3 +335,32 @@ async fn a_classs_images_are_described_once_for_every_class_with_the_same_ids() 
         facts.images
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn more_images_than_one_filter_takes_are_described_in_calls_of_200() {
+    use karpenter_health_checks::facts::ImageFacts;
+    let ids: Vec<String> = (0..450).map(|i| format!("ami-{i:05}")).collect();
+    let mut s = world();
+    // One page per call, as EC2's MaxResults of 1000 gives.
+    s.instance_type_page_size = 1000;
+    for id in &ids {
+        s.images.push(ImageFacts {
+            id: id.clone(),
+            name: None,
+            state: "available".into(),
+            deprecation_time: None,
+        });
+    }
+    let fake = FakeAws::new(s);
+    let facts = observer(&fake, options())
+        .observe(&AwsRequest {
+            image_ids: ids,
+            ..request()
+        })
+        .await;
+    let Some(Observed::Found(images)) = &facts.images else {
+        panic!("described: {:?}", facts.images);
+    };
+    assert_eq!(images.len(), 450);
+    assert_eq!(fake.calls("DescribeImages"), 3);
+}

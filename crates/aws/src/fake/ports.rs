@@ -385,6 +385,15 @@ impl Ec2Api for FakeAws {
     ) -> BoxFuture<'_, PortResult<Page<ImageFacts>>> {
         let ids = ids.to_vec();
         self.answer("DescribeImages", move |s| {
+            // EC2's own limit on the values of one filter.
+            if ids.len() > 200 {
+                return Err(CallError::new(
+                    ErrorKind::Unsupported,
+                    "The maximum number of filter values specified on a single call is 200",
+                )
+                .with_code("FilterLimitExceeded")
+                .with_status(400));
+            }
             let found = s
                 .images
                 .iter()

@@ -8,7 +8,7 @@
 //! One key per parameter name, shared by every class with the same alias, in the catalog family
 //! (AWS publishes images for a minor once; a new minor's appear within the period, or at once on
 //! evidence). Also EC2 DescribeImages on the class's images: one call per set of ids, shared by
-//! every class with the same images, in the account family (a deprecation is set days ahead; an
+//! every class with the same images (in calls of 200 ids, EC2's limit per filter), in the account family (a deprecation is set days ahead; an
 //! image deregistered or re-enabled changes Karpenter's AMIsReady, which revalidates at once).
 //! Does IO (through the SSM and EC2 ports).
 
@@ -18,6 +18,9 @@ use crate::ports::Service;
 use futures::future::join_all;
 use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, Observed};
 use karpenter_health_checks::rules::amis::{Alias, minor_of};
+
+/// The most values EC2 takes in one filter (DescribeImages `image-id`).
+const IMAGE_IDS_PER_CALL: usize = 200;
 
 /// The parameters as read, with the minor they were built for.
 pub(super) struct AmiReads {
@@ -124,10 +127,20 @@ impl AwsObserver {
             .images
             .get(key.clone(), move || async move {
                 let ec2 = &this.inner.ec2;
-                this.all_pages(Service::Ec2, "DescribeImages", &key.join(","), |token| {
-                    ec2.describe_images(&key, token)
-                })
-                .await
+                // EC2 takes at most 200 values per filter: more ids are asked in several calls.
+                let mut all = Vec::new();
+                for chunk in key.chunks(IMAGE_IDS_PER_CALL) {
+                    let read = this
+                        .all_pages(Service::Ec2, "DescribeImages", &chunk.join(","), |token| {
+                            ec2.describe_images(chunk, token)
+                        })
+                        .await?;
+                    match read {
+                        Some(images) => all.extend(images),
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(all))
             })
             .await
     }
