@@ -1,8 +1,11 @@
-//! EC2 image deprecation, which moto lacks: `EnableImageDeprecation` records when an image is
+//! What moto lacks of EC2 images. Deprecation: `EnableImageDeprecation` records when an image is
 //! deprecated, and DescribeImages answers (moto's, forwarded) carry it as `deprecationTime` on
-//! the image's item, as EC2 does (EC2 API reference, EnableImageDeprecation and Image). The bed
+//! the image's item, as EC2 does (EC2 API reference, EnableImageDeprecation and Image); the bed
 //! owns its images, and EC2 lists an owner's deprecated images whatever `IncludeDeprecated`
-//! says, so none is hidden. No IO.
+//! says, so none is hidden. Sharing: moto keeps images per account and shows none of another
+//! account's, while EC2's DescribeImages lists the images another account shares with the caller
+//! (explicit launch permission) beside its own; images recorded as shared are added to answers
+//! that ask for their ids. No IO.
 
 use std::collections::BTreeMap;
 
@@ -30,6 +33,76 @@ pub(super) fn enabled() -> String {
      xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>fault-proxy</requestId>\
      <return>true</return></EnableImageDeprecationResponse>"
         .to_owned()
+}
+
+/// An image another account owns and shares with the bed's account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedImage {
+    pub id: String,
+    pub owner: String,
+    pub name: String,
+}
+
+/// The image ids a DescribeImages form `body` asks for: the values of its `image-id` filter
+/// and its `ImageId.N` parameters.
+pub(super) fn asked_ids(body: &str) -> Vec<String> {
+    let pairs: Vec<(String, String)> = body
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| {
+            let decode = |s: &str| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (decode(k), decode(v))
+        })
+        .collect();
+    let filters: Vec<String> = pairs
+        .iter()
+        .filter(|(k, v)| k.starts_with("Filter.") && k.ends_with(".Name") && v == "image-id")
+        .map(|(k, _)| format!("{}.Value.", k.trim_end_matches(".Name")))
+        .collect();
+    pairs
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("ImageId.") || filters.iter().any(|f| k.starts_with(f)))
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// `answer` (DescribeImages XML) with an item for each of `shared` whose id `asked` names,
+/// available, owned by its account (the fields EC2's Image carries that readers use).
+pub(super) fn with_shared(answer: &str, shared: &[SharedImage], asked: &[String]) -> String {
+    let items: String = shared
+        .iter()
+        .filter(|image| asked.contains(&image.id))
+        .map(|image| {
+            let (id, owner, name) = (
+                super::aws_wire::xml_escape(&image.id),
+                super::aws_wire::xml_escape(&image.owner),
+                super::aws_wire::xml_escape(&image.name),
+            );
+            format!(
+                "<item><imageId>{id}</imageId><imageLocation>{owner}/{name}</imageLocation>\
+                 <imageState>available</imageState><imageOwnerId>{owner}</imageOwnerId>\
+                 <isPublic>false</isPublic><architecture>x86_64</architecture>\
+                 <imageType>machine</imageType><name>{name}</name>\
+                 <rootDeviceType>ebs</rootDeviceType><virtualizationType>hvm</virtualizationType>\
+                 </item>"
+            )
+        })
+        .collect();
+    if items.is_empty() {
+        return answer.to_owned();
+    }
+    if let Some(end) = answer.find("</imagesSet>") {
+        return format!("{}{items}{}", &answer[..end], &answer[end..]);
+    }
+    answer.replacen(
+        "<imagesSet/>",
+        &format!("<imagesSet>{items}</imagesSet>"),
+        1,
+    )
 }
 
 /// `answer` (DescribeImages XML) with `deprecationTime` on the items of the images in
@@ -108,6 +181,42 @@ mod tests {
         assert!(got.contains("<imageState>available</imageState></item>"));
         // Nothing recorded: unchanged.
         assert_eq!(with_deprecations(answer, &BTreeMap::new()), answer);
+    }
+
+    #[test]
+    fn a_shared_image_is_listed_when_its_id_is_asked_for() {
+        let body = "Action=DescribeImages&Filter.1.Name=image-id&Filter.1.Value.1=ami-0mine\
+                    &Filter.1.Value.2=ami-0shared&Filter.2.Name=state&Filter.2.Value.1=x\
+                    &IncludeDeprecated=true";
+        let asked = asked_ids(body);
+        assert_eq!(asked, ["ami-0mine", "ami-0shared"]);
+        let shared = [SharedImage {
+            id: "ami-0shared".into(),
+            owner: "111122223333".into(),
+            name: "acme & co".into(),
+        }];
+        let answer = "<DescribeImagesResponse><imagesSet><item><imageId>ami-0mine</imageId></item></imagesSet></DescribeImagesResponse>";
+        let got = with_shared(answer, &shared, &asked);
+        assert!(
+            got.contains(
+                "<item><imageId>ami-0mine</imageId></item><item><imageId>ami-0shared</imageId>"
+            ),
+            "{got}"
+        );
+        assert!(
+            got.contains("<imageOwnerId>111122223333</imageOwnerId>")
+                && got.contains("acme &amp; co")
+        );
+        // An empty answer gets it too; an answer that did not ask for it does not.
+        let empty = with_shared("<r><imagesSet/></r>", &shared, &asked);
+        assert!(
+            empty.contains("<imagesSet><item><imageId>ami-0shared"),
+            "{empty}"
+        );
+        assert_eq!(
+            with_shared(answer, &shared, &["ami-0mine".to_owned()]),
+            answer
+        );
     }
 
     #[test]

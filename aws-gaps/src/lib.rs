@@ -113,6 +113,9 @@ struct State {
     /// When each image is deprecated (EnableImageDeprecation, which moto lacks), by image id:
     /// DescribeImages answers carry it (`images.rs`).
     image_deprecations: BTreeMap<String, String>,
+    /// Images other accounts share with the bed's (moto shows none of another account's):
+    /// DescribeImages answers that ask for them list them (`images.rs`).
+    shared_images: Vec<images::SharedImage>,
 }
 
 /// The running proxy; stops when dropped.
@@ -279,6 +282,15 @@ impl FaultProxy {
         lock(&self.state)
             .image_deprecations
             .insert(id.to_owned(), at.to_owned());
+    }
+
+    /// Have account `owner` share its image `id`, named `name`, with the bed's account.
+    pub fn share_image(&self, id: &str, owner: &str, name: &str) {
+        lock(&self.state).shared_images.push(images::SharedImage {
+            id: id.to_owned(),
+            owner: owner.to_owned(),
+            name: name.to_owned(),
+        });
     }
 
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).
@@ -487,6 +499,8 @@ async fn handle(
     let emulate_offerings = call.service == "ec2"
         && call.operation == "DescribeInstanceTypeOfferings"
         && offerings::by_zone(&String::from_utf8_lossy(&body));
+    // What was asked, for answers the proxy adds to (DescribeImages' shared images).
+    let asked_body = body.clone();
     let (parts, ()) = probe.into_parts();
     let path = parts
         .uri
@@ -520,7 +534,20 @@ async fn handle(
 
     if call.service == "ec2" && call.operation == "DescribeImages" && parts.status == StatusCode::OK
     {
-        let deprecations = lock(&state).image_deprecations.clone();
+        let (deprecations, shared) = {
+            let state = lock(&state);
+            (
+                state.image_deprecations.clone(),
+                state.shared_images.clone(),
+            )
+        };
+        if !shared.is_empty() {
+            body = Bytes::from(images::with_shared(
+                &String::from_utf8_lossy(&body),
+                &shared,
+                &images::asked_ids(&String::from_utf8_lossy(&asked_body)),
+            ));
+        }
         if !deprecations.is_empty() {
             body = Bytes::from(images::with_deprecations(
                 &String::from_utf8_lossy(&body),

@@ -185,15 +185,13 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
         let operator = fx.start_operator(None, true).await?;
         fx.wait_healthy("with al2023@latest").await?;
 
-        // An image another account shares, selected by id, named as its owner builds it.
+        // An image another account owns and shares with this one, selected by id, named as
+        // its owner builds it: EC2 lists it (the gap proxy, since moto shows no other
+        // account's images).
         let log = StatusLog::start(&fx.admin, &fx.name);
-        // EC2 has the images (DescribeImages answers for them): registered in moto's account
-        // under the names their builders give them.
-        let shared = fx
-            .aws
-            .register_image("acme-hardened-al2023-2024-10")
-            .await?;
-        let shared = shared.as_str();
+        let shared = "ami-0acc0acc0acc0acc1";
+        fx.proxy
+            .share_image(shared, "111122223333", "acme-hardened-al2023-2024-10");
         fx.set_status_amis(&[(shared, "acme-hardened-al2023-2024-10")])
             .await?;
         fx.patch_node_class_spec(
@@ -205,7 +203,8 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
         tokio::time::sleep(REFRESH * 2).await;
         no_false(&log.stop(), "for a shared image of another account");
 
-        // AL2's bootstrap.sh user data on an official AL2023 build: nodes never join.
+        // AL2's bootstrap.sh user data on an official AL2023 build: nodes never join. EC2 has
+        // it (registered in moto's account under the name its builder gives it).
         let official = fx
             .aws
             .register_image("amazon-eks-node-al2023-x86_64-standard-1.29-v20240807")

@@ -388,6 +388,11 @@ pub struct NodeClaimTemplateSpec {
 pub struct NodeClaimSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_class_ref: Option<NodeClassRef>,
+    /// `spec.terminationGracePeriod`, copied from its NodePool when it was made: once it is
+    /// deleted, Karpenter deletes its Pods at that deadline whatever blocks them; `None`: it
+    /// waits for them forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

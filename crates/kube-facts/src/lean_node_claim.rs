@@ -1,5 +1,6 @@
 //! NodeClaims decoded lean: only what the index keeps is read off the wire (name, resource
-//! version, uid, creation and deletion times, `nodeClassRef`, `providerID`, `nodeName`, and the type, status
+//! version, uid, creation and deletion times, `nodeClassRef`, `terminationGracePeriod`,
+//! `providerID`, `nodeName`, and the type, status
 //! and transition time of the `Launched`, `Registered` and `Drifted` conditions). Pure, no IO.
 //!
 //! Everything else (labels, annotations, managed fields, requirements, resources, other
@@ -200,6 +201,7 @@ struct WireRef {
 #[serde(default, rename_all = "camelCase")]
 struct WireSpec {
     node_class_ref: Field<WireRef>,
+    termination_grace_period: Field<String>,
 }
 
 #[derive(Default, serde::Deserialize)]
@@ -324,7 +326,16 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
             metadata,
         });
     }
-    let mut claim = NodeClaim::new("", NodeClaimSpec { node_class_ref });
+    let termination_grace_period = spec
+        .termination_grace_period
+        .take("spec.terminationGracePeriod", &mut wrong);
+    let mut claim = NodeClaim::new(
+        "",
+        NodeClaimSpec {
+            node_class_ref,
+            termination_grace_period,
+        },
+    );
     claim.metadata = metadata;
     claim.status = status;
     Ok(claim)

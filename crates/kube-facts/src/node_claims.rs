@@ -47,6 +47,8 @@ struct Deleting {
     since: Option<jiff::Timestamp>,
     /// Its Node, whose Pods its drain waits for.
     node_name: Option<Box<str>>,
+    /// Its termination has a deadline (`spec.terminationGracePeriod`).
+    has_grace: bool,
 }
 
 impl StoredClaim {
@@ -61,6 +63,7 @@ impl StoredClaim {
                 Box::new(Deleting {
                     since: facts.deleting_since,
                     node_name: facts.node_name.map(String::into_boxed_str),
+                    has_grace: facts.has_termination_grace_period,
                 })
             }),
         }
@@ -80,6 +83,7 @@ impl StoredClaim {
                 .deleting
                 .as_ref()
                 .and_then(|d| d.node_name.as_deref().map(str::to_owned)),
+            has_termination_grace_period: self.deleting.as_ref().is_some_and(|d| d.has_grace),
         }
     }
 }
@@ -185,8 +189,8 @@ impl NodeClaimIndex {
         claims
     }
 
-    /// The NodeClaims of EC2NodeClasses being deleted since `before` or earlier, with their Node,
-    /// oldest first.
+    /// The NodeClaims of EC2NodeClasses being deleted since `before` or earlier without a
+    /// termination deadline (`terminationGracePeriod`), with their Node, oldest first.
     pub fn terminating_since(&self, before: jiff::Timestamp) -> Vec<(String, Option<String>)> {
         let mut found: Vec<(jiff::Timestamp, String, Option<String>)> = self
             .by_class
@@ -194,7 +198,7 @@ impl NodeClaimIndex {
             .filter(|(class, _)| class.is_some())
             .flat_map(|(_, claims)| claims.iter())
             .filter_map(|(name, claim)| {
-                let deleting = claim.deleting.as_ref()?;
+                let deleting = claim.deleting.as_ref().filter(|d| !d.has_grace)?;
                 let since = deleting.since.filter(|since| *since <= before)?;
                 Some((
                     since,
@@ -320,6 +324,7 @@ mod tests {
                     name: c.into(),
                     ..NodeClassRef::default()
                 }),
+                termination_grace_period: None,
             },
         );
         claim.status = Some(NodeClaimStatus {
@@ -371,6 +376,7 @@ mod tests {
                 }),
                 deleting_since: at("2025-01-01T01:00:00Z"),
                 node_name: Some("node-abc".into()),
+                has_termination_grace_period: false,
             }]
         );
         // Deleting an hour before, with its Node: found by the drain reader; not at 00:30.
@@ -382,6 +388,16 @@ mod tests {
             index
                 .terminating_since(at("2025-01-01T00:30:00Z").unwrap())
                 .is_empty()
+        );
+        // One with a terminationGracePeriod of its own has a deadline: never read.
+        let mut bounded = claim.clone();
+        bounded.metadata.name = Some("web-def".into());
+        bounded.spec.termination_grace_period = Some("24h".into());
+        let index = NodeClaimIndex::of([&claim, &bounded]);
+        assert!(index.of_class("default")[1].has_termination_grace_period);
+        assert_eq!(
+            index.terminating_since(at("2025-01-01T02:00:00Z").unwrap()),
+            [("web-abc".to_owned(), Some("node-abc".to_owned()))]
         );
     }
 

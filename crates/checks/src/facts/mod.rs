@@ -256,6 +256,9 @@ pub struct NodeClaimFacts {
     /// `status.nodeName`, kept only while the NodeClaim is being deleted (its drain's Pods are
     /// read for those alone).
     pub node_name: Option<String>,
+    /// It has a `spec.terminationGracePeriod`, so its termination has a deadline; kept only
+    /// while it is being deleted.
+    pub has_termination_grace_period: bool,
 }
 
 /// One of Karpenter's NodeClaim conditions, as far as the checks read it.
@@ -291,6 +294,8 @@ impl NodeClaimFacts {
             node_name: status
                 .and_then(|s| s.node_name.clone())
                 .filter(|_| claim.metadata.deletion_timestamp.is_some()),
+            has_termination_grace_period: claim.metadata.deletion_timestamp.is_some()
+                && claim.spec.termination_grace_period.is_some(),
         }
     }
 }

@@ -4,8 +4,10 @@
 //! value); a budget without a schedule is always in force, so `nodes: "0"` for drift (or for every
 //! reason) in every NodePool of the class means drifted nodes are never replaced
 //! (kubernetes-sigs/karpenter #1776). NodeClaims stuck terminating without a
-//! `terminationGracePeriod` are a warning: the Pod or PodDisruptionBudget that holds them is not
-//! read here (#1392, #2169). Pure: no IO.
+//! `terminationGracePeriod` of their own (Karpenter's drain deadline is the NodeClaim's,
+//! copied from its NodePool when it was made) are a warning that names what holds each, from the Pods on its Node
+//! and their PodDisruptionBudgets (`terminating.rs`; #1392, #2169): a warning, since the Pod or
+//! budget may go at any time and launches do not fail. Pure: no IO.
 //!
 //! Never stricter than Karpenter: a budget with a schedule is judged only when its fires come at
 //! a fixed period and each window lasts until the next (`@daily` for `24h`); any other schedule
@@ -136,8 +138,8 @@ fn what_holds_claim(
     }
     if !holding.waiting.is_empty() {
         parts.push(format!(
-            "Pod(s) {} on Node {node} wait to be evicted, and no PodDisruptionBudget refuses it \
-             (Karpenter's FailedDraining Events on the Node say more)",
+            "Pod(s) {} on Node {node} wait to be evicted, and no PodDisruptionBudget refuses \
+             their eviction (Karpenter's FailedDraining Events on the Node say more)",
             super::list_bounded(&holding.waiting, 3)
         ));
     }
@@ -180,10 +182,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .collect();
     let stuck: Vec<&NodeClaimFacts> = claims
         .iter()
+        // A NodeClaim with a terminationGracePeriod of its own has a deadline: Karpenter
+        // deletes its Pods then, whatever blocks them.
         .filter(|claim| {
-            claim
-                .deleting_since
-                .is_some_and(|t| ctx.age(t) >= ctx.settings.terminating_long_after)
+            !claim.has_termination_grace_period
+                && claim
+                    .deleting_since
+                    .is_some_and(|t| ctx.age(t) >= ctx.settings.terminating_long_after)
         })
         .collect();
     if drifted.is_empty() && stuck.is_empty() {
@@ -287,11 +292,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             subjects(&drifted, &[]),
         );
     }
-    let without_grace = !pools.is_empty()
-        && pools
-            .iter()
-            .all(|p| p.spec.template.spec.termination_grace_period.is_none());
-    if !stuck.is_empty() && without_grace {
+    if !stuck.is_empty() {
         let mut stuck = stuck.clone();
         stuck.sort_by(|a, b| a.name.cmp(&b.name));
         let karpenter_v1 = ctx.version.as_ref().ok().map(|v| v.major >= 1);
@@ -314,10 +315,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         c.warn(
             Warning::NodeClaimTerminatingLong,
             format!(
-                "NodeClaim(s) are still terminating, and no NodePool of this EC2NodeClass sets \
-                 terminationGracePeriod, so Karpenter waits for every Pod to leave their Nodes: \
-                 {}. Let the PodDisruptionBudget allow an eviction, remove the annotation or \
-                 the Pod, or set terminationGracePeriod on the NodePool.",
+                "NodeClaim(s) are still terminating without a terminationGracePeriod of their own \
+                 (their NodePool had none when they were made), so Karpenter waits for every Pod \
+                 to leave their Nodes: {}. Let the PodDisruptionBudget allow an eviction, or \
+                 remove the annotation or the Pod; set terminationGracePeriod on the NodePool so \
+                 the NodeClaims it makes next have a deadline.",
                 super::list_bounded(&held, 5)
             ),
             subjects(&stuck, &[]),

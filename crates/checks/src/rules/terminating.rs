@@ -134,6 +134,15 @@ fn refusal(pod: &PodOnNode, budgets: &Observed<BTreeMap<String, BudgetFacts>>) -
                     "PodDisruptionBudget {one} of Pod {name} was not in the list"
                 ));
             };
+            // In the eviction API's order: an unready Pod the budget lets go is deleted before
+            // the budget's generation or count is looked at.
+            let unready_goes = !pod.ready
+                && (budget.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow")
+                    || (budget.desired_healthy > 0
+                        && budget.current_healthy >= budget.desired_healthy));
+            if unready_goes {
+                return Refusal::Allowed;
+            }
             if budget.unprocessed {
                 return Refusal::Refused(format!(
                     "PodDisruptionBudget {one} has not been processed by the disruption \
@@ -141,13 +150,6 @@ fn refusal(pod: &PodOnNode, budgets: &Observed<BTreeMap<String, BudgetFacts>>) -
                 ));
             }
             if budget.disruptions_allowed > 0 {
-                return Refusal::Allowed;
-            }
-            let unready_goes = !pod.ready
-                && (budget.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow")
-                    || (budget.desired_healthy > 0
-                        && budget.current_healthy >= budget.desired_healthy));
-            if unready_goes {
                 Refusal::Allowed
             } else {
                 Refusal::Refused(format!(
@@ -286,6 +288,22 @@ mod tests {
             &[("shop/a", unprocessed)],
         );
         assert!(what_holds(&d, Some(true), now()).blockers[0].contains("not been processed"));
+        // An unready Pod under AlwaysAllow goes even then: the API server looks no further.
+        let always = BudgetFacts {
+            unprocessed: true,
+            unhealthy_pod_eviction_policy: Some("AlwaysAllow".into()),
+            ..budget(0, 0, 1)
+        };
+        let unready = PodOnNode {
+            ready: false,
+            ..with_budgets(pod("web-2"), &["shop/a"])
+        };
+        let holding = what_holds(
+            &drain(vec![unready], &[("shop/a", always)]),
+            Some(true),
+            now(),
+        );
+        assert!(holding.blockers.is_empty(), "{holding:?}");
     }
 
     #[test]

@@ -227,6 +227,7 @@ pub fn node_claim_object(
         name,
         NodeClaimSpec {
             node_class_ref: Some(node_class_ref()),
+            termination_grace_period: None,
         },
     );
     claim.metadata.creation_timestamp = Some(Time(mins_ago(launched_mins_ago + 1)));

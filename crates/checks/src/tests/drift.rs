@@ -91,23 +91,21 @@ fn node_pools_not_listed_are_unknown_when_a_node_claim_is_drifted() {
 
 #[test]
 fn a_node_claim_terminating_for_hours_without_a_grace_period_is_a_warning() {
-    let terminating = |mins: i64, grace: Option<&str>| {
+    let terminating = |mins: i64, grace: bool| {
         Facts::healthy().with(move |f| {
             if let Observed::Found(claims) = &mut f.cluster.node_claims {
                 claims[0].deleting = true;
                 claims[0].deleting_since = Some(mins_ago(mins));
-            }
-            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
-                pool.spec.template.spec.termination_grace_period = grace.map(Into::into);
+                claims[0].has_termination_grace_period = grace;
             }
         })
     };
-    let (status, _, message, warnings) = drift(&terminating(90, None));
+    let (status, _, message, warnings) = drift(&terminating(90, false));
     assert_eq!(status, "True", "{message}");
     assert_eq!(warnings, ["NodeClaimTerminatingLong"]);
     // Within the hour, or with a grace period that ends it: nothing to say.
-    assert!(drift(&terminating(30, None)).3.is_empty());
-    assert!(drift(&terminating(90, Some("48h"))).3.is_empty());
+    assert!(drift(&terminating(30, false)).3.is_empty());
+    assert!(drift(&terminating(90, true)).3.is_empty());
 }
 
 #[test]

@@ -38,6 +38,7 @@ fn claim(name: &str, class: &str, provider_id: &str) -> NodeClaim {
         name,
         NodeClaimSpec {
             node_class_ref: reference(class),
+            termination_grace_period: None,
         },
     );
     claim.status = Some(karpenter_health_api::karpenter::NodeClaimStatus {
