@@ -119,5 +119,13 @@ iam.put_role_policy(RoleName=controller, PolicyName="KarpenterControllerPolicy",
         # Resolving an AMI alias (Karpenter's template: AllowSSMReadActions).
         {"Effect": "Allow", "Action": "ssm:GetParameter",
          "Resource": f"arn:aws:ssm:{region}::parameter/aws/service/*"},
+        # Resolving every image, and the other regional reads (AllowRegionalReadActions).
+        {"Effect": "Allow",
+         "Action": ["ec2:DescribeAvailabilityZones", "ec2:DescribeImages",
+                    "ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings",
+                    "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
+                    "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
+                    "ec2:DescribeSubnets"],
+         "Resource": "*", "Condition": {"StringEquals": {"aws:RequestedRegion": region}}},
     ]}))
 print(f"seeded AWS for cluster {cluster} in {region} (vpc {vpc_id})", file=sys.stderr)

@@ -113,6 +113,31 @@ async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_t
         let text = message(&status, ConditionType::ControllerCanLaunch);
         assert!(text.contains("ssm:GetParameter"), "{text}");
 
+        // Without Karpenter's AllowRegionalReadActions no image of any class resolves.
+        fx.aws
+            .put_role_policy(
+                &fx.controller_role,
+                CONTROLLER_POLICY,
+                &without_statement(&good_policy, "AllowRegionalReadActions"),
+            )
+            .await?;
+        let status = fx
+            .wait_only_failed(
+                ConditionType::ControllerCanLaunch,
+                Reason::ControllerCannotDescribeImages,
+            )
+            .await?;
+        let text = message(&status, ConditionType::ControllerCanLaunch);
+        assert!(text.contains("ec2:DescribeImages on *"), "{text}");
+        fx.aws
+            .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, &good_policy)
+            .await?;
+        let status = fx
+            .wait_healthy("after images may be described again")
+            .await?;
+        let text = message(&status, ConditionType::ControllerCanLaunch);
+        assert!(text.contains("ec2:DescribeImages"), "{text}");
+
         // The IRSA trust names another ServiceAccount (Karpenter moved to its own namespace).
         let good_trust = irsa_trust(&fx.oidc_provider_arn, &fx.issuer_host_path, &fx.name);
         fx.aws

@@ -325,6 +325,9 @@ reasons! {
     ControllerCannotReadAmiParameters => Only(C::ControllerCanLaunch), False,
         "The class selects its images by alias, but the controller may not ssm:GetParameter the public parameter the alias resolves through, so Karpenter resolves no image and launches nothing (its AMIsReady goes False).",
         "Allow ssm:GetParameter on arn:<partition>:ssm:<region>::parameter/aws/service/* as Karpenter's IAM policy does (AllowSSMReadActions); if the message names a permissions boundary or SCP, lift the denial there.";
+    ControllerCannotDescribeImages => Only(C::ControllerCanLaunch), False,
+        "The controller may not ec2:DescribeImages, which Karpenter calls to resolve every image of a class (an alias's image id too), so it resolves none and launches nothing; its EC2NodeClass status does not say why (the error is only in its log).",
+        "Allow ec2:DescribeImages in the cluster's region as Karpenter's IAM policy does (AllowRegionalReadActions); if the message names a permissions boundary or SCP, lift the denial there.";
 
     // InterruptionHandlingReady
     InterruptionHandlingConfigured => Only(C::InterruptionHandlingReady), True,

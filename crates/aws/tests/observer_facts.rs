@@ -307,8 +307,13 @@ async fn the_controllers_role_queue_and_spot_role_are_read_and_the_simulator_ans
     );
     let permissions = facts.controller_permissions.expect("asked");
     let decisions = permissions.simulated.found().cloned().expect("simulated");
-    // Two groups (launch, instance profile): every question has its answer.
-    assert_eq!(fake.calls("SimulatePrincipalPolicy"), 2);
+    // Three groups (launch, instance profile, images): every question has its answer.
+    assert_eq!(fake.calls("SimulatePrincipalPolicy"), 3);
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d.action == "ec2:DescribeImages" && d.resource == "*")
+    );
     let pass = decisions
         .iter()
         .find(|d| d.action == "iam:PassRole" && d.resource.ends_with("KarpenterNodeRole-demo"))

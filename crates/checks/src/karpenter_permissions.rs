@@ -78,6 +78,8 @@ pub enum Group {
     InstanceProfile,
     /// The public SSM parameter an AMI `alias` resolves through.
     AmiParameters,
+    /// Describing the images Karpenter resolves: every EC2NodeClass.
+    Images,
 }
 
 /// One permission question.
@@ -256,6 +258,10 @@ pub const PROFILE_ACTIONS: [&str; 3] = [
 /// What resolving an `alias` takes (Karpenter's `AllowSSMReadActions` grants it on
 /// `arn:<partition>:ssm:<region>::parameter/aws/service/*`; `pkg/providers/ssm/provider.go`).
 pub const READ_PARAMETER: &str = "ssm:GetParameter";
+/// What resolving any image takes (Karpenter's `AllowRegionalReadActions` grants it on `*` in
+/// the cluster's region; `pkg/providers/amifamily/ami.go` lists images with DescribeImages,
+/// an alias's image id included). EC2 has no resource-level permission for it.
+pub const DESCRIBE_IMAGES: &str = "ec2:DescribeImages";
 
 impl Inputs {
     fn ec2_arn(&self, resource: &str) -> String {
@@ -324,6 +330,11 @@ impl Inputs {
                 resource: self.parameter_arn(name),
             });
         }
+        out.push(Question {
+            group: Group::Images,
+            action: DESCRIBE_IMAGES,
+            resource: "*".into(),
+        });
         out
     }
 
@@ -358,6 +369,7 @@ impl Inputs {
                 "; ssm:GetParameter on {name}, which its alias resolves through"
             ));
         }
+        what.push_str("; ec2:DescribeImages, which resolves its images");
         what
     }
 
@@ -426,8 +438,9 @@ impl Inputs {
                 ctx = ctx.all_given_under("aws:ResourceTag/");
                 tags
             }
-            // Karpenter's GetParameter carries no tags, and AWS's public parameters have none.
-            Group::AmiParameters => {
+            // Karpenter's GetParameter and DescribeImages carry no tags, and AWS's public
+            // parameters have none.
+            Group::AmiParameters | Group::Images => {
                 return ctx
                     .all_given_under("aws:ResourceTag/")
                     .all_given_under("aws:RequestTag/");
@@ -507,8 +520,13 @@ mod tests {
     fn the_launch_questions_are_always_asked_and_the_profile_ones_only_for_spec_role() {
         let launch = inputs(false).questions();
         // PassRole; RunInstances and CreateFleet on 7 kinds; CreateFleet on the fleet;
-        // CreateLaunchTemplate; CreateTags on 5 kinds.
-        assert_eq!(launch.len(), 1 + 14 + 1 + 1 + 5);
+        // CreateLaunchTemplate; CreateTags on 5 kinds; DescribeImages.
+        assert_eq!(launch.len(), 1 + 14 + 1 + 1 + 5 + 1);
+        assert!(
+            launch.iter().any(|q| q.group == Group::Images
+                && q.action == DESCRIBE_IMAGES
+                && q.resource == "*")
+        );
         for kind in [
             "subnet/*",
             "security-group/*",
@@ -533,7 +551,7 @@ mod tests {
             all[1].resource,
             "arn:aws:ec2:us-west-2:111122223333:instance/*"
         );
-        assert!(all[all.len() - 1].resource.starts_with(
+        assert!(all[all.len() - 2].resource.starts_with(
             "arn:aws:iam::111122223333:instance-profile/karpenter/us-west-2/demo/uid-1/"
         ));
     }

@@ -247,3 +247,35 @@ fn reading_the_alias_parameter_is_decided_from_the_parameter_the_alias_resolves_
     assert_eq!(st, "True", "{message}");
     assert!(!message.contains("ssm:GetParameter"), "{message}");
 }
+
+/// Every class's images are resolved with ec2:DescribeImages (Karpenter's
+/// `AllowRegionalReadActions`): a controller granted EC2's launch actions only cannot.
+#[test]
+fn describing_images_is_asked_of_every_class() {
+    let policy = |ec2: &str| {
+        format!(
+            r#"{{"Statement":[
+  {{"Effect":"Allow","Action":["iam:PassRole","iam:*InstanceProfile","ssm:GetParameter"],"Resource":"*"}},
+  {{"Effect":"Allow","Action":{ec2},"Resource":"*"}}]}}"#
+        )
+    };
+    let launch_only = policy(
+        r#"["ec2:RunInstances","ec2:CreateFleet","ec2:CreateLaunchTemplate","ec2:CreateTags"]"#,
+    );
+    let by_tags = Facts::healthy().with_ami_family(
+        "AL2023",
+        &["amazon-eks-node-al2023-x86_64-standard-1.29-v20250101"],
+    );
+    for facts in [Facts::healthy(), by_tags] {
+        let (st, reason, message) = controller(&with_local_policy(facts.clone(), &launch_only));
+        assert_eq!(
+            (st.as_str(), reason.as_str()),
+            ("False", "ControllerCannotDescribeImages"),
+            "{message}"
+        );
+        assert!(message.contains("ec2:DescribeImages on *"), "{message}");
+        let (st, _, message) = controller(&with_local_policy(facts, &policy(r#""ec2:*""#)));
+        assert_eq!(st, "True", "{message}");
+        assert!(message.contains("ec2:DescribeImages"), "{message}");
+    }
+}

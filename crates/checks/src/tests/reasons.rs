@@ -160,6 +160,9 @@ sentences! {
     a_controller_denied_the_alias_parameter_is_controller_cannot_read_ami_parameters:
         Facts::healthy().with_simulated("ssm:GetParameter", |d| d.decision = "implicitDeny".into())
         => ControllerCanLaunch is False because ControllerCannotReadAmiParameters;
+    an_scp_denying_describe_images_is_controller_cannot_describe_images:
+        Facts::healthy().with_simulated("ec2:DescribeImages", |d| { d.decision = "explicitDeny".into(); d.denied_by_organizations = true; })
+        => ControllerCanLaunch is False because ControllerCannotDescribeImages;
 
     // InterruptionHandlingReady.
     a_queue_with_its_policy_and_every_rule_is_interruption_handling_configured:

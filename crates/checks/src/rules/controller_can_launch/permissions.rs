@@ -181,6 +181,7 @@ fn check_answers(
         (Group::InstanceProfile, _) => Reason::ControllerCannotManageInstanceProfiles,
         (Group::Launch, _) => Reason::ControllerCannotLaunchInstances,
         (Group::AmiParameters, _) => Reason::ControllerCannotReadAmiParameters,
+        (Group::Images, _) => Reason::ControllerCannotDescribeImages,
     };
     let mut denied: Vec<(Reason, String)> = Vec::new();
     for (q, a) in questions.iter().zip(answers) {
@@ -218,6 +219,7 @@ fn check_answers(
         Reason::ControllerCannotManageInstanceProfiles,
         Reason::ControllerCannotLaunchInstances,
         Reason::ControllerCannotReadAmiParameters,
+        Reason::ControllerCannotDescribeImages,
     ] {
         let texts: Vec<&str> = denied
             .iter()

@@ -331,7 +331,8 @@ pub(crate) fn wiring() -> impl Strategy<Value = Wiring> {
             text(&[
                 "iam:PassRole",
                 "ec2:RunInstances",
-                "iam:CreateInstanceProfile"
+                "iam:CreateInstanceProfile",
+                "ec2:DescribeImages"
             ]),
             text(&["allowed", "implicitDeny", "explicitDeny"]),
             any::<bool>(),
