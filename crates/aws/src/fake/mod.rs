@@ -360,6 +360,7 @@ fn page<T: Clone>(items: Vec<T>, size: usize, token: Option<String>) -> PortResu
     })
 }
 
+mod ec2;
 mod ports;
 
 use ports::unsupported;
