@@ -23,6 +23,36 @@ use serde_json::json;
 
 const VERSION: &str = "1.8.6";
 
+/// Puts the controller policy `good` without its statement `sid`, waits for ControllerCanLaunch
+/// to fail with `reason` alone, puts `good` back and waits for every condition True, whose
+/// ControllerCanLaunch message must say it verified `action`. Returns the failed message.
+async fn without_then_with(
+    fx: &Fixture,
+    good: &str,
+    sid: &str,
+    reason: Reason,
+    action: &str,
+) -> Result<String> {
+    fx.aws
+        .put_role_policy(
+            &fx.controller_role,
+            CONTROLLER_POLICY,
+            &without_statement(good, sid),
+        )
+        .await?;
+    let status = fx
+        .wait_only_failed(ConditionType::ControllerCanLaunch, reason)
+        .await?;
+    let failed = message(&status, ConditionType::ControllerCanLaunch);
+    fx.aws
+        .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, good)
+        .await?;
+    let status = fx.wait_healthy(&format!("with {sid} again")).await?;
+    let text = message(&status, ConditionType::ControllerCanLaunch);
+    assert!(text.contains(action), "{text}");
+    Ok(failed.to_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_the_oidc_provider_are_checked()
 -> Result<()> {
@@ -85,58 +115,29 @@ async fn the_controller_role_its_pass_role_its_irsa_and_pod_identity_trust_and_t
             .await?;
 
         // The policy lacks Karpenter's AllowSSMReadActions: the class's alias cannot resolve.
-        fx.aws
-            .put_role_policy(
-                &fx.controller_role,
-                CONTROLLER_POLICY,
-                &without_statement(&good_policy, "AllowSSMReadActions"),
-            )
-            .await?;
-        let status = fx
-            .wait_only_failed(
-                ConditionType::ControllerCanLaunch,
-                Reason::ControllerCannotReadAmiParameters,
-            )
-            .await?;
-        let text = message(&status, ConditionType::ControllerCanLaunch);
+        let text = without_then_with(
+            &fx,
+            &good_policy,
+            "AllowSSMReadActions",
+            Reason::ControllerCannotReadAmiParameters,
+            "ssm:GetParameter",
+        )
+        .await?;
         assert!(
             text.contains("ssm:GetParameter")
                 && text.contains("parameter/aws/service/eks/optimized-ami/"),
             "{text}"
         );
-        fx.aws
-            .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, &good_policy)
-            .await?;
-        let status = fx
-            .wait_healthy("after the alias's parameters may be read again")
-            .await?;
-        let text = message(&status, ConditionType::ControllerCanLaunch);
-        assert!(text.contains("ssm:GetParameter"), "{text}");
-
         // Without Karpenter's AllowRegionalReadActions no image of any class resolves.
-        fx.aws
-            .put_role_policy(
-                &fx.controller_role,
-                CONTROLLER_POLICY,
-                &without_statement(&good_policy, "AllowRegionalReadActions"),
-            )
-            .await?;
-        let status = fx
-            .wait_only_failed(
-                ConditionType::ControllerCanLaunch,
-                Reason::ControllerCannotDescribeImages,
-            )
-            .await?;
-        let text = message(&status, ConditionType::ControllerCanLaunch);
+        let text = without_then_with(
+            &fx,
+            &good_policy,
+            "AllowRegionalReadActions",
+            Reason::ControllerCannotDescribeImages,
+            "ec2:DescribeImages",
+        )
+        .await?;
         assert!(text.contains("ec2:DescribeImages on *"), "{text}");
-        fx.aws
-            .put_role_policy(&fx.controller_role, CONTROLLER_POLICY, &good_policy)
-            .await?;
-        let status = fx
-            .wait_healthy("after images may be described again")
-            .await?;
-        let text = message(&status, ConditionType::ControllerCanLaunch);
-        assert!(text.contains("ec2:DescribeImages"), "{text}");
 
         // The IRSA trust names another ServiceAccount (Karpenter moved to its own namespace).
         let good_trust = irsa_trust(&fx.oidc_provider_arn, &fx.issuer_host_path, &fx.name);
