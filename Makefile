@@ -97,20 +97,37 @@ E2E_OPERATOR_TESTS := --test foundation --test check_command --test operator_fir
   --test operator_node_network --test operator_volumes_and_versions --test operator_trust --test operator_gitops \
   --test operator_instance_types --test operator_amis --test operator_reservations --test operator_drain --test shutdown --test status_writer
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
+# Verdict against behaviour: the real Karpenter controller on a bed of its own, whose Karpenter
+# CRDs are the release's own (KH_KARPENTER_RELEASE, v1.14.1 by default; v1.8.6 selectable).
+E2E_LAB_TESTS := --test lab_classic_failures --test lab_reasons
+KH_KARPENTER_RELEASE ?= v1.14.1
+export KH_KARPENTER_RELEASE
+LAB_BED_DIR ?= $(CURDIR)/e2e/.bed-lab
 
 .PHONY: e2e-list-check
-e2e-list-check: ## fail when a test file in e2e/tests is in neither list `make e2e` runs
+e2e-list-check: ## fail when a test file in e2e/tests is in no list `make e2e` runs
 	@for f in e2e/tests/*.rs; do t=$$(basename $$f .rs); \
-	  case " $(E2E_OPERATOR_TESTS) $(E2E_AWS_TESTS) " in *" --test $$t "*) ;; \
-	  *) echo "e2e/tests/$$t.rs is not run by make e2e: add it to E2E_OPERATOR_TESTS or E2E_AWS_TESTS"; exit 1;; esac; done
-e2e: ## end-to-end tests on a fresh bed, which is stopped afterwards whatever happens
+	  case " $(E2E_OPERATOR_TESTS) $(E2E_AWS_TESTS) $(E2E_LAB_TESTS) " in *" --test $$t "*) ;; \
+	  *) echo "e2e/tests/$$t.rs is not run by make e2e: add it to E2E_OPERATOR_TESTS, E2E_AWS_TESTS or E2E_LAB_TESTS"; exit 1;; esac; done
+e2e: ## end-to-end tests on a fresh bed, then the lab's (the real Karpenter) on a bed of its own; each bed is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
 	@status=0; \
 	  $(CARGO) build --locked -p karpenter-health && \
 	  $(CARGO) test --locked -p karpenter-health-e2e --lib --bins $(E2E_AWS_TESTS) -- --test-threads=4 && \
 	  $(CARGO) test --locked -p karpenter-health-e2e $(E2E_OPERATOR_TESTS) -- --test-threads=1 \
 	  || status=$$?; \
-	  bash $(BED) down $(BED_DIR); exit $$status
+	  bash $(BED) down $(BED_DIR); [ $$status -eq 0 ] || exit $$status
+	@$(MAKE) --no-print-directory e2e-lab
+
+.PHONY: e2e-lab
+e2e-lab: ## verdict against behaviour: the real Karpenter (KH_KARPENTER_RELEASE) on a bed of its own
+	@crds="$$(bash e2e/bed/build-karpenter.sh crds $(KH_KARPENTER_RELEASE))" && \
+	  KARPENTER_CRDS_DIR="$$crds" KH_BED_DIR=$(LAB_BED_DIR) bash $(BED) up $(LAB_BED_DIR)
+	@status=0; \
+	  bash e2e/bed/build-karpenter.sh $(KH_KARPENTER_RELEASE) >/dev/null && \
+	  KH_BED_DIR=$(LAB_BED_DIR) $(CARGO) test --locked -p karpenter-health-e2e $(E2E_LAB_TESTS) -- --test-threads=1 \
+	  || status=$$?; \
+	  bash $(BED) down $(LAB_BED_DIR); exit $$status
 
 # `make e2e-repeat N=20 TESTS="leader_election shutdown"`: chosen e2e test files N times in a row
 # on a bed of their own, each failure reported with its round, tests and kept log (e2e/repeat.sh).

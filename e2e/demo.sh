@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
-# `make demo`: start the local bed, seed a Karpenter setup broken the ways users break it, run the
-# operator against it and show what `kubectl get karpenterhealth` says. Leaves the bed and the
-# operator running for exploration; `make e2e-down` stops both.
+# `make demo`: start the local bed with the real Karpenter controller, seed a Karpenter setup
+# broken the ways users break it, run the operator against it and show, side by side, what
+# Karpenter does (its EC2NodeClass conditions, its NodeClaims) and what `kubectl get
+# karpenterhealth` says. Leaves the bed, Karpenter and the operator running for exploration;
+# `make e2e-down` stops them all.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bed_dir="${KH_BED_DIR:-$root/e2e/.bed}"
 cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+release="${KH_KARPENTER_RELEASE:-v1.14.1}"
+export KH_KARPENTER_RELEASE="$release"
 
+# The bed installs the Karpenter CRDs of the release the demo runs.
+KARPENTER_CRDS_DIR="${KARPENTER_CRDS_DIR:-$(bash e2e/bed/build-karpenter.sh crds "$release")}"
+export KARPENTER_CRDS_DIR
 bash e2e/bed/bed.sh up "$bed_dir"
 # shellcheck disable=SC1091
 source "$bed_dir/env"
 
-echo "demo: building karpenter-health and the aws-gap-proxy" >&2
+echo "demo: building karpenter-health, the aws-gap-proxy and the node stand-in" >&2
 cargo build --quiet --locked -p karpenter-health
 cargo build --quiet --locked -p karpenter-health-aws-gaps --bin aws-gap-proxy
-binary="${CARGO_TARGET_DIR:-$root/target}/debug/karpenter-health"
-# moto lacks a read every operator makes (EC2 GetEbsDefaultKmsKeyId): the operator talks to moto
-# through the project's proxy, which answers it.
-KH_AWS_GAP_PROXY="${CARGO_TARGET_DIR:-$root/target}/debug/aws-gap-proxy" bash e2e/bed/bed.sh aws-gap-proxy "$bed_dir"
+cargo build --quiet --locked -p karpenter-health-e2e --bin node-stand-in
+target="${CARGO_TARGET_DIR:-$root/target}/debug"
+binary="$target/karpenter-health"
+# moto lacks reads that every operator and Karpenter make (EC2 GetEbsDefaultKmsKeyId, the public
+# SSM image parameters, paged instance types): both talk to moto through the project's proxy.
+KH_AWS_GAP_PROXY="$target/aws-gap-proxy" bash e2e/bed/bed.sh aws-gap-proxy "$bed_dir"
 # shellcheck disable=SC1091
 source "$bed_dir/env"
 
@@ -27,14 +36,11 @@ export AWS_ENDPOINT_URL="$KH_MOTO_URL"
 "$cache_root/moto-venv/bin/python" e2e/demo/seed_aws.py
 export AWS_ENDPOINT_URL="$KH_AWS_URL"
 "$binary" crd | kubectl apply -f - >/dev/null
-kubectl apply -f e2e/demo/seed.yaml >/dev/null
-# The bed runs no scheduler: write its verdict on the demo's Pod as kube-scheduler would, so the
-# Pod is one Karpenter provisions for.
-curl -sf --cacert "$bed_dir/pki/ca.crt" -H "Authorization: Bearer $(cat "$bed_dir/pki/admin.token")" \
-  -X PATCH -H 'Content-Type: application/merge-patch+json' \
-  "https://127.0.0.1:$KH_APISERVER_PORT/api/v1/namespaces/default/pods/web/status" \
-  -d '{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/0 nodes are available"}]}}' \
-  >/dev/null
+# The Deployment's tag and CLUSTER_ENDPOINT follow the release and the bed actually running.
+sed -e "s|controller:1.14.1|controller:${release#v}|" \
+    -e "s|https://127.0.0.1:6443|https://127.0.0.1:$KH_APISERVER_PORT|" e2e/demo/seed.yaml \
+  | kubectl apply -f - >/dev/null
+KH_NODE_STAND_IN="$target/node-stand-in" bash e2e/bed/bed.sh karpenter "$bed_dir"
 
 if [ -f "$bed_dir/pids/operator.pid" ] && kill -0 "$(cat "$bed_dir/pids/operator.pid")" 2>/dev/null; then
   kill "$(cat "$bed_dir/pids/operator.pid")"; sleep 1
@@ -42,15 +48,24 @@ fi
 "$binary" run --refresh-interval 30s > "$bed_dir/logs/operator.log" 2>&1 &
 echo $! > "$bed_dir/pids/operator.pid"
 
-echo "demo: waiting for the first evaluation of every EC2NodeClass" >&2
-for _ in $(seq 1 100); do
+echo "demo: waiting for Karpenter to act and for the first evaluation of every EC2NodeClass" >&2
+for _ in $(seq 1 150); do
   # A KarpenterHealth exists a moment before its first (Pending) status: count evaluated ones.
   evaluated="$(kubectl get kh -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].reason}{"\n"}{end}' 2>/dev/null | grep -cv '^\(Pending\)\?$' || true)"
-  [ "$evaluated" -ge 3 ] && break
-  sleep 0.3
+  launched="$(kubectl get nodeclaims --no-headers 2>/dev/null | wc -l)"
+  [ "$evaluated" -ge 3 ] && [ "$launched" -ge 2 ] && break
+  sleep 0.4
 done
 
 echo
+echo "What Karpenter $release does:"
+echo "\$ kubectl get ec2nodeclasses"
+kubectl get ec2nodeclasses
+echo "\$ kubectl get nodeclaims"
+kubectl get nodeclaims
+echo
+echo "What karpenter-health says:"
+echo "\$ kubectl get karpenterhealth"
 kubectl get karpenterhealth
 echo
 echo "The same checks once, without the operator (what an on-call engineer runs):"
@@ -58,5 +73,5 @@ echo "\$ karpenter-health check --node-class batch"
 "$binary" check --node-class batch || echo "(exit code $?: 1 means a problem was proven)"
 echo
 echo "Details of one EC2NodeClass:   kubectl describe kh batch     (KUBECONFIG=$KUBECONFIG)"
-echo "Operator logs:                 $bed_dir/logs/operator.log"
-echo "Stop the bed and the operator: make e2e-down"
+echo "Logs:                          $bed_dir/logs/{operator,karpenter,node-stand-in}.log"
+echo "Stop everything:               make e2e-down"

@@ -27,6 +27,10 @@ for t in "${tests[@]}"; do test_flags+=(--test "$t"); done
 $cargo build --quiet --locked -p karpenter-health
 $cargo test --quiet --locked -p karpenter-health-e2e "${test_flags[@]}" --no-run
 
+# The lab's tests (the real Karpenter) need the CRDs of the release they run.
+case " ${tests[*]} " in
+  *" lab_"*) KARPENTER_CRDS_DIR="$(bash "$here/bed/build-karpenter.sh" crds)"; export KARPENTER_CRDS_DIR ;;
+esac
 bed_up() { bash "$here/bed/bed.sh" up "$bed_dir" >/dev/null; }
 bed_down() { bash "$here/bed/bed.sh" down "$bed_dir" >/dev/null 2>&1 || true; }
 trap bed_down EXIT

@@ -180,15 +180,7 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
         ),
     };
     match service {
-        "ec2" => respond(
-            status,
-            "text/xml;charset=UTF-8",
-            &[],
-            format!(
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
-                 <Message>{message}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>"
-            ),
-        ),
+        "ec2" => ec2_error(status, code, message),
         "eks" | "sqs" | "events" | "kms" | "ssm" | "servicequotas" => respond(
             status,
             "application/json",
@@ -213,6 +205,20 @@ pub(super) fn aws_error(service: &str, fault: Fault) -> Response<Full<Bytes>> {
             )
         }
     }
+}
+
+/// An EC2 error as EC2 sends it (ec2Query XML).
+pub(super) fn ec2_error(status: u16, code: &str, message: &str) -> Response<Full<Bytes>> {
+    respond(
+        status,
+        "text/xml;charset=UTF-8",
+        &[],
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
+             <Message>{}</Message></Error></Errors><RequestID>fault-proxy</RequestID></Response>",
+            xml_escape(message)
+        ),
+    )
 }
 
 /// ListAccessEntries / DescribeAccessEntry from test data, as EKS answers them.

@@ -5,7 +5,8 @@
 //! says, so none is hidden. Sharing: moto keeps images per account and shows none of another
 //! account's, while EC2's DescribeImages lists the images another account shares with the caller
 //! (explicit launch permission) beside its own; images recorded as shared are added to answers
-//! that ask for their ids. No IO.
+//! that ask for their ids, and so are the public images AWS's `/aws/service/` parameters name.
+//! No IO.
 
 use std::collections::BTreeMap;
 
@@ -35,12 +36,42 @@ pub(super) fn enabled() -> String {
         .to_owned()
 }
 
-/// An image another account owns and shares with the bed's account.
+/// An image another account owns and shares with the bed's account, or makes public.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedImage {
     pub id: String,
     pub owner: String,
     pub name: String,
+    /// `x86_64` or `arm64`.
+    pub architecture: String,
+    pub public: bool,
+}
+
+/// The images AWS's public parameters under `/aws/service/` name (EKS-optimized and
+/// Bottlerocket images), as the public images of the account that publishes them: moto has none
+/// of them, so without these an AMI alias would resolve to an image nothing describes.
+pub(super) fn published(parameters: &BTreeMap<String, String>) -> Vec<SharedImage> {
+    parameters
+        .iter()
+        .filter(|(name, _)| name.starts_with("/aws/service/"))
+        .map(|(name, id)| {
+            let path = name.trim_start_matches("/aws/service/");
+            let path = path.trim_end_matches("/image_id");
+            SharedImage {
+                id: id.clone(),
+                // The account the EKS user guide names for EKS-optimized images in most regions.
+                owner: "602401143452".into(),
+                name: path.replace('/', "-"),
+                architecture: if path.contains("arm64") {
+                    "arm64"
+                } else {
+                    "x86_64"
+                }
+                .into(),
+                public: true,
+            }
+        })
+        .collect()
 }
 
 /// The image ids a DescribeImages form `body` asks for: the values of its `image-id` filter
@@ -70,22 +101,26 @@ pub(super) fn asked_ids(body: &str) -> Vec<String> {
         .collect()
 }
 
-/// `answer` (DescribeImages XML) with an item for each of `shared` whose id `asked` names,
+/// `answer` (DescribeImages XML) with an item for each of `shared` whose id `asked` names and
+/// `answer` does not already list (a test may register an image under a published name),
 /// available, owned by its account (the fields EC2's Image carries that readers use).
 pub(super) fn with_shared(answer: &str, shared: &[SharedImage], asked: &[String]) -> String {
     let items: String = shared
         .iter()
         .filter(|image| asked.contains(&image.id))
+        .filter(|image| !answer.contains(&format!("<imageId>{}</imageId>", image.id)))
         .map(|image| {
-            let (id, owner, name) = (
+            let (id, owner, name, architecture) = (
                 super::aws_wire::xml_escape(&image.id),
                 super::aws_wire::xml_escape(&image.owner),
                 super::aws_wire::xml_escape(&image.name),
+                super::aws_wire::xml_escape(&image.architecture),
             );
+            let public = image.public;
             format!(
                 "<item><imageId>{id}</imageId><imageLocation>{owner}/{name}</imageLocation>\
                  <imageState>available</imageState><imageOwnerId>{owner}</imageOwnerId>\
-                 <isPublic>false</isPublic><architecture>x86_64</architecture>\
+                 <isPublic>{public}</isPublic><architecture>{architecture}</architecture>\
                  <imageType>machine</imageType><name>{name}</name>\
                  <rootDeviceType>ebs</rootDeviceType><virtualizationType>hvm</virtualizationType>\
                  </item>"
@@ -194,6 +229,8 @@ mod tests {
             id: "ami-0shared".into(),
             owner: "111122223333".into(),
             name: "acme & co".into(),
+            architecture: "x86_64".into(),
+            public: false,
         }];
         let answer = "<DescribeImagesResponse><imagesSet><item><imageId>ami-0mine</imageId></item></imagesSet></DescribeImagesResponse>";
         let got = with_shared(answer, &shared, &asked);
@@ -217,6 +254,34 @@ mod tests {
             with_shared(answer, &shared, &["ami-0mine".to_owned()]),
             answer
         );
+    }
+
+    #[test]
+    fn published_parameters_name_public_images_of_their_architecture_once() {
+        let parameters = BTreeMap::from([
+            (
+                "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/arm64/standard/recommended/image_id".to_owned(),
+                "ami-0arm".to_owned(),
+            ),
+            (
+                "/aws/service/bottlerocket/aws-k8s-1.34/x86_64/latest/image_id".to_owned(),
+                "ami-0br".to_owned(),
+            ),
+            ("/mine/image".to_owned(), "ami-0own".to_owned()),
+        ]);
+        let images = published(&parameters);
+        assert_eq!(images.len(), 2, "only AWS's own parameters: {images:?}");
+        let arm = images.iter().find(|i| i.id == "ami-0arm").expect("listed");
+        assert_eq!(arm.architecture, "arm64");
+        assert!(arm.public);
+        let asked = ["ami-0arm".to_owned(), "ami-0br".to_owned()];
+        let got = with_shared("<r><imagesSet/></r>", &images, &asked);
+        assert!(got.contains("<isPublic>true</isPublic><architecture>arm64</architecture>"));
+        assert!(got.contains("<architecture>x86_64</architecture>"));
+        // An image moto already lists (registered by a test under that id) is not listed twice.
+        let listed = "<r><imagesSet><item><imageId>ami-0br</imageId></item></imagesSet></r>";
+        let got = with_shared(listed, &images, &asked);
+        assert_eq!(got.matches("ami-0br").count(), 1, "{got}");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! 500s and access-denied errors in each protocol's own shape, hangs, or resets the connection;
 //! it can serve EKS access entries and Pod Identity associations (which moto lacks) from test
 //! data, IAM's policy simulator from the roles' policies in moto, and the public SSM parameters of
-//! EKS-optimized images; and it counts requests by service and operation. Does IO (listens on loopback, forwards to the upstream).
+//! EKS-optimized images and their images; it pages instance types as EC2 does, refuses the launch
+//! parameters EC2 refuses and moto takes; and it counts requests by service and operation and
+//! keeps the slowest answer of each. Does IO (listens on loopback, forwards to the upstream).
 //!
 //! One proxy per test keeps faults and counts private to that test. How requests and errors look
 //! on the wire is in [`aws_wire`].
@@ -10,7 +12,9 @@
 mod aws_wire;
 pub mod capacity_reservations;
 mod images;
+mod launch_parameters;
 mod offerings;
+mod paging;
 pub mod public_parameters;
 mod simulator;
 
@@ -90,6 +94,8 @@ struct State {
     authentication_modes: BTreeMap<String, String>,
     cluster_vpcs: BTreeMap<String, String>,
     counts: BTreeMap<(String, String), usize>,
+    /// The longest time each (service, operation) took to answer, what the proxy adds included.
+    slowest: BTreeMap<(String, String), Duration>,
     /// Serve IAM SimulatePrincipalPolicy (moto has none).
     simulator: bool,
     /// The service control policies (JSON documents) the simulator applies; none: the account
@@ -116,6 +122,10 @@ struct State {
     /// Images other accounts share with the bed's (moto shows none of another account's):
     /// DescribeImages answers that ask for them list them (`images.rs`).
     shared_images: Vec<images::SharedImage>,
+    /// Full answers of the paged instance-type listings, served a page at a time (`paging.rs`).
+    listings: paging::Listings,
+    /// The instance types moto lists, by region (fixed data), for emulated offerings.
+    catalogue_names: BTreeMap<String, Arc<Vec<String>>>,
 }
 
 /// The running proxy; stops when dropped.
@@ -290,6 +300,8 @@ impl FaultProxy {
             id: id.to_owned(),
             owner: owner.to_owned(),
             name: name.to_owned(),
+            architecture: "x86_64".into(),
+            public: false,
         });
     }
 
@@ -332,7 +344,15 @@ impl FaultProxy {
     }
 
     pub fn reset_counts(&self) {
-        lock(&self.state).counts.clear();
+        let mut state = lock(&self.state);
+        state.counts.clear();
+        state.slowest.clear();
+    }
+
+    /// The longest answer of each (service, operation) so far: what an e2e test's timeouts are
+    /// measured against.
+    pub fn slowest(&self) -> BTreeMap<(String, String), Duration> {
+        lock(&self.state).slowest.clone()
     }
 }
 
@@ -373,6 +393,7 @@ async fn handle(
     reset: ResetHandle,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let body = body
         .collect()
@@ -381,10 +402,26 @@ async fn handle(
         .map_err(std::io::Error::other)?;
     let probe = Request::from_parts(parts, ());
     let call = identify(&probe, &body);
-    *lock(&state)
-        .counts
-        .entry((call.service.clone(), call.operation.clone()))
-        .or_default() += 1;
+    let key = (call.service.clone(), call.operation.clone());
+    *lock(&state).counts.entry(key.clone()).or_default() += 1;
+    let answer = answer(&state, client, upstream, reset, probe, body, call).await;
+    let took = started.elapsed();
+    let mut state = lock(&state);
+    let slowest = state.slowest.entry(key).or_default();
+    *slowest = (*slowest).max(took);
+    answer
+}
+
+async fn answer(
+    state: &Arc<Mutex<State>>,
+    client: Upstream,
+    upstream: String,
+    reset: ResetHandle,
+    probe: Request<()>,
+    body: Bytes,
+    call: Call,
+) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let state = state.clone();
 
     match take_fault(&state, &call) {
         Some(Fault::Hang) => {
@@ -496,50 +533,41 @@ async fn handle(
         return Ok(aws_wire::query_xml(status, xml));
     }
 
-    let emulate_offerings = call.service == "ec2"
-        && call.operation == "DescribeInstanceTypeOfferings"
-        && offerings::by_zone(&String::from_utf8_lossy(&body));
+    if call.service == "ec2"
+        && let Some((code, message)) =
+            refused_launch(&upstream, &call, &String::from_utf8_lossy(&body)).await
+    {
+        return Ok(aws_wire::ec2_error(400, code, &message));
+    }
+
+    if call.service == "ec2"
+        && let Some(paged) = paging::paged(&call.operation)
+    {
+        let (parts, ()) = probe.into_parts();
+        return Ok(serve_page(
+            &state,
+            &client,
+            &upstream,
+            &parts,
+            paged,
+            &call.region,
+            &body,
+        )
+        .await);
+    }
+
     // What was asked, for answers the proxy adds to (DescribeImages' shared images).
     let asked_body = body.clone();
     let (parts, ()) = probe.into_parts();
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/");
-    let mut forward = Request::builder()
-        .method(parts.method.clone())
-        .uri(format!("{upstream}{path}"));
-    for (k, v) in &parts.headers {
-        forward = forward.header(k, v);
-    }
-    let forward = forward
-        .body(Full::new(body))
-        .map_err(std::io::Error::other)?;
-    let answer = client
-        .request(forward)
-        .await
-        .map_err(std::io::Error::other)?;
-    let (mut parts, body) = answer.into_parts();
-    let mut body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .map_err(std::io::Error::other)?;
-
-    if emulate_offerings && parts.status == StatusCode::OK && offerings::is_empty(&body) {
-        let (status, xml) = offerings::offerings(&upstream, &call.region).await;
-        return Ok(aws_wire::query_xml(status, xml));
-    }
+    let (mut parts, mut body) = forward(&client, &upstream, &parts, body).await?;
 
     if call.service == "ec2" && call.operation == "DescribeImages" && parts.status == StatusCode::OK
     {
         let (deprecations, shared) = {
             let state = lock(&state);
-            (
-                state.image_deprecations.clone(),
-                state.shared_images.clone(),
-            )
+            let mut shared = state.shared_images.clone();
+            shared.extend(images::published(&state.public_parameters));
+            (state.image_deprecations.clone(), shared)
         };
         if !shared.is_empty() {
             body = Bytes::from(images::with_shared(
@@ -594,4 +622,159 @@ async fn handle(
         .headers
         .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
     Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// Sends `body` to moto with the request's method, path and headers; its answer's parts and body.
+async fn forward(
+    client: &Upstream,
+    upstream: &str,
+    asked: &hyper::http::request::Parts,
+    body: Bytes,
+) -> Result<(hyper::http::response::Parts, Bytes), std::io::Error> {
+    let path = asked
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let mut forward = Request::builder()
+        .method(asked.method.clone())
+        .uri(format!("{upstream}{path}"));
+    for (k, v) in asked.headers.iter().filter(|(k, _)| *k != CONTENT_LENGTH) {
+        forward = forward.header(k, v);
+    }
+    let forward = forward
+        .header(CONTENT_LENGTH, body.len())
+        .body(Full::new(body))
+        .map_err(std::io::Error::other)?;
+    let answer = client
+        .request(forward)
+        .await
+        .map_err(std::io::Error::other)?;
+    let (parts, body) = answer.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .map_err(std::io::Error::other)?;
+    Ok((parts, body))
+}
+
+/// One page of a paged instance-type listing, as EC2 pages it, from the listing's full answer:
+/// moto's, kept for the proxy's life, or for a region moto has no offerings for, the emulated
+/// one, rebuilt at each first page since the region's subnets may have changed.
+async fn serve_page(
+    state: &Mutex<State>,
+    client: &Upstream,
+    upstream: &str,
+    asked: &hyper::http::request::Parts,
+    paged: paging::Paged,
+    region: &str,
+    body: &[u8],
+) -> Response<Full<Bytes>> {
+    let request = match paging::page_request(paged, &String::from_utf8_lossy(body)) {
+        Ok(request) => request,
+        Err(refusal) => return aws_wire::ec2_error(400, refusal.code, &refusal.message),
+    };
+    let kept = lock(state).listings.get(region, &request.listing);
+    let listing = match kept {
+        Some(listing) if !(listing.follows_subnets && request.offset == 0) => listing,
+        _ => match full_listing(state, client, upstream, asked, paged, region, &request).await {
+            Ok(listing) => {
+                let listing = Arc::new(listing);
+                lock(state)
+                    .listings
+                    .keep(region, &request.listing, listing.clone());
+                listing
+            }
+            Err(answer) => return answer,
+        },
+    };
+    aws_wire::query_xml(200, listing.page(&request))
+}
+
+/// The whole listing `request` asks for; moto's own error answer when it refuses.
+async fn full_listing(
+    state: &Mutex<State>,
+    client: &Upstream,
+    upstream: &str,
+    asked: &hyper::http::request::Parts,
+    paged: paging::Paged,
+    region: &str,
+    request: &paging::PageRequest,
+) -> Result<paging::Listing, Response<Full<Bytes>>> {
+    let internal = |what: String| aws_wire::ec2_error(500, "InternalError", &what);
+    let (parts, answer) = forward(
+        client,
+        upstream,
+        asked,
+        Bytes::from(request.listing.clone()),
+    )
+    .await
+    .map_err(|e| internal(format!("aws-gap-proxy could not reach moto: {e}")))?;
+    if parts.status != StatusCode::OK {
+        return Err(Response::from_parts(parts, Full::new(answer)));
+    }
+    let listing =
+        paging::Listing::parse(paged, &String::from_utf8_lossy(&answer)).ok_or_else(|| {
+            internal(format!(
+                "aws-gap-proxy could not read moto's {}",
+                paged.action
+            ))
+        })?;
+    if paged != paging::OFFERINGS || !offerings::by_zone(&request.listing) || listing.len() > 0 {
+        return Ok(listing);
+    }
+    let cached = lock(state).catalogue_names.get(region).cloned();
+    let names = match cached {
+        Some(names) => names,
+        None => {
+            let names = offerings::instance_type_names(upstream, region)
+                .await
+                .map(Arc::new)
+                .map_err(|e| {
+                    internal(format!(
+                        "aws-gap-proxy could not list moto's instance types: {e}"
+                    ))
+                })?;
+            lock(state)
+                .catalogue_names
+                .insert(region.to_owned(), names.clone());
+            names
+        }
+    };
+    let zones = offerings::subnet_zones(upstream, region)
+        .await
+        .map_err(|e| internal(format!("aws-gap-proxy could not list subnets: {e}")))?;
+    Ok(
+        paging::Listing::of_items(paging::OFFERINGS, offerings::items(&names, &zones))
+            .following_subnets(),
+    )
+}
+
+/// What EC2 refuses at launch and moto lets through (`launch_parameters.rs`); `None` for every
+/// other request.
+async fn refused_launch(
+    upstream: &str,
+    call: &Call,
+    body: &str,
+) -> Option<launch_parameters::Refusal> {
+    match call.operation.as_str() {
+        "CreateLaunchTemplate" | "CreateLaunchTemplateVersion" => {
+            launch_parameters::launch_template_refusal(&call.region, &launch_parameters::form(body))
+        }
+        "RunInstances" => {
+            let form = launch_parameters::form(body);
+            let template = match launch_parameters::named_template(&form) {
+                // A template moto cannot describe is moto's to refuse.
+                Some((template, version)) => {
+                    launch_parameters::template_data(upstream, &call.region, &template, &version)
+                        .await
+                        .unwrap_or_default()
+                }
+                None => launch_parameters::TemplateData::default(),
+            };
+            launch_parameters::run_instances_refusal(&call.region, &form, &template)
+        }
+        _ => None,
+    }
 }

@@ -12,61 +12,39 @@ pub(super) fn by_zone(body: &str) -> bool {
         .any(|pair| pair == "LocationType=availability-zone")
 }
 
-/// Whether moto's answer lists no offering at all.
-pub(super) fn is_empty(answer: &[u8]) -> bool {
-    !String::from_utf8_lossy(answer).contains("<item>")
-}
-
-/// The emulated answer for `region`: (HTTP status, ec2Query XML).
-pub(super) async fn offerings(upstream: &str, region: &str) -> (u16, String) {
-    match read(upstream, region).await {
-        Ok((types, zones)) => {
-            let mut items = String::new();
-            for zone in &zones {
-                for t in &types {
-                    items.push_str(&format!(
-                        "<item><instanceType>{}</instanceType><locationType>availability-zone\
-                         </locationType><location>{}</location></item>",
-                        super::aws_wire::xml_escape(t),
-                        super::aws_wire::xml_escape(zone)
-                    ));
-                }
-            }
-            (
-                200,
+/// One offering item per instance type and zone, in the shape of EC2's answer.
+pub(super) fn items(types: &[String], zones: &BTreeSet<String>) -> Vec<String> {
+    zones
+        .iter()
+        .flat_map(|zone| {
+            types.iter().map(move |t| {
                 format!(
-                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
-                     <DescribeInstanceTypeOfferingsResponse \
-                     xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">\
-                     <requestId>fault-proxy</requestId>\
-                     <instanceTypeOfferingSet>{items}</instanceTypeOfferingSet>\
-                     </DescribeInstanceTypeOfferingsResponse>"
-                ),
-            )
-        }
-        Err(e) => (
-            500,
-            format!(
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Errors><Error>\
-                 <Code>InternalError</Code><Message>{}</Message></Error></Errors>\
-                 <RequestID>fault-proxy</RequestID></Response>",
-                super::aws_wire::xml_escape(&e.to_string())
-            ),
-        ),
-    }
+                    "<item><instanceType>{}</instanceType><locationType>availability-zone\
+                     </locationType><location>{}</location></item>",
+                    super::aws_wire::xml_escape(t),
+                    super::aws_wire::xml_escape(zone)
+                )
+            })
+        })
+        .collect()
 }
 
-/// Every instance type moto lists, and the zones of the region's subnets.
-async fn read(upstream: &str, region: &str) -> anyhow::Result<(Vec<String>, BTreeSet<String>)> {
+fn client(upstream: &str, region: &str) -> impl Future<Output = aws_sdk_ec2::Client> {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new(region.to_owned()))
         .endpoint_url(upstream)
         .credentials_provider(aws_credential_types::Credentials::new(
             "testing", "testing", None, None, "proxy",
-        ))
-        .load()
-        .await;
-    let ec2 = aws_sdk_ec2::Client::new(&config);
+        ));
+    async move { aws_sdk_ec2::Client::new(&config.load().await) }
+}
+
+/// Every instance type moto lists in `region` (fixed data: read once per region by the proxy).
+pub(super) async fn instance_type_names(
+    upstream: &str,
+    region: &str,
+) -> anyhow::Result<Vec<String>> {
+    let ec2 = client(upstream, region).await;
     let mut types = Vec::new();
     let mut token = None;
     loop {
@@ -85,15 +63,20 @@ async fn read(upstream: &str, region: &str) -> anyhow::Result<(Vec<String>, BTre
             _ => break,
         }
     }
-    let zones = ec2
+    Ok(types)
+}
+
+/// The zones of the region's subnets now (tests add subnets, so read at every listing).
+pub(super) async fn subnet_zones(upstream: &str, region: &str) -> anyhow::Result<BTreeSet<String>> {
+    let ec2 = client(upstream, region).await;
+    Ok(ec2
         .describe_subnets()
         .send()
         .await?
         .subnets()
         .iter()
         .filter_map(|s| s.availability_zone().map(str::to_owned))
-        .collect();
-    Ok((types, zones))
+        .collect())
 }
 
 #[cfg(test)]
@@ -101,16 +84,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_zone_offerings_with_no_item_are_emulated() {
+    fn only_zone_offerings_are_emulated() {
         assert!(by_zone(
             "Action=DescribeInstanceTypeOfferings&LocationType=availability-zone&Version=2016-11-15"
         ));
         assert!(!by_zone(
             "Action=DescribeInstanceTypeOfferings&LocationType=region"
         ));
-        assert!(is_empty(b"<instanceTypeOfferingSet/>"));
-        assert!(!is_empty(
-            b"<instanceTypeOfferingSet><item><instanceType>m5.large</instanceType></item>"
-        ));
+    }
+
+    #[test]
+    fn every_type_is_offered_in_every_zone() {
+        let zones: BTreeSet<String> = ["z-1a".into(), "z-1b".into()].into();
+        let items = items(&["m5.large".into(), "c5.large".into()], &zones);
+        assert_eq!(items.len(), 4);
+        assert!(items[0].contains("<instanceType>m5.large</instanceType>"));
+        assert!(items[0].contains("<location>z-1a</location>"));
+        assert!(items[3].contains("<location>z-1b</location>"));
     }
 }

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# The local test bed: etcd + kube-apiserver + kube-controller-manager + moto server on loopback.
+# The local test bed: etcd + kube-apiserver + kube-controller-manager + kube-scheduler of the
+# Kubernetes release e2e/bed/kube/go.mod pins (built from Go modules by build-kube.sh) and moto
+# server, on loopback.
 #
 #   bed.sh up   [DIR]   start everything, write DIR/env (source it) and DIR/kubeconfig
 #   bed.sh down [DIR]   stop exactly the processes `up` started (by pid) and remove DIR
 #   bed.sh status [DIR]
 #   bed.sh aws-gap-proxy [DIR]   start the project's aws-gap-proxy (KH_AWS_GAP_PROXY: its binary)
 #                       in front of moto and add KH_AWS_URL (moto plus what it lacks) to DIR/env
+#   bed.sh karpenter [DIR]       start the real Karpenter controller (KH_KARPENTER_RELEASE, built by
+#                       build-karpenter.sh) against KH_AWS_URL in AWS_REGION, with the settings of
+#                       its Deployment kube-system/karpenter (as its chart passes them), and the
+#                       node stand-in (KH_NODE_STAND_IN: its binary) that makes its instances' Nodes
 #
 # DIR defaults to $KH_BED_DIR, else e2e/.bed. All state lives under DIR; ports are chosen free at
 # start. KARPENTER_CRDS_DIR may point at a folder of real Karpenter CRDs to install instead of the
@@ -27,7 +33,7 @@ free_port() {
 stop_all() {
   [ -d "$dir/pids" ] || return 0
   # Reverse start order; only processes this script started, by their recorded pids.
-  for name in operator aws-gap-proxy moto kube-controller-manager kube-apiserver etcd; do
+  for name in operator node-stand-in karpenter aws-gap-proxy moto kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop_one "$name"
   done
 }
@@ -44,21 +50,20 @@ wait_http() { # url, what, seconds, [curl args...]
 }
 
 resolve_binaries() {
-  if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
-    apiserver="${TEST_ASSET_KUBE_APISERVER:-$KUBEBUILDER_ASSETS/kube-apiserver}"
-    etcd_bin="${TEST_ASSET_ETCD:-$KUBEBUILDER_ASSETS/etcd}"
-    kcm="${TEST_ASSET_KUBE_CONTROLLER_MANAGER:-$KUBEBUILDER_ASSETS/kube-controller-manager}"
-  else
-    apiserver="${TEST_ASSET_KUBE_APISERVER:-}"
-    etcd_bin="${TEST_ASSET_ETCD:-$(command -v etcd || true)}"
-    kcm="${TEST_ASSET_KUBE_CONTROLLER_MANAGER:-}"
-  fi
-  if [ -z "$apiserver" ] || [ -z "$kcm" ] || [ ! -x "$kcm" ]; then
-    local built; built="$("$here/build-kube.sh")"
-    [ -n "$apiserver" ] || apiserver="$built/kube-apiserver"
-    { [ -n "$kcm" ] && [ -x "$kcm" ]; } || kcm="$built/kube-controller-manager"
-  fi
-  for b in "$apiserver" "$etcd_bin" "$kcm"; do
+  local assets="${KUBEBUILDER_ASSETS:-}" built=""
+  apiserver="${TEST_ASSET_KUBE_APISERVER:-${assets:+$assets/kube-apiserver}}"
+  etcd_bin="${TEST_ASSET_ETCD:-${assets:+$assets/etcd}}"
+  kcm="${TEST_ASSET_KUBE_CONTROLLER_MANAGER:-${assets:+$assets/kube-controller-manager}}"
+  scheduler="${TEST_ASSET_KUBE_SCHEDULER:-${assets:+$assets/kube-scheduler}}"
+  # envtest's asset folders often hold only kube-apiserver and etcd: build what they lack.
+  for b in "$apiserver" "$etcd_bin" "$kcm" "$scheduler"; do
+    if [ -z "$b" ] || [ ! -x "$b" ]; then built="$("$here/build-kube.sh")"; break; fi
+  done
+  { [ -n "$apiserver" ] && [ -x "$apiserver" ]; } || apiserver="$built/kube-apiserver"
+  { [ -n "$etcd_bin" ] && [ -x "$etcd_bin" ]; } || etcd_bin="$built/etcd"
+  { [ -n "$kcm" ] && [ -x "$kcm" ]; } || kcm="$built/kube-controller-manager"
+  { [ -n "$scheduler" ] && [ -x "$scheduler" ]; } || scheduler="$built/kube-scheduler"
+  for b in "$apiserver" "$etcd_bin" "$kcm" "$scheduler"; do
     [ -x "$b" ] || { log "missing binary: $b"; exit 1; }
   done
 }
@@ -154,6 +159,31 @@ start_aws_gap_proxy() {
   log "aws-gap-proxy at $url in front of moto"
 }
 
+# The demo's Karpenter: one process for the bed, configured from its Deployment's env.
+start_karpenter() {
+  local binary stand_in="${KH_NODE_STAND_IN:?KH_NODE_STAND_IN must name the node-stand-in binary}"
+  # shellcheck disable=SC1091
+  source "$dir/env"
+  binary="$("$here/build-karpenter.sh" "${KH_KARPENTER_RELEASE:-v1.14.1}")"
+  stop_one karpenter; stop_one node-stand-in
+  local settings
+  settings="$(kubectl --kubeconfig "$dir/kubeconfig" -n kube-system get deployment karpenter \
+    -o jsonpath='{range .spec.template.spec.containers[0].env[*]}{.name}={.value}{"\n"}{end}')"
+  local metrics probe
+  metrics="$(free_port)"; probe="$(free_port)"
+  # shellcheck disable=SC2046
+  env $(echo "$settings" | grep -E '^[A-Z_]+=' | tr '\n' ' ') \
+    KUBECONFIG="$dir/kubeconfig" AWS_ENDPOINT_URL="${KH_AWS_URL:?start the aws-gap-proxy first}" \
+    AWS_REGION="${AWS_REGION:-us-east-1}" AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing \
+    AWS_EC2_METADATA_DISABLED=true DISABLE_LEADER_ELECTION=true METRICS_PORT="$metrics" \
+    HEALTH_PROBE_PORT="$probe" LOG_LEVEL=debug "$binary" > "$dir/logs/karpenter.log" 2>&1 &
+  echo $! > "$dir/pids/karpenter.pid"
+  wait_http "http://127.0.0.1:$probe/readyz" karpenter 90
+  KUBECONFIG="$dir/kubeconfig" "$stand_in" > "$dir/logs/node-stand-in.log" 2>&1 &
+  echo $! > "$dir/pids/node-stand-in.pid"
+  log "Karpenter ${KH_KARPENTER_RELEASE:-v1.14.1} and the node stand-in running (logs/karpenter.log)"
+}
+
 up() {
   if [ -f "$dir/env" ] && [ -f "$dir/pids/kube-apiserver.pid" ] && kill -0 "$(cat "$dir/pids/kube-apiserver.pid")" 2>/dev/null; then
     log "already up in $dir"; return 0
@@ -209,14 +239,27 @@ ARGS
   write_kubeconfig "$dir/operator.kubeconfig" karpenter-health-operator "$operator_token"
   write_kubeconfig "$dir/reader.kubeconfig" karpenter-health-reader "$reader_token"
 
+  # The controllers the tests and Karpenter's behaviour rely on: namespaces and their default
+  # ServiceAccount (no Pod is admitted without it), garbage collection of owned objects, the
+  # disruption controller's PodDisruptionBudget status, workloads (Deployments to Pods) and the
+  # removal of Pods whose Node is gone. Node lifecycle stays off: the bed's Nodes have no kubelet,
+  # and their readiness is the node stand-in's to say.
   "$kcm" --kubeconfig "$dir/kubeconfig" \
-    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption \
+    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption,deployment,replicaset,statefulset,daemonset,job,podgc \
     --leader-elect=false --service-account-private-key-file "$dir/pki/sa.key" \
-    --root-ca-file "$dir/pki/ca.crt" --bind-address 127.0.0.1 --secure-port 0 --port 0 \
+    --root-ca-file "$dir/pki/ca.crt" --bind-address 127.0.0.1 --secure-port 0 \
     > "$dir/logs/kube-controller-manager.log" 2>&1 &
   echo $! > "$dir/pids/kube-controller-manager.pid"
+  # Karpenter provisions only for Pods the scheduler marked Unschedulable
+  # (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go, IsProvisionable).
+  "$scheduler" --kubeconfig "$dir/kubeconfig" --authentication-kubeconfig "$dir/kubeconfig" \
+    --authorization-kubeconfig "$dir/kubeconfig" --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port 0 \
+    > "$dir/logs/kube-scheduler.log" 2>&1 &
+  echo $! > "$dir/pids/kube-scheduler.pid"
 
-  MOTO_IAM_LOAD_MANAGED_POLICIES=true "$cache_root/moto-venv/bin/python" -m moto.server \
+  # moto's own server, with the corrections moto_server.py lists.
+  MOTO_IAM_LOAD_MANAGED_POLICIES=true "$cache_root/moto-venv/bin/python" "$here/moto_server.py" \
     -H 127.0.0.1 -p "$moto_port" > "$dir/logs/moto.log" 2>&1 &
   echo $! > "$dir/pids/moto.pid"
   wait_http "http://127.0.0.1:$moto_port/moto-api/" moto 60
@@ -240,13 +283,14 @@ export KH_AUDIT_LOG="$dir/logs/audit.log"
 ENV
   trap - ERR
   log "up in $dir (apiserver :$api_port, etcd :$etcd_port, moto :$moto_port)"
-  log "versions: $("$apiserver" --version 2>&1 | head -1), etcd $("$etcd_bin" --version 2>&1 | head -1 | awk '{print $3}')"
+  log "versions: $("$apiserver" --version 2>&1 | head -1), etcd $("$etcd_bin" --version 2>&1 | head -1 | awk '{print $3}'), moto $("$cache_root/moto-venv/bin/python" -c 'import moto; print(moto.__version__)')"
 }
 
 case "$cmd" in
   up) up ;;
   down) stop_all; [ "${KH_BED_KEEP:-}" = 1 ] || rm -rf "$dir"; log "down" ;;
   aws-gap-proxy) start_aws_gap_proxy ;;
+  karpenter) start_karpenter ;;
   stop-apiserver) stop_one kube-apiserver; log "kube-apiserver stopped" ;;
   start-apiserver) start_apiserver; log "kube-apiserver started" ;;
   restart-apiserver) stop_one kube-apiserver; start_apiserver; log "kube-apiserver restarted" ;;
@@ -256,5 +300,5 @@ case "$cmd" in
       n="$(basename "$f" .pid)"; p="$(cat "$f")"
       if kill -0 "$p" 2>/dev/null; then echo "$n running (pid $p)"; else echo "$n stopped"; fi
     done ;;
-  *) echo "usage: $0 up|down|status|aws-gap-proxy|stop-apiserver|start-apiserver|restart-apiserver [DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|aws-gap-proxy|karpenter|stop-apiserver|start-apiserver|restart-apiserver [DIR]" >&2; exit 2 ;;
 esac

@@ -19,14 +19,9 @@ if command -v rustup >/dev/null 2>&1 && [ -n "$pinned" ] \
 fi
 
 need_apt=()
-command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
-command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
-command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
-[ -d /usr/share/gocode/src/github.com/modern-go/reflect2 ] || need_apt+=(golang-github-modern-go-reflect2-dev)
-[ -d /usr/share/gocode/src/github.com/json-iterator/go ] || need_apt+=(golang-github-json-iterator-go-dev)
 python3 -c 'import venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ "${#need_apt[@]}" -gt 0 ]; then
@@ -34,6 +29,15 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# Go builds the control plane and Karpenter from the module proxy (build-kube.sh,
+# build-karpenter.sh). The machine's Go must know toolchain switching (1.21 or later): it then
+# fetches, from the same proxy, the newer Go a module's go.mod asks for.
+go_minor="$(go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
+if [ -z "$go_minor" ] || [ "$go_minor" -lt 21 ]; then
+  echo "bed: Go 1.21 or later is needed on PATH to build the bed (found: $(go version 2>&1 || echo none))" >&2
+  exit 1
 fi
 
 # moto server (AWS API emulator) in a virtualenv of its own, outside the work tree.

@@ -72,8 +72,8 @@ else:
     ec2.associate_route_table(RouteTableId=route_table, SubnetId=subnet_id)
     ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsSupport={"Value": True})
     ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsHostnames={"Value": True})
-    # Kubernetes 1.29: supported by every Karpenter from 0.34 on (KarpenterVersionCompatible).
-    ignore_exists(eks.create_cluster, name=cluster, version="1.29",
+    # The bed's Kubernetes version (its API server's), which Karpenter reads too.
+    ignore_exists(eks.create_cluster, name=cluster, version=os.environ.get("DEMO_KUBERNETES", "1.34"),
                   roleArn=f"arn:aws:iam::123456789012:role/{cluster}-cluster",
                   resourcesVpcConfig={"subnetIds": [subnet_id]})
 

@@ -322,6 +322,47 @@ impl AwsSeeder {
         Ok(())
     }
 
+    /// The instances tagged `key`=`value` that are not terminated.
+    pub async fn live_instances_tagged(&self, key: &str, value: &str) -> Result<Vec<String>> {
+        let out = self
+            .ec2
+            .describe_instances()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name(format!("tag:{key}"))
+                    .values(value)
+                    .build(),
+            )
+            .send()
+            .await?;
+        Ok(out
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .filter(|i| {
+                i.state()
+                    .and_then(|s| s.name())
+                    .is_none_or(|n| n.as_str() != "terminated")
+            })
+            .filter_map(|i| i.instance_id().map(str::to_owned))
+            .collect())
+    }
+
+    /// The state of instance `id` (`running`, `shutting-down`, `terminated`, ...).
+    pub async fn instance_state(&self, id: &str) -> Result<String> {
+        let out = self
+            .ec2
+            .describe_instances()
+            .instance_ids(id)
+            .send()
+            .await?;
+        out.reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .find_map(|i| i.state()?.name().map(|n| n.as_str().to_owned()))
+            .with_context(|| format!("EC2 describes no instance {id}"))
+    }
+
     pub async fn terminate(&self, ids: &[String]) -> Result<()> {
         self.ec2
             .terminate_instances()

@@ -20,8 +20,12 @@ pub mod fixture;
 pub mod health_status;
 /// What Karpenter writes (Deployment, ServiceAccount, status conditions), as JSON.
 pub mod karpenter;
+/// The real Karpenter controller as a process on the bed, with the node stand-in.
+pub mod lab;
 /// Unique names for tests sharing a bed.
 pub mod names;
+/// The kubelet's stand-in: Nodes for the instances the real Karpenter launched.
+pub mod node_stand_in;
 /// The `karpenter-health` binary as a child process (signals, kills, its log).
 pub mod process;
 /// The shipped RBAC bound to the bed's operator user, and authorizer questions.

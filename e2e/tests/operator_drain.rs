@@ -16,10 +16,11 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use std::time::Duration;
 
-/// The bed's API server (1.20) serves PodDisruptionBudgets as `policy/v1beta1` only.
+/// The bed's API server (1.34) serves PodDisruptionBudgets as `policy/v1` only (v1beta1 was
+/// removed in 1.25).
 fn budgets(fx: &Fixture) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
+        &GroupVersionKind::gvk("policy", "v1", "PodDisruptionBudget"),
         "poddisruptionbudgets",
     );
     Api::namespaced_with(fx.admin.clone(), &fx.name, &resource)
@@ -73,7 +74,7 @@ async fn a_node_claim_stuck_terminating_names_the_budget_or_pod_that_holds_it() 
         apply_json(
             &fx.admin,
             &[json!({
-                "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                 "metadata": {"name": "web", "namespace": fx.name},
                 "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
             })],

@@ -203,14 +203,14 @@ async fn a_pending_pod_selecting_a_node_role_label_is_named_up_to_karpenter_1_8_
         fx.wait_healthy("under Karpenter 1.8.6").await?;
 
         // A workload asks for nodes labelled node-role.kubernetes.io/web; it stays Pending.
+        // For a scheduler the bed does not run: until a scheduler judges it, the Pod is not one
+        // Karpenter provisions for, and nothing is judged. The test then writes that verdict.
         let pods = fx
-            .pending_pod(
+            .unjudged_pod(
                 "web",
                 json!({"node-role.kubernetes.io/web": "", "karpenter.sh/nodepool": fx.name}),
             )
             .await?;
-        // The bed runs no scheduler; its verdict on the Pod is written as kube-scheduler writes
-        // it. Until then the Pod is not one Karpenter provisions for, and nothing is judged.
         tokio::time::sleep(REFRESH * 2).await;
         // A Pending Pod without PodScheduled=False/Unschedulable must not count.
         fx.wait_healthy("while the scheduler has not judged the Pod")

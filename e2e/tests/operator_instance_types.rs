@@ -250,7 +250,7 @@ async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Resu
         })
         .await?;
         // A Pod that selects the NodePool waits, but the scheduler has not judged it yet.
-        fx.pending_pod("web", json!({"karpenter.sh/nodepool": fx.name}))
+        fx.unjudged_pod("web", json!({"karpenter.sh/nodepool": fx.name}))
             .await?;
         tokio::time::sleep(REFRESH * 2).await;
         for held in log.stop() {

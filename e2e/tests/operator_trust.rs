@@ -496,7 +496,7 @@ async fn a_rejected_key_on_a_pod_two_classes_could_take_fails_both() -> Result<(
         let pods = fx
             .pending_pod("web", json!({"node-role.kubernetes.io/web": ""}))
             .await?;
-        fx.mark_unschedulable("web").await?;
+        // The bed's kube-scheduler finds no Node for it and marks it Unschedulable.
         let status = fx
             .wait_only_failed(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)
             .await?;

@@ -1,0 +1,229 @@
+//! Launch parameters EC2 refuses and moto accepts, refused as EC2 refuses them:
+//! - an instance profile named by something that is no IAM name (an ARN, say): RunInstances
+//!   answers `InvalidParameterValue` "Invalid IAM Instance Profile name", whether the profile is
+//!   given in the request or in its launch template (IAM names match `[\w+=,.@-]{1,128}`, the IAM
+//!   API reference; EC2 resolves the profile at launch, the EC2 API reference for
+//!   IamInstanceProfileSpecification);
+//! - `HttpProtocolIpv6` in the metadata options of a launch template or launch in the isolated
+//!   regions (`us-iso-*`, `us-isob-*`, `us-isof-*`), where EC2 has no IPv6 metadata endpoint and
+//!   refuses the option (aws/karpenter-provider-aws #7081).
+//!
+//! Pure except [`template_data`], which reads the launch template a RunInstances names from moto.
+
+use std::collections::BTreeMap;
+
+/// The form parameters of an awsQuery body, decoded.
+pub(super) fn form(body: &str) -> BTreeMap<String, String> {
+    body.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| {
+            let decode = |s: &str| {
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+/// Whether `name` is an IAM name.
+fn is_iam_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c))
+}
+
+fn in_isolated_region(region: &str) -> bool {
+    ["us-iso-", "us-isob-", "us-isof-"]
+        .iter()
+        .any(|prefix| region.starts_with(prefix))
+}
+
+/// A refusal: (error code, message).
+pub(super) type Refusal = (&'static str, String);
+
+fn profile_refusal(name: &str) -> Option<Refusal> {
+    (!is_iam_name(name)).then(|| {
+        (
+            "InvalidParameterValue",
+            format!(
+                "Value ({name}) for parameter iamInstanceProfile.name is invalid. Invalid IAM \
+                 Instance Profile name"
+            ),
+        )
+    })
+}
+
+fn ipv6_metadata_refusal(region: &str, value: Option<&String>) -> Option<Refusal> {
+    (in_isolated_region(region) && value.is_some()).then(|| {
+        (
+            "InvalidParameterValue",
+            format!("The parameter HttpProtocolIpv6 is not supported in region {region}."),
+        )
+    })
+}
+
+/// What EC2 refuses of a CreateLaunchTemplate / CreateLaunchTemplateVersion form in `region`.
+pub(super) fn launch_template_refusal(
+    region: &str,
+    form: &BTreeMap<String, String>,
+) -> Option<Refusal> {
+    ipv6_metadata_refusal(
+        region,
+        form.get("LaunchTemplateData.MetadataOptions.HttpProtocolIpv6"),
+    )
+}
+
+/// The launch template a RunInstances form names: (id or name, version).
+pub(super) fn named_template(form: &BTreeMap<String, String>) -> Option<(TemplateRef, String)> {
+    let version = form
+        .get("LaunchTemplate.Version")
+        .cloned()
+        .unwrap_or_else(|| "$Default".to_owned());
+    if let Some(id) = form.get("LaunchTemplate.LaunchTemplateId") {
+        return Some((TemplateRef::Id(id.clone()), version));
+    }
+    form.get("LaunchTemplate.LaunchTemplateName")
+        .map(|name| (TemplateRef::Name(name.clone()), version))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum TemplateRef {
+    Id(String),
+    Name(String),
+}
+
+/// What a launch template holds that EC2 checks at launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct TemplateData {
+    pub(super) profile_name: Option<String>,
+    pub(super) http_protocol_ipv6: Option<String>,
+}
+
+/// What EC2 refuses of a RunInstances form in `region`, its launch template's data included.
+pub(super) fn run_instances_refusal(
+    region: &str,
+    form: &BTreeMap<String, String>,
+    template: &TemplateData,
+) -> Option<Refusal> {
+    let profile = form
+        .get("IamInstanceProfile.Name")
+        .or(template.profile_name.as_ref());
+    if let Some(refusal) = profile.and_then(|p| profile_refusal(p)) {
+        return Some(refusal);
+    }
+    let ipv6 = form
+        .get("MetadataOptions.HttpProtocolIpv6")
+        .or(template.http_protocol_ipv6.as_ref());
+    ipv6_metadata_refusal(region, ipv6)
+}
+
+/// Reads the launch template `template` names from moto (`upstream`) in `region`.
+pub(super) async fn template_data(
+    upstream: &str,
+    region: &str,
+    template: &TemplateRef,
+    version: &str,
+) -> anyhow::Result<TemplateData> {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_owned()))
+        .endpoint_url(upstream)
+        .credentials_provider(aws_credential_types::Credentials::new(
+            "testing", "testing", None, None, "proxy",
+        ))
+        .load()
+        .await;
+    let ec2 = aws_sdk_ec2::Client::new(&config);
+    let asked = ec2.describe_launch_template_versions().versions(version);
+    let asked = match template {
+        TemplateRef::Id(id) => asked.launch_template_id(id),
+        TemplateRef::Name(name) => asked.launch_template_name(name),
+    };
+    let out = asked.send().await?;
+    let Some(data) = out
+        .launch_template_versions()
+        .first()
+        .and_then(|v| v.launch_template_data())
+    else {
+        return Ok(TemplateData::default());
+    };
+    Ok(TemplateData {
+        profile_name: data
+            .iam_instance_profile()
+            .and_then(|p| p.name())
+            .map(str::to_owned),
+        http_protocol_ipv6: data
+            .metadata_options()
+            .and_then(|m| m.http_protocol_ipv6())
+            .map(|v| v.as_str().to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arn_is_no_instance_profile_name_and_a_name_is() {
+        let arn = "arn:aws:iam::123456789012:instance-profile/KarpenterNodeInstanceProfile";
+        let template = TemplateData {
+            profile_name: Some(arn.into()),
+            http_protocol_ipv6: None,
+        };
+        let form = form("Action=RunInstances&LaunchTemplate.LaunchTemplateName=lt&DryRun=true");
+        let refused = run_instances_refusal("us-west-2", &form, &template).expect("refused");
+        assert_eq!(refused.0, "InvalidParameterValue");
+        assert!(
+            refused.1.contains("Invalid IAM Instance Profile name"),
+            "{}",
+            refused.1
+        );
+        let template = TemplateData {
+            profile_name: Some("KarpenterNodeInstanceProfile-a_b.c@d+e=f,g".into()),
+            http_protocol_ipv6: None,
+        };
+        assert_eq!(run_instances_refusal("us-west-2", &form, &template), None);
+        // The request's own profile counts too, percent-encoded as the SDK sends it.
+        let form = super::form(
+            "Action=RunInstances&IamInstanceProfile.Name=arn%3Aaws%3Aiam%3A%3A1%3Ainstance-profile%2Fx",
+        );
+        assert!(run_instances_refusal("us-west-2", &form, &TemplateData::default()).is_some());
+    }
+
+    #[test]
+    fn ipv6_metadata_is_refused_in_the_isolated_regions_only() {
+        let form = form(
+            "Action=CreateLaunchTemplate&LaunchTemplateData.MetadataOptions.HttpProtocolIpv6=disabled",
+        );
+        for region in ["us-iso-east-1", "us-isob-east-1", "us-isof-south-1"] {
+            assert!(launch_template_refusal(region, &form).is_some(), "{region}");
+        }
+        for region in ["us-east-1", "eu-isoe-west-1", "us-gov-west-1"] {
+            assert_eq!(launch_template_refusal(region, &form), None, "{region}");
+        }
+        let without = super::form("Action=CreateLaunchTemplate&LaunchTemplateData.ImageId=ami-1");
+        assert_eq!(launch_template_refusal("us-iso-east-1", &without), None);
+    }
+
+    #[test]
+    fn a_run_instances_names_its_template_by_id_or_name() {
+        let by_name = form(
+            "LaunchTemplate.LaunchTemplateName=karpenter.k8s.aws%2F123&LaunchTemplate.Version=%24Latest",
+        );
+        assert_eq!(
+            named_template(&by_name),
+            Some((
+                TemplateRef::Name("karpenter.k8s.aws/123".into()),
+                "$Latest".into()
+            ))
+        );
+        let by_id = form("LaunchTemplate.LaunchTemplateId=lt-1");
+        assert_eq!(
+            named_template(&by_id),
+            Some((TemplateRef::Id("lt-1".into()), "$Default".into()))
+        );
+        assert_eq!(named_template(&form("ImageId=ami-1")), None);
+    }
+}

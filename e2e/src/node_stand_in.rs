@@ -1,0 +1,346 @@
+//! The bed's stand-in for the kubelet and the node agents, so the real Karpenter's NodeClaims
+//! register and initialize: for each NodeClaim Karpenter launched (its `status.providerID` set) it
+//! creates the Node that instance's kubelet would (the providerID, the NodeClaim's labels, the
+//! `karpenter.sh/unregistered` taint, its capacity, Ready), removes the NodeClaim's
+//! `startupTaints` once Karpenter registered the Node (as a CNI or device agent would), runs the
+//! Pods bound to its Nodes and completes their deletion. Does IO (watches and writes the bed).
+//!
+//! What Karpenter needs of a Node is kubernetes-sigs/karpenter's
+//! `pkg/controllers/nodeclaim/lifecycle/registration.go` (one Node with the NodeClaim's
+//! providerID, the unregistered taint) and `initialization.go` (Ready, no startup or ephemeral
+//! taint left, every requested resource allocatable).
+//!
+//! A test steers it per NodePool with the annotation [`NODES_ANNOTATION`]:
+//! - `never-register`: no Node is made (an instance that never joins, as with a node role
+//!   aws-auth does not map);
+//! - `never-initialize`: the Node is made and registers but stays NotReady with its startup
+//!   taints (an agent that never starts).
+
+use anyhow::{Context as _, Result};
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The NodePool annotation that steers the stand-in (see the module's documentation).
+pub const NODES_ANNOTATION: &str = "bed.karpenter-health.io/nodes";
+/// The label on every Node the stand-in made.
+pub const STAND_IN_LABEL: &str = "bed.karpenter-health.io/stand-in";
+const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
+const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+const REGISTERED_LABEL: &str = "karpenter.sh/registered";
+const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
+
+fn resource(group: &str, version: &str, kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
+}
+
+/// Runs until the client's API server goes away for good: reacts to every change of NodeClaims,
+/// NodePools, Nodes and Pods, and looks again every few seconds.
+pub async fn run(client: kube::Client) -> Result<()> {
+    let changed = Arc::new(Notify::new());
+    let node_claims = resource("karpenter.sh", "v1", "NodeClaim");
+    let node_pools = resource("karpenter.sh", "v1", "NodePool");
+    let watches = [
+        tokio::spawn(watch(
+            Api::<DynamicObject>::all_with(client.clone(), &node_claims),
+            changed.clone(),
+        )),
+        tokio::spawn(watch(
+            Api::<DynamicObject>::all_with(client.clone(), &node_pools),
+            changed.clone(),
+        )),
+        tokio::spawn(watch(Api::<Node>::all(client.clone()), changed.clone())),
+        tokio::spawn(watch(Api::<Pod>::all(client.clone()), changed.clone())),
+    ];
+    // The watches end with this task (dropping a JoinHandle would detach them instead).
+    let _watches = AbortOnDrop(watches.into());
+    loop {
+        if let Err(e) = sweep(&client, &node_claims, &node_pools).await {
+            eprintln!("node-stand-in: {e:#}");
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(3), changed.notified()).await;
+        // Let a burst of events settle into one sweep.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn watch<K>(api: Api<K>, changed: Arc<Notify>)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    loop {
+        match stream.try_next().await {
+            Ok(Some(_)) => changed.notify_one(),
+            Ok(None) => return,
+            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}
+
+/// Aborts the watch tasks when dropped.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// What the stand-in does for one NodeClaim's NodePool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Join,
+    NeverRegister,
+    NeverInitialize,
+}
+
+async fn sweep(
+    client: &kube::Client,
+    node_claims: &ApiResource,
+    node_pools: &ApiResource,
+) -> Result<()> {
+    let claims = Api::<DynamicObject>::all_with(client.clone(), node_claims)
+        .list(&ListParams::default())
+        .await
+        .context("listing NodeClaims")?;
+    let modes: BTreeMap<String, Mode> = Api::<DynamicObject>::all_with(client.clone(), node_pools)
+        .list(&ListParams::default())
+        .await
+        .context("listing NodePools")?
+        .into_iter()
+        .filter_map(|pool| {
+            let mode = match pool
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(NODES_ANNOTATION)?
+                .as_str()
+            {
+                "never-register" => Mode::NeverRegister,
+                "never-initialize" => Mode::NeverInitialize,
+                _ => Mode::Join,
+            };
+            Some((pool.metadata.name?, mode))
+        })
+        .collect();
+    let nodes_api = Api::<Node>::all(client.clone());
+    let nodes = nodes_api
+        .list(&ListParams::default())
+        .await
+        .context("listing Nodes")?;
+    let by_provider: BTreeMap<String, &Node> = nodes
+        .iter()
+        .filter_map(|n| Some((n.spec.as_ref()?.provider_id.clone()?, n)))
+        .collect();
+
+    for claim in &claims {
+        if claim.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let Some(provider_id) = claim.data["status"]["providerID"].as_str() else {
+            continue;
+        };
+        let pool = claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(NODEPOOL_LABEL));
+        let mode = pool
+            .and_then(|p| modes.get(p))
+            .copied()
+            .unwrap_or(Mode::Join);
+        match (by_provider.get(provider_id), mode) {
+            (_, Mode::NeverRegister) => {}
+            (None, mode) => create_node(&nodes_api, claim, provider_id, mode).await?,
+            (Some(node), Mode::Join) => remove_startup_taints(&nodes_api, claim, node).await?,
+            (Some(_), Mode::NeverInitialize) => {}
+        }
+    }
+
+    let ours: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| {
+            n.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(STAND_IN_LABEL))
+        })
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    run_pods(client, &ours).await
+}
+
+/// The Node an instance's kubelet registers: named after the instance (EKS's resource-name
+/// hostnames), with the NodeClaim's labels, the unregistered taint Karpenter expects of a new
+/// Node, and the NodeClaim's capacity.
+async fn create_node(
+    nodes: &Api<Node>,
+    claim: &DynamicObject,
+    provider_id: &str,
+    mode: Mode,
+) -> Result<()> {
+    let name = provider_id
+        .rsplit('/')
+        .next()
+        .unwrap_or(provider_id)
+        .to_owned();
+    let mut labels = claim.metadata.labels.clone().unwrap_or_default();
+    labels.remove(REGISTERED_LABEL);
+    labels.insert("kubernetes.io/hostname".into(), name.clone());
+    labels.insert(STAND_IN_LABEL.into(), "true".into());
+    let status = &claim.data["status"];
+    let ready = mode == Mode::Join;
+    let now = jiff::Timestamp::now().to_string();
+    let node: Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "providerID": provider_id,
+            "taints": [{"key": UNREGISTERED_TAINT, "effect": "NoExecute"}],
+        },
+        "status": {
+            "capacity": status["capacity"],
+            "allocatable": status["allocatable"],
+            "conditions": [{
+                "type": "Ready",
+                "status": if ready { "True" } else { "False" },
+                "reason": if ready { "KubeletReady" } else { "KubeletNotReady" },
+                "message": if ready { "kubelet is posting ready status" } else { "container runtime network not ready (bed: never-initialize)" },
+                "lastHeartbeatTime": now, "lastTransitionTime": now,
+            }],
+            "nodeInfo": {
+                "architecture": labels.get("kubernetes.io/arch").cloned().unwrap_or_else(|| "amd64".into()),
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.34.4", "kubeProxyVersion": "",
+                "bootID": "", "containerRuntimeVersion": "", "kernelVersion": "",
+                "machineID": "", "osImage": "", "systemUUID": "",
+            },
+        },
+    }))?;
+    match nodes.create(&PostParams::default(), &node).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("creating Node {name}")),
+    }
+}
+
+/// Once Karpenter registered the Node (its `karpenter.sh/registered` label), the agents that own
+/// the NodeClaim's startup taints remove them, and the Node, Ready, loses its `not-ready` taint.
+async fn remove_startup_taints(
+    nodes: &Api<Node>,
+    claim: &DynamicObject,
+    node: &Node,
+) -> Result<()> {
+    let registered = node
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.get(REGISTERED_LABEL).is_some_and(|v| v == "true"));
+    let startup: Vec<(String, String)> = claim.data["spec"]["startupTaints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some((
+                t["key"].as_str()?.to_owned(),
+                t["effect"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
+    // The API server's TaintNodesByCondition admission puts `not-ready` on every new Node; the
+    // node lifecycle controller, which the bed does not run, lifts it from a Ready one.
+    let kept: Vec<_> = taints
+        .iter()
+        .filter(|t| !startup.iter().any(|(k, e)| *k == t.key && *e == t.effect))
+        .filter(|t| t.key != NOT_READY_TAINT)
+        .cloned()
+        .collect();
+    if !registered || kept.len() == taints.len() {
+        return Ok(());
+    }
+    let name = node.metadata.name.clone().unwrap_or_default();
+    nodes
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": kept}})),
+        )
+        .await
+        .with_context(|| format!("removing the startup taints of Node {name}"))?;
+    Ok(())
+}
+
+/// What the kubelet does with the Pods bound to its Node: starts them (Running, Ready) and, once
+/// they are deleted, confirms the deletion.
+async fn run_pods(client: &kube::Client, nodes: &BTreeSet<String>) -> Result<()> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let pods = Api::<Pod>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .context("listing Pods")?;
+    for pod in pods {
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            continue;
+        };
+        if !nodes.contains(&node) {
+            continue;
+        }
+        let (Some(namespace), Some(name)) =
+            (pod.metadata.namespace.clone(), pod.metadata.name.clone())
+        else {
+            continue;
+        };
+        let api = Api::<Pod>::namespaced(client.clone(), &namespace);
+        if pod.metadata.deletion_timestamp.is_some() {
+            let _ = api
+                .delete(&name, &DeleteParams::default().grace_period(0))
+                .await;
+            continue;
+        }
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
+        if phase == "Pending" {
+            let now = jiff::Timestamp::now().to_string();
+            let status = json!({"status": {
+                "phase": "Running", "startTime": now, "podIP": "10.0.0.2",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                    {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                ],
+            }});
+            let _ = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                .await;
+        }
+    }
+    Ok(())
+}
+
+/// The annotation value as a type, for tests that set it.
+pub fn nodes_annotation(mode: &str) -> Value {
+    json!({"metadata": {"annotations": {NODES_ANNOTATION: mode}}})
+}

@@ -1,0 +1,400 @@
+//! Verdict against behaviour, reasons beyond the classic five whose message says what Karpenter
+//! does ("launches nothing", "Pods wait"): each scenario shows the real Karpenter (the release
+//! `KH_KARPENTER_RELEASE` names) doing exactly that on the bed, then the healthy twin (the same
+//! setup, the fault fixed) in which it launches and every condition is True. Does IO (the bed,
+//! moto, Karpenter's process).
+
+use anyhow::{Context as _, Result, ensure};
+use karpenter_health_api::karpenter::NodePool;
+use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_e2e::health_status::condition_is;
+use karpenter_health_e2e::lab::Lab;
+use karpenter_health_e2e::status_log::StatusLog;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// From a Pod marked Unschedulable to an Initialized NodeClaim on the bed: Karpenter's batching
+/// (1 s idle, 10 s at most), the launch through the gap proxy, the stand-in's Node. Measured
+/// 6-14 s on these 2 cores; four times the worst.
+const LAUNCH: Duration = Duration::from_secs(60);
+/// The provisioner runs at least every 10 s while Pods wait (kubernetes-sigs/karpenter
+/// `pkg/controllers/provisioning`); three passes.
+const PROVISIONER_PASS: Duration = Duration::from_secs(30);
+
+async fn patch_node_pool(lab: &Lab, patch: Value) -> Result<()> {
+    Api::<NodePool>::all(lab.fx.admin.clone())
+        .patch(&lab.fx.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
+fn requirements(extra: Value) -> Value {
+    let mut all = vec![
+        json!({"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}),
+        json!({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large", "m5.xlarge"]}),
+    ];
+    if let Value::Array(extra) = extra {
+        all.extend(extra);
+    }
+    json!({"spec": {"template": {"spec": {"requirements": all}}}})
+}
+
+/// The broken half: the verdict, then Karpenter seen not launching: `evidence` logged for this
+/// test's NodePool and no NodeClaim. Returns the status with the verdict.
+async fn launches_nothing(
+    lab: &Lab,
+    verdict: (ConditionType, Reason),
+    evidence: &str,
+) -> Result<karpenter_health_api::KarpenterHealthStatus> {
+    lab.workload("web", "500m").await?;
+    let status = lab.fx.wait_failed(&[verdict]).await?;
+    lab.wait_logged(evidence, &[&lab.fx.name], PROVISIONER_PASS)
+        .await?;
+    ensure!(
+        lab.node_claims().await?.is_empty() && lab.launched_instances().await?.is_empty(),
+        "Karpenter launched while {:?} says it launches nothing",
+        verdict
+    );
+    Ok(status)
+}
+
+/// The healthy twin: Karpenter launches for the waiting Pod, and every condition is True.
+async fn launches(lab: &Lab, when: &str) -> Result<()> {
+    lab.wait_node_claim("Initialized", LAUNCH).await?;
+    lab.fx.wait_healthy(when).await?;
+    Ok(())
+}
+
+/// SubnetsReady: a subnet selector that matches nothing. Karpenter marks its own SubnetsReady
+/// False and the provisioner ignores the NodePool (`pkg/controllers/nodeclass/subnet.go`,
+/// kubernetes-sigs/karpenter `provisioner.go`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subnet_selector_matching_nothing_launches_nothing() -> Result<()> {
+    let lab = Lab::start_with_class("lab-subnets", "ap-northeast-1", |_| {
+        json!({"subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "no-such-subnets"}}]})
+    })
+    .await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        launches_nothing(&lab, (ConditionType::SubnetsReady, Reason::SubnetsNotFound), "ignoring nodepool, not ready").await?;
+        lab.karpenter_condition("SubnetsReady", "False").await?;
+        lab.fx
+            .patch_node_class_spec(json!({"subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": lab.fx.cluster}}]}))
+            .await?;
+        launches(&lab, "with the subnets selected").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// SecurityGroupsReady: a security group selector that matches nothing
+/// (`pkg/controllers/nodeclass/securitygroup.go`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_security_group_selector_matching_nothing_launches_nothing() -> Result<()> {
+    let lab = Lab::start_with_class("lab-sgs", "ap-northeast-2", |_| {
+        json!({"securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "no-such-groups"}}]})
+    })
+    .await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        launches_nothing(&lab, (ConditionType::SecurityGroupsReady, Reason::SecurityGroupsNotFound), "ignoring nodepool, not ready").await?;
+        lab.karpenter_condition("SecurityGroupsReady", "False").await?;
+        lab.fx
+            .patch_node_class_spec(json!({"securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": lab.fx.cluster}}]}))
+            .await?;
+        launches(&lab, "with the security groups selected").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// InstanceTypesAvailable: a NodePool whose requirements leave no instance type. Karpenter says so
+/// in a NoCompatibleInstanceTypes Event on the NodePool and launches nothing
+/// (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/scheduler.go`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requirements_no_instance_type_meets_launch_nothing() -> Result<()> {
+    let lab = Lab::start("lab-types", "ap-southeast-1").await?;
+    let outcome: Result<()> =
+        async {
+            patch_node_pool(&lab, requirements(json!([
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c5"]},
+        ]))).await?;
+            let operator = lab.fx.start_operator(None, false).await?;
+            launches_nothing(
+                &lab,
+                (
+                    ConditionType::InstanceTypesAvailable,
+                    Reason::NoInstanceTypeMatchesRequirements,
+                ),
+                "skipping, nodepool requirements filtered out all instance types",
+            )
+            .await?;
+            patch_node_pool(&lab, requirements(json!([]))).await?;
+            launches(&lab, "with requirements some type meets").await?;
+            operator.stop().await
+        }
+        .await;
+    lab.finish(outcome).await
+}
+
+/// InstanceTypesAvailable: a NodePool that requires a zone the class has no subnet in. Karpenter
+/// offers instance types only in the zones of the class's subnets
+/// (`pkg/providers/instancetype/types.go`), so nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_zone_without_a_subnet_launches_nothing() -> Result<()> {
+    let lab = Lab::start("lab-zones", "ap-southeast-2").await?;
+    let outcome: Result<()> = async {
+        lab.karpenter_condition("SubnetsReady", "True").await?;
+        let class = lab.node_class().await?;
+        let zone = class
+            .status
+            .as_ref()
+            .and_then(|s| s.subnets.first())
+            .and_then(|s| s.zone.clone())
+            .context("Karpenter resolved no subnet")?;
+        let elsewhere = ["a", "b", "c"]
+            .iter()
+            .map(|suffix| format!("{}{suffix}", lab.fx.region))
+            .find(|z| *z != zone)
+            .context("no other zone")?;
+        patch_node_pool(
+            &lab,
+            requirements(json!([
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [elsewhere]},
+            ])),
+        )
+        .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        launches_nothing(
+            &lab,
+            (
+                ConditionType::InstanceTypesAvailable,
+                Reason::RequiredZonesWithoutSubnets,
+            ),
+            "skipping, nodepool requirements filtered out all instance types",
+        )
+        .await?;
+        patch_node_pool(
+            &lab,
+            requirements(json!([
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]},
+            ])),
+        )
+        .await?;
+        launches(&lab, "with the subnet's zone required").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// AmisResolvable: an image selected by id that EC2 no longer has. Karpenter's own AMIsReady is
+/// False and the provisioner ignores the NodePool (`pkg/controllers/nodeclass/ami.go`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_ec2_no_longer_has_launches_nothing() -> Result<()> {
+    let lab = Lab::start("lab-images", "ca-central-1").await?;
+    let outcome: Result<()> = async {
+        let gone = lab
+            .fx
+            .aws
+            .register_image(&format!("{}-old", lab.fx.name))
+            .await?;
+        lab.fx.aws.deregister_image(&gone).await?;
+        lab.fx
+            .patch_node_class_spec(
+                json!({"amiFamily": "AL2023", "amiSelectorTerms": [{"id": gone}]}),
+            )
+            .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        let status = launches_nothing(
+            &lab,
+            (ConditionType::AmisResolvable, Reason::AmiUnavailable),
+            "ignoring nodepool, not ready",
+        )
+        .await?;
+        ensure!(
+            status
+                .condition(ConditionType::AmisResolvable)
+                .is_some_and(|c| c.message.contains(&gone)),
+            "names {gone}"
+        );
+        lab.karpenter_condition("AMIsReady", "False").await?;
+        let image = lab
+            .fx
+            .aws
+            .register_image(&format!("{}-new", lab.fx.name))
+            .await?;
+        lab.fx
+            .patch_node_class_spec(json!({"amiSelectorTerms": [{"id": image}]}))
+            .await?;
+        launches(&lab, "with an image EC2 has").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// InstanceTypesAvailable: a NodePool that allows only arm64 while the class's only image is
+/// x86_64. Karpenter makes a NodeClaim and its launch fails for want of an image
+/// (`pkg/providers/amifamily/resolver.go`): no instance is launched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_architecture_the_images_are_not_built_for_launches_nothing() -> Result<()> {
+    let lab = Lab::start("lab-arch", "sa-east-1").await?;
+    let outcome: Result<()> =
+        async {
+            let image = lab
+                .fx
+                .aws
+                .register_image(&format!("{}-x86", lab.fx.name))
+                .await?;
+            lab.fx
+                .patch_node_class_spec(
+                    json!({"amiFamily": "AL2023", "amiSelectorTerms": [{"id": image}]}),
+                )
+                .await?;
+            lab.karpenter_condition("AMIsReady", "True").await?;
+            patch_node_pool(&lab, json!({"spec": {"template": {"spec": {"requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m6g"]},
+        ]}}}}))
+        .await?;
+            let operator = lab.fx.start_operator(None, false).await?;
+            lab.workload("web", "500m").await?;
+            lab.fx
+                .wait_failed(&[(
+                    ConditionType::InstanceTypesAvailable,
+                    Reason::NoInstanceTypeForAmiArchitecture,
+                )])
+                .await?;
+            // What Karpenter does: the NodeClaim it makes fails to launch for want of an image.
+            lab.wait_logged(
+                "Reconciler error",
+                &["no instance types satisfy requirements of amis"],
+                PROVISIONER_PASS,
+            )
+            .await?;
+            for claim in lab.node_claims().await? {
+                let launched = claim
+                    .status
+                    .iter()
+                    .flat_map(|s| s.conditions.iter())
+                    .any(|c| c.type_ == "Launched" && c.status == "True");
+                ensure!(
+                    !launched,
+                    "Karpenter launched an arm64 node without an arm64 image"
+                );
+            }
+            ensure!(
+                lab.launched_instances().await?.is_empty(),
+                "an instance was launched"
+            );
+            // The twin: the images' architecture. The claim that could not launch would hold the
+            // Pod until Karpenter's 5-minute launch timeout (`liveness.go`); the user deletes it.
+            patch_node_pool(&lab, requirements(json!([]))).await?;
+            lab.delete_node_claims().await?;
+            launches(&lab, "with the images' architecture").await?;
+            operator.stop().await
+        }
+        .await;
+    lab.finish(outcome).await
+}
+
+/// LimitsLeaveRoom: the NodePool's cpu limit is used up by the node Karpenter launched, and a
+/// second Pod that does not fit beside the first waits: Karpenter refuses every instance type
+/// ("all available instance types exceed limits for nodepool", kubernetes-sigs/karpenter
+/// `scheduling/scheduler.go`). The scale-up that reaches the limit is never False.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_false() -> Result<()>
+{
+    let lab = Lab::start("lab-limits", "eu-north-1").await?;
+    let outcome: Result<()> = async {
+        patch_node_pool(&lab, json!({"spec": {
+            "limits": {"cpu": "2"},
+            "template": {"spec": {"requirements": [
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+            ]}},
+        }}))
+        .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.fx.wait_healthy("before any Pod").await?;
+        // An ordinary scale-up to the limit: one m5.large (2 vCPU) for the first Pod.
+        let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
+        lab.workload("web", "500m").await?;
+        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        lab.fx.wait_healthy("with the first node up").await?;
+        for held in log.stop() {
+            ensure!(
+                !condition_is(&held, ConditionType::LimitsLeaveRoom, "False", Reason::NodePoolLimitsReached),
+                "False during the scale-up that reached the limit"
+            );
+        }
+        // A Pod that fits beside the first on no node: Karpenter may launch nothing more.
+        lab.workload("batch", "1800m").await?;
+        lab.fx
+            .wait_failed(&[(ConditionType::LimitsLeaveRoom, Reason::NodePoolLimitsReached)])
+            .await?;
+        lab.wait_logged("could not schedule pod", &["exceed limits"], PROVISIONER_PASS)
+            .await?;
+        ensure!(lab.node_claims().await?.len() == 1, "Karpenter launched beyond the limit");
+        // The twin: room for one more node.
+        patch_node_pool(&lab, json!({"spec": {"limits": {"cpu": "4"}}})).await?;
+        crate_wait_claims(&lab, 2).await?;
+        lab.fx.wait_healthy("with room under the limit").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+async fn crate_wait_claims(lab: &Lab, count: usize) -> Result<()> {
+    karpenter_health_e2e::wait_for(&format!("{count} NodeClaims"), LAUNCH, || async {
+        Ok((lab.node_claims().await?.len() >= count).then_some(()))
+    })
+    .await
+}
+
+/// InterruptionHandlingReady: Karpenter told to read a queue SQS does not have keeps failing to
+/// set up its interruption controller ("failed to create valid sqs provider",
+/// `pkg/controllers/interruption/controller.go`) and receives nothing; once the queue exists it
+/// polls it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interruption_queue_sqs_does_not_have_is_never_read() -> Result<()> {
+    let queue = "kh-lab-interruption";
+    let lab = Lab::start_with("lab-queue", "us-east-2", |settings| {
+        settings.interruption_queue = Some(format!("{}-{queue}", settings.cluster_name));
+    })
+    .await?;
+    let outcome: Result<()> = async {
+        let name = format!("{}-{queue}", lab.fx.cluster);
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.fx
+            .wait_failed(&[(
+                ConditionType::InterruptionHandlingReady,
+                Reason::InterruptionQueueNotFound,
+            )])
+            .await?;
+        lab.wait_logged("failed to create valid sqs provider", &[], PROVISIONER_PASS)
+            .await?;
+        ensure!(
+            lab.fx.proxy.count("sqs", "ReceiveMessage") == 0,
+            "Karpenter read a queue"
+        );
+        // The twin: the queue as Karpenter's getting-started template makes it.
+        lab.fx.aws.interruption_queue(&name).await?;
+        karpenter_health_e2e::wait_for(
+            "Karpenter to poll the queue",
+            Duration::from_secs(120),
+            || async { Ok((lab.fx.proxy.count("sqs", "ReceiveMessage") > 0).then_some(())) },
+        )
+        .await?;
+        lab.fx.wait_healthy("with the queue").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
