@@ -21,6 +21,9 @@ cd "$repo_root"
 READY_DEADLINE="${KH_IMAGE_TEST_READY_DEADLINE:-60}"
 EVAL_DEADLINE="${KH_IMAGE_TEST_EVAL_DEADLINE:-90}"
 GRACE=10
+# e2e/demo/seed.yaml deploys Karpenter of the lab's release: the bed installs that release's CRDs.
+KARPENTER_CRDS_DIR="$(bash e2e/bed/build-karpenter.sh crds "${KH_KARPENTER_RELEASE:-v1.14.1}")"
+export KARPENTER_CRDS_DIR
 
 step() { echo "image-test: $*" >&2; }
 fail() {

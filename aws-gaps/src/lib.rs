@@ -140,6 +140,22 @@ impl Drop for FaultProxy {
     fn drop(&mut self) {
         // Dropping the accept loop drops its JoinSet, which aborts every connection (and hang).
         self.task.abort();
+        // What the e2e timeouts are measured against (`e2e/measure-aws-latency.sh`): each
+        // operation's slowest answer, appended as `service operation milliseconds` lines.
+        if let Some(path) = std::env::var_os("KH_AWS_LATENCY_LOG") {
+            let lines: String = self
+                .slowest()
+                .iter()
+                .map(|((service, operation), took)| {
+                    format!("{service} {operation} {}\n", took.as_millis())
+                })
+                .collect();
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, lines.as_bytes()));
+        }
     }
 }
 

@@ -27,6 +27,9 @@ repo="$(cd "$here/../.." && pwd)"
 chart="$here/karpenter-health"
 testdata="$here/testdata"
 cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+# e2e/demo/seed.yaml deploys Karpenter of the lab's release: the beds install that release's CRDs.
+KARPENTER_CRDS_DIR="$(bash "$repo/e2e/bed/build-karpenter.sh" crds "${KH_KARPENTER_RELEASE:-v1.14.1}")"
+export KARPENTER_CRDS_DIR
 helm="${HELM:-$cache_root/bin/helm}"
 alertmanager_bin="$(command -v prometheus-alertmanager || command -v alertmanager || true)"
 
@@ -308,8 +311,7 @@ pdb = live[("PodDisruptionBudget", "karpenter-health")]
 assert pdb["apiVersion"] in ("policy/v1beta1", "policy/v1") and pdb["spec"]["maxUnavailable"] == 1
 print(f"install: {len(live)} live objects match the render")
 PY
-  # The bed's controller-manager runs no deployment controller and there is no scheduler or
-  # kubelet: no Pod runs here, the objects themselves are what is checked.
+  # The bed has no kubelet: no Pod runs here, the objects themselves are what is checked.
   "$helm" uninstall karpenter-health --namespace kube-system >"$tmp/uninstall.log" 2>&1 \
     || { cat "$tmp/uninstall.log"; fail "helm uninstall"; }
   for object in "${expect[@]}"; do
@@ -333,7 +335,7 @@ python3 "$testdata/webhook-recorder.py" --out "$e2e/webhook.jsonl" --port-file "
 pids+=($!)
 wait_file 10 "the webhook receiver" "$e2e/webhook.port"
 
-node_class=default condition=LabelsAllowed reason=RestrictedLabelDomain
+node_class=arn-profile condition=InstanceProfileReady reason=InstanceProfileIsArn
 binary="${KH_BINARY:-${CARGO_TARGET_DIR:-$repo/target}/debug/karpenter-health}"
 [ -x "$binary" ] || fail "no operator binary at $binary: run cargo build -p karpenter-health (make chart-test does)"
 bed_dir="$tmp/bed-alerts"
@@ -353,19 +355,16 @@ source "$bed_dir/env"
 export AWS_ENDPOINT_URL="$KH_AWS_URL"
 "$binary" crd | kubectl apply -f - >/dev/null
 kubectl apply -f "$repo/e2e/demo/seed.yaml" >/dev/null
-# The bed runs no scheduler: write its verdict on the Pod, as e2e/demo.sh does.
-curl -sf --cacert "$bed_dir/pki/ca.crt" -H "Authorization: Bearer $(cat "$bed_dir/pki/admin.token")" \
-  -X PATCH -H 'Content-Type: application/merge-patch+json' \
-  "https://127.0.0.1:$KH_APISERVER_PORT/api/v1/namespaces/default/pods/web/status" \
-  -d '{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/0 nodes are available"}]}}' \
-  >/dev/null || fail "marking the demo Pod unschedulable"
 operator_port="$(free_port)"
 "$binary" run --leader-elect --lease-namespace default --http-address "127.0.0.1:$operator_port" \
   --refresh-interval 30s >"$e2e/operator.log" 2>&1 &
 pids+=($!)
 target="127.0.0.1:$operator_port"
 mode="the operator ($binary) at $target"
-repair_it() { kubectl delete pod web --namespace default --wait=false >/dev/null; }
+repair_it() {
+  kubectl patch ec2nodeclass arn-profile --type merge \
+    -p '{"spec":{"instanceProfile":"KarpenterNodeInstanceProfile-demo"}}' >/dev/null
+}
 alertname="KarpenterHealth${condition}False"
 echo "metrics: $mode"
 
