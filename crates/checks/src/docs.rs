@@ -3,6 +3,7 @@
 //! committed file).
 
 use crate::facts::UnknownCause;
+use crate::lab_coverage::Lab;
 use crate::rules::unknown_reason;
 use crate::warnings::Warning;
 use karpenter_health_api::conditions::ReasonScope;
@@ -235,7 +236,20 @@ fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
         let _ = writeln!(w, "#### `{reason}`\n");
         let _ = writeln!(w, "- Status: `{}`", meta.status);
         let _ = writeln!(w, "- Meaning: {}", text(meta.meaning));
-        let _ = writeln!(w, "- Remediation: {}\n", text(meta.remediation));
+        let _ = writeln!(w, "- Remediation: {}", text(meta.remediation));
+        match crate::lab_coverage::lab(reason) {
+            Some(Lab::Proven(test)) => {
+                let _ = writeln!(
+                    w,
+                    "- Against the real Karpenter: proven in the lab, `e2e/tests/{test}`"
+                );
+            }
+            Some(Lab::NotProven(why)) => {
+                let _ = writeln!(w, "- Against the real Karpenter: not proven; {}", text(why));
+            }
+            None => {}
+        }
+        let _ = writeln!(w);
     }
 }
 

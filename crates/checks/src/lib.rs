@@ -13,6 +13,7 @@ pub mod facts;
 pub mod iam_policy;
 pub mod karpenter_permissions;
 pub mod karpenter_versions;
+pub mod lab_coverage;
 pub mod labels;
 pub mod render;
 pub mod rules;
