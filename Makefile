@@ -124,7 +124,7 @@ e2e-lab: ## verdict against behaviour: the real Karpenter (KH_KARPENTER_RELEASE)
 	@crds="$$(bash e2e/bed/build-karpenter.sh crds $(KH_KARPENTER_RELEASE))" && \
 	  KARPENTER_CRDS_DIR="$$crds" KH_BED_DIR=$(LAB_BED_DIR) bash $(BED) up $(LAB_BED_DIR)
 	@status=0; \
-	  bash e2e/bed/build-karpenter.sh $(KH_KARPENTER_RELEASE) >/dev/null && \
+	  echo "lab: the real Karpenter $(KH_KARPENTER_RELEASE) ($$(bash e2e/bed/build-karpenter.sh $(KH_KARPENTER_RELEASE)))" && \
 	  KH_BED_DIR=$(LAB_BED_DIR) $(CARGO) test --locked -p karpenter-health-e2e $(E2E_LAB_TESTS) -- --test-threads=1 \
 	  || status=$$?; \
 	  bash $(BED) down $(LAB_BED_DIR); exit $$status

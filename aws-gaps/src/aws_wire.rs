@@ -415,3 +415,45 @@ pub(super) fn ssm_parameter(name: &str, value: &str, region: &str) -> Response<F
     );
     response
 }
+
+/// An EKS DescribeCluster answer (`body`, JSON) with `accessConfig.authenticationMode` and
+/// `resourcesVpcConfig.vpcId` added (moto leaves both out); `None` when there is nothing to add
+/// or the answer is no cluster.
+pub(super) fn cluster_with(body: &[u8], mode: Option<&str>, vpc: Option<&str>) -> Option<String> {
+    if mode.is_none() && vpc.is_none() {
+        return None;
+    }
+    let mut json = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+    let cluster = json.get_mut("cluster")?.as_object_mut()?;
+    if let Some(mode) = mode {
+        cluster.insert(
+            "accessConfig".into(),
+            serde_json::json!({ "authenticationMode": mode }),
+        );
+    }
+    if let Some(vpc) = vpc {
+        let config = cluster
+            .entry("resourcesVpcConfig")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(config) = config.as_object_mut() {
+            config.insert("vpcId".into(), serde_json::json!(vpc));
+        }
+    }
+    Some(json.to_string())
+}
+
+/// Appends each operation's slowest answer to `path` as `service operation milliseconds` lines.
+pub(super) fn append_slowest(
+    path: &std::ffi::OsStr,
+    slowest: &std::collections::BTreeMap<(String, String), std::time::Duration>,
+) {
+    let lines: String = slowest
+        .iter()
+        .map(|((service, operation), took)| format!("{service} {operation} {}\n", took.as_millis()))
+        .collect();
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, lines.as_bytes()));
+}

@@ -8,7 +8,8 @@
 //!   regions (`us-iso-*`, `us-isob-*`, `us-isof-*`), where EC2 has no IPv6 metadata endpoint and
 //!   refuses the option (aws/karpenter-provider-aws #7081).
 //!
-//! Pure except [`template_data`], which reads the launch template a RunInstances names from moto.
+//! Pure except [`template_data`] and [`refused`], which read the launch template a RunInstances
+//! names from moto.
 
 use std::collections::BTreeMap;
 
@@ -159,6 +160,30 @@ pub(super) async fn template_data(
             .and_then(|m| m.http_protocol_ipv6())
             .map(|v| v.as_str().to_owned()),
     })
+}
+
+/// What EC2 refuses at launch and moto lets through ; `None` for every
+/// other request.
+async fn refused_launch(upstream: &str, call: &Call, body: &str) -> Option<Refusal> {
+    match call.operation.as_str() {
+        "CreateLaunchTemplate" | "CreateLaunchTemplateVersion" => {
+            launch_template_refusal(&call.region, &form(body))
+        }
+        "RunInstances" => {
+            let form = form(body);
+            let template = match named_template(&form) {
+                // A template moto cannot describe is moto's to refuse.
+                Some((template, version)) => {
+                    template_data(upstream, &call.region, &template, &version)
+                        .await
+                        .unwrap_or_default()
+                }
+                None => TemplateData::default(),
+            };
+            run_instances_refusal(&call.region, &form, &template)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

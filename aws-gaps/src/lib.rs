@@ -11,12 +11,15 @@
 
 mod aws_wire;
 pub mod capacity_reservations;
+mod catalogue;
+mod faults;
 mod images;
 mod launch_parameters;
 mod offerings;
 mod paging;
 pub mod public_parameters;
 mod simulator;
+mod upstream;
 
 use anyhow::Result;
 use aws_wire::{Call, access_entries, aws_error, identify, pod_identity_associations};
@@ -74,18 +77,6 @@ pub struct PodIdentityAssociation {
     pub target_role_arn: Option<String>,
 }
 
-#[derive(Clone, Debug)]
-struct Rule {
-    service: String,
-    /// `None`: every operation of the service.
-    operation: Option<String>,
-    fault: Fault,
-    /// `None`: until cleared.
-    remaining: Option<u32>,
-    /// Matching requests to let through first.
-    skip: u32,
-}
-
 #[derive(Debug, Default)]
 struct State {
     rules: Vec<Rule>,
@@ -140,21 +131,9 @@ impl Drop for FaultProxy {
     fn drop(&mut self) {
         // Dropping the accept loop drops its JoinSet, which aborts every connection (and hang).
         self.task.abort();
-        // What the e2e timeouts are measured against (`e2e/measure-aws-latency.sh`): each
-        // operation's slowest answer, appended as `service operation milliseconds` lines.
+        // What the e2e timeouts are measured against (`e2e/measure-aws-latency.sh`).
         if let Some(path) = std::env::var_os("KH_AWS_LATENCY_LOG") {
-            let lines: String = self
-                .slowest()
-                .iter()
-                .map(|((service, operation), took)| {
-                    format!("{service} {operation} {}\n", took.as_millis())
-                })
-                .collect();
-            let _ = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut file| std::io::Write::write_all(&mut file, lines.as_bytes()));
+            aws_wire::append_slowest(&path, &self.slowest());
         }
     }
 }
@@ -163,10 +142,8 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-type Upstream = Client<HttpConnector, Full<Bytes>>;
-
-/// A connection's socket, kept to reset it (a duplicate descriptor of the one hyper owns).
-type ResetHandle = Arc<Mutex<Option<std::net::TcpStream>>>;
+use faults::{ResetHandle, Rule, take_fault, with_reset_handle};
+use upstream::{Upstream, forward};
 
 impl FaultProxy {
     /// Starts a proxy on a free loopback port forwarding to `upstream` (`http://host:port`).
@@ -372,36 +349,6 @@ impl FaultProxy {
     }
 }
 
-/// Splits off a duplicate of the socket so a handler can later set SO_LINGER 0 on it: the kernel
-/// then answers the close with RST, which is what a reset connection looks like to the SDK.
-fn with_reset_handle(stream: TcpStream) -> std::io::Result<(TcpStream, ResetHandle)> {
-    let std_stream = stream.into_std()?;
-    let dup = std_stream.try_clone()?;
-    Ok((
-        TcpStream::from_std(std_stream)?,
-        Arc::new(Mutex::new(Some(dup))),
-    ))
-}
-
-fn take_fault(state: &Mutex<State>, call: &Call) -> Option<Fault> {
-    let mut state = lock(state);
-    let index = state.rules.iter().position(|r| {
-        r.service == call.service && r.operation.as_ref().is_none_or(|op| *op == call.operation)
-    })?;
-    let rule = &mut state.rules[index];
-    if rule.skip > 0 {
-        rule.skip -= 1;
-        return None;
-    }
-    let fault = rule.fault;
-    if let Some(n) = &mut rule.remaining {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            state.rules.remove(index);
-        }
-    }
-    Some(fault)
-}
 async fn handle(
     state: Arc<Mutex<State>>,
     client: Upstream,
@@ -551,7 +498,7 @@ async fn answer(
 
     if call.service == "ec2"
         && let Some((code, message)) =
-            refused_launch(&upstream, &call, &String::from_utf8_lossy(&body)).await
+            launch_parameters::refused(&upstream, &call, &String::from_utf8_lossy(&body)).await
     {
         return Ok(aws_wire::ec2_error(400, code, &message));
     }
@@ -560,7 +507,7 @@ async fn answer(
         && let Some(paged) = paging::paged(&call.operation)
     {
         let (parts, ()) = probe.into_parts();
-        return Ok(serve_page(
+        return Ok(catalogue::serve_page(
             &state,
             &client,
             &upstream,
@@ -611,25 +558,8 @@ async fn answer(
             }
             None => (None, None),
         };
-        if (mode.is_some() || vpc.is_some())
-            && let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body)
-            && let Some(cluster) = json.get_mut("cluster").and_then(|c| c.as_object_mut())
-        {
-            if let Some(mode) = mode {
-                cluster.insert(
-                    "accessConfig".into(),
-                    serde_json::json!({ "authenticationMode": mode }),
-                );
-            }
-            if let Some(vpc) = vpc {
-                let config = cluster
-                    .entry("resourcesVpcConfig")
-                    .or_insert_with(|| serde_json::json!({}));
-                if let Some(config) = config.as_object_mut() {
-                    config.insert("vpcId".into(), serde_json::json!(vpc));
-                }
-            }
-            body = Bytes::from(json.to_string());
+        if let Some(with) = aws_wire::cluster_with(&body, mode.as_deref(), vpc.as_deref()) {
+            body = Bytes::from(with);
         }
     }
     parts.headers.remove("transfer-encoding");
@@ -638,159 +568,4 @@ async fn answer(
         .headers
         .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
     Ok(Response::from_parts(parts, Full::new(body)))
-}
-
-/// Sends `body` to moto with the request's method, path and headers; its answer's parts and body.
-async fn forward(
-    client: &Upstream,
-    upstream: &str,
-    asked: &hyper::http::request::Parts,
-    body: Bytes,
-) -> Result<(hyper::http::response::Parts, Bytes), std::io::Error> {
-    let path = asked
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/");
-    let mut forward = Request::builder()
-        .method(asked.method.clone())
-        .uri(format!("{upstream}{path}"));
-    for (k, v) in asked.headers.iter().filter(|(k, _)| *k != CONTENT_LENGTH) {
-        forward = forward.header(k, v);
-    }
-    let forward = forward
-        .header(CONTENT_LENGTH, body.len())
-        .body(Full::new(body))
-        .map_err(std::io::Error::other)?;
-    let answer = client
-        .request(forward)
-        .await
-        .map_err(std::io::Error::other)?;
-    let (parts, body) = answer.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .map_err(std::io::Error::other)?;
-    Ok((parts, body))
-}
-
-/// One page of a paged instance-type listing, as EC2 pages it, from the listing's full answer:
-/// moto's, kept for the proxy's life, or for a region moto has no offerings for, the emulated
-/// one, rebuilt at each first page since the region's subnets may have changed.
-async fn serve_page(
-    state: &Mutex<State>,
-    client: &Upstream,
-    upstream: &str,
-    asked: &hyper::http::request::Parts,
-    paged: paging::Paged,
-    region: &str,
-    body: &[u8],
-) -> Response<Full<Bytes>> {
-    let request = match paging::page_request(paged, &String::from_utf8_lossy(body)) {
-        Ok(request) => request,
-        Err(refusal) => return aws_wire::ec2_error(400, refusal.code, &refusal.message),
-    };
-    let kept = lock(state).listings.get(region, &request.listing);
-    let listing = match kept {
-        Some(listing) if !(listing.follows_subnets && request.offset == 0) => listing,
-        _ => match full_listing(state, client, upstream, asked, paged, region, &request).await {
-            Ok(listing) => {
-                let listing = Arc::new(listing);
-                lock(state)
-                    .listings
-                    .keep(region, &request.listing, listing.clone());
-                listing
-            }
-            Err(answer) => return answer,
-        },
-    };
-    aws_wire::query_xml(200, listing.page(&request))
-}
-
-/// The whole listing `request` asks for; moto's own error answer when it refuses.
-async fn full_listing(
-    state: &Mutex<State>,
-    client: &Upstream,
-    upstream: &str,
-    asked: &hyper::http::request::Parts,
-    paged: paging::Paged,
-    region: &str,
-    request: &paging::PageRequest,
-) -> Result<paging::Listing, Response<Full<Bytes>>> {
-    let internal = |what: String| aws_wire::ec2_error(500, "InternalError", &what);
-    let (parts, answer) = forward(
-        client,
-        upstream,
-        asked,
-        Bytes::from(request.listing.clone()),
-    )
-    .await
-    .map_err(|e| internal(format!("aws-gap-proxy could not reach moto: {e}")))?;
-    if parts.status != StatusCode::OK {
-        return Err(Response::from_parts(parts, Full::new(answer)));
-    }
-    let listing =
-        paging::Listing::parse(paged, &String::from_utf8_lossy(&answer)).ok_or_else(|| {
-            internal(format!(
-                "aws-gap-proxy could not read moto's {}",
-                paged.action
-            ))
-        })?;
-    if paged != paging::OFFERINGS || !offerings::by_zone(&request.listing) || listing.len() > 0 {
-        return Ok(listing);
-    }
-    let cached = lock(state).catalogue_names.get(region).cloned();
-    let names = match cached {
-        Some(names) => names,
-        None => {
-            let names = offerings::instance_type_names(upstream, region)
-                .await
-                .map(Arc::new)
-                .map_err(|e| {
-                    internal(format!(
-                        "aws-gap-proxy could not list moto's instance types: {e}"
-                    ))
-                })?;
-            lock(state)
-                .catalogue_names
-                .insert(region.to_owned(), names.clone());
-            names
-        }
-    };
-    let zones = offerings::subnet_zones(upstream, region)
-        .await
-        .map_err(|e| internal(format!("aws-gap-proxy could not list subnets: {e}")))?;
-    Ok(
-        paging::Listing::of_items(paging::OFFERINGS, offerings::items(&names, &zones))
-            .following_subnets(),
-    )
-}
-
-/// What EC2 refuses at launch and moto lets through (`launch_parameters.rs`); `None` for every
-/// other request.
-async fn refused_launch(
-    upstream: &str,
-    call: &Call,
-    body: &str,
-) -> Option<launch_parameters::Refusal> {
-    match call.operation.as_str() {
-        "CreateLaunchTemplate" | "CreateLaunchTemplateVersion" => {
-            launch_parameters::launch_template_refusal(&call.region, &launch_parameters::form(body))
-        }
-        "RunInstances" => {
-            let form = launch_parameters::form(body);
-            let template = match launch_parameters::named_template(&form) {
-                // A template moto cannot describe is moto's to refuse.
-                Some((template, version)) => {
-                    launch_parameters::template_data(upstream, &call.region, &template, &version)
-                        .await
-                        .unwrap_or_default()
-                }
-                None => launch_parameters::TemplateData::default(),
-            };
-            launch_parameters::run_instances_refusal(&call.region, &form, &template)
-        }
-        _ => None,
-    }
 }

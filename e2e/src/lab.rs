@@ -460,7 +460,8 @@ impl Lab {
     /// `condition` (`Launched`, `Registered`, `Initialized`), and returns it.
     pub async fn wait_node_claim(&self, condition: &str, deadline: Duration) -> Result<NodeClaim> {
         let what = format!("a NodeClaim of NodePool {} {condition}", self.fx.name);
-        crate::wait_for(&what, deadline, || async {
+        let started = Instant::now();
+        let found = crate::wait_for(&what, deadline, || async {
             Ok(self.node_claims().await?.into_iter().find(|claim| {
                 claim
                     .status
@@ -470,7 +471,10 @@ impl Lab {
             }))
         })
         .await
-        .with_context(|| format!("Karpenter's log ends:\n{}", self.karpenter.log_tail(15)))
+        .with_context(|| format!("Karpenter's log ends:\n{}", self.karpenter.log_tail(15)))?;
+        // What the lab's deadlines are measured from (`cargo test ... -- --nocapture`).
+        eprintln!("lab: {what} after {:.1} s", started.elapsed().as_secs_f64());
+        Ok(found)
     }
 
     /// Waits until Karpenter logged `message` (a JSON log line's `message`) for this test's
@@ -482,17 +486,17 @@ impl Lab {
         fields: &[&str],
         deadline: Duration,
     ) -> Result<Value> {
-        crate::wait_for(
-            &format!("Karpenter to log {message:?} {fields:?}"),
-            deadline,
-            || async {
-                Ok(self.karpenter.logged(message).into_iter().find(|line| {
-                    let text = line.to_string();
-                    fields.iter().all(|f| text.contains(f))
-                }))
-            },
-        )
-        .await
+        let started = Instant::now();
+        let what = format!("Karpenter to log {message:?} {fields:?}");
+        let line = crate::wait_for(&what, deadline, || async {
+            Ok(self.karpenter.logged(message).into_iter().find(|line| {
+                let text = line.to_string();
+                fields.iter().all(|f| text.contains(f))
+            }))
+        })
+        .await?;
+        eprintln!("lab: {what} after {:.1} s", started.elapsed().as_secs_f64());
+        Ok(line)
     }
 
     /// This test's EC2NodeClass as Karpenter left it.
