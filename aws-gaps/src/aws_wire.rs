@@ -457,3 +457,21 @@ pub(super) fn append_slowest(
         .open(path)
         .and_then(|mut file| std::io::Write::write_all(&mut file, lines.as_bytes()));
 }
+
+/// Whether moto's answer says it could not serve the call: a server error, or a client error
+/// whose body names something moto does not implement (an unknown action or path).
+pub(super) fn unserved(status: u16, body: &[u8]) -> bool {
+    if status >= 500 {
+        return true;
+    }
+    let text = String::from_utf8_lossy(body);
+    (400..500).contains(&status)
+        && [
+            "not yet implemented",
+            "NotImplemented",
+            "InvalidAction",
+            "UnknownOperation",
+        ]
+        .iter()
+        .any(|marker| text.contains(marker))
+}

@@ -164,7 +164,11 @@ pub(super) async fn template_data(
 
 /// What EC2 refuses at launch and moto lets through ; `None` for every
 /// other request.
-async fn refused_launch(upstream: &str, call: &Call, body: &str) -> Option<Refusal> {
+pub(super) async fn refused(
+    upstream: &str,
+    call: &super::aws_wire::Call,
+    body: &str,
+) -> Option<Refusal> {
     match call.operation.as_str() {
         "CreateLaunchTemplate" | "CreateLaunchTemplateVersion" => {
             launch_template_refusal(&call.region, &form(body))

@@ -31,7 +31,6 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -87,6 +86,9 @@ struct State {
     counts: BTreeMap<(String, String), usize>,
     /// The longest time each (service, operation) took to answer, what the proxy adds included.
     slowest: BTreeMap<(String, String), Duration>,
+    /// Calls moto could not serve (it answers 5xx, or 4xx naming something it does not
+    /// implement), by (service, operation): how many, and the last status.
+    unserved: BTreeMap<(String, String), (usize, u16)>,
     /// Serve IAM SimulatePrincipalPolicy (moto has none).
     simulator: bool,
     /// The service control policies (JSON documents) the simulator applies; none: the account
@@ -342,6 +344,11 @@ impl FaultProxy {
         state.slowest.clear();
     }
 
+    /// The calls moto could not serve so far, by (service, operation): how many, the last status.
+    pub fn unserved(&self) -> BTreeMap<(String, String), (usize, u16)> {
+        lock(&self.state).unserved.clone()
+    }
+
     /// The longest answer of each (service, operation) so far: what an e2e test's timeouts are
     /// measured against.
     pub fn slowest(&self) -> BTreeMap<(String, String), Duration> {
@@ -523,6 +530,19 @@ async fn answer(
     let asked_body = body.clone();
     let (parts, ()) = probe.into_parts();
     let (mut parts, mut body) = forward(&client, &upstream, &parts, body).await?;
+    if aws_wire::unserved(parts.status.as_u16(), &body) {
+        // Logged at once (the bed's aws-gap-proxy.log, a test's stderr) and kept for the test.
+        eprintln!(
+            "aws-gap-proxy: moto could not serve {} {} ({})",
+            call.service, call.operation, parts.status
+        );
+        let mut state = lock(&state);
+        let seen = state
+            .unserved
+            .entry((call.service.clone(), call.operation.clone()))
+            .or_default();
+        *seen = (seen.0 + 1, parts.status.as_u16());
+    }
 
     if call.service == "ec2" && call.operation == "DescribeImages" && parts.status == StatusCode::OK
     {

@@ -549,6 +549,10 @@ impl Lab {
         .await;
         let _ = self.karpenter.stop().await;
         self.stand_in.abort();
+        // The gaps the lab leaves open, from what Karpenter asked and moto could not serve.
+        for ((service, operation), (count, status)) in self.fx.proxy.unserved() {
+            eprintln!("lab: moto could not serve {service} {operation} ({count}×, last {status})");
+        }
         let outcome = outcome.and(drained);
         self.fx.finish(outcome).await
     }

@@ -3,6 +3,9 @@
 //! exits with the documented codes (0, 1, 2 with AWS unreachable, 3 when it cannot run), makes only
 //! read requests (the API server's audit log says so), and answers as a kubectl plugin. Does IO
 //! (API server, moto, child processes).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: the one-
+//! shot check is compared with the operator on one frozen state.
 
 use anyhow::{Context as _, Result, bail};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};

@@ -10,6 +10,10 @@
 //! `AmiFamilyMismatch` until repaired. Images selected by id: one EC2 deprecates within days is
 //! a warning, one disabled while another remains a warning (a status log proves no False), all
 //! gone `AmiUnavailable` until one is re-enabled. Does IO (API server, moto, fault proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: the image
+//! states here (releases AWS never built, another family's images, deprecations) are not in the gap
+//! proxy's catalogue; the lab proves AmiUnavailable (lab_reasons).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason, Severity};

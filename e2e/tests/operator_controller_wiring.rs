@@ -5,6 +5,10 @@
 //! share a seeded setup and an operator (they run one after another, each repaired before the
 //! next), so the per-reason runs cost one bed and one operator per test. Does IO (API server,
 //! moto, fault proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: moto
+//! enforces no IAM policy, so the real controller is never refused; the verdicts are proven against
+//! the gap proxy's IAM simulator.
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ServiceAccount;

@@ -4,6 +4,10 @@
 //! wait once it allows one (and the eviction goes through), a `karpenter.sh/do-not-disrupt` Pod,
 //! and an empty Node; `check` says the same. DriftCanBeReplaced stays True throughout: these are
 //! warnings. Does IO (API server, controller-manager, moto).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: a
+//! NodeClaim stuck terminating for an hour, which the bed cannot age; the eviction API's refusal
+//! itself is real.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;

@@ -10,6 +10,11 @@
 //! names, its own namespace holding its Karpenter Deployment and ServiceAccount (the operator's
 //! `--karpenter-namespace`), and prefixed cluster-scoped objects, all removed at the end. The
 //! singleton kube-system/aws-auth is shared: a test adds its own entries and removes them again.
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: the
+//! classic failures against the real controller are in lab_classic_failures; here each verdict is
+//! driven through Karpenter releases (0.37 to 1.9) the lab cannot build and states it cannot age
+//! (15-minute registrations).
 
 use anyhow::Result;
 use k8s_openapi::jiff::SignedDuration;

@@ -3,6 +3,9 @@
 //! (`deploy/argocd/health.lua`, run by `deploy/argocd/test.sh` under Lua 5.1) on the objects as
 //! they were while pending, healthy, broken and blind. Does IO (API server, moto, child
 //! processes).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: what is
+//! checked is what GitOps tools read of the operator's status.
 
 use anyhow::{Context, Result, ensure};
 use karpenter_health_api::{ConditionType, KarpenterHealth, KarpenterHealthStatus};

@@ -9,6 +9,10 @@
 //! (a status log proves no False), `DriftCanBeReplaced` False under a budget of 0 always in force
 //! (without a schedule, then as a daily freeze for 24 h), True again at 10 %, where Karpenter's
 //! own DisruptionBlocked Event naming a PodDisruptionBudget is a warning that names it. Does IO (API server, moto, fault proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: the
+//! catalogue and limit arithmetic over many NodePool shapes at once; the lab proves the launches
+//! (lab_reasons).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::NodePool;

@@ -7,6 +7,9 @@
 //! and waits for True again; scenarios of one kind share a seeded setup and an operator. And AWS
 //! denying the new reads is Unknown with the cause, never False. Does IO (API server, moto, fault
 //! proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: moto
+//! launches whatever the network, so the lab cannot show a node that cannot reach AWS.
 
 use anyhow::Result;
 use k8s_openapi::api::apps::v1::DaemonSet;

@@ -4,6 +4,9 @@
 //! AmazonEKS_CNI_Policy is a problem only once EKS answers that there is none; while the
 //! association cannot be read, NodeRoleReady is Unknown with the cause, never False. Does IO (API
 //! server, moto, fault proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: moto has
+//! no Pod Identity; the gap proxy serves the associations from test data.
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ServiceAccount;

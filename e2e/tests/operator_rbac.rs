@@ -2,6 +2,9 @@
 //! operator's in-cluster ServiceAccount may do what the operator uses and nothing more, asked of
 //! the API server's authorizer; the real calls are refused where they must be. The operator tests
 //! in `operator_failures` prove the same rules sufficient. Does IO (API server).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: what is
+//! checked is the operator's own requests; Karpenter's status only has to exist.
 
 use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};

@@ -8,6 +8,9 @@
 //! turns `CapacityReservationsUsable` False with `CapacityReservationsNotFound`, a reservation in
 //! the class's zone turns it True again, and the controller's `ReservedCapacity` gate off is
 //! `ReservedCapacityDisabled` until it is on again. Does IO (API server, moto, gap proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: moto has
+//! no capacity reservations for Karpenter to launch into.
 
 use anyhow::Result;
 use karpenter_health_api::{ConditionType, Reason, Severity};

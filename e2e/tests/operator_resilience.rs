@@ -4,6 +4,10 @@
 //! status unchanged and every watch working. Each test starts from the healthy seeded setup of
 //! `karpenter_health_e2e::fixture`. Does IO (API server, moto, fault proxy, restarts the bed's API
 //! server).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: what is
+//! checked is the operator through API server and AWS outages; Karpenter's status only has to
+//! exist.
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};

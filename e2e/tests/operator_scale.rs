@@ -4,6 +4,9 @@
 //! (`ClusterNameSharedWithOtherCluster`). A watch on the KarpenterHealth, started before the
 //! operator, proves that no status ever held a False condition through a cold start, a leader
 //! change and an API-server restart. Does IO (API server, moto).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: 10,000
+//! NodeClaims would be 10,000 instances launched by the real controller.
 
 use anyhow::{Context, Result, ensure};
 use futures::{StreamExt, TryStreamExt};

@@ -4,6 +4,10 @@
 //! with its reason, and what cannot be seen is Unknown with the cause. Each test starts all True,
 //! walks its setups, repairs what it broke and ends all True. Does IO (API server, moto, fault
 //! proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: these
+//! verdicts must hold Unknown or True under faults and edge data, which needs Karpenter's status
+//! frozen in a chosen shape.
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ServiceAccount;

@@ -4,6 +4,10 @@
 //! way users break it, waits for exactly the expected condition and reason, repairs it and waits
 //! for True again; and AWS denying the new reads is Unknown with the cause, never False. Does IO
 //! (API server, moto, fault proxy).
+//!
+//! Karpenter's state is written by hand here, not produced by the lab's real controller: moto
+//! emulates no KMS failure at launch, and older releases' CRDs and versions cannot be built in the
+//! lab.
 
 use anyhow::{Context, Result};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
