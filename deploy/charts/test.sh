@@ -243,7 +243,7 @@ else
   kubectl create namespace karpenter >/dev/null
   kubectl create namespace monitoring >/dev/null
   kubectl apply -f "$chart/crds/$crd" >/dev/null
-  # --validate renders with the API server's own capabilities (PDB policy/v1beta1 on 1.20; no
+  # --validate renders with the API server's own capabilities (PDB policy/v1 on 1.34; no
   # monitoring.coreos.com, so the ServiceMonitor and PrometheusRule stay out though enabled).
   for values in default all; do
     if [ "$values" = default ]; then
@@ -264,8 +264,8 @@ PY
     kubectl apply --dry-run=server -f "$tmp/dry-core.yaml" >"$tmp/dry.log" 2>&1 \
       || { cat "$tmp/dry.log"; fail "the API server refuses the $values render"; }
   done
-  grep -q 'apiVersion: policy/v1beta1' "$tmp/dry-core.yaml" \
-    || fail "on Kubernetes 1.20 the PodDisruptionBudget must be policy/v1beta1"
+  grep -q 'apiVersion: policy/v1$' "$tmp/dry-core.yaml" \
+    || fail "on the bed's Kubernetes (1.34, which serves no policy/v1beta1) the PodDisruptionBudget must be policy/v1"
 
   refused "helm install without image.repository" "image.repository is required: pass --set image.repository=" \
     "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false

@@ -196,6 +196,7 @@ impl KarpenterProcess {
 pub struct Lab {
     pub fx: Fixture,
     pub karpenter: KarpenterProcess,
+    settings: Settings,
     stand_in: tokio::task::JoinHandle<()>,
 }
 
@@ -277,6 +278,7 @@ impl Lab {
             log,
         )
         .await?;
+        eprintln!("lab: Karpenter {release} ready");
         let stand_in = tokio::spawn({
             let client = fx.admin.clone();
             async move {
@@ -288,8 +290,28 @@ impl Lab {
         Ok(Self {
             fx,
             karpenter,
+            settings,
             stand_in,
         })
+    }
+
+    /// Stops Karpenter and starts it again with the same settings (its caches empty, as after a
+    /// Pod restart or an upgrade); its new log is the old one's `.restart.log` sibling.
+    pub async fn restart_karpenter(&mut self) -> Result<()> {
+        // The old process must be gone before the new one reconciles.
+        self.karpenter.child.kill().await?;
+        let log = self.karpenter.log.with_extension("restart.log");
+        let release = self.karpenter.release.clone();
+        self.karpenter = KarpenterProcess::start(
+            &self.fx.bed,
+            &release,
+            &self.fx.proxy.url(),
+            &self.fx.region,
+            &self.settings,
+            log,
+        )
+        .await?;
+        Ok(())
     }
 
     /// Creates a Pod in the test's namespace that requests `cpu` and selects this test's

@@ -398,3 +398,88 @@ async fn an_interruption_queue_sqs_does_not_have_is_never_read() -> Result<()> {
     .await;
     lab.finish(outcome).await
 }
+
+/// The SSM parameters AWS publishes for `al2023@latest` at Kubernetes `minor` (the EKS user
+/// guide's "Retrieve recommended Amazon Linux AMI IDs").
+fn al2023_latest_parameters(minor: &str) -> Vec<String> {
+    [
+        ("x86_64", "standard"),
+        ("x86_64", "nvidia"),
+        ("x86_64", "neuron"),
+        ("arm64", "standard"),
+        ("arm64", "nvidia"),
+    ]
+    .iter()
+    .map(|(arch, variant)| {
+        format!("/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/{variant}/recommended/image_id")
+    })
+    .collect()
+}
+
+/// AmisResolvable: the alias's parameters go away after Karpenter resolved them (as when the
+/// control plane moves to a minor AWS has not published images for). Karpenter's resolution then
+/// fails, and it leaves `status.amis` and `AMIsReady` as they were and launches from them
+/// (`pkg/controllers/nodeclass/ami.go`): a warning while it does, never False. Once the class is
+/// edited, its status no longer speaks for the new generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_images() -> Result<()> {
+    let mut lab = Lab::start("lab-alias", "eu-west-2").await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.karpenter_condition("AMIsReady", "True").await?;
+        lab.fx.wait_healthy("with the alias resolved").await?;
+        let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
+        for name in al2023_latest_parameters(karpenter_health_e2e::lab::KUBERNETES_VERSION) {
+            lab.fx.proxy.set_public_parameter(&name, None);
+        }
+        // A Karpenter with empty caches (after a restart, or at a new minor) resolves nothing.
+        lab.restart_karpenter().await?;
+        let status = lab
+            .fx
+            .wait_status("the warning that the alias no longer resolves", |s| {
+                s.findings
+                    .iter()
+                    .any(|f| f.reason == "AmiAliasNoLongerResolves")
+            })
+            .await?;
+        ensure!(
+            condition_is(
+                &status,
+                ConditionType::AmisResolvable,
+                "True",
+                Reason::AmisResolved
+            ),
+            "a warning, not a verdict"
+        );
+        // What Karpenter does: it keeps AMIsReady and launches from the images it holds.
+        lab.workload("web", "500m").await?;
+        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        lab.karpenter_condition("AMIsReady", "True").await?;
+        for held in log.stop() {
+            ensure!(
+                !condition_is(
+                    &held,
+                    ConditionType::AmisResolvable,
+                    "False",
+                    Reason::AmiAliasNotPublished
+                ),
+                "False while Karpenter launched from the images it resolved"
+            );
+        }
+        // Republished: the warning goes.
+        lab.fx.proxy.set_public_parameter(
+            &al2023_latest_parameters(karpenter_health_e2e::lab::KUBERNETES_VERSION)[0],
+            Some("ami-0e000000000000001"),
+        );
+        lab.fx
+            .wait_status("the warning gone once AWS publishes again", |s| {
+                !s.findings
+                    .iter()
+                    .any(|f| f.reason == "AmiAliasNoLongerResolves")
+            })
+            .await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}

@@ -81,6 +81,9 @@ warnings! {
     AmiAliasNotPublishedForNextMinor => AmisResolvable,
         "The EC2NodeClass's pinned alias is published for the cluster's Kubernetes version but not for the next one, while AWS publishes images for the next one: once the cluster is upgraded, Karpenter resolves no image for the class and every launch fails (aws/karpenter-provider-aws #9159).",
         "Before upgrading the cluster, pin a release published for both versions (or use @latest).";
+    AmiAliasNoLongerResolves => AmisResolvable,
+        "The EC2NodeClass's alias resolves through SSM parameters AWS has not published for the cluster's Kubernetes version, but Karpenter keeps the images it resolved before in its status (AMIsReady stays True) and goes on launching from them; the next edit of the class, and any new class with this alias, resolves nothing (aws/karpenter-provider-aws pkg/controllers/nodeclass/ami.go).",
+        "Pin a release published for the cluster's version (or use @latest) before the class is next edited.";
     AmiDeprecated => AmisResolvable,
         "EC2 has deprecated images Karpenter resolved for this EC2NodeClass. Launches still work, and Karpenter uses a deprecated image only when nothing newer matches, but AWS no longer patches it and may deregister it, and then nothing resolves.",
         "Select a current image (a newer pinned release, @latest, or new selector terms).";

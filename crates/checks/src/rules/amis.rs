@@ -22,7 +22,7 @@ use super::{Check, Context, Outcome, Why};
 use crate::facts::{AmiParameters, Observed};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::{EC2NodeClass, ResolvedAmi};
-use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason};
 
 /// The alias version that follows AWS's newest release.
 pub const LATEST: &str = "latest";
@@ -47,10 +47,14 @@ pub struct Alias {
 }
 
 impl Alias {
-    /// Parses `family@version` as the CRD admits it; `None` for anything else.
+    /// Parses `family@version` as the CRD admits it; `None` for anything else. Karpenter compares
+    /// both parts exactly: the family must be lower case, and only `latest` follows AWS's
+    /// newest release; `LATEST` is a release of that name, which AWS never published
+    /// (aws/karpenter-provider-aws `pkg/apis/v1/ec2nodeclass.go` `amiFamilyFromAlias`,
+    /// `pkg/providers/amifamily/al2023.go` `amiVersion == v1.AliasVersionLatest`).
     pub fn parse(written: &str) -> Option<Self> {
         let (family, version) = written.trim().split_once('@')?;
-        let family = match family.to_ascii_lowercase().as_str() {
+        let family = match family {
             "al2" => AliasFamily::Al2,
             "al2023" => AliasFamily::Al2023,
             "bottlerocket" => AliasFamily::Bottlerocket,
@@ -79,7 +83,7 @@ impl Alias {
 
     /// Pinned to a release: it does not follow AWS's newest.
     pub fn pinned(&self) -> bool {
-        !self.version.eq_ignore_ascii_case(LATEST)
+        self.version != LATEST
     }
 
     /// The SSM parameters Karpenter reads to resolve this alias for Kubernetes `minor`: every
@@ -110,7 +114,7 @@ impl Alias {
 
 /// The parameter names of Karpenter's `DescribeImageQuery` for each family.
 fn parameters(family: AliasFamily, version: &str, minor: &str) -> Vec<String> {
-    let latest = version.eq_ignore_ascii_case(LATEST);
+    let latest = version == LATEST;
     match family {
         AliasFamily::Al2023 => [
             ("x86_64", "standard"),
@@ -320,8 +324,28 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     c.finish(Reason::AmisResolved, message)
 }
 
-/// An alias term: published for the cluster's minor (else False), and for the next minor when
-/// AWS has published that minor (else a warning).
+/// The images Karpenter still launches from, when it resolved some for the class's current
+/// generation and has not marked them unusable: `status.amis` non-empty and `AMIsReady` True
+/// for this generation (a condition without `observedGeneration`, as older releases write it,
+/// counts as current). Listed for a message; `None` when Karpenter holds none.
+fn images_karpenter_keeps(ctx: &Context) -> Option<String> {
+    let class = &ctx.facts.cluster.node_class;
+    let amis = &class.status.as_ref()?.amis;
+    let ready = ctx.karpenter_condition("AMIsReady")?;
+    let current = ready
+        .observed_generation
+        .is_none_or(|g| Some(g) == class.metadata.generation);
+    if amis.is_empty() || ConditionStatus::parse(&ready.status) != ConditionStatus::True || !current
+    {
+        return None;
+    }
+    let ids: Vec<String> = amis.iter().map(|a| a.id.clone()).collect();
+    Some(super::list_bounded(&ids, 3))
+}
+
+/// An alias term: published for the cluster's minor (else False, or a warning while Karpenter
+/// still launches from images it resolved before), and for the next minor when AWS has
+/// published that minor (else a warning).
 fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<String>) {
     let facts = match &ctx.facts.aws.ami_parameters {
         Some(Observed::Found(facts)) => facts,
@@ -355,16 +379,42 @@ fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<Str
             ));
         }
         Published::No => {
+            // `@LATEST`: Karpenter reads a release of that name, not AWS's newest.
+            let fix = if alias.version.eq_ignore_ascii_case(LATEST) {
+                format!(
+                    "Write @{LATEST} in lower case: Karpenter compares it exactly and reads \
+                     @{} as a release of that name.",
+                    alias.version
+                )
+            } else {
+                format!("Pin a release published for {minor} or use @{LATEST}.")
+            };
+            let unpublished = format!(
+                "The alias {} resolves through SSM parameters AWS has not published for \
+                 Kubernetes {minor}, the cluster's version (none of {} answers, e.g. {})",
+                alias.written,
+                alias.parameters(minor).len(),
+                alias.parameters(minor)[0]
+            );
+            // Karpenter leaves its status alone when resolving fails (an error returns before
+            // it is touched; only UnsupportedAlias sets AMIsReady False) and launches from the
+            // images it resolved before (pkg/controllers/nodeclass/ami.go).
+            if let Some(kept) = images_karpenter_keeps(ctx) {
+                return c.warn(
+                    Warning::AmiAliasNoLongerResolves,
+                    format!(
+                        "{unpublished}. Karpenter keeps launching from the image(s) it resolved \
+                         before ({kept}), but the next edit of this EC2NodeClass, and any new \
+                         class with this alias, resolves nothing. {fix}"
+                    ),
+                    subjects(),
+                );
+            }
             return c.fail(
                 Reason::AmiAliasNotPublished,
                 format!(
-                    "The alias {} resolves through SSM parameters AWS has not published for \
-                     Kubernetes {minor}, the cluster's version (none of {} answers, e.g. {}), so \
-                     Karpenter resolves no image for this EC2NodeClass and launches nothing. Pin \
-                     a release published for {minor} or use @latest.",
-                    alias.written,
-                    alias.parameters(minor).len(),
-                    alias.parameters(minor)[0]
+                    "{unpublished}, and Karpenter holds no image resolved for this version of \
+                     the EC2NodeClass, so it launches nothing. {fix}"
                 ),
                 subjects(),
             );
@@ -499,6 +549,16 @@ mod tests {
         assert_eq!(win.parameters_to_read("1.31").len(), 1);
         assert_eq!(pinned.parameters_to_read("1.31").len(), 15);
         assert_eq!(Alias::parse("ubuntu@latest"), None);
+        // Karpenter compares exactly: `LATEST` is a pinned release of that name, `AL2023` no family.
+        let shouting = Alias::parse("al2023@LATEST").unwrap();
+        assert!(shouting.pinned());
+        assert!(
+            shouting
+                .parameters("1.34")
+                .iter()
+                .all(|p| p.ends_with("-1.34-LATEST/image_id"))
+        );
+        assert_eq!(Alias::parse("AL2023@latest"), None);
         assert_eq!(Alias::parse("al2023@"), None);
     }
 

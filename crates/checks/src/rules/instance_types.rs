@@ -32,6 +32,16 @@ fn offered<'a>(catalog: &'a InstanceTypeCatalog, zones: &BTreeSet<String>) -> Ve
         .types
         .iter()
         .zip(0u32..)
+        // Karpenter lists only the types EC2 runs as x86_64 or arm64 (its DescribeInstanceTypes
+        // filter on processor-info.supported-architecture, aws/karpenter-provider-aws
+        // pkg/providers/instancetype/instancetype.go): EC2 Mac types (x86_64_mac, arm64_mac,
+        // dedicated hosts only) are never its candidates. A type that does not say stays.
+        .filter(|(t, _)| {
+            t.architectures.is_empty()
+                || t.architectures
+                    .iter()
+                    .any(|a| a == "x86_64" || a == "arm64")
+        })
         .filter_map(|(t, index)| {
             let in_zones: Vec<&str> = catalog
                 .zones

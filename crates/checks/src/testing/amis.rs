@@ -24,6 +24,18 @@ impl Facts {
         })
     }
 
+    /// Karpenter holds no image for the class: it never resolved one (a new class, or a class
+    /// edited since), so `status.amis` is empty and its AMIsReady Unknown.
+    pub fn with_no_images_resolved(self) -> Self {
+        self.with(|f| {
+            if let Some(status) = f.cluster.node_class.status.as_mut() {
+                status.amis.clear();
+            }
+            reask_images(f);
+        })
+        .with_karpenter_condition(karpenter_condition("AMIsReady", "Unknown", now()))
+    }
+
     /// The class selects its images with `alias`; SSM answers each parameter it needs at
     /// Kubernetes `minor` with `answer`.
     pub fn with_ami_alias(

@@ -5,6 +5,7 @@
 
 use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, UnknownCause};
+use crate::testing::{karpenter_condition, now};
 use karpenter_health_api::ConditionType;
 
 fn amis(f: &Facts) -> (String, String, String, Vec<String>) {
@@ -114,6 +115,30 @@ fn what_was_not_read_is_unknown_never_false() {
 }
 
 #[test]
+fn latest_in_capitals_is_a_release_of_that_name_and_resolves_nothing() {
+    // Karpenter compares the version with `latest` exactly (aws/karpenter-provider-aws
+    // pkg/providers/amifamily/al2023.go): `@LATEST` reads release "LATEST", which AWS never built.
+    let published_recommended = |name: &str| {
+        if name.ends_with("/recommended/image_id") {
+            Observed::Found("ami-0latest".into())
+        } else {
+            Observed::Absent
+        }
+    };
+    let f = Facts::healthy()
+        .with_ami_alias("al2023@LATEST", "1.29", published_recommended)
+        .with_no_images_resolved();
+    let (status, reason, message, _) = amis(&f);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "AmiAliasNotPublished")
+    );
+    assert!(message.contains("Write @latest in lower case"), "{message}");
+    let f = Facts::healthy().with_ami_alias("al2023@latest", "1.29", published_recommended);
+    assert_eq!(amis(&f).0, "True");
+}
+
+#[test]
 fn latest_follows_aws_and_is_never_warned_about_the_next_minor() {
     let f = Facts::healthy().with_ami_alias("al2023@latest", "1.29", |name| {
         if name.contains("/1.29/") {
@@ -125,9 +150,45 @@ fn latest_follows_aws_and_is_never_warned_about_the_next_minor() {
     let (status, _, message, warnings) = amis(&f);
     assert_eq!(status, "True", "{message}");
     assert!(warnings.is_empty(), "{warnings:?}");
-    // A Kubernetes version AWS stopped publishing for: even @latest resolves nothing.
-    let f = Facts::healthy().with_ami_alias("al2@latest", "1.33", |_| Observed::Absent);
+    // A Kubernetes version AWS stopped publishing for: even @latest resolves nothing, for a
+    // class Karpenter holds no image of.
+    let f = Facts::healthy()
+        .with_ami_alias("al2@latest", "1.33", |_| Observed::Absent)
+        .with_no_images_resolved();
     assert_eq!(amis(&f).1, "AmiAliasNotPublished");
+}
+
+#[test]
+fn an_alias_that_stops_resolving_is_a_warning_while_karpenter_keeps_its_images() {
+    // Karpenter leaves status.amis and AMIsReady alone when resolving fails and launches from
+    // them (aws/karpenter-provider-aws pkg/controllers/nodeclass/ami.go).
+    let unpublished =
+        || Facts::healthy().with_ami_alias("al2023@latest", "1.29", |_| Observed::Absent);
+    let (status, reason, message, warnings) = amis(&unpublished());
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "AmisResolved"),
+        "{message}"
+    );
+    assert_eq!(warnings, vec!["AmiAliasNoLongerResolves"]);
+    // Karpenter holds none: False.
+    assert_eq!(
+        amis(&unpublished().with_no_images_resolved()).1,
+        "AmiAliasNotPublished"
+    );
+    // Its AMIsReady speaks for an older generation of the class (edited since): False.
+    let mut stale = karpenter_condition("AMIsReady", "True", now());
+    stale.observed_generation = Some(0);
+    assert_eq!(
+        amis(&unpublished().with_karpenter_condition(stale)).1,
+        "AmiAliasNotPublished"
+    );
+    // Refused (UnsupportedAlias): False.
+    let refused = karpenter_condition("AMIsReady", "False", now());
+    assert_eq!(
+        amis(&unpublished().with_karpenter_condition(refused)).1,
+        "AmiAliasNotPublished"
+    );
 }
 
 #[test]

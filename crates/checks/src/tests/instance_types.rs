@@ -138,6 +138,39 @@ fn a_type_offered_only_in_zones_the_class_has_no_subnet_in_does_not_count() {
 }
 
 #[test]
+fn ec2_mac_types_karpenter_never_lists_serve_no_node_pool() {
+    // Karpenter lists only x86_64 and arm64 types (aws/karpenter-provider-aws
+    // pkg/providers/instancetype/instancetype.go): a NodePool only Mac types meet launches nothing.
+    let with_macs = |f: &mut Facts| {
+        f.aws.instance_types = Some(Observed::Found(instance_catalog(
+            &[
+                ("m5.large", 2, 8192, "x86_64"),
+                ("mac1.metal", 12, 32768, "x86_64_mac"),
+                ("mac2.metal", 8, 16384, "arm64_mac"),
+            ],
+            &["us-west-2a", "us-west-2b"],
+        )));
+    };
+    let macs_only = Facts::healthy().with(with_macs).with_pool_requirement(
+        "karpenter.k8s.aws/instance-family",
+        "In",
+        &["mac1", "mac2"],
+    );
+    let (status, reason, _) = types(&macs_only);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NoInstanceTypeMatchesRequirements")
+    );
+    // A NodePool that also allows m5 is served by it.
+    let also_m5 = Facts::healthy().with(with_macs).with_pool_requirement(
+        "karpenter.k8s.aws/instance-family",
+        "In",
+        &["mac1", "m5"],
+    );
+    assert_eq!(types(&also_m5).0, "True");
+}
+
+#[test]
 fn what_was_not_seen_is_unknown_never_false() {
     let broken = || {
         Facts::healthy().with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m9"])

@@ -310,7 +310,9 @@ sentences! {
     a_published_alias_is_amis_resolved:
         Facts::healthy() => AmisResolvable is True because AmisResolved;
     a_pinned_alias_never_built_for_the_cluster_version_is_ami_alias_not_published:
-        Facts::healthy().with_ami_alias("al2023@v20230101", "1.29", |_| Observed::Absent)
+        Facts::healthy()
+            .with_ami_alias("al2023@v20230101", "1.29", |_| Observed::Absent)
+            .with_no_images_resolved()
         => AmisResolvable is False because AmiAliasNotPublished;
     al2023_user_data_on_bottlerocket_images_is_ami_family_mismatch:
         Facts::healthy().with_ami_family("AL2023", &["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"])
