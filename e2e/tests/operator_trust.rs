@@ -89,8 +89,10 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
             status.findings
         );
 
-        // Point 1: once the class selects capacity reservations, the fifth rule is needed.
-        // Karpenter finds the reservation, in the class's zone.
+        // Point 1: an ordinary reservation selected (not interruptible: EC2 warns of no
+        // interruption for it) leaves the fifth rule a warning. An interruptible one needs the
+        // rule; Karpenter reports it in status.capacityReservations[].interruptible, which the
+        // v1.8.6 CRDs of this bed do not have (crates/checks tests/interruption.rs covers it).
         let zone = subnet_zone(&status)?;
         fx.patch_node_class_spec(
             json!({"capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}),
@@ -99,15 +101,15 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
         fx.karpenter_found_reservations(&[("cr-0123456789abcdef0", &zone, "active")])
             .await?;
         let status = fx
-            .wait_only_failed(
-                ConditionType::InterruptionHandlingReady,
-                Reason::InterruptionRulesMissing,
-            )
+            .wait_healthy("with an ordinary capacity reservation selected")
             .await?;
-        let text = message(&status, ConditionType::InterruptionHandlingReady);
         assert!(
-            text.contains("capacity-reservation interruptions"),
-            "{text}"
+            status
+                .findings
+                .iter()
+                .any(|f| f.reason == "InterruptionRuleNotYetNeeded"),
+            "the rule for interruptible reservations is still only a warning: {:?}",
+            status.findings
         );
         fx.aws
             .rule(
@@ -117,8 +119,12 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
                 &queue_arn,
             )
             .await?;
-        fx.wait_healthy("with the capacity-reservation rule")
-            .await?;
+        fx.wait_status("no warning once the fifth rule exists", |s| {
+            !s.findings
+                .iter()
+                .any(|f| f.reason == "InterruptionRuleNotYetNeeded")
+        })
+        .await?;
 
         let log = StatusLog::start(&fx.admin, &fx.name);
         // Point 5: the queue policy scopes EventBridge with ArnEquals and a wildcard.

@@ -346,7 +346,7 @@ reasons! {
         "The interruption queue's policy does not let events.amazonaws.com and sqs.amazonaws.com send messages to it, so EventBridge's events never arrive.",
         "Add the queue policy statement of Karpenter's CloudFormation template (Allow sqs:SendMessage to the services events.amazonaws.com and sqs.amazonaws.com).";
     InterruptionRulesMissing => Only(C::InterruptionHandlingReady), False,
-        "No enabled EventBridge rule sends some of the events this EC2NodeClass's nodes can get (instance state change and scheduled change always; spot interruption and rebalance when a NodePool allows spot; capacity-reservation interruption, Karpenter 1.10+, when the class selects capacity reservations or a NodePool asks for reserved capacity) to the queue.",
+        "No enabled EventBridge rule sends some of the events this EC2NodeClass's nodes can get (instance state change and scheduled change always; spot interruption and rebalance when a NodePool allows spot; capacity-reservation interruption, Karpenter 1.10+, when the class selects an interruptible capacity reservation or a NodePool asks for one) to the queue.",
         "Create the missing rules of Karpenter's CloudFormation template on the default event bus with the queue as their target.";
     InterruptionQueueKeyUnusable => Only(C::InterruptionHandlingReady), False,
         "The interruption queue is encrypted with a KMS key EventBridge cannot use (the AWS managed key alias/aws/sqs, a key that is missing or disabled, or one whose key policy does not let events.amazonaws.com call kms:GenerateDataKey and kms:Decrypt), so EventBridge drops every event it sends.",

@@ -183,6 +183,10 @@ pub struct ResolvedCapacityReservation {
     pub state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Time>,
+    /// Whether EC2 may interrupt instances in it (an interruptible reservation; Karpenter 1.10
+    /// and later write it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruptible: Option<bool>,
 }
 
 /// One entry of `status.amis`.

@@ -52,8 +52,8 @@ warnings! {
         "A NodePool of this EC2NodeClass allows spot, but Karpenter has no interruption queue: spot interruption warnings, rebalance recommendations and scheduled maintenance are not handled, so spot nodes vanish without being drained first.",
         "Create the interruption queue and its EventBridge rules (Karpenter's CloudFormation template) and set Karpenter's settings.interruptionQueue to the queue's name.";
     InterruptionRuleNotYetNeeded => InterruptionHandlingReady,
-        "No enabled EventBridge rule sends a kind of event to the interruption queue that this EC2NodeClass's nodes cannot get yet (spot interruption and rebalance without spot NodePools; capacity-reservation interruption without capacity reservations): nothing is lost now, but it will be once they can.",
-        "Add the rule (Karpenter's CloudFormation template) before a NodePool of the class allows spot or the class selects capacity reservations.";
+        "No enabled EventBridge rule sends a kind of event to the interruption queue that this EC2NodeClass's nodes cannot get yet (spot interruption and rebalance without spot NodePools; capacity-reservation interruption without interruptible capacity reservations): nothing is lost now, but it will be once they can.",
+        "Add the rule (Karpenter's CloudFormation template) before a NodePool of the class allows spot or the class selects an interruptible capacity reservation.";
     InterruptionQueuePolicyWithoutSqs => InterruptionHandlingReady,
         "The interruption queue's policy lets EventBridge send, but not sqs.amazonaws.com, which Karpenter's template also allows.",
         "Add sqs.amazonaws.com to the queue policy's Allow sqs:SendMessage statement, as Karpenter's CloudFormation template does.";

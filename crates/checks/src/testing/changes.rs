@@ -264,6 +264,7 @@ impl Facts {
                             reservation_type: Some("default".into()),
                             state: Some((*state).into()),
                             end_time: None,
+                            interruptible: None,
                         }
                     })
                     .collect();

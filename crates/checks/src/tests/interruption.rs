@@ -58,16 +58,64 @@ fn the_terraform_modules_four_rules_on_karpenter_1_10_without_reservations_are_a
     assert_eq!(warnings(&s), ["InterruptionRuleNotYetNeeded"]);
 }
 
+/// The class selects `reservations` (`(id, interruptible)`), as Karpenter reports them in
+/// `status.capacityReservations`.
+fn selecting(facts: Facts, reservations: &[(&str, Option<bool>)]) -> Facts {
+    facts.with(|f| {
+        f.cluster
+            .node_class
+            .spec
+            .capacity_reservation_selector_terms = reservations
+            .iter()
+            .map(|(id, _)| serde_json::json!({"id": id}))
+            .collect();
+        if let Some(status) = f.cluster.node_class.status.as_mut() {
+            status.capacity_reservations = reservations
+                .iter()
+                .map(|(id, interruptible)| {
+                    karpenter_health_api::karpenter::ResolvedCapacityReservation {
+                        id: (*id).into(),
+                        availability_zone: "us-west-2a".into(),
+                        instance_type: "m5.large".into(),
+                        interruptible: *interruptible,
+                        ..Default::default()
+                    }
+                })
+                .collect();
+        }
+    })
+}
+
 #[test]
-fn the_same_rules_fail_once_the_class_selects_capacity_reservations() {
+fn the_reservation_rule_is_needed_only_for_interruptible_reservations() {
+    // EC2 warns of a reservation's interruption only for interruptible ones (Karpenter's
+    // status.capacityReservations[].interruptible, aws/karpenter-provider-aws #9019).
+    for (what, reservations) in [
+        (
+            "an ordinary reservation",
+            vec![("cr-0123456789abcdef0", Some(false))],
+        ),
+        (
+            "a reservation of a Karpenter that does not say",
+            vec![("cr-0123456789abcdef0", None)],
+        ),
+    ] {
+        let facts = with_queue(
+            selecting(
+                Facts::healthy().with_karpenter_version("1.10.0"),
+                &reservations,
+            ),
+            queue_with_rules(&TERRAFORM_RULES),
+        );
+        let s = status(&facts);
+        assert_eq!(interruption(&s).0, "True", "{what}");
+        assert_eq!(warnings(&s), ["InterruptionRuleNotYetNeeded"], "{what}");
+    }
     let facts = with_queue(
-        Facts::healthy().with_karpenter_version("1.10.0").with(|f| {
-            f.cluster
-                .node_class
-                .spec
-                .capacity_reservation_selector_terms =
-                vec![serde_json::json!({"id": "cr-0123456789abcdef0"})];
-        }),
+        selecting(
+            Facts::healthy().with_karpenter_version("1.10.0"),
+            &[("cr-0a", Some(false)), ("cr-0b", Some(true))],
+        ),
         queue_with_rules(&TERRAFORM_RULES),
     );
     let (st, reason, message) = interruption(&status(&facts));
@@ -82,20 +130,36 @@ fn the_same_rules_fail_once_the_class_selects_capacity_reservations() {
 }
 
 #[test]
-fn the_same_rules_fail_once_a_node_pool_asks_for_reserved_capacity() {
-    let facts = with_queue(
-        Facts::healthy().with_karpenter_version("1.10.0").with(|f| {
-            for pool in f.cluster.node_pools.found_mut().expect("pools") {
-                for r in &mut pool.spec.template.spec.requirements {
-                    if r.key == "karpenter.sh/capacity-type" {
-                        r.values = vec!["reserved".into(), "on-demand".into()];
+fn reserved_capacity_needs_the_rule_only_where_a_node_pool_asks_for_interruptible_reservations() {
+    let asking = |key: &'static str, values: &'static [&'static str]| {
+        with_queue(
+            Facts::healthy()
+                .with_karpenter_version("1.10.0")
+                .with(move |f| {
+                    for pool in f.cluster.node_pools.found_mut().expect("pools") {
+                        pool.spec.template.spec.requirements.push(
+                            karpenter_health_api::karpenter::Requirement {
+                                key: key.into(),
+                                operator: "In".into(),
+                                values: values.iter().map(|v| (*v).into()).collect(),
+                            },
+                        );
                     }
-                }
-            }
-        }),
-        queue_with_rules(&TERRAFORM_RULES),
-    );
-    let (st, reason, _) = interruption(&status(&facts));
+                }),
+            queue_with_rules(&TERRAFORM_RULES),
+        )
+    };
+    // Reserved capacity alone: its reservations may all be ordinary ones.
+    let s = status(&asking(
+        "karpenter.sh/capacity-type",
+        &["reserved", "on-demand"],
+    ));
+    assert_eq!(interruption(&s).0, "True");
+    assert_eq!(warnings(&s), ["InterruptionRuleNotYetNeeded"]);
+    let (st, reason, _) = interruption(&status(&asking(
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+        &["true"],
+    )));
     assert_eq!(
         (st.as_str(), reason.as_str()),
         ("False", "InterruptionRulesMissing")

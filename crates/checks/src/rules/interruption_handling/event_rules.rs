@@ -6,11 +6,15 @@
 //! buses"); a rule on a custom bus sees them only when a default-bus rule (or another account)
 //! forwards them there. A kind is required only when this class's nodes can be the subject of it:
 //! spot interruptions and rebalance recommendations only for spot capacity, capacity-reservation
-//! interruptions (Karpenter 1.10+, aws/karpenter-provider-aws #9019) only for reserved capacity.
+//! interruptions (Karpenter 1.10+, aws/karpenter-provider-aws #9019) only for interruptible
+//! reservations: EC2 sends "EC2 Capacity Reservation Instance Interruption Warning" only for
+//! instances in a reservation it may reclaim, which Karpenter marks `interruptible` in
+//! `status.capacityReservations` and as the node label
+//! `karpenter.k8s.aws/capacity-reservation-interruptible` (`pkg/apis/v1/labels.go`).
 //! The Terraform `eks//modules/karpenter` module creates the four older rules, so a cluster it set
 //! up without capacity reservations must not fail on the fifth.
 
-use super::super::spot_ready::{CAPACITY_TYPE, allows_spot};
+use super::super::spot_ready::allows_spot;
 use super::super::{Check, Context, Why, list_bounded};
 use crate::clip;
 use crate::facts::{EventRuleFacts, Observed, QueueFacts};
@@ -26,7 +30,7 @@ pub enum Need {
     Always,
     /// Only spot instances are interrupted or get rebalance recommendations.
     Spot,
-    /// Only instances in (interruptible) capacity reservations.
+    /// Only instances in interruptible capacity reservations.
     Reserved,
 }
 
@@ -93,16 +97,19 @@ pub fn handled_kinds(version: Option<&Version>) -> impl Iterator<Item = &'static
         })
 }
 
-/// Whether a NodePool explicitly asks for reserved capacity (a requirement `In` listing
-/// `reserved`, or the template label). A NodePool without a capacity-type requirement admits
-/// reserved capacity only through the class's capacity reservation selector, counted apart.
-fn names_reserved(pool: &NodePool) -> bool {
+/// The node label of instances in an interruptible reservation (aws/karpenter-provider-aws
+/// `pkg/apis/v1/labels.go`).
+const INTERRUPTIBLE: &str = "karpenter.k8s.aws/capacity-reservation-interruptible";
+
+/// Whether a NodePool asks for interruptible reserved capacity (a requirement `In` listing
+/// `true` on [`INTERRUPTIBLE`], or the template label).
+fn asks_interruptible(pool: &NodePool) -> bool {
     let template = &pool.spec.template;
-    if let Some(label) = template.metadata.labels.get(CAPACITY_TYPE) {
-        return label == "reserved";
+    if let Some(label) = template.metadata.labels.get(INTERRUPTIBLE) {
+        return label == "true";
     }
     template.spec.requirements.iter().any(|r| {
-        r.key == CAPACITY_TYPE && r.operator == "In" && r.values.iter().any(|v| v == "reserved")
+        r.key == INTERRUPTIBLE && r.operator == "In" && r.values.iter().any(|v| v == "true")
     })
 }
 
@@ -118,11 +125,18 @@ fn needed(ctx: &Context, need: Need) -> Result<bool, Why> {
         Need::Always => Ok(true),
         Need::Spot => Ok(pools()?.iter().any(allows_spot)),
         Need::Reserved => {
-            let spec = &ctx.facts.cluster.node_class.spec;
-            if !spec.capacity_reservation_selector_terms.is_empty() {
-                return Ok(true);
-            }
-            Ok(pools()?.iter().any(names_reserved))
+            let interruptible = ctx
+                .facts
+                .cluster
+                .node_class
+                .status
+                .as_ref()
+                .is_some_and(|s| {
+                    s.capacity_reservations
+                        .iter()
+                        .any(|r| r.interruptible == Some(true))
+                });
+            Ok(interruptible || pools()?.iter().any(asks_interruptible))
         }
     }
 }
@@ -133,8 +147,8 @@ fn before_use(need: Need) -> &'static str {
         Need::Always => "",
         Need::Spot => "before a NodePool of this EC2NodeClass allows spot",
         Need::Reserved => {
-            "before this EC2NodeClass selects capacity reservations or a NodePool asks for \
-             karpenter.sh/capacity-type reserved"
+            "before this EC2NodeClass selects an interruptible capacity reservation or a \
+             NodePool asks for karpenter.k8s.aws/capacity-reservation-interruptible"
         }
     }
 }
