@@ -41,10 +41,24 @@ pub fn observer_options(
     }
 }
 
+/// The slowest AWS answers measured through the gap proxy on these 2 cores with nothing else
+/// running (`bash e2e/measure-aws-latency.sh 5 aws_facts aws_faults aws_sweep` with
+/// `KH_REPEAT_FRESH_BED=1`, 2026-11-26): moto's first DescribeInstanceTypes listing (the proxy
+/// reads all ~1,400 types once, then pages them) 1.65 s, median 1.49 s. Every e2e budget for an
+/// AWS call is a stated multiple of one of these three.
+pub const SLOWEST_CALL: Duration = Duration::from_millis(1650);
+/// The slowest call other than the instance-type catalogue: a DescribeSecurityGroups, 0.79 s.
+pub const SLOWEST_OTHER_CALL: Duration = Duration::from_millis(790);
+/// The slowest page of the instance sweep: 1,000 instances of DescribeInstances, 7.4 s.
+pub const SLOWEST_SWEEP_PAGE: Duration = Duration::from_millis(7400);
+
 /// Options for the adapter tests: no client-side limits, two attempts, every observe a refresh
-/// (TTL 0), and timeouts generous enough for a moto that other tests keep busy.
+/// (TTL 0). Each attempt may take 12 times the slowest call measured, since `make e2e` runs four
+/// adapter tests on one moto at once and a build may run beside them; an operation three attempts'
+/// worth.
 pub fn test_options() -> ObserverOptions {
-    with_timeouts(Duration::from_secs(20), Duration::from_secs(60))
+    let attempt = SLOWEST_CALL * 12;
+    with_timeouts(attempt, attempt * 3)
 }
 
 /// [`test_options`] with other call timeouts.
@@ -54,10 +68,10 @@ pub fn with_timeouts(attempt: Duration, operation: Duration) -> ObserverOptions 
         attempt,
         operation,
     };
-    // moto answers a 1,000-instance page in several seconds.
+    // Eight times the slowest 1,000-instance page measured, an operation two attempts.
     let sweep_timeouts = Timeouts {
-        attempt: Duration::from_secs(60),
-        operation: Duration::from_secs(120),
+        attempt: SLOWEST_SWEEP_PAGE * 8,
+        operation: SLOWEST_SWEEP_PAGE * 16,
         ..timeouts
     };
     observer_options(Duration::ZERO, timeouts, sweep_timeouts)

@@ -47,8 +47,10 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
             ],
         )
         .await?;
+    // A tag key of this run's own: the bed keeps earlier runs' groups (make e2e-repeat).
+    let team = unique("kh-facts-team");
     let sg_extra = seed
-        .security_group(&a.vpc, "extra", &[("team", "x")])
+        .security_group(&a.vpc, "extra", &[(team.as_str(), "x")])
         .await?;
     seed.security_group(&b.vpc, "other", &[("karpenter.sh/discovery", "other")])
         .await?;
@@ -82,7 +84,7 @@ async fn seeded_iam_ec2_and_eks_state_comes_out_as_facts() -> Result<()> {
         role: None,
         security_group_selector_terms: vec![
             tag_term("karpenter.sh/discovery", &cluster),
-            tag_term("team", "*"),
+            tag_term(&team, "*"),
         ],
         pod_identity_service_accounts: Vec::new(),
         ..Default::default()
@@ -420,9 +422,11 @@ async fn vcpu_quotas_are_read_through_the_gap_proxy_and_absent_without_a_value()
         &bed,
         &proxy,
         "ca-central-1",
+        // The first catalogue page carries moto's whole listing: five times the slowest one
+        // measured per attempt, two attempts and their backoff per operation.
         karpenter_health_e2e::aws_observer::with_timeouts(
-            std::time::Duration::from_secs(3),
-            std::time::Duration::from_secs(20),
+            karpenter_health_e2e::aws_observer::SLOWEST_CALL * 5,
+            karpenter_health_e2e::aws_observer::SLOWEST_CALL * 12,
         ),
     )
     .await?;

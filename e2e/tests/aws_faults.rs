@@ -8,7 +8,9 @@ use anyhow::{Context, Result, bail};
 use karpenter_health_aws::AwsRequest;
 use karpenter_health_checks::facts::{AwsFacts, UnknownCause};
 use karpenter_health_e2e::Bed;
-use karpenter_health_e2e::aws_observer::{cause, observer, tag_term, with_timeouts};
+use karpenter_health_e2e::aws_observer::{
+    SLOWEST_OTHER_CALL, cause, observer, tag_term, with_timeouts,
+};
 use karpenter_health_e2e::aws_seed::{AwsSeeder, NODE_POLICIES};
 use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy};
 use karpenter_health_e2e::names::unique;
@@ -109,8 +111,9 @@ async fn each_fault_is_unknown_with_cause_keeps_last_good_and_recovers_without_r
         .await?;
 
     let proxy = FaultProxy::start(bed.moto_url()?).await?;
-    // Short enough to see a hang end, long enough for a busy moto.
-    let options = with_timeouts(Duration::from_secs(3), Duration::from_secs(8));
+    // Short enough to see a hang end; each attempt four times the slowest of the calls this
+    // test makes (no catalogue), the operation ten.
+    let options = with_timeouts(SLOWEST_OTHER_CALL * 4, SLOWEST_OTHER_CALL * 10);
     let attempts = options.sdk.max_attempts as usize;
     let operation_timeout = options.sdk.timeouts.operation;
     let obs = observer(&bed, &proxy, region, options).await?;
