@@ -128,15 +128,7 @@ pub(super) async fn template_data(
     template: &TemplateRef,
     version: &str,
 ) -> anyhow::Result<TemplateData> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new(region.to_owned()))
-        .endpoint_url(upstream)
-        .credentials_provider(aws_credential_types::Credentials::new(
-            "testing", "testing", None, None, "proxy",
-        ))
-        .load()
-        .await;
-    let ec2 = aws_sdk_ec2::Client::new(&config);
+    let ec2 = aws_sdk_ec2::Client::new(&super::upstream::moto_config(upstream, region).await);
     let asked = ec2.describe_launch_template_versions().versions(version);
     let asked = match template {
         TemplateRef::Id(id) => asked.launch_template_id(id),

@@ -29,14 +29,8 @@ pub(super) fn items(types: &[String], zones: &BTreeSet<String>) -> Vec<String> {
         .collect()
 }
 
-fn client(upstream: &str, region: &str) -> impl Future<Output = aws_sdk_ec2::Client> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new(region.to_owned()))
-        .endpoint_url(upstream)
-        .credentials_provider(aws_credential_types::Credentials::new(
-            "testing", "testing", None, None, "proxy",
-        ));
-    async move { aws_sdk_ec2::Client::new(&config.load().await) }
+async fn client(upstream: &str, region: &str) -> aws_sdk_ec2::Client {
+    aws_sdk_ec2::Client::new(&super::upstream::moto_config(upstream, region).await)
 }
 
 /// Every instance type moto lists in `region` (fixed data: read once per region by the proxy).

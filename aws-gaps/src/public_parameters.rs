@@ -12,22 +12,34 @@ pub const PUBLISHED_MINORS: std::ops::RangeInclusive<u32> = 26..=34;
 /// The last version EKS builds Amazon Linux 2 images for.
 const LAST_AL2_MINOR: u32 = 32;
 
+/// The architectures and variants AWS builds Amazon Linux 2023 EKS images for.
+const AL2023_VARIANTS: [(&str, &str); 5] = [
+    ("x86_64", "standard"),
+    ("x86_64", "nvidia"),
+    ("x86_64", "neuron"),
+    ("arm64", "standard"),
+    ("arm64", "nvidia"),
+];
+
+/// The recommended (`@latest`) Amazon Linux 2023 parameters of Kubernetes `minor` (`1.34`), one
+/// per architecture and variant.
+pub fn al2023_recommended(minor: &str) -> Vec<String> {
+    AL2023_VARIANTS
+        .iter()
+        .map(|(arch, variant)| {
+            format!(
+                "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/{variant}/recommended/image_id"
+            )
+        })
+        .collect()
+}
+
 /// Every parameter published from the start.
 pub(super) fn published() -> BTreeMap<String, String> {
     let mut names = Vec::new();
     for minor in PUBLISHED_MINORS {
         let v = format!("1.{minor}");
-        for (arch, variant) in [
-            ("x86_64", "standard"),
-            ("x86_64", "nvidia"),
-            ("x86_64", "neuron"),
-            ("arm64", "standard"),
-            ("arm64", "nvidia"),
-        ] {
-            names.push(format!(
-                "/aws/service/eks/optimized-ami/{v}/amazon-linux-2023/{arch}/{variant}/recommended/image_id"
-            ));
-        }
+        names.extend(al2023_recommended(&v));
         if minor <= LAST_AL2_MINOR {
             for flavour in [
                 "amazon-linux-2",

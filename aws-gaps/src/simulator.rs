@@ -117,15 +117,8 @@ async fn documents(
     upstream: &str,
     role: &str,
 ) -> Result<(Vec<Document>, Option<(String, String)>)> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .endpoint_url(upstream)
-        .credentials_provider(aws_credential_types::Credentials::new(
-            "testing", "testing", None, None, "proxy",
-        ))
-        .load()
-        .await;
-    let iam = aws_sdk_iam::Client::new(&config);
+    // IAM is global; moto serves it in any region.
+    let iam = aws_sdk_iam::Client::new(&super::upstream::moto_config(upstream, "us-east-1").await);
     let got = iam.get_role().role_name(role).send().await?;
     let boundary = got
         .role()

@@ -1,4 +1,5 @@
-//! Forwarding a request to moto, the proxy's upstream. Does IO (HTTP to moto).
+//! Forwarding a request to moto, the proxy's upstream, and the SDK configuration the proxy reads
+//! moto with. Does IO (HTTP to moto).
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -43,4 +44,17 @@ pub(super) async fn forward(
         .map(|b| b.to_bytes())
         .map_err(std::io::Error::other)?;
     Ok((parts, body))
+}
+
+/// The AWS SDK's configuration for reading moto itself in `region` (the proxy's own reads:
+/// launch templates, instance types, roles), with moto's test credentials.
+pub(super) async fn moto_config(upstream: &str, region: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_owned()))
+        .endpoint_url(upstream)
+        .credentials_provider(aws_credential_types::Credentials::new(
+            "testing", "testing", None, None, "proxy",
+        ))
+        .load()
+        .await
 }

@@ -7,6 +7,7 @@
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_e2e::fault_proxy::public_parameters::al2023_recommended;
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::status_log::StatusLog;
@@ -399,23 +400,6 @@ async fn an_interruption_queue_sqs_does_not_have_is_never_read() -> Result<()> {
     lab.finish(outcome).await
 }
 
-/// The SSM parameters AWS publishes for `al2023@latest` at Kubernetes `minor` (the EKS user
-/// guide's "Retrieve recommended Amazon Linux AMI IDs").
-fn al2023_latest_parameters(minor: &str) -> Vec<String> {
-    [
-        ("x86_64", "standard"),
-        ("x86_64", "nvidia"),
-        ("x86_64", "neuron"),
-        ("arm64", "standard"),
-        ("arm64", "nvidia"),
-    ]
-    .iter()
-    .map(|(arch, variant)| {
-        format!("/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/{variant}/recommended/image_id")
-    })
-    .collect()
-}
-
 /// AmisResolvable: the alias's parameters go away after Karpenter resolved them (as when the
 /// control plane moves to a minor AWS has not published images for). Karpenter's resolution then
 /// fails, and it leaves `status.amis` and `AMIsReady` as they were and launches from them
@@ -429,7 +413,7 @@ async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_image
         lab.karpenter_condition("AMIsReady", "True").await?;
         lab.fx.wait_healthy("with the alias resolved").await?;
         let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
-        for name in al2023_latest_parameters(karpenter_health_e2e::lab::KUBERNETES_VERSION) {
+        for name in al2023_recommended(karpenter_health_e2e::lab::KUBERNETES_VERSION) {
             lab.fx.proxy.set_public_parameter(&name, None);
         }
         // A Karpenter with empty caches (after a restart, or at a new minor) resolves nothing.
@@ -468,7 +452,7 @@ async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_image
         }
         // Republished: the warning goes.
         lab.fx.proxy.set_public_parameter(
-            &al2023_latest_parameters(karpenter_health_e2e::lab::KUBERNETES_VERSION)[0],
+            &al2023_recommended(karpenter_health_e2e::lab::KUBERNETES_VERSION)[0],
             Some("ami-0e000000000000001"),
         );
         lab.fx

@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason, Severity};
 use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
+use karpenter_health_e2e::fault_proxy::public_parameters::al2023_recommended;
 use karpenter_health_e2e::fixture::{Fixture, KUBERNETES_VERSION, REFRESH};
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::{StatusLog, from_first_unknown};
@@ -31,24 +32,6 @@ fn pinned(minor: &str, release: &str) -> String {
         "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/x86_64/standard/\
          amazon-eks-node-al2023-x86_64-standard-{minor}-{release}/image_id"
     )
-}
-
-/// The recommended (`@latest`) parameters of every AL2023 architecture and variant.
-fn recommended(minor: &str) -> Vec<String> {
-    [
-        ("x86_64", "standard"),
-        ("x86_64", "nvidia"),
-        ("x86_64", "neuron"),
-        ("arm64", "standard"),
-        ("arm64", "nvidia"),
-    ]
-    .iter()
-    .map(|(arch, variant)| {
-        format!(
-            "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/{arch}/{variant}/recommended/image_id"
-        )
-    })
-    .collect()
 }
 
 fn warnings(status: &KarpenterHealthStatus) -> Vec<&str> {
@@ -93,7 +76,7 @@ async fn an_alias_aws_never_built_for_the_cluster_version_is_ami_alias_not_publi
         let next = "1.30";
         assert_eq!(now, "1.29", "the steps below name the next version");
         // AWS has not published images for the next version yet.
-        for name in recommended(next) {
+        for name in al2023_recommended(next) {
             fx.proxy.set_public_parameter(&name, None);
         }
         // Release A is built for this version only, B for both, C for this version only.
@@ -121,7 +104,7 @@ async fn an_alias_aws_never_built_for_the_cluster_version_is_ami_alias_not_publi
         // AWS publishes the next version; release C was never built for it. The recommended
         // parameters were read absent above and are kept for hours: the class's edit is the
         // evidence that revalidates them (answers older than REVALIDATE_MIN_AGE).
-        for name in recommended(next) {
+        for name in al2023_recommended(next) {
             fx.proxy
                 .set_public_parameter(&name, Some("ami-0d0000000000000d1"));
         }
