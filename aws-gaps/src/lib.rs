@@ -531,16 +531,18 @@ async fn answer(
     let (parts, ()) = probe.into_parts();
     let (mut parts, mut body) = forward(&client, &upstream, &parts, body).await?;
     if aws_wire::unserved(parts.status.as_u16(), &body) {
-        // Logged at once (the bed's aws-gap-proxy.log, a test's stderr) and kept for the test.
-        eprintln!(
-            "aws-gap-proxy: moto could not serve {} {} ({})",
-            call.service, call.operation, parts.status
-        );
         let mut state = lock(&state);
         let seen = state
             .unserved
             .entry((call.service.clone(), call.operation.clone()))
             .or_default();
+        if seen.0 == 0 {
+            // Logged the first time (the bed's aws-gap-proxy.log, a test's stderr); counted after.
+            eprintln!(
+                "aws-gap-proxy: moto could not serve {} {} ({})",
+                call.service, call.operation, parts.status
+            );
+        }
         *seen = (seen.0 + 1, parts.status.as_u16());
     }
 

@@ -321,6 +321,14 @@ impl Lab {
             .await
     }
 
+    /// Deletes Pod `name` of the test's namespace.
+    pub async fn delete_pod(&self, name: &str) -> Result<()> {
+        Api::<Pod>::namespaced(self.fx.admin.clone(), &self.fx.name)
+            .delete(name, &DeleteParams::default())
+            .await?;
+        Ok(())
+    }
+
     /// A Pod that selects this test's NodePool and the node label `key`=`value`.
     pub async fn workload_selecting(&self, name: &str, key: &str, value: &str) -> Result<()> {
         self.pod(

@@ -230,7 +230,9 @@ async fn a_node_role_label_is_refused_where_karpenter_restricts_it_and_launched_
                 .wait_events_of_pod("web", "FailedScheduling", "label is restricted")
                 .await)?;
             ensure!(lab.node_claims().await?.is_empty(), "Karpenter launched");
-            // The twin: a label of the user's own domain, which the NodePool carries.
+            // The twin: the workload asks for a label of the user's own domain instead, which
+            // the NodePool carries.
+            lab.delete_pod("web").await?;
             lab.label_node_pool("example.com/role", "web").await?;
             lab.workload_selecting("web-team", "example.com/role", "web")
                 .await?;
