@@ -9,6 +9,7 @@ use http_body_util::Full;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use percent_encoding::percent_decode_str;
+use std::collections::BTreeMap;
 
 /// Which AWS operation a request is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +24,29 @@ pub(super) struct Call {
     pub(super) principal: Option<String>,
     /// EKS ListPodIdentityAssociations: the `namespace` and `serviceAccount` query parameters.
     pub(super) service_account: Option<(String, String)>,
+}
+
+/// The form parameters of an awsQuery body, decoded.
+pub(super) fn form(body: &str) -> BTreeMap<String, String> {
+    body.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| {
+            let decode = |s: &str| {
+                percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+/// Whether an awsQuery body asks for a dry run (`DryRun=true`).
+pub(super) fn dry_run(body: &[u8]) -> bool {
+    form(&String::from_utf8_lossy(body))
+        .get("DryRun")
+        .map(String::as_str)
+        == Some("true")
 }
 
 pub(super) fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {

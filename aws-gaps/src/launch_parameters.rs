@@ -13,20 +13,7 @@
 
 use std::collections::BTreeMap;
 
-/// The form parameters of an awsQuery body, decoded.
-pub(super) fn form(body: &str) -> BTreeMap<String, String> {
-    body.split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| {
-            let decode = |s: &str| {
-                percent_encoding::percent_decode_str(&s.replace('+', " "))
-                    .decode_utf8_lossy()
-                    .into_owned()
-            };
-            (decode(k), decode(v))
-        })
-        .collect()
-}
+use super::aws_wire::form;
 
 /// Whether `name` is an IAM name.
 fn is_iam_name(name: &str) -> bool {

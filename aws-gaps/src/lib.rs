@@ -510,6 +510,18 @@ async fn answer(
         return Ok(aws_wire::ec2_error(400, code, &message));
     }
 
+    // EC2 answers a permitted dry run with the error DryRunOperation (412) and does nothing
+    // (the EC2 API reference, `DryRun` of every action); moto ignores the flag on its Describe
+    // actions and lists everything. Karpenter's start checks its EC2 access with a dry
+    // DescribeInstanceTypes (`CheckEC2Connectivity`, `pkg/operator/operator.go`).
+    if call.service == "ec2" && call.operation.starts_with("Describe") && aws_wire::dry_run(&body) {
+        return Ok(aws_wire::ec2_error(
+            412,
+            "DryRunOperation",
+            "Request would have succeeded, but DryRun flag is set.",
+        ));
+    }
+
     if call.service == "ec2"
         && let Some(paged) = paging::paged(&call.operation)
     {

@@ -99,6 +99,16 @@ impl Settings {
     }
 }
 
+/// How many times [`KarpenterProcess::start`] starts Karpenter before an exit at start fails
+/// the test (a Deployment's container would go on restarting, backing off).
+const STARTS: u32 = 3;
+
+/// A Karpenter process that exited before it was ready.
+struct StartExit {
+    status: std::process::ExitStatus,
+    log_tail: String,
+}
+
 /// A running Karpenter controller; killed on drop.
 #[derive(Debug)]
 pub struct KarpenterProcess {
@@ -111,7 +121,11 @@ pub struct KarpenterProcess {
 
 impl KarpenterProcess {
     /// Starts Karpenter `release` on the bed with `settings`, reading AWS at `aws_url` in
-    /// `region`, and waits until it serves its readiness probe.
+    /// `region`, and waits until it serves its readiness probe. Karpenter panics when a read
+    /// it needs at start fails (`lo.Must0` around the first instance-type listing in
+    /// `pkg/operator/operator.go`) and relies on its container being restarted; so the lab
+    /// starts it again, as the kubelet would, up to [`STARTS`] times, keeping each exited
+    /// attempt's log beside the next (`<log>.exit-N`) and saying so on stderr.
     pub async fn start(
         bed: &Bed,
         release: &str,
@@ -120,6 +134,43 @@ impl KarpenterProcess {
         settings: &Settings,
         log: PathBuf,
     ) -> Result<Self> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(bed, release, aws_url, region, settings, log.clone()).await? {
+                Ok(process) => return Ok(process),
+                Err(exit) if attempt < STARTS => {
+                    let mut kept = log.clone().into_os_string();
+                    kept.push(format!(".exit-{attempt}"));
+                    let kept = PathBuf::from(kept);
+                    std::fs::rename(&log, &kept)
+                        .with_context(|| format!("keeping {}", log.display()))?;
+                    eprintln!(
+                        "lab: Karpenter {release} exited at start (attempt {attempt}, {}), \
+                         started again as the kubelet would; its log: {}\n{}",
+                        exit.status,
+                        kept.display(),
+                        exit.log_tail
+                    );
+                    attempt += 1;
+                }
+                Err(exit) => bail!(
+                    "Karpenter {release} exited ({}) at start, {STARTS} times; the last:\n{}",
+                    exit.status,
+                    exit.log_tail
+                ),
+            }
+        }
+    }
+
+    /// One start: the ready process, or how it exited before it was ready.
+    async fn start_once(
+        bed: &Bed,
+        release: &str,
+        aws_url: &str,
+        region: &str,
+        settings: &Settings,
+        log: PathBuf,
+    ) -> Result<std::result::Result<Self, StartExit>> {
         let binary = binary(release)?;
         let (metrics_port, probe_port) = (crate::free_port()?, crate::free_port()?);
         let stderr =
@@ -152,13 +203,13 @@ impl KarpenterProcess {
         // Karpenter reads the region's instance types and offerings before it serves anything.
         while started.elapsed() < Duration::from_secs(90) {
             if let Some(status) = process.child.try_wait()? {
-                bail!(
-                    "Karpenter {release} exited ({status}) at start:\n{}",
-                    process.log_tail(30)
-                );
+                return Ok(Err(StartExit {
+                    status,
+                    log_tail: process.log_tail(30),
+                }));
             }
             if matches!(crate::http_get(probe_port, "/readyz").await, Ok((200, _))) {
-                return Ok(process);
+                return Ok(Ok(process));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }

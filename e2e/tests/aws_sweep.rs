@@ -185,3 +185,24 @@ async fn twenty_node_classes_over_2000_instances_stay_within_the_call_budget() -
     );
     Ok(())
 }
+
+/// EC2 answers a permitted dry run with DryRunOperation and lists nothing; moto lists
+/// everything, so the proxy answers as EC2 does (Karpenter's start makes this call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_listing_is_answered_dry_run_operation_as_ec2_does() -> Result<()> {
+    let bed = Bed::from_env()?;
+    let proxy = FaultProxy::start(bed.moto_url()?).await?;
+    let ec2 = aws_sdk_ec2::Client::new(&bed.aws_config_at(&proxy.url(), "sa-east-1").await?);
+    let error = ec2
+        .describe_instance_types()
+        .dry_run(true)
+        .send()
+        .await
+        .expect_err("a dry run is answered with an error");
+    let code = aws_sdk_ec2::error::ProvideErrorMetadata::code(&error);
+    assert_eq!(code, Some("DryRunOperation"), "{error:?}");
+    // Without the flag, the listing itself.
+    let listed = ec2.describe_instance_types().max_results(5).send().await?;
+    assert_eq!(listed.instance_types().len(), 5);
+    Ok(())
+}

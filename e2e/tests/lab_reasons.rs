@@ -405,11 +405,22 @@ async fn an_interruption_queue_sqs_does_not_have_is_never_read() -> Result<()> {
 /// fails, and it leaves `status.amis` and `AMIsReady` as they were and launches from them
 /// (`pkg/controllers/nodeclass/ami.go`): a warning while it does, never False. Once the class is
 /// edited, its status no longer speaks for the new generation.
+///
+/// The operator re-reads an alias's parameters at the catalog period (hours in production; a new
+/// minor names other parameters, read at once), sooner on evidence about the class; Karpenter
+/// keeping its status is no evidence, so the period is scaled down to seconds here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_images() -> Result<()> {
     let mut lab = Lab::start("lab-alias", "eu-west-2").await?;
     let outcome: Result<()> = async {
-        let operator = lab.fx.start_operator(None, false).await?;
+        let operator = lab
+            .fx
+            .start_operator_tuned(
+                None,
+                |config| config.leader_elect = false,
+                |aws| aws.catalog_ttl = Duration::from_secs(10),
+            )
+            .await?;
         lab.karpenter_condition("AMIsReady", "True").await?;
         lab.fx.wait_healthy("with the alias resolved").await?;
         let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
