@@ -605,6 +605,31 @@ impl Lab {
         .await
     }
 
+    /// Waits until NodeClaim `name` carries Karpenter's condition `type_` with `status`.
+    pub async fn karpenter_condition_of(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+    ) -> Result<()> {
+        crate::wait_for(
+            &format!("Karpenter's {type_}={status} on NodeClaim {name}"),
+            Duration::from_secs(60),
+            || async {
+                let claim = Api::<NodeClaim>::all(self.fx.admin.clone())
+                    .get(name)
+                    .await?;
+                Ok(claim
+                    .status
+                    .iter()
+                    .flat_map(|s| s.conditions.iter())
+                    .any(|c| c.type_ == type_ && c.status == status)
+                    .then_some(()))
+            },
+        )
+        .await
+    }
+
     /// The Events Karpenter wrote about object `name` with `reason`.
     pub async fn events(&self, name: &str, reason: &str) -> Result<Vec<Event>> {
         Ok(Api::<Event>::all(self.fx.admin.clone())

@@ -7,6 +7,7 @@
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_checks::Settings;
 use karpenter_health_e2e::fault_proxy::public_parameters::al2023_recommended;
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::Lab;
@@ -334,12 +335,24 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
                 "False during the scale-up that reached the limit"
             );
         }
-        // A Pod that fits beside the first on no node: Karpenter may launch nothing more.
+        // A Pod that fits beside the first on no node: Karpenter may launch nothing more. It
+        // counts as waiting on the limits once it has waited waiting_on_limits_after (the
+        // default, 2 minutes).
+        let waited = std::time::Instant::now();
         lab.workload("batch", "1800m").await?;
+        lab.wait_logged("could not schedule pod", &["exceed limits"], PROVISIONER_PASS)
+            .await?;
+        lab.fx
+            .wait_status("the limits warning naming the Pod not counted yet", |s| {
+                s.findings.iter().any(|f| {
+                    f.reason == "NodePoolAtLimits" && f.message.contains("/batch")
+                })
+            })
+            .await?;
+        let threshold = Duration::try_from(Settings::default().waiting_on_limits_after)?;
+        tokio::time::sleep(threshold.saturating_sub(waited.elapsed())).await;
         lab.fx
             .wait_failed(&[(ConditionType::LimitsLeaveRoom, Reason::NodePoolLimitsReached)])
-            .await?;
-        lab.wait_logged("could not schedule pod", &["exceed limits"], PROVISIONER_PASS)
             .await?;
         ensure!(lab.node_claims().await?.len() == 1, "Karpenter launched beyond the limit");
         // The twin: room for one more node.
@@ -473,6 +486,99 @@ async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_image
                     .any(|f| f.reason == "AmiAliasNoLongerResolves")
             })
             .await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// DriftCanBeReplaced: a budget of 0 for Drifted without a schedule is how Karpenter's docs
+/// switch drift off (kubernetes-sigs/karpenter #1576). Karpenter marks the NodeClaim drifted,
+/// says on the NodePool that the budget blocks it ("No allowed disruptions for disruption reason
+/// Drifted due to blocking budget", `pkg/controllers/disruption/helpers.go`) and leaves it; at its
+/// `expireAfter` its expiration controller deletes it all the same, budgets unread
+/// (`pkg/controllers/nodeclaim/expiration/controller.go`). What the DriftHeldByBudget warning
+/// says; the condition is never False on the way (the warning itself waits 30 minutes of drift,
+/// which the bed cannot age: crates/checks/src/tests/drift.rs covers its message).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_switched_off_by_a_budget_holds_the_node_claim_until_it_expires() -> Result<()> {
+    // Long enough for the launch and the drift to be seen first; short enough to wait out.
+    const EXPIRE_AFTER: Duration = Duration::from_secs(150);
+    let lab = Lab::start("lab-drift", "eu-central-1").await?;
+    let outcome: Result<()> = async {
+        patch_node_pool(
+            &lab,
+            json!({"spec": {
+                "disruption": {"budgets": [{"nodes": "0", "reasons": ["Drifted"]}]},
+                "template": {"spec": {"expireAfter": format!("{}s", EXPIRE_AFTER.as_secs())}},
+            }}),
+        )
+        .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.fx.wait_healthy("before any Pod").await?;
+        let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
+        lab.workload("web", "500m").await?;
+        let claim = lab.wait_node_claim("Initialized", LAUNCH).await?;
+        let name = claim.metadata.name.clone().context("NodeClaim name")?;
+        // Drift: the NodePool's template changes, so its NodeClaim no longer matches it.
+        lab.label_node_pool("kh-lab/revision", "2").await?;
+        lab.karpenter_condition_of(&name, "Drifted", "True").await?;
+        // Karpenter holds it: the budget, named on the NodePool, and no disruption.
+        karpenter_health_e2e::wait_for(
+            "Karpenter's DisruptionBlocked Event on the NodePool",
+            PROVISIONER_PASS * 2,
+            || async {
+                Ok(lab
+                    .events(&lab.fx.name, "DisruptionBlocked")
+                    .await?
+                    .into_iter()
+                    .find(|e| {
+                        e.message.as_deref().is_some_and(|m| {
+                            m.contains("disruption reason Drifted due to blocking budget")
+                        })
+                    })
+                    .map(|_| ()))
+            },
+        )
+        .await?;
+        let still = lab.node_claims().await?;
+        ensure!(
+            still
+                .iter()
+                .any(|c| c.metadata.name.as_deref() == Some(name.as_str())
+                    && c.metadata.deletion_timestamp.is_none()),
+            "Karpenter disrupted a NodeClaim its budget holds: {still:?}"
+        );
+        // At its expireAfter it goes anyway, the budget unread.
+        let created = claim
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .context("creation time")?
+            .0;
+        let line = lab
+            .wait_logged(
+                "deleting expired nodeclaim",
+                &[&name],
+                EXPIRE_AFTER + LAUNCH,
+            )
+            .await?;
+        let expired_at: k8s_openapi::jiff::Timestamp = line["time"]
+            .as_str()
+            .context("the log line's time")?
+            .parse()?;
+        ensure!(
+            expired_at.duration_since(created)
+                >= k8s_openapi::jiff::SignedDuration::try_from(EXPIRE_AFTER)?,
+            "deleted before its expiry: created {created}, deleted {expired_at}"
+        );
+        for held in log.stop() {
+            let c = held.condition(ConditionType::DriftCanBeReplaced);
+            ensure!(
+                c.is_none_or(|c| c.status != "False"),
+                "False while drift was off on purpose: {c:?}"
+            );
+        }
         operator.stop().await
     }
     .await;

@@ -67,8 +67,9 @@ condition_types! {
     /// at its `spec.limits`, has limits smaller than any instance type it allows, or allows only
     /// standard instances the account's vCPU quota no longer has room for.
     LimitsLeaveRoom, "Limits";
-    /// Drifted NodeClaims of this EC2NodeClass can be replaced: no disruption budget that is
-    /// always in force allows zero disruptions for drift in every NodePool of the class.
+    /// Drifted NodeClaims of this EC2NodeClass are replaced as their NodePools' disruption
+    /// budgets allow. Its findings are warnings (a budget that switches drift off is a decision;
+    /// what holds a drifted or terminating NodeClaim may go at any time), so it is never False.
     DriftCanBeReplaced, "Drift";
     /// The images of this EC2NodeClass resolve and boot nodes that join: an `alias` term is
     /// published for the cluster's Kubernetes version, and `amiFamily` matches the images.
@@ -323,10 +324,10 @@ reasons! {
         "The controller may not run instances, create fleets or create launch templates with the tags Karpenter sends.",
         "Allow ec2:RunInstances, ec2:CreateFleet and ec2:CreateLaunchTemplate as Karpenter's IAM policy does (check its cluster-name tag conditions); if the message names a permissions boundary or SCP, lift the denial there.";
     ControllerCannotReadAmiParameters => Only(C::ControllerCanLaunch), False,
-        "The class selects its images by alias, but the controller may not ssm:GetParameter the public parameter the alias resolves through, so Karpenter resolves no image and launches nothing (its AMIsReady goes False).",
+        "The class selects its images by alias, but the controller may not ssm:GetParameter the public parameter the alias resolves through, and Karpenter holds no image resolved for the class's current generation, so it resolves none and launches nothing; its EC2NodeClass status does not say why (the error is only in its log). While it holds images from before, this is the warning ControllerImageReadsDeniedWhileImagesKept.",
         "Allow ssm:GetParameter on arn:<partition>:ssm:<region>::parameter/aws/service/* as Karpenter's IAM policy does (AllowSSMReadActions); if the message names a permissions boundary or SCP, lift the denial there.";
     ControllerCannotDescribeImages => Only(C::ControllerCanLaunch), False,
-        "The controller may not ec2:DescribeImages, which Karpenter calls to resolve every image of a class (an alias's image id too), so it resolves none and launches nothing; its EC2NodeClass status does not say why (the error is only in its log).",
+        "The controller may not ec2:DescribeImages, which Karpenter calls to resolve every image of a class (an alias's image id too), and Karpenter holds no image resolved for the class's current generation, so it resolves none and launches nothing; its EC2NodeClass status does not say why (the error is only in its log). While it holds images from before, this is the warning ControllerImageReadsDeniedWhileImagesKept.",
         "Allow ec2:DescribeImages in the cluster's region as Karpenter's IAM policy does (AllowRegionalReadActions); if the message names a permissions boundary or SCP, lift the denial there.";
 
     // InterruptionHandlingReady
@@ -478,11 +479,8 @@ reasons! {
 
     // DriftCanBeReplaced
     DriftReplaceable => Only(C::DriftCanBeReplaced), True,
-        "No NodeClaim of this EC2NodeClass is drifted, or some NodePool of the class has a disruption budget that lets drifted NodeClaims be replaced.",
+        "No NodeClaim of this EC2NodeClass is drifted, or Karpenter replaces drifted NodeClaims as their NodePools' budgets allow; NodeClaims held by a budget that switches drift off (a decision) are the warning DriftHeldByBudget, never False.",
         "Nothing to do.";
-    DriftBlockedByBudget => Only(C::DriftCanBeReplaced), False,
-        "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more, and every NodePool of the class has a disruption budget always in force (without a schedule, or with one whose windows each last until the next fire, such as @daily for 24h) that allows 0 nodes for drift, so Karpenter never replaces them: they keep the old AMI, subnets or security groups until the budget changes (kubernetes-sigs/karpenter #1776).",
-        "Let drift through: raise that budget's nodes above 0, limit it to other reasons, or give it a schedule and a duration shorter than the time between two fires, so it opens at some time.";
 
     // AmisResolvable
     AmisResolved => Only(C::AmisResolvable), True,

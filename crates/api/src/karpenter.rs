@@ -397,6 +397,12 @@ pub struct NodeClaimSpec {
     /// waits for them forever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_grace_period: Option<String>,
+    /// `spec.expireAfter` (`720h` by default in the CRD, or `Never`), copied from its NodePool:
+    /// Karpenter's expiration controller deletes the NodeClaim that long after its creation,
+    /// whatever its NodePool's disruption budgets say (kubernetes-sigs/karpenter
+    /// `pkg/controllers/nodeclaim/expiration/controller.go`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

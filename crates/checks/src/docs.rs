@@ -19,6 +19,14 @@ fn fragment(anchor: &str) -> &str {
     anchor.rsplit_once('#').map_or(anchor, |(_, f)| f)
 }
 
+/// Reasons earlier releases set and this one no longer does, by condition, with what replaced
+/// them: an alert raised by a leader still running one during an upgrade links here.
+const RETIRED: &[(ConditionType, &str, &str)] = &[(
+    ConditionType::DriftCanBeReplaced,
+    "DriftBlockedByBudget",
+    "Was `False` when every NodePool of the class had a budget always in force of 0 nodes for drift. Such a budget is how Karpenter's docs switch drift off, and the NodeClaims still expire, so it is now the warning `DriftHeldByBudget`, judged per NodePool, and the condition stays `True`.",
+)];
+
 /// What each check cannot see from where the operator stands: never a reason to say `False`,
 /// and named here so a `True` is read for what it is.
 const NOT_SEEN: &[(ConditionType, &str)] = &[
@@ -52,7 +60,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::DriftCanBeReplaced,
-        "Budgets whose schedule has lists, ranges, steps or month names (when they open is not computed: they are assumed to open), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift unless Karpenter's own DisruptionBlocked Events name them (Pods on nodes are not watched); what holds a terminating NodeClaim is read only once it has been terminating for KH_TERMINATING_LONG_AFTER, for at most 20 Nodes, and is up to a refresh interval old; a Pod whose fate depends on the Karpenter version is not judged while the version is unknown; eviction failures other than PodDisruptionBudgets (admission webhooks refusing the eviction, Pods a kubelet no longer reports) show only as Pods waiting; expired NodeClaims (Karpenter 1.x expires them without budgets). Which NodePool a NodeClaim belongs to: the class is judged as a whole.",
+        "Budgets whose schedule has lists, ranges, steps or month names (when they open is not computed: they are assumed to open), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift unless Karpenter's own DisruptionBlocked Events name them (Pods on nodes are not watched); what holds a terminating NodeClaim is read only once it has been terminating for KH_TERMINATING_LONG_AFTER, for at most 20 Nodes, and is up to a refresh interval old; a Pod whose fate depends on the Karpenter version is not judged while the version is unknown; eviction failures other than PodDisruptionBudgets (admission webhooks refusing the eviction, Pods a kubelet no longer reports) show only as Pods waiting. A drifted NodeClaim without the karpenter.sh/nodepool label, or whose NodePool is gone, is never said to be held by a budget.",
     ),
     (
         ConditionType::AmisResolvable,
@@ -197,6 +205,11 @@ pub fn docs_markdown() -> String {
             let _ = writeln!(w, "**What it cannot see.** {}\n", text(limits));
         }
         reason_list(w, |r| r.meta().scope == ReasonScope::Only(ty));
+        for (_, reason, note) in RETIRED.iter().filter(|(t, _, _)| *t == ty) {
+            let _ = writeln!(w, "<a id=\"{}\"></a>\n", reason.to_ascii_lowercase());
+            let _ = writeln!(w, "#### `{reason}` (retired)\n");
+            let _ = writeln!(w, "- {}\n", text(note));
+        }
         let warnings: Vec<Warning> = Warning::ALL
             .iter()
             .copied()
@@ -266,6 +279,19 @@ mod tests {
             "docs/checks.md is stale or missing; regenerate it from the repository root with:\n  \
              {REGENERATE}"
         );
+    }
+
+    #[test]
+    fn a_retired_reason_is_no_current_reason_and_keeps_its_anchor() {
+        let docs = docs_markdown();
+        for (_, retired, _) in RETIRED {
+            assert!(
+                Reason::ALL.iter().all(|r| r.to_string() != *retired),
+                "{retired}"
+            );
+            let anchor = format!("<a id=\"{}\"></a>", retired.to_ascii_lowercase());
+            assert_eq!(docs.matches(&anchor).count(), 1, "{retired}");
+        }
     }
 
     #[test]

@@ -348,8 +348,10 @@ impl Inputs {
         )
     }
 
-    /// What the questions verify, for a True message.
-    pub fn verified(&self) -> String {
+    /// What the questions verify, for a True message; the image reads only when `image_reads`
+    /// were allowed (a denial while Karpenter keeps its images is a warning, which the True
+    /// message must not contradict).
+    pub fn verified(&self, image_reads: bool) -> String {
         let mut what = format!(
             "iam:PassRole on the node role; ec2:RunInstances and ec2:CreateFleet on {} with \
              Karpenter's tags and the class's metadata options; ec2:CreateLaunchTemplate; \
@@ -363,6 +365,13 @@ impl Inputs {
         );
         if self.manages_instance_profile {
             what.push_str("; creating, tagging and filling its instance profile");
+        }
+        if !image_reads {
+            what.push_str(
+                "; not all of the image reads (ssm:GetParameter, ec2:DescribeImages): see the \
+                 warning",
+            );
+            return what;
         }
         if let Some(name) = &self.ami_parameter {
             what.push_str(&format!(

@@ -249,12 +249,6 @@ pub const LAB: &[(Reason, Lab)] = &[
         Reason::VcpuQuotaExhausted,
         Lab::NotProven("moto keeps no vCPU quota and never answers VcpuLimitExceeded."),
     ),
-    (
-        Reason::DriftBlockedByBudget,
-        Lab::NotProven(
-            "the check waits 30 minutes of drift, which the bed cannot age; the drift itself and Karpenter's DisruptionBlocked Events can be produced.",
-        ),
-    ),
     (Reason::AmiAliasNotPublished, Lab::NotProven(AMI_CATALOGUE)),
     (Reason::AmiFamilyMismatch, Lab::NotProven(AMI_CATALOGUE)),
     (

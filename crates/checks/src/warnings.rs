@@ -60,6 +60,9 @@ warnings! {
     DryRunDisabled => ControllerCanLaunch,
         "DISABLE_DRY_RUN is set on the Karpenter controller: Karpenter then reports ValidationSucceeded=True without its dry-run launch calls, so its own status no longer proves it can launch.",
         "Remove DISABLE_DRY_RUN (or --disable-dry-run) from the controller unless your environment cannot answer dry-run calls; rely on ControllerCanLaunch meanwhile.";
+    ControllerImageReadsDeniedWhileImagesKept => ControllerCanLaunch,
+        "The controller may not read the public parameter this EC2NodeClass's alias resolves through (ssm:GetParameter) or describe its images (ec2:DescribeImages), but Karpenter holds images it resolved for the class's current generation: when resolving fails it keeps status.amis and AMIsReady and launches from them (aws/karpenter-provider-aws pkg/controllers/nodeclass/ami.go). Launches go on; the next edit of the class, or a new class, resolves nothing.",
+        "Allow ssm:GetParameter on arn:<partition>:ssm:<region>::parameter/aws/service/* and ec2:DescribeImages as Karpenter's IAM policy does (AllowSSMReadActions, AllowRegionalReadActions) before the class is edited; if the message names a permissions boundary or SCP, lift the denial there.";
     ZoneSubnetsLowOnAddresses => SubnetsReady,
         "In a zone the EC2NodeClass can launch into, no selected subnet has the free IP addresses a node needs: either not even what a launch needs for certain (Karpenter then launches into the other zones only, so pods that need this zone stay pending), or not the VPC CNI's warm pool (nodes launch, but Pods beyond the free addresses wait for one).",
         "Free addresses in the zone's subnets, add a larger subnet there and tag it for the selector, or lower the VPC CNI's warm targets.";
@@ -72,6 +75,9 @@ warnings! {
     VcpuQuotaNearlyUsed => LimitsLeaveRoom,
         "This cluster's own standard on-demand (or spot) instances already run 90 % or more of the account's vCPU quota for them in this region; other workloads of the account count too, so launches may soon fail with VcpuLimitExceeded.",
         "Request a quota increase in Service Quotas (EC2, L-1216C47A on-demand or L-34B43A08 spot) before the next scale-up.";
+    DriftHeldByBudget => DriftCanBeReplaced,
+        "Drifted NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more, and the NodePool that made each has a disruption budget always in force (without a schedule, or with one whose windows each last until the next fire, such as @daily for 24h) that allows 0 nodes for drift. That is how Karpenter's docs switch drift off (kubernetes-sigs/karpenter #1576, #1776), so it is taken as a decision: the NodeClaims keep the old AMI, subnets or security groups until they expire (spec.expireAfter, 720h by default, which budgets do not hold) or are deleted. The message names each one, how long it has been drifted, the budget and when it expires.",
+        "Nothing, if drift is off on purpose. To let drift roll the nodes: raise that budget's nodes above 0, limit it to other reasons, or give it a schedule and a duration shorter than the time between two fires.";
     DriftedNodeClaimBlocked => DriftCanBeReplaced,
         "NodeClaims of this EC2NodeClass have been drifted for 30 minutes or more and no budget stops them, but Karpenter's own DisruptionBlocked Events say what keeps it from replacing them: a PodDisruptionBudget that allows no eviction, a Pod annotated karpenter.sh/do-not-disrupt, or another reason it names (kubernetes-sigs/karpenter #1392, #2169).",
         "Deal with what the message names: let the PodDisruptionBudget allow an eviction, remove the annotation once the Pod may move, or set terminationGracePeriod on the NodePool so drift ends within a bound.";

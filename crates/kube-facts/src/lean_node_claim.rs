@@ -1,9 +1,10 @@
 //! NodeClaims decoded lean: only what the index keeps is read off the wire (name, resource
-//! version, uid, creation and deletion times, `nodeClassRef`, `terminationGracePeriod`,
-//! `providerID`, `nodeName`, and the type, status
-//! and transition time of the `Launched`, `Registered` and `Drifted` conditions). Pure, no IO.
+//! version, uid, creation and deletion times, the `karpenter.sh/nodepool` label,
+//! `nodeClassRef`, `terminationGracePeriod`, `expireAfter`, `providerID`, `nodeName`, and the
+//! type, status and transition time of the `Launched`, `Registered` and `Drifted` conditions).
+//! Pure, no IO.
 //!
-//! Everything else (labels, annotations, managed fields, requirements, resources, other
+//! Everything else (other labels, annotations, managed fields, requirements, resources, other
 //! conditions and every message) is skipped by the parser without being allocated. kube's
 //! `DeserializeGuard` first buffers the whole object as a value tree and clones it, so a
 //! NodeClaim cost about twice its full size in short-lived allocations per watch event and per
@@ -24,6 +25,8 @@ use std::fmt;
 
 /// The NodeClaim conditions the checks read.
 const KEPT_CONDITIONS: [&str; 3] = ["Launched", "Registered", "Drifted"];
+/// The one label the checks read: the NodePool that made the NodeClaim.
+const NODE_POOL_LABEL: &str = "karpenter.sh/nodepool";
 
 /// A NodeClaim as the index reads it, or why it could not be read (with its metadata, for the
 /// log line that names it).
@@ -124,6 +127,45 @@ impl<T: Tolerant> Tolerant for Vec<Field<T>> {
     }
 }
 
+/// Of the labels, only [`NODE_POOL_LABEL`]'s value; the other keys are compared in place and
+/// their values skipped, nothing allocated.
+#[derive(Default)]
+struct NodePoolLabel(Field<String>);
+
+/// A label key read only as whether it is [`NODE_POOL_LABEL`].
+struct IsNodePoolKey(bool);
+
+impl<'de> Deserialize<'de> for IsNodePoolKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = IsNodePoolKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a label key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<IsNodePoolKey, E> {
+                Ok(IsNodePoolKey(key == NODE_POOL_LABEL))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+impl Tolerant for NodePoolLabel {
+    const EXPECTED: &'static str = "an object";
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        let mut label = NodePoolLabel::default();
+        while let Some(IsNodePoolKey(kept)) = map.next_key()? {
+            if kept {
+                label.0 = map.next_value()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Some(label))
+    }
+}
+
 /// Objects read through their own (tolerant) derived `Deserialize`.
 macro_rules! tolerant_object {
     ($($ty:ty),*) => {$(
@@ -187,6 +229,7 @@ struct WireMeta {
     uid: Field<String>,
     creation_timestamp: Field<Time>,
     deletion_timestamp: Field<Time>,
+    labels: Field<NodePoolLabel>,
 }
 
 #[derive(Default, serde::Deserialize)]
@@ -202,6 +245,7 @@ struct WireRef {
 struct WireSpec {
     node_class_ref: Field<WireRef>,
     termination_grace_period: Field<String>,
+    expire_after: Field<String>,
 }
 
 #[derive(Default, serde::Deserialize)]
@@ -273,6 +317,15 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
         deletion_timestamp: meta
             .deletion_timestamp
             .take("metadata.deletionTimestamp", &mut wrong),
+        labels: meta
+            .labels
+            .take("metadata.labels", &mut wrong)
+            .and_then(|labels| {
+                labels
+                    .0
+                    .take(&format!("metadata.labels.{NODE_POOL_LABEL}"), &mut wrong)
+            })
+            .map(|pool| [(NODE_POOL_LABEL.to_owned(), pool)].into()),
         ..ObjectMeta::default()
     };
     let spec = wire.spec.take("spec", &mut wrong).unwrap_or_default();
@@ -329,11 +382,13 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
     let termination_grace_period = spec
         .termination_grace_period
         .take("spec.terminationGracePeriod", &mut wrong);
+    let expire_after = spec.expire_after.take("spec.expireAfter", &mut wrong);
     let mut claim = NodeClaim::new(
         "",
         NodeClaimSpec {
             node_class_ref,
             termination_grace_period,
+            expire_after,
         },
     );
     claim.metadata = metadata;
@@ -362,6 +417,7 @@ mod tests {
             },
             "spec": {
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "expireAfter": "720h",
                 "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
                 "resources": {"requests": {"cpu": "2"}}
             },
@@ -389,8 +445,17 @@ mod tests {
         assert_eq!(NodeClaimFacts::of(&lean), NodeClaimFacts::of(&full));
         assert_eq!(lean.metadata.resource_version.as_deref(), Some("4711"));
         assert_eq!(lean.spec, full.spec);
-        // What the index does not read is not kept.
-        assert!(lean.metadata.labels.is_none() && lean.metadata.managed_fields.is_none());
+        // What the index does not read is not kept: of the labels, the NodePool's alone.
+        assert_eq!(
+            lean.metadata.labels,
+            Some([("karpenter.sh/nodepool".to_owned(), "default".to_owned())].into())
+        );
+        assert!(lean.metadata.managed_fields.is_none());
+        let drift = NodeClaimFacts::of(&lean).drift.expect("drifted");
+        assert_eq!(
+            (drift.node_pool.as_deref(), drift.expire_after.as_deref()),
+            (Some("default"), Some("720h"))
+        );
         let status = lean.status.unwrap();
         assert_eq!(
             status.conditions.len(),
@@ -405,6 +470,7 @@ mod tests {
         let mut claim = full_claim();
         claim["status"]["providerID"] = json!({"not": "a string"});
         claim["status"]["conditions"][1]["lastTransitionTime"] = json!("yesterday");
+        claim["metadata"]["labels"]["karpenter.sh/nodepool"] = json!(7);
         let lean: LeanNodeClaim = serde_json::from_value(claim).unwrap();
         let invalid = lean.0.unwrap_err();
         assert_eq!(invalid.metadata.name.as_deref(), Some("default-x7k2p"));
@@ -419,6 +485,13 @@ mod tests {
             invalid
                 .error
                 .contains("status.conditions[1].lastTransitionTime: expected an RFC 3339 time"),
+            "{}",
+            invalid.error
+        );
+        assert!(
+            invalid
+                .error
+                .contains("metadata.labels.karpenter.sh/nodepool: expected a string"),
             "{}",
             invalid.error
         );

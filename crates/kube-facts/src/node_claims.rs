@@ -10,7 +10,7 @@
 use crate::index::{SharedIndex, WatchIndex};
 use crate::lean_node_claim::LeanNodeClaim;
 use karpenter_health_api::karpenter::NodeClaim;
-use karpenter_health_checks::facts::{ClaimCondition, NodeClaimFacts};
+use karpenter_health_checks::facts::{ClaimCondition, DriftFacts, NodeClaimFacts};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
@@ -38,6 +38,8 @@ struct StoredClaim {
     drifted: Option<ClaimCondition>,
     /// `None` when the NodeClaim is not being deleted: boxed, since few are.
     deleting: Option<Box<Deleting>>,
+    /// `None` unless it is drifted: boxed, since few are.
+    drift: Option<Box<DriftFacts>>,
 }
 
 /// What the index keeps of a NodeClaim being deleted.
@@ -66,6 +68,7 @@ impl StoredClaim {
                     has_grace: facts.has_termination_grace_period,
                 })
             }),
+            drift: facts.drift.map(Box::new),
         }
     }
 
@@ -84,6 +87,7 @@ impl StoredClaim {
                 .as_ref()
                 .and_then(|d| d.node_name.as_deref().map(str::to_owned)),
             has_termination_grace_period: self.deleting.as_ref().is_some_and(|d| d.has_grace),
+            drift: self.drift.as_deref().cloned(),
         }
     }
 }
@@ -324,7 +328,7 @@ mod tests {
                     name: c.into(),
                     ..NodeClassRef::default()
                 }),
-                termination_grace_period: None,
+                ..NodeClaimSpec::default()
             },
         );
         claim.status = Some(NodeClaimStatus {
@@ -377,6 +381,8 @@ mod tests {
                 deleting_since: at("2025-01-01T01:00:00Z"),
                 node_name: Some("node-abc".into()),
                 has_termination_grace_period: false,
+                // Not drifted: its NodePool and expiry are not kept.
+                drift: None,
             }]
         );
         // Deleting an hour before, with its Node: found by the drain reader; not at 00:30.

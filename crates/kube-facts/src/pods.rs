@@ -119,5 +119,19 @@ pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
             .unwrap_or_default(),
         required_affinity: required,
         preferred_affinity: preferred,
+        unschedulable_since: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0),
+        nominated: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .is_some_and(|n| !n.is_empty()),
     }
 }

@@ -66,6 +66,12 @@ pub struct EvaluationConfig {
     /// PodDisruptionBudgets are read to name what holds it.
     #[arg(long, env = "KH_TERMINATING_LONG_AFTER", default_value = "1h", value_parser = parse_duration)]
     pub terminating_long_after: Duration,
+
+    /// How long a pending Pod must have been unschedulable, with no NodeClaim of its class still
+    /// registering, before LimitsLeaveRoom=False blames NodePool limits or vCPU quotas for it
+    /// (Karpenter counts a launching NodeClaim against the limits while its Pod still waits).
+    #[arg(long, env = "KH_WAITING_ON_LIMITS_AFTER", default_value = "2m", value_parser = parse_duration)]
+    pub waiting_on_limits_after: Duration,
 }
 
 /// Flags of `karpenter-health run`; each can also be set by the environment variable named.
@@ -130,6 +136,7 @@ impl EvaluationConfig {
             status_stale_after: Duration::from_secs(600),
             orphan_instance_after: Duration::from_secs(600),
             terminating_long_after: Duration::from_secs(3600),
+            waiting_on_limits_after: Duration::from_secs(120),
         }
     }
 
@@ -143,6 +150,7 @@ impl EvaluationConfig {
             status_stale_after: signed(self.status_stale_after),
             orphan_instance_after: signed(self.orphan_instance_after),
             terminating_long_after: signed(self.terminating_long_after),
+            waiting_on_limits_after: signed(self.waiting_on_limits_after),
         }
     }
 

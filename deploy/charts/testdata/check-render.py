@@ -177,6 +177,7 @@ def check_all(path):
         "KH_REFRESH_INTERVAL": "2m", "KH_REGISTRATION_TIMEOUT": "10m", "KH_VALIDATION_STUCK_AFTER": "15m",
         "KH_STATUS_STALE_AFTER": "20m", "KH_ORPHAN_INSTANCE_AFTER": "30m", "KH_CONCURRENCY": "8",
         "KH_TERMINATING_LONG_AFTER": "2h",
+        "KH_WAITING_ON_LIMITS_AFTER": "5m",
         "KH_BULK_TRIGGER_INTERVAL": "2s",
         "KH_INSTALL_CRD": "true", "KH_HTTP_ADDRESS": "[::]:9090", "KH_LEADER_ELECT": "true",
         "KH_LEASE_NAME": "kh-lease", "AWS_REGION": "eu-west-1",

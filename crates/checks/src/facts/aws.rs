@@ -474,6 +474,11 @@ pub struct Settings {
     /// How long a NodeClaim may be terminating before `NodeClaimTerminatingLong` (and before
     /// the operator reads what holds its drain).
     pub terminating_long_after: jiff::SignedDuration,
+    /// How long a pending Pod must have been unschedulable, with no NodeClaim of the class
+    /// still registering, before `LimitsLeaveRoom` blames limits or quotas for it: Karpenter
+    /// counts a launching NodeClaim against its NodePool's limits while the Pod it is for still
+    /// waits (`rules/limits.rs`).
+    pub waiting_on_limits_after: jiff::SignedDuration,
 }
 
 impl Default for Settings {
@@ -484,6 +489,7 @@ impl Default for Settings {
             status_stale_after: jiff::SignedDuration::from_mins(10),
             orphan_instance_after: jiff::SignedDuration::from_mins(10),
             terminating_long_after: jiff::SignedDuration::from_hours(1),
+            waiting_on_limits_after: jiff::SignedDuration::from_mins(2),
         }
     }
 }

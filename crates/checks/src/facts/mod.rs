@@ -259,6 +259,18 @@ pub struct NodeClaimFacts {
     /// It has a `spec.terminationGracePeriod`, so its termination has a deadline; kept only
     /// while it is being deleted.
     pub has_termination_grace_period: bool,
+    /// Its NodePool (label `karpenter.sh/nodepool`) and `spec.expireAfter`, kept only while it
+    /// is drifted: whose disruption budgets hold it, and when it expires anyway.
+    pub drift: Option<DriftFacts>,
+}
+
+/// What the drift check reads of a drifted NodeClaim beyond its conditions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DriftFacts {
+    /// The NodePool that made it (`karpenter.sh/nodepool`).
+    pub node_pool: Option<String>,
+    /// `spec.expireAfter` as written (`720h`, `Never`).
+    pub expire_after: Option<String>,
 }
 
 /// One of Karpenter's NodeClaim conditions, as far as the checks read it.
@@ -296,6 +308,17 @@ impl NodeClaimFacts {
                 .filter(|_| claim.metadata.deletion_timestamp.is_some()),
             has_termination_grace_period: claim.metadata.deletion_timestamp.is_some()
                 && claim.spec.termination_grace_period.is_some(),
+            drift: find_condition(conditions, "Drifted")
+                .filter(|c| c.status == "True")
+                .map(|_| DriftFacts {
+                    node_pool: claim
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("karpenter.sh/nodepool"))
+                        .cloned(),
+                    expire_after: claim.spec.expire_after.clone(),
+                }),
         }
     }
 }
@@ -422,6 +445,11 @@ pub struct PodScheduling {
     /// them, or no other class has a NodePool it could use), so what the Pod breaks, it breaks
     /// here. `false`: Karpenter chooses among several classes, and a finding is only a warning.
     pub only_this_class: bool,
+    /// Since when the scheduler has called it unschedulable (its `PodScheduled=False`
+    /// condition's transition time): how long it has waited.
+    pub unschedulable_since: Option<Timestamp>,
+    /// `status.nominatedNodeName` is set: a node is being made free for it (preemption).
+    pub nominated: bool,
 }
 
 mod aws;

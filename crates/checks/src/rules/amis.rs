@@ -328,7 +328,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 /// generation and has not marked them unusable: `status.amis` non-empty and `AMIsReady` True
 /// for this generation (a condition without `observedGeneration`, as older releases write it,
 /// counts as current). Listed for a message; `None` when Karpenter holds none.
-fn images_karpenter_keeps(ctx: &Context) -> Option<String> {
+pub(crate) fn images_karpenter_keeps(ctx: &Context) -> Option<String> {
     let class = &ctx.facts.cluster.node_class;
     let amis = &class.status.as_ref()?.amis;
     let ready = ctx.karpenter_condition("AMIsReady")?;

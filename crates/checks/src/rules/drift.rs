@@ -1,18 +1,22 @@
 //! `DriftCanBeReplaced`: drifted NodeClaims of this EC2NodeClass can be replaced. Karpenter
-//! disrupts a drifted NodeClaim only while every disruption budget in force for drift allows it
-//! (kubernetes-sigs/karpenter `pkg/controllers/disruption`, budgets take the most restrictive
-//! value); a budget without a schedule is always in force, so `nodes: "0"` for drift (or for every
-//! reason) in every NodePool of the class means drifted nodes are never replaced
-//! (kubernetes-sigs/karpenter #1776). NodeClaims stuck terminating without a
-//! `terminationGracePeriod` of their own (Karpenter's drain deadline is the NodeClaim's,
-//! copied from its NodePool when it was made) are a warning that names what holds each, from the Pods on its Node
-//! and their PodDisruptionBudgets (`terminating.rs`; #1392, #2169): a warning, since the Pod or
-//! budget may go at any time and launches do not fail. Pure: no IO.
+//! disrupts a drifted NodeClaim only while every disruption budget of its NodePool in force for
+//! drift allows it (kubernetes-sigs/karpenter `pkg/controllers/disruption`, budgets take the most
+//! restrictive value); a budget without a schedule is always in force, so `nodes: "0"` for drift
+//! (or for every reason) holds its drifted NodeClaims for good (#1776). That is how Karpenter's
+//! docs switch drift off (#1576), and such NodeClaims still expire (`expireAfter`, which budgets
+//! do not hold: `pkg/controllers/nodeclaim/expiration/controller.go`): a decision, so a warning
+//! naming each held NodeClaim, how long it has been drifted, its NodePool's budget and when it
+//! expires; never False. Each drifted NodeClaim is judged against the NodePool that made it
+//! (`karpenter.sh/nodepool`). NodeClaims stuck terminating without a `terminationGracePeriod`
+//! of their own (Karpenter's drain deadline is the NodeClaim's, copied from its NodePool when it
+//! was made) are a warning that names what holds each, from the Pods on its Node and their
+//! PodDisruptionBudgets (`terminating.rs`; #1392, #2169): a warning, since the Pod or budget may
+//! go at any time and launches do not fail. Pure: no IO.
 //!
-//! Never stricter than Karpenter: a budget with a schedule is judged only when its fires come at
-//! a fixed period and each window lasts until the next (`@daily` for `24h`); any other schedule
-//! may open tonight and is never judged, nor percentages above 0, nor NodeClaims drifted for less than
-//! [`DRIFTED_FOR`] (Karpenter disrupts within minutes of drift when a budget allows).
+//! A budget with a schedule is judged only when its fires come at a fixed period and each
+//! window lasts until the next (`@daily` for `24h`); any other schedule may open tonight and is
+//! never judged, nor percentages above 0, nor NodeClaims drifted for less than [`DRIFTED_FOR`]
+//! (Karpenter disrupts within minutes of drift when a budget allows).
 
 use super::{Check, Context, Outcome, Why};
 use crate::facts::{NodeClaimFacts, NodeDrain, Observed};
@@ -111,12 +115,6 @@ fn drift_stopper(pool: &NodePool) -> Option<&Budget> {
         .find(|b| stops_drift(b))
 }
 
-fn names(claims: &[&NodeClaimFacts]) -> Vec<String> {
-    let mut names: Vec<String> = claims.iter().map(|c| c.name.clone()).collect();
-    names.sort();
-    names
-}
-
 /// What holds one stuck NodeClaim, in a clause.
 fn what_holds_claim(
     drain: &Observed<NodeDrain>,
@@ -153,6 +151,42 @@ fn what_holds_claim(
         );
     }
     parts.join("; ")
+}
+
+/// The reasons a budget covers, in words.
+fn reasons_of(budget: &Budget) -> String {
+    if budget.reasons.is_empty() {
+        "every reason".to_owned()
+    } else {
+        budget.reasons.join(", ")
+    }
+}
+
+/// When a budget is in force, in words.
+fn window_of(budget: &Budget) -> String {
+    match (&budget.schedule, &budget.duration) {
+        (Some(s), Some(d)) => format!("schedule {s} for {d}, which never leaves a gap"),
+        _ => "no schedule".to_owned(),
+    }
+}
+
+/// When a drifted NodeClaim expires: its creation plus its `spec.expireAfter`, which
+/// Karpenter's expiration controller acts on whatever the budgets say
+/// (kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/expiration/controller.go`).
+fn expiry(claim: &NodeClaimFacts, now: jiff::Timestamp) -> String {
+    let after = claim.drift.as_ref().and_then(|d| d.expire_after.as_deref());
+    match after.map(str::trim) {
+        Some("Never") => "never expires (expireAfter: Never)".to_owned(),
+        Some(after) => match (after.parse::<SignedDuration>(), claim.created) {
+            (Ok(after), Some(created)) => match created.checked_add(after) {
+                Ok(at) if at > now => format!("expires at {}", super::at(at)),
+                Ok(_) => "past its expiry, so Karpenter is replacing it".to_owned(),
+                Err(_) => format!("expires {after} after creation"),
+            },
+            _ => format!("expireAfter {after}"),
+        },
+        None => "expireAfter not read".to_owned(),
+    }
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
@@ -209,8 +243,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             return c.finish(Reason::DriftReplaceable, "");
         }
     };
-    let mut pools: Vec<&NodePool> = pools.iter().collect();
-    pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let pool_name = |p: &NodePool| p.metadata.name.clone().unwrap_or_default();
     let subjects = |claims: &[&NodeClaimFacts], pools: &[&NodePool]| {
         let mut s = vec![ctx.node_class_subject()];
@@ -229,48 +261,66 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         s.truncate(super::MAX_SUBJECTS);
         s
     };
-    let stoppers: Vec<(String, &Budget)> = pools
+    // Each drifted NodeClaim is judged against the NodePool that made it: a budget that stops
+    // drift for good is how Karpenter's docs switch drift off (kubernetes-sigs/karpenter
+    // #1576), a decision, so a warning; the NodeClaim is still replaced when it expires.
+    let held: Vec<(&NodeClaimFacts, &NodePool, &Budget)> = drifted
         .iter()
-        .filter_map(|p| drift_stopper(p).map(|b| (pool_name(p), b)))
+        .filter_map(|claim| {
+            let name = claim.drift.as_ref()?.node_pool.as_deref()?;
+            let pool = pools
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(name))?;
+            drift_stopper(pool).map(|budget| (*claim, pool, budget))
+        })
         .collect();
-    let blocked = !drifted.is_empty() && !pools.is_empty() && stoppers.len() == pools.len();
-    if blocked {
-        let budgets: Vec<String> = stoppers
+    if !held.is_empty() {
+        let mut lines: Vec<String> = held
             .iter()
-            .map(|(pool, b)| {
-                let reasons = if b.reasons.is_empty() {
-                    "every reason".to_owned()
-                } else {
-                    b.reasons.join(", ")
-                };
-                let when = match (&b.schedule, &b.duration) {
-                    (Some(s), Some(d)) => {
-                        format!("schedule {s} for {d}, which never leaves a gap")
-                    }
-                    _ => "no schedule".to_owned(),
-                };
-                format!("{pool} (nodes: {} for {reasons}, {when})", b.nodes)
+            .map(|(claim, pool, budget)| {
+                let since = claim
+                    .drifted
+                    .and_then(|d| d.last_transition)
+                    .map(|t| format!("drifted for {}", super::human(ctx.age(t))))
+                    .unwrap_or_else(|| "drifted".to_owned());
+                format!(
+                    "{} ({since}, {}; NodePool {}'s budget nodes: {} for {}, {})",
+                    claim.name,
+                    expiry(claim, ctx.now),
+                    pool_name(pool),
+                    budget.nodes,
+                    reasons_of(budget),
+                    window_of(budget)
+                )
             })
             .collect();
-        c.fail(
-            Reason::DriftBlockedByBudget,
+        lines.sort();
+        let held_claims: Vec<&NodeClaimFacts> = held.iter().map(|(c, _, _)| *c).collect();
+        let mut held_pools: Vec<&NodePool> = held.iter().map(|(_, p, _)| *p).collect();
+        held_pools.sort_by_key(|p| p.metadata.name.clone());
+        held_pools.dedup_by_key(|p| p.metadata.name.clone());
+        c.warn(
+            Warning::DriftHeldByBudget,
             format!(
-                "NodeClaim(s) {} have been drifted for 30 minutes or more, but every NodePool of \
-                 this EC2NodeClass has a disruption budget always in force that allows 0 \
-                 disruptions for drift: {}, so Karpenter never replaces them. Raise that \
+                "Drifted NodeClaim(s) are held by their NodePool's disruption budget, which is \
+                 always in force and allows 0 disruptions for drift, the way drift is switched \
+                 off: {}. Karpenter replaces them only when they expire (expireAfter, which \
+                 budgets do not hold) or are deleted. If drift should roll them, raise that \
                  budget's nodes, limit it to other reasons, or give it a schedule.",
-                super::list_bounded(&names(&drifted), 5),
-                super::list_bounded(&budgets, 3)
+                super::list_bounded(&lines, 5)
             ),
-            subjects(&drifted, &pools),
+            subjects(&held_claims, &held_pools),
         );
     }
     // What else keeps drifted NodeClaims, as Karpenter's own DisruptionBlocked Events name it
     // (a PodDisruptionBudget, a karpenter.sh/do-not-disrupt Pod): a warning, since the blocker
     // may leave at any time. Only Events Karpenter repeated lately count.
     let mut named_blockers = Vec::new();
-    if !blocked && let Observed::Found(events) = &ctx.facts.cluster.disruption_blocked {
+    if let Observed::Found(events) = &ctx.facts.cluster.disruption_blocked {
         for claim in &drifted {
+            if held.iter().any(|(h, _, _)| h.name == claim.name) {
+                continue;
+            }
             if let Some(event) = events.get(&claim.name)
                 && event
                     .last_seen
@@ -325,11 +375,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             subjects(&stuck, &[]),
         );
     }
-    let ok = match (drifted.len(), stoppers.is_empty()) {
+    let others = drifted.len() - held.len();
+    let ok = match (drifted.len(), held.len()) {
         (0, _) => "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes (see the warning on terminating ones).".to_owned(),
-        (n, true) if !named_blockers.is_empty() => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good (see the warning on what else holds them)."),
-        (n, true) => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good, so Karpenter replaces them as its budgets allow."),
-        (n, false) => format!("{n} drifted NodeClaim(s); {} of {} NodePools stop drift for good, the others let it through.", stoppers.len(), pools.len()),
+        (n, 0) if !named_blockers.is_empty() => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good (see the warning on what else holds them)."),
+        (n, 0) => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good, so Karpenter replaces them as its budgets allow."),
+        (_, h) if others == 0 => format!("{h} drifted NodeClaim(s), each held on purpose by its NodePool's budget until it expires (see the warning)."),
+        (_, h) => format!("{others} drifted NodeClaim(s) replaced as their NodePools' budgets allow; {h} held on purpose by their NodePool's budget until they expire (see the warning)."),
     };
     c.finish(Reason::DriftReplaceable, ok)
 }

@@ -17,13 +17,30 @@
 //! only, so the count is a lower bound, and a NodePool is stopped by a quota only when every type
 //! and capacity type it allows is a standard one that no longer fits; types of other quotas (GPU,
 //! high-memory, ...) and reserved capacity are never judged.
+//!
+//! A Pod counts as waiting on the limits only once a scale-up cannot be what it waits for:
+//! Karpenter counts a NodeClaim in its NodePool's `status.resources` from its launch
+//! (kubernetes-sigs/karpenter `pkg/controllers/nodepool/counter/controller.go` sums the cluster
+//! state's nodes, NodeClaims not yet registered included), while the Pod it launched for stays
+//! Unschedulable until the node registers, so every scale-up that reaches a limit would
+//! otherwise look blocked. So a Pod counts only when it has been unschedulable for
+//! `Settings::waiting_on_limits_after` (2 minutes: well past the time
+//! from a registered node to the Pod bound on it, and Karpenter's batching of at most 10 s,
+//! `pkg/controllers/provisioning/batcher.go`), no NodeClaim of the class is still registering (it may be the Pod's), it is
+//! not nominated to a node (preemption), and it does not ask for an EKS managed node group
+//! (`eks.amazonaws.com/nodegroup`, a label no NodePool gives). Otherwise the stopped NodePool is
+//! a warning.
 
 use super::instance_types::{allowed, category_and_generation};
 use super::{Check, Context, Outcome, Why};
 use crate::facts::{InstanceTypeFacts, Observed};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
-use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
+
+/// The label of an EKS managed node group's nodes: a Pod that selects it waits for that group,
+/// never for a NodePool (none gives the label).
+const MANAGED_NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
 
 /// Service Quotas' code of "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances".
 pub const ON_DEMAND_STANDARD_QUOTA: &str = "L-1216C47A";
@@ -323,15 +340,48 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         subjects
     };
     let all_stopped = stopped.len() == pools.len();
+    // A NodeClaim still registering may be the one a waiting Pod is for (its capacity already
+    // counts against the limits); unknown NodeClaims leave that open too.
+    let registering = match &ctx.facts.cluster.node_claims {
+        Observed::Found(claims) => claims
+            .iter()
+            .filter(|c| !c.deleting)
+            .filter(|c| {
+                c.registered
+                    .is_none_or(|r| r.status != ConditionStatus::True)
+            })
+            .map(|c| c.name.clone())
+            .min(),
+        Observed::Absent => None,
+        Observed::Unknown(_) => Some("(NodeClaims not read)".to_owned()),
+    };
+    let mut not_yet: Vec<String> = Vec::new();
     let waiting: Result<Vec<String>, Why> = match &ctx.facts.cluster.pending_pods {
         Observed::Found(pods) => {
-            let mut names: Vec<String> = pods
-                .iter()
-                .filter(|p| p.only_this_class)
-                .map(|p| format!("{}/{}", p.namespace, p.name))
-                .collect();
+            let mut names: Vec<String> = Vec::new();
+            for p in pods.iter().filter(|p| p.only_this_class) {
+                let name = format!("{}/{}", p.namespace, p.name);
+                let for_node_group = p.node_selector.contains_key(MANAGED_NODE_GROUP_LABEL)
+                    || (!p.required_affinity.is_empty()
+                        && p.required_affinity
+                            .iter()
+                            .all(|term| term.iter().any(|r| r.key == MANAGED_NODE_GROUP_LABEL)));
+                if for_node_group {
+                    continue;
+                }
+                let long = p
+                    .unschedulable_since
+                    .is_some_and(|t| ctx.age(t) >= ctx.settings.waiting_on_limits_after);
+                if long && !p.nominated && registering.is_none() {
+                    names.push(name);
+                } else {
+                    not_yet.push(name);
+                }
+            }
             names.sort();
             names.dedup();
+            not_yet.sort();
+            not_yet.dedup();
             Ok(names)
         }
         Observed::Absent => Ok(Vec::new()),
@@ -367,19 +417,40 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             );
         }
         (true, Err(why_unknown)) => c.unknown(why_unknown),
-        _ => c.warn(
-            Warning::NodePoolAtLimits,
-            format!(
-                "{}; it launches nothing more until the limits are raised or capacity is freed.",
-                super::list_bounded(&why, 3)
-            ),
-            subjects(&names),
-        ),
+        _ => {
+            let pending = if not_yet.is_empty() {
+                String::new()
+            } else {
+                let because = match &registering {
+                    Some(claim) => format!("NodeClaim {claim} is still registering"),
+                    None => format!(
+                        "they have waited less than {} or are nominated to a node",
+                        super::human(ctx.settings.waiting_on_limits_after)
+                    ),
+                };
+                format!(
+                    " Pending Pod(s) {} are not counted as waiting on the limits yet: {because}.",
+                    super::list_bounded(&not_yet, 3)
+                )
+            };
+            c.warn(
+                Warning::NodePoolAtLimits,
+                format!(
+                    "{}; it launches nothing more until the limits are raised or capacity is \
+                     freed.{pending}",
+                    super::list_bounded(&why, 3)
+                ),
+                subjects(&names),
+            )
+        }
     }
     let ok = if all_stopped {
-        "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod that \
-         only this class can take waits."
-            .to_owned()
+        format!(
+            "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod \
+             that only this class can take has waited on them for {} with no NodeClaim still \
+             registering.",
+            super::human(ctx.settings.waiting_on_limits_after)
+        )
     } else {
         format!(
             "{} of {} NodePools have room for another node (the others are at their limits, see \

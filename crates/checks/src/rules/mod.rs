@@ -195,6 +195,11 @@ impl Check {
         }
     }
 
+    /// Whether `warning` was recorded, so a True message can leave out what it contradicts.
+    pub fn warned(&self, warning: Warning) -> bool {
+        self.warnings.iter().any(|w| w.reason == warning.as_str())
+    }
+
     pub fn warn(
         &mut self,
         warning: Warning,

@@ -202,6 +202,11 @@ impl Facts {
                         status: karpenter_health_api::ConditionStatus::True,
                         last_transition: Some(mins_ago(m)),
                     });
+                    // What NodeClaimFacts::of keeps of a drifted NodeClaim made by the pool.
+                    claim.drift = drifted_mins.map(|_| crate::facts::DriftFacts {
+                        node_pool: Some(NODE_POOL.into()),
+                        expire_after: Some("720h".into()),
+                    });
                 }
             }
         })

@@ -228,8 +228,11 @@ pub fn node_claim_object(
         NodeClaimSpec {
             node_class_ref: Some(node_class_ref()),
             termination_grace_period: None,
+            // The CRD's default.
+            expire_after: Some("720h".into()),
         },
     );
+    claim.metadata.labels = Some([("karpenter.sh/nodepool".into(), NODE_POOL.into())].into());
     claim.metadata.creation_timestamp = Some(Time(mins_ago(launched_mins_ago + 1)));
     let registered = if registered {
         karpenter_condition("Registered", "True", mins_ago(launched_mins_ago - 1))
@@ -262,6 +265,9 @@ pub fn pending_pod(namespace: &str, name: &str, selector: &[(&str, &str)]) -> Po
         required_affinity: Vec::new(),
         preferred_affinity: Vec::new(),
         only_this_class: true,
+        // Long enough that limits may be blamed for it (Settings::waiting_on_limits_after).
+        unschedulable_since: Some(mins_ago(10)),
+        nominated: false,
     }
 }
 

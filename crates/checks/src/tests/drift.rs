@@ -1,6 +1,7 @@
 //! Scenarios of `DriftCanBeReplaced` beyond one sentence per reason: budgets that let drift
-//! through at some time stay True, what was not seen is Unknown, and NodeClaims stuck
-//! terminating are a warning. Pure.
+//! through at some time stay True, a budget that switches drift off is a warning judged per
+//! NodePool (never False), what was not seen is Unknown, and NodeClaims stuck terminating are a
+//! warning. Pure.
 
 use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, UnknownCause};
@@ -13,11 +14,16 @@ fn drift(f: &Facts) -> (String, String, String, Vec<String>) {
 
 /// The message of the one NodeClaimTerminatingLong warning.
 fn warning(f: &Facts) -> String {
+    warning_of(f, "NodeClaimTerminatingLong")
+}
+
+/// The message of the one warning `code`.
+fn warning_of(f: &Facts, code: &str) -> String {
     let status = super::reasons::status(f);
     let found: Vec<&str> = status
         .findings
         .iter()
-        .filter(|f| f.reason == "NodeClaimTerminatingLong")
+        .filter(|f| f.reason == code)
         .map(|f| f.message.as_str())
         .collect();
     assert_eq!(found.len(), 1, "{:?}", status.findings);
@@ -46,35 +52,92 @@ fn budgets_that_let_drift_through_at_some_time_are_never_false() {
             "drifted ten minutes ago: Karpenter may not have acted yet",
             Facts::healthy().with_drift(vec![budget("0", &[], None)], Some(10)),
         ),
-        (
-            "another NodePool lets drift through",
-            Facts::healthy()
-                .with_drift(vec![budget("0", &[], None)], Some(120))
-                .with(|f| {
-                    if let Some(pools) = f.cluster.node_pools.found_mut() {
-                        pools.push(node_pool("spare"));
-                    }
-                }),
-        ),
     ] {
-        let (status, _, message, _) = drift(&f);
+        let (status, _, message, warnings) = drift(&f);
         assert_eq!(status, "True", "{what}: {message}");
+        assert!(warnings.is_empty(), "{what}: {warnings:?}");
     }
 }
 
+/// Karpenter v1's docs switch drift off with a budget of 0 for Drifted and no schedule
+/// (kubernetes-sigs/karpenter #1576); its expiration controller still deletes each NodeClaim at
+/// its expireAfter whatever the budgets say (`pkg/controllers/nodeclaim/expiration/controller.go`).
+/// A decision: True, with a warning that says how long, which budget, and when it expires.
 #[test]
-fn the_message_names_the_node_claims_the_node_pool_and_its_budget() {
-    let (status, reason, message, _) =
-        drift(&Facts::healthy().with_drift(vec![budget("0%", &["Drifted"], None)], Some(45)));
+fn drift_switched_off_by_a_budget_is_a_warning_never_false() {
+    let f = Facts::healthy().with_drift(vec![budget("0%", &["Drifted"], None)], Some(45));
+    let (status, reason, message, warnings) = drift(&f);
     assert_eq!(
         (status.as_str(), reason.as_str()),
-        ("False", "DriftBlockedByBudget")
+        ("True", "DriftReplaceable")
     );
+    assert_eq!(warnings, ["DriftHeldByBudget"]);
+    // The True message says they are held, never that Karpenter replaces them.
     assert!(
-        message.contains("default-abcde")
-            && message.contains("default (nodes: 0% for Drifted, no schedule)"),
+        message.contains("held on purpose") && !message.contains("replaces them"),
         "{message}"
     );
+    let warned = warning_of(&f, "DriftHeldByBudget");
+    assert!(
+        warned.contains("default-abcde (drifted for 45m, expires at ")
+            && warned.contains("NodePool default's budget nodes: 0% for Drifted, no schedule"),
+        "{warned}"
+    );
+    // Drift off and expiry off: said so.
+    let never = f.with(|f| {
+        if let Some(claims) = f.cluster.node_claims.found_mut() {
+            for claim in claims {
+                if let Some(drift) = &mut claim.drift {
+                    drift.expire_after = Some("Never".into());
+                }
+            }
+        }
+    });
+    assert!(
+        warning_of(&never, "DriftHeldByBudget").contains("never expires (expireAfter: Never)"),
+        "{}",
+        warning_of(&never, "DriftHeldByBudget")
+    );
+}
+
+/// Each drifted NodeClaim is judged against the NodePool that made it: a freeze in one NodePool
+/// holds only that NodePool's NodeClaims.
+#[test]
+fn each_drifted_node_claim_is_judged_by_its_own_node_pool() {
+    let f = Facts::healthy()
+        .with_drift(vec![budget("0", &[], None)], Some(120))
+        .with(|f| {
+            if let Some(pools) = f.cluster.node_pools.found_mut() {
+                pools.push(node_pool("spare"));
+            }
+            if let Some(claims) = f.cluster.node_claims.found_mut() {
+                for claim in claims {
+                    if let Some(drift) = &mut claim.drift {
+                        drift.node_pool = Some("spare".into());
+                    }
+                }
+            }
+        });
+    // Made by "spare", which lets drift through: not held, whatever "default" says.
+    let (status, _, message, warnings) = drift(&f);
+    assert_eq!(status, "True", "{message}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        message.contains("replaces them as its budgets allow"),
+        "{message}"
+    );
+    // A NodeClaim whose NodePool is not known (no label, or a NodePool since deleted) is not
+    // said to be held.
+    let orphan = f.with(|f| {
+        if let Some(claims) = f.cluster.node_claims.found_mut() {
+            for claim in claims {
+                if let Some(drift) = &mut claim.drift {
+                    drift.node_pool = Some("gone".into());
+                }
+            }
+        }
+    });
+    assert!(drift(&orphan).3.is_empty());
 }
 
 #[test]
@@ -186,28 +249,28 @@ fn the_warning_names_what_holds_a_terminating_node_claim_from_its_nodes_pods() {
 }
 
 #[test]
-fn a_freeze_whose_schedule_never_leaves_a_gap_blocks_drift_like_one_without_schedule() {
+fn a_freeze_whose_schedule_never_leaves_a_gap_holds_drift_like_one_without_schedule() {
     let daily = karpenter_health_api::karpenter::Budget {
         nodes: "0".into(),
         schedule: Some("@daily".into()),
         duration: Some("24h".into()),
         ..Default::default()
     };
-    let (status, reason, message, _) =
-        drift(&Facts::healthy().with_drift(vec![daily.clone()], Some(120)));
-    assert_eq!(
-        (status.as_str(), reason.as_str()),
-        ("False", "DriftBlockedByBudget")
-    );
+    let held = Facts::healthy().with_drift(vec![daily.clone()], Some(120));
+    let (status, _, _, warnings) = drift(&held);
+    assert_eq!(status, "True");
+    assert_eq!(warnings, ["DriftHeldByBudget"]);
+    let message = warning_of(&held, "DriftHeldByBudget");
     assert!(message.contains("schedule @daily for 24h"), "{message}");
     // An hour shorter: it opens for an hour every day.
     let opens = karpenter_health_api::karpenter::Budget {
         duration: Some("23h".into()),
         ..daily
     };
-    assert_eq!(
-        drift(&Facts::healthy().with_drift(vec![opens], Some(120))).0,
-        "True"
+    assert!(
+        drift(&Facts::healthy().with_drift(vec![opens], Some(120)))
+            .3
+            .is_empty()
     );
 }
 
@@ -232,7 +295,7 @@ fn karpenters_own_blocked_events_name_what_holds_drifted_node_claims() {
         .message;
     assert!(text.contains("shop/web"), "{text}");
     // An Event Karpenter stopped repeating an hour ago is not named; nor when no NodeClaim is
-    // drifted long enough; nor when a budget already blocks (the False says why).
+    // drifted long enough.
     for quiet in [
         Facts::healthy()
             .with_drift(vec![budget("10%", &[], None)], Some(120))
@@ -240,10 +303,12 @@ fn karpenters_own_blocked_events_name_what_holds_drifted_node_claims() {
         Facts::healthy()
             .with_drift(vec![budget("10%", &[], None)], Some(10))
             .with_disruption_blocked(pdb, 3),
-        Facts::healthy()
-            .with_drift(vec![budget("0", &[], None)], Some(120))
-            .with_disruption_blocked(pdb, 3),
     ] {
         assert!(drift(&quiet).3.is_empty(), "{:?}", drift(&quiet));
     }
+    // A NodeClaim its NodePool's budget holds on purpose is named once, for that budget.
+    let held = Facts::healthy()
+        .with_drift(vec![budget("0", &[], None)], Some(120))
+        .with_disruption_blocked(pdb, 3);
+    assert_eq!(drift(&held).3, ["DriftHeldByBudget"]);
 }

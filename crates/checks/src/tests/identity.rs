@@ -208,18 +208,19 @@ fn an_imdsv2_guardrail_is_decided_from_the_class_metadata_options() {
 /// parameters only, or none, leaves the alias unresolvable.
 #[test]
 fn reading_the_alias_parameter_is_decided_from_the_parameter_the_alias_resolves_through() {
-    // The controller's own policy, granting ssm:GetParameter on `ssm_resource`, evaluated for
-    // `facts`: (status, reason, message) of ControllerCanLaunch.
-    let judged = |facts: Facts, ssm_resource: &str| {
-        controller(&with_local_policy(
+    // The controller's own policy, granting ssm:GetParameter on `ssm_resource`, given to `facts`.
+    let policed = |facts: Facts, ssm_resource: &str| {
+        with_local_policy(
             facts,
             &format!(
                 r#"{{"Statement":[
   {{"Effect":"Allow","Action":["iam:PassRole","ec2:*","iam:*InstanceProfile"],"Resource":"*"}},
   {{"Effect":"Allow","Action":"ssm:GetParameter","Resource":"{ssm_resource}"}}]}}"#
             ),
-        ))
+        )
     };
+    // (status, reason, message) of ControllerCanLaunch for `facts` under that policy.
+    let judged = |facts: Facts, ssm_resource: &str| controller(&policed(facts, ssm_resource));
     let bottlerocket_only = "arn:aws:ssm:*::parameter/aws/service/bottlerocket/*";
     let (st, reason, message) = judged(
         Facts::healthy(),
@@ -231,13 +232,31 @@ fn reading_the_alias_parameter_is_decided_from_the_parameter_the_alias_resolves_
         "{message}"
     );
     assert!(message.contains("ssm:GetParameter"), "{message}");
-    let (st, reason, message) = judged(Facts::healthy(), bottlerocket_only);
+    // Karpenter holds no image for the class: it resolves none, launches nothing.
+    let (st, reason, message) = judged(
+        Facts::healthy().with_no_images_resolved(),
+        bottlerocket_only,
+    );
     assert_eq!(
         (st.as_str(), reason.as_str()),
         ("False", "ControllerCannotReadAmiParameters"),
         "{message}"
     );
     assert!(message.contains("amazon-linux-2023"), "{message}");
+    // Karpenter holds images resolved before: it keeps them and launches from them
+    // (pkg/controllers/nodeclass/ami.go), so a warning that names them, and True.
+    let (st, reason, message) = judged(Facts::healthy(), bottlerocket_only);
+    assert_eq!(st, "True", "{reason}: {message}");
+    let warned = status(&policed(Facts::healthy(), bottlerocket_only))
+        .findings
+        .into_iter()
+        .find(|f| f.reason == "ControllerImageReadsDeniedWhileImagesKept")
+        .map(|f| f.message)
+        .unwrap_or_default();
+    assert!(
+        warned.contains("amazon-linux-2023") && warned.contains("keeps launching"),
+        "{warned}"
+    );
     // Without an alias nothing is read through SSM, so nothing is asked.
     let by_tags = Facts::healthy().with_ami_family(
         "AL2023",
@@ -267,13 +286,34 @@ fn describing_images_is_asked_of_every_class() {
         &["amazon-eks-node-al2023-x86_64-standard-1.29-v20250101"],
     );
     for facts in [Facts::healthy(), by_tags] {
-        let (st, reason, message) = controller(&with_local_policy(facts.clone(), &launch_only));
+        // Karpenter holds no image for the class: it resolves none, launches nothing.
+        let (st, reason, message) = controller(&with_local_policy(
+            facts.clone().with_no_images_resolved(),
+            &launch_only,
+        ));
         assert_eq!(
             (st.as_str(), reason.as_str()),
             ("False", "ControllerCannotDescribeImages"),
             "{message}"
         );
-        assert!(message.contains("ec2:DescribeImages on *"), "{message}");
+        // It holds images from before: it launches from them, a warning (ami.go).
+        let held = with_local_policy(facts.clone(), &launch_only);
+        let (st, _, message) = controller(&held);
+        assert_eq!(st, "True", "{message}");
+        assert!(
+            status(&held)
+                .findings
+                .iter()
+                .any(|f| f.reason == "ControllerImageReadsDeniedWhileImagesKept"
+                    && f.message.contains("ec2:DescribeImages on *")),
+            "{:?}",
+            status(&held).findings
+        );
+        // The True message never says the denied read is allowed.
+        assert!(
+            message.contains("see the warning") && !message.contains("which resolves its images"),
+            "{message}"
+        );
         let (st, _, message) = controller(&with_local_policy(facts, &policy(r#""ec2:*""#)));
         assert_eq!(st, "True", "{message}");
         assert!(message.contains("ec2:DescribeImages"), "{message}");

@@ -197,3 +197,73 @@ fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
         assert_eq!(status, "True", "{what}: {message}");
     }
 }
+
+/// Karpenter counts a NodeClaim in its NodePool's `status.resources` from its launch, while the
+/// Pod it is for stays Unschedulable until the node registers
+/// (kubernetes-sigs/karpenter `pkg/controllers/nodepool/counter/controller.go`): every scale-up
+/// that reaches a limit looks like this for a while. Only a Pod that has waited
+/// `Settings::waiting_on_limits_after`, with no NodeClaim of the class still registering, not nominated to a
+/// node and not asking for a managed node group, makes the condition False.
+#[test]
+fn a_scale_up_reaching_the_limit_is_never_false() {
+    let at_limit = || Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true);
+    let pods = |f: &mut Facts, change: &dyn Fn(&mut crate::facts::PodScheduling)| {
+        if let Observed::Found(pods) = &mut f.cluster.pending_pods {
+            for pod in pods.iter_mut() {
+                change(std::sync::Arc::make_mut(pod));
+            }
+        }
+    };
+    let waited = |mins: i64| {
+        at_limit().with(move |f| pods(f, &|p| p.unschedulable_since = Some(mins_ago(mins))))
+    };
+    let registering = at_limit().with(|f| {
+        if let Observed::Found(claims) = &mut f.cluster.node_claims {
+            claims.push(node_claim("default-fghij", "i-0fffffffffffffff1", 0, false));
+        }
+    });
+    for (what, f) in [
+        ("waited under a minute", waited(1)),
+        ("a NodeClaim of the class still registering", registering),
+        (
+            "nominated to a node",
+            at_limit().with(|f| pods(f, &|p| p.nominated = true)),
+        ),
+        (
+            "asking for a managed node group",
+            at_limit().with(|f| {
+                pods(f, &|p| {
+                    p.node_selector
+                        .insert("eks.amazonaws.com/nodegroup".into(), "system".into());
+                })
+            }),
+        ),
+        (
+            "no transition time read",
+            at_limit().with(|f| pods(f, &|p| p.unschedulable_since = None)),
+        ),
+    ] {
+        let (status, _, message, warnings) = limits(&f);
+        assert_eq!(status, "True", "{what}: {message}");
+        assert_eq!(warnings, ["NodePoolAtLimits"], "{what}");
+        assert!(
+            message.contains("see the warning") && message.contains("has waited on them for 2m"),
+            "never contradicts the warning: {message}"
+        );
+    }
+    // The warning says why the waiting Pod is not counted yet.
+    let status = super::reasons::status(&waited(1));
+    let warning = status
+        .findings
+        .iter()
+        .find(|w| w.reason == "NodePoolAtLimits")
+        .expect("the warning");
+    assert!(
+        warning.message.contains("shop/web-0") && warning.message.contains("less than 2m"),
+        "{}",
+        warning.message
+    );
+    // Past the threshold, nothing registering: False.
+    let minutes = crate::Settings::default().waiting_on_limits_after.as_secs() / 60 + 1;
+    assert_eq!(limits(&waited(minutes)).1, "NodePoolLimitsReached");
+}

@@ -158,10 +158,10 @@ sentences! {
         Facts::healthy().with_simulated("ec2:RunInstances", |d| { d.decision = "implicitDeny".into(); d.denied_by_boundary = true; })
         => ControllerCanLaunch is False because ControllerCannotLaunchInstances;
     a_controller_denied_the_alias_parameter_is_controller_cannot_read_ami_parameters:
-        Facts::healthy().with_simulated("ssm:GetParameter", |d| d.decision = "implicitDeny".into())
+        Facts::healthy().with_simulated("ssm:GetParameter", |d| d.decision = "implicitDeny".into()).with_no_images_resolved()
         => ControllerCanLaunch is False because ControllerCannotReadAmiParameters;
     an_scp_denying_describe_images_is_controller_cannot_describe_images:
-        Facts::healthy().with_simulated("ec2:DescribeImages", |d| { d.decision = "explicitDeny".into(); d.denied_by_organizations = true; })
+        Facts::healthy().with_simulated("ec2:DescribeImages", |d| { d.decision = "explicitDeny".into(); d.denied_by_organizations = true; }).with_no_images_resolved()
         => ControllerCanLaunch is False because ControllerCannotDescribeImages;
 
     // InterruptionHandlingReady.
@@ -302,9 +302,6 @@ sentences! {
     // DriftCanBeReplaced.
     nothing_drifted_is_drift_replaceable:
         Facts::healthy() => DriftCanBeReplaced is True because DriftReplaceable;
-    a_budget_of_zero_for_drift_without_a_schedule_is_drift_blocked_by_budget:
-        Facts::healthy().with_drift(vec![budget("0", &[], None)], Some(45))
-        => DriftCanBeReplaced is False because DriftBlockedByBudget;
 
     // AmisResolvable.
     a_published_alias_is_amis_resolved:

@@ -38,7 +38,7 @@ fn claim(name: &str, class: &str, provider_id: &str) -> NodeClaim {
         name,
         NodeClaimSpec {
             node_class_ref: reference(class),
-            termination_grace_period: None,
+            ..NodeClaimSpec::default()
         },
     );
     claim.status = Some(karpenter_health_api::karpenter::NodeClaimStatus {

@@ -9,6 +9,7 @@ use crate::karpenter_permissions::{
     ClassInputs, Group, Inputs, PASS_ROLE, Question, Verdict, verdict,
 };
 use crate::rules::list_bounded;
+use crate::warnings::Warning;
 use crate::{arn, clip};
 use karpenter_health_api::{Reason, SubjectRef};
 
@@ -94,8 +95,8 @@ pub(super) fn check_permissions(
             };
         }
     };
-    let what = inputs.verified();
     let decided_by = check_answers(ctx, c, role, subjects, &inputs);
+    let what = inputs.verified(!c.warned(Warning::ControllerImageReadsDeniedWhileImagesKept));
     Verified { what, decided_by }
 }
 
@@ -227,6 +228,29 @@ fn check_answers(
             .map(|(_, t)| t.as_str())
             .collect();
         if texts.is_empty() {
+            continue;
+        }
+        // Karpenter resolves images only in its EC2NodeClass controller; when that read fails
+        // it returns before touching the status, keeps status.amis and AMIsReady, and launches
+        // from them (aws/karpenter-provider-aws pkg/controllers/nodeclass/ami.go,
+        // pkg/providers/amifamily/resolver.go): nothing fails until the class is edited or a new
+        // class resolves, so a warning while it holds images for this generation.
+        if matches!(
+            reason,
+            Reason::ControllerCannotReadAmiParameters | Reason::ControllerCannotDescribeImages
+        ) && let Some(kept) = crate::rules::amis::images_karpenter_keeps(ctx)
+        {
+            c.warn(
+                Warning::ControllerImageReadsDeniedWhileImagesKept,
+                format!(
+                    "Role {} may not {}; {decided_by}. Karpenter keeps launching from the \
+                     image(s) it resolved before ({kept}), but the next edit of this \
+                     EC2NodeClass, or a new class, resolves nothing.",
+                    clip(&role.arn, 256),
+                    texts.join("; ")
+                ),
+                subjects.to_vec(),
+            );
             continue;
         }
         c.fail(
