@@ -251,10 +251,14 @@ ARGS
     > "$dir/logs/kube-controller-manager.log" 2>&1 &
   echo $! > "$dir/pids/kube-controller-manager.pid"
   # Karpenter provisions only for Pods the scheduler marked Unschedulable
-  # (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go, IsProvisionable).
+  # (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go, IsProvisionable). The node stand-in
+  # brings a Node up in fewer updates than a kubelet does, and a lab Pod rejected while its Node
+  # was still tainted was seen left unbound on the Ready, untainted Node until the scheduler's
+  # periodic flush of unschedulable Pods (5 minutes by default): the flush runs every 15 s here,
+  # so a launch never waits on which Node update the scheduler's queueing hints caught.
   "$scheduler" --kubeconfig "$dir/kubeconfig" --authentication-kubeconfig "$dir/kubeconfig" \
     --authorization-kubeconfig "$dir/kubeconfig" --leader-elect=false \
-    --bind-address 127.0.0.1 --secure-port 0 \
+    --bind-address 127.0.0.1 --secure-port 0 --pod-max-in-unschedulable-pods-duration=15s \
     > "$dir/logs/kube-scheduler.log" 2>&1 &
   echo $! > "$dir/pids/kube-scheduler.pid"
 

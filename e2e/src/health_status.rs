@@ -7,12 +7,22 @@ use std::collections::BTreeSet;
 
 /// `Type=Status(Reason)` of every condition, space-separated.
 pub fn summary(status: &KarpenterHealthStatus) -> String {
-    status
+    let mut text = status
         .conditions
         .iter()
         .map(|c| format!("{}={}({})", c.type_, c.status, c.reason))
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    // The condition messages and findings say why, when a wait ends on the wrong status.
+    for c in status.conditions.iter().filter(|c| c.type_ != "Ready") {
+        if !c.message.is_empty() {
+            text.push_str(&format!("\n  {}: {}", c.type_, c.message));
+        }
+    }
+    for f in &status.findings {
+        text.push_str(&format!("\n  finding {}: {}", f.reason, f.message));
+    }
+    text
 }
 
 /// Whether condition `ty` has status `want` (`True`, `False`, `Unknown`) with `reason`.

@@ -72,7 +72,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::LimitsLeaveRoom,
-        "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), limits.nodes and other resources; vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity.",
+        "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), limits.nodes and other resources; vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity. Which NodePool a waiting Pod fits (taints and tolerations, requirements beyond its pins) and Karpenter's Nominated Events are not read: a Pod counts once it has been unschedulable for KH_WAITING_ON_LIMITS_AFTER with no NodeClaim of the class registering, so a blocked Pod is False that much later, and not while another NodeClaim of the class registers.",
     ),
 ];
 
