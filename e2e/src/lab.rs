@@ -242,6 +242,19 @@ impl KarpenterProcess {
     }
 }
 
+/// Whether Karpenter's `conditions` (of an EC2NodeClass or a NodeClaim) hold `type_` with
+/// `status`.
+fn carries(
+    conditions: Option<&[karpenter_health_api::karpenter::KarpenterCondition]>,
+    type_: &str,
+    status: &str,
+) -> bool {
+    conditions
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == status)
+}
+
 /// One lab scenario: the test's seeded AWS and cluster (a [`Fixture`] whose EC2NodeClass status
 /// is Karpenter's own), the real Karpenter, and the node stand-in.
 pub struct Lab {
@@ -594,12 +607,8 @@ impl Lab {
             Duration::from_secs(60),
             || async {
                 let class = self.node_class().await?;
-                Ok(class
-                    .status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter())
-                    .any(|c| c.type_ == type_ && c.status == status)
-                    .then_some(()))
+                let conditions = class.status.as_ref().map(|s| s.conditions.as_slice());
+                Ok(carries(conditions, type_, status).then_some(()))
             },
         )
         .await
@@ -619,12 +628,8 @@ impl Lab {
                 let claim = Api::<NodeClaim>::all(self.fx.admin.clone())
                     .get(name)
                     .await?;
-                Ok(claim
-                    .status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter())
-                    .any(|c| c.type_ == type_ && c.status == status)
-                    .then_some(()))
+                let conditions = claim.status.as_ref().map(|s| s.conditions.as_slice());
+                Ok(carries(conditions, type_, status).then_some(()))
             },
         )
         .await

@@ -17,7 +17,7 @@
 //! (lab_reasons).
 
 use anyhow::{Context, Result};
-use karpenter_health_api::karpenter::NodePool;
+use karpenter_health_api::karpenter::{NodeClaim, NodePool};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
@@ -441,13 +441,21 @@ async fn drift_switched_off_by_a_budget_is_a_warning_never_false() -> Result<()>
 
         // The freeze without a schedule, how Karpenter's docs switch drift off
         // (kubernetes-sigs/karpenter #1576): a decision, so a warning naming the NodeClaim, the
-        // budget and its expiry (the CRD's default expireAfter, 720h), and True.
+        // budget and its expiry (the real CRDs default expireAfter to 720h; without it Karpenter
+        // never expires the NodeClaim), and True.
         set_budgets(&fx, json!([{"nodes": "0"}])).await?;
         let text = held_warning(&fx).await?;
+        let expires = Api::<NodeClaim>::all(fx.admin.clone())
+            .get(&claim)
+            .await?
+            .spec
+            .expire_after
+            .is_some();
+        let expiry = if expires { "expires at " } else { "never expires (no expireAfter)" };
         assert!(
             text.contains(&claim)
                 && text.contains("nodes: 0 for every reason")
-                && text.contains("expires at "),
+                && text.contains(expiry),
             "{text}"
         );
         // A daily freeze for 24 hours never leaves a gap either.

@@ -185,7 +185,8 @@ fn expiry(claim: &NodeClaimFacts, now: jiff::Timestamp) -> String {
             },
             _ => format!("expireAfter {after}"),
         },
-        None => "expireAfter not read".to_owned(),
+        // No expireAfter: Karpenter's expiration controller never deletes it.
+        None => "never expires (no expireAfter)".to_owned(),
     }
 }
 

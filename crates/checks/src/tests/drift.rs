@@ -84,7 +84,7 @@ fn drift_switched_off_by_a_budget_is_a_warning_never_false() {
         "{warned}"
     );
     // Drift off and expiry off: said so.
-    let never = f.with(|f| {
+    let never = f.clone().with(|f| {
         if let Some(claims) = f.cluster.node_claims.found_mut() {
             for claim in claims {
                 if let Some(drift) = &mut claim.drift {
@@ -93,6 +93,21 @@ fn drift_switched_off_by_a_budget_is_a_warning_never_false() {
             }
         }
     });
+    // Without expireAfter (CRDs that do not default it), Karpenter never expires it either.
+    let unset = f.clone().with(|f| {
+        if let Some(claims) = f.cluster.node_claims.found_mut() {
+            for claim in claims {
+                if let Some(drift) = &mut claim.drift {
+                    drift.expire_after = None;
+                }
+            }
+        }
+    });
+    assert!(
+        warning_of(&unset, "DriftHeldByBudget").contains("never expires (no expireAfter)"),
+        "{}",
+        warning_of(&unset, "DriftHeldByBudget")
+    );
     assert!(
         warning_of(&never, "DriftHeldByBudget").contains("never expires (expireAfter: Never)"),
         "{}",
