@@ -393,6 +393,44 @@ impl Lab {
         Ok(())
     }
 
+    /// Waits until the scheduler bound Pod `name` to a Node; on timeout the error holds the Pod's
+    /// conditions and every Node's taints (what the scheduler weighed).
+    pub async fn wait_pod_bound(&self, name: &str, deadline: Duration) -> Result<String> {
+        let pods = Api::<Pod>::namespaced(self.fx.admin.clone(), &self.fx.name);
+        let bound = crate::wait_for(&format!("Pod {name} bound to a Node"), deadline, || async {
+            let pod = pods.get(name).await?;
+            Ok(pod.spec.and_then(|s| s.node_name))
+        })
+        .await;
+        if bound.is_err() {
+            let pod = pods.get(name).await?;
+            let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(self.fx.admin.clone())
+                .list(&ListParams::default())
+                .await?;
+            let taints: Vec<String> = nodes
+                .items
+                .iter()
+                .map(|n| {
+                    let keys: Vec<String> = n
+                        .spec
+                        .iter()
+                        .flat_map(|s| s.taints.iter().flatten())
+                        .map(|t| format!("{}:{}", t.key, t.effect))
+                        .collect();
+                    format!(
+                        "{} {keys:?}",
+                        n.metadata.name.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect();
+            let conditions = serde_json::to_string(&pod.status.map(|s| s.conditions))?;
+            return bound.with_context(|| {
+                format!("Pod {name}: {conditions}; Nodes and taints: {taints:?}")
+            });
+        }
+        bound
+    }
+
     /// A Pod that selects this test's NodePool and the node label `key`=`value`.
     pub async fn workload_selecting(&self, name: &str, key: &str, value: &str) -> Result<()> {
         self.pod(

@@ -328,6 +328,7 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
         let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
         lab.workload("web", "500m").await?;
         lab.wait_node_claim("Initialized", LAUNCH).await?;
+        lab.wait_pod_bound("web", LAUNCH).await?;
         lab.fx.wait_healthy("with the first node up").await?;
         for held in log.stop() {
             ensure!(
@@ -501,7 +502,7 @@ async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_image
 /// says; the condition is never False on the way (the warning itself waits 30 minutes of drift,
 /// which the bed cannot age: crates/checks/src/tests/drift.rs covers its message).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drift_switched_off_by_a_budget_holds_the_node_claim_until_it_expires() -> Result<()> {
+async fn the_drift_freeze_of_a_budget_holds_the_node_claim_until_it_expires() -> Result<()> {
     // Long enough for the launch and the drift to be seen first; short enough to wait out.
     const EXPIRE_AFTER: Duration = Duration::from_secs(150);
     let lab = Lab::start("lab-drift", "eu-central-1").await?;
