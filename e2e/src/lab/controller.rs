@@ -123,9 +123,26 @@ impl KarpenterProcess {
         settings: &Settings,
         log: PathBuf,
     ) -> Result<Self> {
+        let (metrics_port, probe_port) = (crate::free_port()?, crate::free_port()?);
+        let mut command = tokio::process::Command::new(binary(release)?);
+        command
+            .envs(settings.chart_env())
+            .env("KUBECONFIG", bed.admin_kubeconfig())
+            .env("AWS_REGION", region)
+            .env("AWS_ENDPOINT_URL", aws_url)
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            // Neither the credential chain nor the region lookup may reach for IMDS.
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("DISABLE_LEADER_ELECTION", "true")
+            .env("METRICS_PORT", metrics_port.to_string())
+            .env("HEALTH_PROBE_PORT", probe_port.to_string())
+            .env("LOG_LEVEL", "debug")
+            .kill_on_drop(true);
         let mut attempt = 1;
         loop {
-            match Self::start_once(bed, release, aws_url, region, settings, log.clone()).await? {
+            let started = Self::start_once(&mut command, release, &log, metrics_port, probe_port);
+            match started.await? {
                 Ok(process) => return Ok(process),
                 Err(exit) if attempt < STARTS => {
                     let mut kept = log.clone().into_os_string();
@@ -151,40 +168,22 @@ impl KarpenterProcess {
         }
     }
 
-    /// One start: the ready process, or how it exited before it was ready.
+    /// One start of `command`, logging to `log`: the ready process, or how it exited before it
+    /// was ready.
     async fn start_once(
-        bed: &Bed,
+        command: &mut tokio::process::Command,
         release: &str,
-        aws_url: &str,
-        region: &str,
-        settings: &Settings,
-        log: PathBuf,
+        log: &Path,
+        metrics_port: u16,
+        probe_port: u16,
     ) -> Result<std::result::Result<Self, StartExit>> {
-        let binary = binary(release)?;
-        let (metrics_port, probe_port) = (crate::free_port()?, crate::free_port()?);
         let stderr =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let mut command = tokio::process::Command::new(binary);
-        command
-            .envs(settings.chart_env())
-            .env("KUBECONFIG", bed.admin_kubeconfig())
-            .env("AWS_REGION", region)
-            .env("AWS_ENDPOINT_URL", aws_url)
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            // Neither the credential chain nor the region lookup may reach for IMDS.
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("DISABLE_LEADER_ELECTION", "true")
-            .env("METRICS_PORT", metrics_port.to_string())
-            .env("HEALTH_PROBE_PORT", probe_port.to_string())
-            .env("LOG_LEVEL", "debug")
-            .stdout(stderr.try_clone()?)
-            .stderr(stderr)
-            .kill_on_drop(true);
+            std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        command.stdout(stderr.try_clone()?).stderr(stderr);
         let child = command.spawn().context("starting Karpenter")?;
         let mut process = Self {
             child,
-            log,
+            log: log.to_owned(),
             release: release.to_owned(),
             metrics_port,
         };
