@@ -281,7 +281,7 @@ impl NodeClassRef {
 }
 
 /// A node selector requirement as Karpenter stores it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Requirement {
     #[serde(default)]
@@ -372,10 +372,26 @@ pub struct NodeClaimTemplateSpec {
     pub node_class_ref: Option<NodeClassRef>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requirements: Vec<Requirement>,
+    /// `spec.template.spec.taints`: every NodeClaim of the NodePool carries them, so a Pod that
+    /// does not tolerate one is never scheduled to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
     /// `spec.template.spec.terminationGracePeriod`: how long Karpenter waits for a NodeClaim's
     /// Pods before deleting it anyway; `None`: it waits forever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_grace_period: Option<String>,
+}
+
+/// A node taint as a NodePool's template writes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Taint {
+    #[serde(default)]
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub effect: String,
 }
 
 /// `karpenter.sh/v1 NodeClaim`, cluster-scoped.

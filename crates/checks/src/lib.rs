@@ -15,6 +15,7 @@ pub mod karpenter_permissions;
 pub mod karpenter_versions;
 pub mod lab_coverage;
 pub mod labels;
+pub mod pod_fit;
 pub mod render;
 pub mod rules;
 pub mod trust_policy;

@@ -9,10 +9,19 @@
 use crate::index::{SharedIndex, WatchIndex};
 use crate::pods::{self, NODE_CLASS_LABEL};
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::NODEPOOL_LABEL;
-use karpenter_health_checks::facts::PodScheduling;
+use karpenter_health_api::karpenter::{NODEPOOL_LABEL, NodePool, Requirement};
+use karpenter_health_checks::facts::{PodScheduling, Toleration};
+use karpenter_health_checks::pod_fit::NodeClaimTemplate;
 use kube::ResourceExt;
 use std::collections::{BTreeMap, HashMap};
+
+/// What of a Pod decides which NodePools may take it: node selector, required affinity,
+/// tolerations.
+type Constraints<'a> = (
+    &'a BTreeMap<String, String>,
+    &'a Vec<Vec<Requirement>>,
+    &'a Vec<Toleration>,
+);
 use std::sync::Arc;
 
 /// What a pending Pod pins by node selector; neither means any EC2NodeClass could take it.
@@ -57,32 +66,32 @@ impl PendingPodIndex {
         index
     }
 
-    /// The pending Pods the EC2NodeClass `name` could take, given which class each NodePool
-    /// launches from, sorted by namespace and name; `only_this_class` says whether it is the only
-    /// one (the Pod pins it, or no other class has a NodePool).
-    pub fn of_class(
-        &self,
-        name: &str,
-        class_of_pool: &BTreeMap<String, String>,
-    ) -> Vec<Arc<PodScheduling>> {
+    /// The pending Pods the EC2NodeClass `name` could take, given every NodePool (its template:
+    /// class, labels, requirements, taints), sorted by namespace and name; `only_this_class`
+    /// says whether it is the only one (no NodePool of another class may take the Pod).
+    pub fn of_class(&self, name: &str, pools: &[&NodePool]) -> Vec<Arc<PodScheduling>> {
+        let templates: Vec<NodeClaimTemplate<'_>> =
+            pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
+        // Pods of one workload share their constraints: judge each set of constraints once
+        // (a storm of a Deployment's Pods is one judgement, not one per Pod and NodePool).
+        let mut judged: HashMap<Constraints<'_>, Option<bool>> = HashMap::new();
         let mut pods: Vec<Arc<PodScheduling>> = self
             .pods
             .values()
             .filter_map(|pod| {
-                let only = pods::candidacy(
-                    pod.pins.node_pool.as_deref(),
-                    pod.pins.node_class.as_deref(),
-                    class_of_pool,
-                    name,
-                )?;
-                // Stored with the guess its pins allow; only a cluster with a single class and
-                // unpinned Pods needs a copy with the other answer.
-                Some(if pod.scheduling.only_this_class == only {
+                let s = pod.scheduling.as_ref();
+                let only = *judged
+                    .entry((&s.node_selector, &s.required_affinity, &s.tolerations))
+                    .or_insert_with(|| pods::candidacy(s, &templates, name));
+                let only = only?;
+                // Stored with the guess its pins allow; only a Pod whose NodePools say otherwise
+                // needs a copy with the other answer.
+                Some(if s.only_this_class == only {
                     pod.scheduling.clone()
                 } else {
                     Arc::new(PodScheduling {
                         only_this_class: only,
-                        ..pod.scheduling.as_ref().clone()
+                        ..s.clone()
                     })
                 })
             })
@@ -161,11 +170,23 @@ mod tests {
         .unwrap()
     }
 
-    fn pools() -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("general".into(), "default".into()),
-            ("gpu".into(), "gpu".into()),
-        ])
+    fn node_pool(name: &str, class: &str, labels: serde_json::Value) -> NodePool {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeClassRef": {
+                    "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class}}
+            }}
+        }))
+        .unwrap()
+    }
+
+    fn pools() -> Vec<NodePool> {
+        vec![
+            node_pool("general", "default", serde_json::json!({})),
+            node_pool("gpu", "gpu", serde_json::json!({"team": "ml"})),
+        ]
     }
 
     fn names(pods: &[Arc<PodScheduling>]) -> Vec<(&str, bool)> {
@@ -191,8 +212,10 @@ mod tests {
             pod("not-yet", serde_json::json!({}), "SchedulerError"),
         ]);
         assert_eq!(index.len(), 3, "the scheduler has not given up on not-yet");
-        let default = index.of_class("default", &pools());
-        let gpu = index.of_class("gpu", &pools());
+        let pools = pools();
+        let pools: Vec<&NodePool> = pools.iter().collect();
+        let default = index.of_class("default", &pools);
+        let gpu = index.of_class("gpu", &pools);
         assert_eq!(names(&default), [("free", false), ("pinned-class", true)]);
         assert_eq!(names(&gpu), [("free", false), ("pinned-pool", true)]);
         assert!(
@@ -200,11 +223,34 @@ mod tests {
             "one copy for both classes"
         );
         // With one class left, an unpinned Pod is that class's alone.
-        let one_class = BTreeMap::from([("general".into(), "default".into())]);
+        let general = node_pool("general", "default", serde_json::json!({}));
         assert_eq!(
-            names(&index.of_class("default", &one_class)),
+            names(&index.of_class("default", &[&general])),
             [("free", true), ("pinned-class", true)]
         );
+    }
+
+    #[test]
+    fn a_pod_that_selects_a_template_label_is_only_for_the_class_of_that_node_pool() {
+        let index = PendingPodIndex::of(&[
+            pod(
+                "trainer",
+                serde_json::json!({"team": "ml"}),
+                "Unschedulable",
+            ),
+            pod("web", serde_json::json!({"team": "web"}), "Unschedulable"),
+            pod(
+                "grouped",
+                serde_json::json!({"eks.amazonaws.com/nodegroup": "ng-1"}),
+                "Unschedulable",
+            ),
+        ]);
+        let pools = pools();
+        let pools: Vec<&NodePool> = pools.iter().collect();
+        // Karpenter refuses a custom label a NodePool does not define
+        // (kubernetes-sigs/karpenter pkg/scheduling/requirements.go Compatible).
+        assert_eq!(names(&index.of_class("gpu", &pools)), [("trainer", true)]);
+        assert!(index.of_class("default", &pools).is_empty());
     }
 
     #[test]

@@ -4,12 +4,11 @@
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
 use karpenter_health_api::karpenter::Requirement;
-use karpenter_health_checks::facts::PodScheduling;
+use karpenter_health_checks::facts::{PodScheduling, Toleration};
+use karpenter_health_checks::pod_fit::NodeClaimTemplate;
 use kube::ResourceExt;
-use std::collections::BTreeMap;
 
-/// The label (and tag) naming the EC2NodeClass a node was launched from.
-pub(crate) const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
+pub(crate) use karpenter_health_checks::pod_fit::NODE_CLASS_LABEL;
 
 /// Whether Karpenter would provision for a Pending Pod (kubernetes-sigs/karpenter
 /// `pkg/utils/pod/scheduling.go` `IsProvisionable`): the scheduler found no node for it
@@ -42,23 +41,17 @@ pub fn karpenter_provisions_for(pod: &Pod) -> bool {
     unschedulable && !gated && !owned_by_daemon_set_or_node
 }
 
-/// Whether the EC2NodeClass `name` could take a Pod that pins `node_pool` (by
-/// `karpenter.sh/nodepool`) and `node_class` (by `karpenter.k8s.aws/ec2nodeclass`), given which
-/// class each NodePool launches from: `Some(true)` when it is the only class that could,
-/// `Some(false)` when others could too, `None` when it could not. Without pins, every class that
-/// has a NodePool could.
+/// Whether the EC2NodeClass `name` could take `pod`, given every NodePool's template:
+/// `Some(true)` when it is the only class with a NodePool Karpenter may use for the Pod,
+/// `Some(false)` when another class has one too, `None` when it has none.
 pub(crate) fn candidacy(
-    node_pool: Option<&str>,
-    node_class: Option<&str>,
-    class_of_pool: &BTreeMap<String, String>,
+    pod: &PodScheduling,
+    templates: &[NodeClaimTemplate<'_>],
     name: &str,
 ) -> Option<bool> {
     let (mut this, mut others) = (false, false);
-    for (pool, class) in class_of_pool {
-        if node_pool.is_some_and(|p| p != pool) || node_class.is_some_and(|c| c != class) {
-            continue;
-        }
-        if class == name {
+    for template in templates.iter().filter(|t| t.may_take(pod)) {
+        if template.node_class == Some(name) {
             this = true;
         } else {
             others = true;
@@ -119,6 +112,17 @@ pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
             .unwrap_or_default(),
         required_affinity: required,
         preferred_affinity: preferred,
+        tolerations: spec
+            .and_then(|s| s.tolerations.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|t| Toleration {
+                key: t.key.clone().unwrap_or_default(),
+                operator: t.operator.clone().unwrap_or_default(),
+                value: t.value.clone().unwrap_or_default(),
+                effect: t.effect.clone().unwrap_or_default(),
+            })
+            .collect(),
         unschedulable_since: pod
             .status
             .as_ref()

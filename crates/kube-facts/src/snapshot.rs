@@ -405,17 +405,11 @@ pub fn class_facts(
     // Which pending Pods charge this class depends on every NodePool: unknown while they are.
     let pending_pods = match (&sources.pending_pods, &sources.node_pools) {
         (Observed::Found(pods), Observed::Found(pools)) => {
-            let class_of_pool: BTreeMap<String, String> = pools
+            let pools: Vec<&NodePool> = pools
                 .iter()
                 .filter_map(|guarded| guarded.0.as_ref().ok())
-                .filter_map(|p| {
-                    Some((
-                        p.name_any(),
-                        p.spec.template.spec.node_class_ref.as_ref()?.name.clone(),
-                    ))
-                })
                 .collect();
-            Observed::Found(pods.read(|index| index.of_class(&name, &class_of_pool)))
+            Observed::Found(pods.read(|index| index.of_class(&name, &pools)))
         }
         (Observed::Unknown(u), _) | (Observed::Found(_), Observed::Unknown(u)) => {
             Observed::Unknown(u.clone())

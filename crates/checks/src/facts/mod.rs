@@ -441,6 +441,8 @@ pub struct PodScheduling {
     pub required_affinity: Vec<Vec<Requirement>>,
     /// Preferred terms' expressions (Karpenter also tries them, relaxing later).
     pub preferred_affinity: Vec<Vec<Requirement>>,
+    /// `spec.tolerations`: which NodePools' taints it accepts.
+    pub tolerations: Vec<Toleration>,
     /// This EC2NodeClass is the only one whose NodePools could take the Pod (it pins one of
     /// them, or no other class has a NodePool it could use), so what the Pod breaks, it breaks
     /// here. `false`: Karpenter chooses among several classes, and a finding is only a warning.
@@ -450,6 +452,17 @@ pub struct PodScheduling {
     pub unschedulable_since: Option<Timestamp>,
     /// `status.nominatedNodeName` is set: a node is being made free for it (preemption).
     pub nominated: bool,
+}
+
+/// One of a Pod's tolerations, as written (an empty key with `Exists` tolerates every taint, an
+/// empty effect every effect).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Toleration {
+    pub key: String,
+    /// `Equal` (also when empty), `Exists`, or an operator this model does not know.
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
 }
 
 mod aws;

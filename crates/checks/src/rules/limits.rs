@@ -1,13 +1,14 @@
 //! `LimitsLeaveRoom`: Pods that only this EC2NodeClass can take do not wait while every NodePool
-//! of the class is stopped by its `spec.limits`. Karpenter subtracts what a NodePool's nodes
+//! of the class that may take them (`crate::pod_fit`: taints tolerated, requirements and template
+//! labels met) is stopped by its `spec.limits`. Karpenter subtracts what a NodePool's nodes
 //! provide from its limits and drops every instance type whose capacity exceeds what is left
 //! (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/scheduler.go`
 //! `filterByRemainingResources`), so a NodePool whose `status.resources` reached a cpu or memory
 //! limit, or whose cpu left is below the smallest type it allows, launches nothing; Karpenter
 //! says so only in its log and Events. Pure: no IO.
 //!
-//! Never stricter than Karpenter: only cpu and memory are judged (every instance type has some of
-//! both), memory only once used up (Karpenter's memory capacity is below the nominal size by an
+//! Never stricter than Karpenter: only cpu, memory (every instance type has some of both) and the
+//! node count are judged, memory only once used up (Karpenter's memory capacity is below the nominal size by an
 //! overhead this check does not read), and cpu left against the smallest type of the superset the
 //! instance-type check computes.
 //!
@@ -26,21 +27,21 @@
 //! otherwise look blocked. So a Pod counts only when it has been unschedulable for
 //! `Settings::waiting_on_limits_after` (2 minutes: well past the time
 //! from a registered node to the Pod bound on it, and Karpenter's batching of at most 10 s,
-//! `pkg/controllers/provisioning/batcher.go`), no NodeClaim of the class is still registering (it may be the Pod's), it is
-//! not nominated to a node (preemption), and it does not ask for an EKS managed node group
-//! (`eks.amazonaws.com/nodegroup`, a label no NodePool gives). Otherwise the stopped NodePool is
-//! a warning.
+//! `pkg/controllers/provisioning/batcher.go`), no NodeClaim of the class is still registering (it
+//! may be the Pod's), and it is not nominated to a node (preemption). A Pod that asks for an EKS
+//! managed node group (`eks.amazonaws.com/nodegroup`, a label no NodePool defines) may go to no
+//! NodePool, so it is never counted. Otherwise the stopped NodePool is a warning.
 
 use super::instance_types::{allowed, category_and_generation};
 use super::{Check, Context, Outcome, Why};
 use crate::facts::{InstanceTypeFacts, Observed};
+use crate::pod_fit::NodeClaimTemplate;
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
-/// The label of an EKS managed node group's nodes: a Pod that selects it waits for that group,
-/// never for a NodePool (none gives the label).
-const MANAGED_NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
+/// The first Karpenter release that stops a NodePool when its node count reaches `limits.nodes`.
+const NODE_LIMITS_ENFORCED: (u64, u64, u64) = (1, 11, 0);
 
 /// Service Quotas' code of "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances".
 pub const ON_DEMAND_STANDARD_QUOTA: &str = "L-1216C47A";
@@ -197,14 +198,27 @@ fn text(value: &serde_json::Value) -> String {
 
 fn stop_of(ctx: &Context, pool: &NodePool, quotas: Option<&Quotas>) -> Option<Stop> {
     let used = |resource: &str| pool.status.as_ref().and_then(|s| s.resources.get(resource));
-    for resource in ["cpu", "memory"] {
+    // `limits.nodes` stops a NodePool at its count from Karpenter 1.11 (kubernetes-sigs/karpenter
+    // #2526, `scheduler.go` "node limits have been exhausted"); before, no instance type has a
+    // `nodes` capacity, so `filterByRemainingResources` drops them all only once the count is past
+    // the limit. An unknown version is judged as the older one.
+    let nodes_stop_at_limit = ctx
+        .version
+        .as_ref()
+        .is_ok_and(|v| *v >= crate::karpenter_versions::release(NODE_LIMITS_ENFORCED));
+    for resource in ["cpu", "memory", "nodes"] {
         let Some(limit) = pool.spec.limits.get(resource) else {
             continue;
         };
         let (Some(l), Some(u)) = (quantity(limit), used(resource).and_then(quantity)) else {
             continue;
         };
-        if u >= l {
+        let reached = if resource == "nodes" && !nodes_stop_at_limit {
+            u > l
+        } else {
+            u >= l
+        };
+        if reached {
             return Some(Stop::Reached {
                 resource,
                 used: used(resource).map(text).unwrap_or_default(),
@@ -250,6 +264,13 @@ fn stop_of(ctx: &Context, pool: &NodePool, quotas: Option<&Quotas>) -> Option<St
 
 fn describe(name: &str, stop: &Stop) -> String {
     match stop {
+        Stop::Reached {
+            resource,
+            used,
+            limit,
+        } if *resource == "nodes" => {
+            format!("NodePool {name} has {used} nodes, its limit is {limit}")
+        }
         Stop::Reached {
             resource,
             used,
@@ -355,18 +376,24 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Observed::Absent => None,
         Observed::Unknown(_) => Some("(NodeClaims not read)".to_owned()),
     };
+    let templates: Vec<NodeClaimTemplate> =
+        pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
+    let is_stopped = |pool: &str| stopped.iter().any(|(n, _)| *n == pool);
+    // The stopped NodePools that block a waiting Pod: every NodePool of the class that may take
+    // it (its taints tolerated, its requirements met, `crate::pod_fit`) is stopped.
+    let mut blocking: Vec<&str> = Vec::new();
     let mut not_yet: Vec<String> = Vec::new();
     let waiting: Result<Vec<String>, Why> = match &ctx.facts.cluster.pending_pods {
         Observed::Found(pods) => {
             let mut names: Vec<String> = Vec::new();
             for p in pods.iter().filter(|p| p.only_this_class) {
                 let name = format!("{}/{}", p.namespace, p.name);
-                let for_node_group = p.node_selector.contains_key(MANAGED_NODE_GROUP_LABEL)
-                    || (!p.required_affinity.is_empty()
-                        && p.required_affinity
-                            .iter()
-                            .all(|term| term.iter().any(|r| r.key == MANAGED_NODE_GROUP_LABEL)));
-                if for_node_group {
+                let its: Vec<&str> = templates
+                    .iter()
+                    .filter(|t| t.may_take(p))
+                    .map(|t| t.node_pool)
+                    .collect();
+                if its.is_empty() || !its.iter().all(|n| is_stopped(n)) {
                     continue;
                 }
                 let long = p
@@ -374,6 +401,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     .is_some_and(|t| ctx.age(t) >= ctx.settings.waiting_on_limits_after);
                 if long && !p.nominated && registering.is_none() {
                     names.push(name);
+                    blocking.extend(its);
                 } else {
                     not_yet.push(name);
                 }
@@ -382,21 +410,26 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             names.dedup();
             not_yet.sort();
             not_yet.dedup();
+            blocking.sort();
+            blocking.dedup();
             Ok(names)
         }
         Observed::Absent => Ok(Vec::new()),
         Observed::Unknown(u) => Err(Why::unobserved("Pending Pods", u)),
     };
-    let why: Vec<String> = stopped.iter().map(|(n, s)| describe(n, s)).collect();
     let names: Vec<&str> = stopped.iter().map(|(n, _)| *n).collect();
-    match (all_stopped, waiting) {
-        (true, Ok(waiting)) if !waiting.is_empty() => {
-            let reason = if stopped
+    match waiting {
+        Ok(waiting) if !waiting.is_empty() => {
+            let blocked: Vec<&(&str, Stop)> = stopped
+                .iter()
+                .filter(|(n, _)| blocking.contains(n))
+                .collect();
+            let reason = if blocked
                 .iter()
                 .any(|(_, s)| matches!(s, Stop::Reached { .. }))
             {
                 Reason::NodePoolLimitsReached
-            } else if stopped
+            } else if blocked
                 .iter()
                 .any(|(_, s)| matches!(s, Stop::BelowSmallest { .. }))
             {
@@ -404,20 +437,23 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             } else {
                 Reason::VcpuQuotaExhausted
             };
+            let why: Vec<String> = blocked.iter().map(|(n, s)| describe(n, s)).collect();
             c.fail(
                 reason,
                 format!(
-                    "Pending Pod(s) {} can only go to this EC2NodeClass, but {}, so Karpenter \
-                     launches nothing for them. Raise the limits (or request a quota increase) \
-                     or add a NodePool with room.",
+                    "Pending Pod(s) {} can only go to this EC2NodeClass, and only to NodePool(s) \
+                     {}, but {}, so Karpenter launches nothing for them. Raise the limits (or \
+                     request a quota increase) or add a NodePool with room that they fit.",
                     super::list_bounded(&waiting, 3),
+                    super::list_bounded(&blocking, 3),
                     super::list_bounded(&why, 3)
                 ),
-                subjects(&names),
+                subjects(&blocking),
             );
         }
-        (true, Err(why_unknown)) => c.unknown(why_unknown),
+        Err(why_unknown) => c.unknown(why_unknown),
         _ => {
+            let why: Vec<String> = stopped.iter().map(|(n, s)| describe(n, s)).collect();
             let pending = if not_yet.is_empty() {
                 String::new()
             } else {
@@ -447,16 +483,18 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let ok = if all_stopped {
         format!(
             "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod \
-             that only this class can take has waited on them for {} with no NodeClaim still \
+             that only they can take has waited on them for {} with no NodeClaim still \
              registering.",
             super::human(ctx.settings.waiting_on_limits_after)
         )
     } else {
         format!(
             "{} of {} NodePools have room for another node (the others are at their limits, see \
-             the warning).",
+             the warning), and no Pod that only the stopped ones can take has waited on them for \
+             {}.",
             pools.len() - stopped.len(),
-            pools.len()
+            pools.len(),
+            super::human(ctx.settings.waiting_on_limits_after)
         )
     };
     c.finish(Reason::NodePoolsHaveRoom, ok)

@@ -191,6 +191,7 @@ pub fn node_pool(name: &str) -> NodePool {
                         requirement("karpenter.sh/capacity-type", "In", &["on-demand"]),
                         requirement("kubernetes.io/arch", "In", &["amd64"]),
                     ],
+                    taints: Vec::new(),
                     termination_grace_period: None,
                 },
             },
@@ -264,6 +265,7 @@ pub fn pending_pod(namespace: &str, name: &str, selector: &[(&str, &str)]) -> Po
             .collect(),
         required_affinity: Vec::new(),
         preferred_affinity: Vec::new(),
+        tolerations: Vec::new(),
         only_this_class: true,
         // Long enough that limits may be blamed for it (Settings::waiting_on_limits_after).
         unschedulable_since: Some(mins_ago(10)),

@@ -55,9 +55,80 @@ fn another_node_pool_with_room_keeps_the_class_true() {
     assert_eq!(status, "True", "{message}");
     assert_eq!(
         message,
-        "1 of 2 NodePools have room for another node (the others are at their limits, see the warning)."
+        "1 of 2 NodePools have room for another node (the others are at their limits, see the \
+         warning), and no Pod that only the stopped ones can take has waited on them for 2m."
     );
     assert_eq!(warnings, ["NodePoolAtLimits"]);
+}
+
+/// Karpenter tries a Pod only on NodePools whose taints it tolerates and whose requirements and
+/// template labels it meets (kubernetes-sigs/karpenter
+/// `pkg/controllers/provisioning/scheduling/nodeclaim.go` `CanAdd`): the NodePool with room does
+/// not help a Pod it cannot take.
+#[test]
+fn a_pod_only_the_stopped_node_pool_can_take_waits_beside_one_with_room() {
+    let beside = |spare: karpenter_health_api::karpenter::NodePool,
+                  selector: Option<(&str, &str)>| {
+        Facts::healthy()
+            .with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
+            .with(move |f| {
+                if let Some(pools) = f.cluster.node_pools.found_mut() {
+                    if let Some((k, v)) = selector {
+                        pools[0]
+                            .spec
+                            .template
+                            .metadata
+                            .labels
+                            .insert(k.into(), v.into());
+                    }
+                    pools.push(spare.clone());
+                }
+                if let Observed::Found(pods) = &mut f.cluster.pending_pods {
+                    for pod in pods.iter_mut() {
+                        if let Some((k, v)) = selector {
+                            std::sync::Arc::make_mut(pod)
+                                .node_selector
+                                .insert(k.into(), v.into());
+                        }
+                    }
+                }
+            })
+    };
+    let mut tainted = node_pool("spare");
+    tainted
+        .spec
+        .template
+        .spec
+        .taints
+        .push(karpenter_health_api::karpenter::Taint {
+            key: "dedicated".into(),
+            value: Some("batch".into()),
+            effect: "NoSchedule".into(),
+        });
+    for (what, f) in [
+        (
+            "the Pod selects the stopped NodePool's template label",
+            beside(node_pool("spare"), Some(("team", "shop"))),
+        ),
+        (
+            "the NodePool with room is tainted and the Pod does not tolerate it",
+            beside(tainted, None),
+        ),
+    ] {
+        let (status, reason, message, _) = limits(&f);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "NodePoolLimitsReached"),
+            "{what}: {message}"
+        );
+        assert!(
+            message.contains("only to NodePool(s) default"),
+            "{what}: {message}"
+        );
+    }
+    // The same Pod that the spare NodePool may take (no label asked, no taint): True.
+    let (status, _, message, _) = limits(&beside(node_pool("spare"), None));
+    assert_eq!(status, "True", "{message}");
 }
 
 #[test]
@@ -203,7 +274,8 @@ fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
 /// (kubernetes-sigs/karpenter `pkg/controllers/nodepool/counter/controller.go`): every scale-up
 /// that reaches a limit looks like this for a while. Only a Pod that has waited
 /// `Settings::waiting_on_limits_after`, with no NodeClaim of the class still registering, not nominated to a
-/// node and not asking for a managed node group, makes the condition False.
+/// node and not asking for a managed node group (a label no NodePool defines, so Karpenter may
+/// take the Pod nowhere), makes the condition False.
 #[test]
 fn a_scale_up_reaching_the_limit_is_never_false() {
     let at_limit = || Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true);
@@ -266,4 +338,32 @@ fn a_scale_up_reaching_the_limit_is_never_false() {
     // Past the threshold, nothing registering: False.
     let minutes = crate::Settings::default().waiting_on_limits_after.as_secs() / 60 + 1;
     assert_eq!(limits(&waited(minutes)).1, "NodePoolLimitsReached");
+}
+
+/// `limits.nodes` stops a NodePool at its count from Karpenter 1.11 (kubernetes-sigs/karpenter
+/// #2526); before, only once the count is past it (no instance type has a `nodes` capacity, so
+/// `filterByRemainingResources` drops them only when what is left is negative).
+#[test]
+fn a_node_count_limit_stops_as_the_installed_karpenter_stops_it() {
+    let at = |version: &str, used: &str| {
+        let version = version.to_owned();
+        Facts::healthy()
+            .with_pool_usage(&[("nodes", "3")], &[("nodes", used)], true)
+            .with(move |f| {
+                if let Observed::Found(k) = &mut f.cluster.karpenter {
+                    k.version = Some(version.clone());
+                }
+            })
+    };
+    let (status, reason, message, _) = limits(&at("1.11.0", "3"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NodePoolLimitsReached"),
+        "{message}"
+    );
+    assert!(message.contains("has 3 nodes, its limit is 3"), "{message}");
+    let (status, _, message, warnings) = limits(&at("1.8.6", "3"));
+    assert_eq!(status, "True", "1.8 launches one more: {message}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(limits(&at("1.8.6", "4")).1, "NodePoolLimitsReached");
 }
