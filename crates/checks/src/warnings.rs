@@ -70,8 +70,11 @@ warnings! {
         "A Karpenter CRD still names a conversion webhook whose Service is missing or has no ready endpoints (left over from Karpenter 1.0), but it serves and stores a single version, so the API server never calls it today. Serving or storing a second version again would make every conversion fail.",
         "Remove the leftover: kubectl patch crd <name> --type=merge -p '{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}' (Karpenter 1.1 and later ship their CRDs without one).";
     NodePoolAtLimits => LimitsLeaveRoom,
-        "A NodePool of this EC2NodeClass has used up a limit of its spec.limits (or the cpu left is smaller than every instance type it allows), so it launches nothing more; no Pod that only this class can take waits for it now, or another NodePool of the class has room.",
+        "A NodePool of this EC2NodeClass has used up a limit of its spec.limits (or the cpu left is smaller than every instance type it allows), so it launches nothing more; no pending Pod that only stopped NodePools of this class may take (its taints tolerated, its requirements and template labels met) has waited for them long enough to count.",
         "Raise the NodePool's spec.limits before workloads need it, or leave it if the cap is intended.";
+    NodePoolAllowsNoInstanceType => InstanceTypesAvailable,
+        "A NodePool of this EC2NodeClass allows no instance type EC2 offers in the class's zones for its AMIs, so Karpenter launches nothing from it; other NodePools of the class allow some, and no pending Pod that only this NodePool may take (its taints tolerated, its requirements and template labels met) waits. A Pod that needs it waits for ever, and Karpenter says so only in a NoCompatibleInstanceTypes Event.",
+        "Widen or correct the requirement the message names, or delete the NodePool if the others serve its Pods.";
     VcpuQuotaNearlyUsed => LimitsLeaveRoom,
         "This cluster's own standard on-demand (or spot) instances already run 90 % or more of the account's vCPU quota for them in this region; other workloads of the account count too, so launches may soon fail with VcpuLimitExceeded.",
         "Request a quota increase in Service Quotas (EC2, L-1216C47A on-demand or L-34B43A08 spot) before the next scale-up.";

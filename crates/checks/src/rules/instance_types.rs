@@ -13,9 +13,11 @@
 
 use super::{Check, Context, Outcome, Why};
 use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts, Observed};
+use crate::pod_fit::NodeClaimTemplate;
+use crate::warnings::Warning;
 use karpenter_health_api::karpenter::{NodePool, Requirement};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod labels;
@@ -280,6 +282,47 @@ fn ami_architectures(ctx: &Context) -> Option<BTreeSet<String>> {
     Some(archs)
 }
 
+/// The pending Pods that only this class can take and that may go to none of its NodePools but
+/// the `empty` ones (`crate::pod_fit`), by the empty NodePool they may go to: Karpenter launches
+/// nothing for them. A Pod whose NodePools are not known (pending Pods not read) is not counted.
+fn stranded_pods<'p>(
+    ctx: &Context,
+    pools: &[&'p NodePool],
+    empty: &[(&'p NodePool, Reason, String)],
+) -> BTreeMap<&'p str, Vec<String>> {
+    let mut stranded: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let Observed::Found(pods) = &ctx.facts.cluster.pending_pods else {
+        return stranded;
+    };
+    if empty.is_empty() {
+        return stranded;
+    }
+    let templates: Vec<NodeClaimTemplate> =
+        pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
+    let is_empty = |name: &str| {
+        empty
+            .iter()
+            .any(|(p, _, _)| p.metadata.name.as_deref() == Some(name))
+    };
+    for pod in pods.iter().filter(|p| p.only_this_class) {
+        let its: Vec<&str> = templates
+            .iter()
+            .filter(|t| t.may_take(pod))
+            .map(|t| t.node_pool)
+            .collect();
+        if its.is_empty() || !its.iter().all(|n| is_empty(n)) {
+            continue;
+        }
+        for name in its {
+            stranded
+                .entry(name)
+                .or_default()
+                .push(format!("{}/{}", pod.namespace, pod.name));
+        }
+    }
+    stranded
+}
+
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::InstanceTypesAvailable, "instance-types");
     let pools = match &ctx.facts.cluster.node_pools {
@@ -346,9 +389,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut allowed = Vec::new();
     let mut unchecked_keys = BTreeSet::new();
-    for pool in pools {
+    // Each NodePool that allows nothing, with why; judged once every NodePool is.
+    let mut empty: Vec<(&NodePool, Reason, String)> = Vec::new();
+    for pool in &pools {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
-        let subjects = || vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)];
         match &*judged(catalog, pool, &zones, ami_archs.as_ref()) {
             Judged::NothingOffered => {
                 // No real region answers this for a zone it has: an emulator's or a partial
@@ -366,15 +410,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 allowed.push(format!("{name}: {}", left.len()));
                 unchecked_keys.extend(unchecked.iter().cloned());
             }
-            Judged::ZonesWithoutSubnets { requirement } => c.fail(
+            Judged::ZonesWithoutSubnets { requirement } => empty.push((
+                pool,
                 Reason::RequiredZonesWithoutSubnets,
                 format!(
                     "NodePool {name} requires `{requirement}`, but the EC2NodeClass's subnets \
                      are only in {zones_text}, so no node of it can launch. Select a subnet in a \
                      required zone, or require a zone the subnets are in."
                 ),
-                subjects(),
-            ),
+            )),
             Judged::Emptied {
                 requirement,
                 before,
@@ -388,16 +432,17 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                          {zones_text} that its earlier requirements allow"
                     )
                 };
-                c.fail(
+                empty.push((
+                    pool,
                     Reason::NoInstanceTypeMatchesRequirements,
                     format!(
                         "NodePool {name} can launch nothing: {why}. Widen or correct that \
                          requirement."
                     ),
-                    subjects(),
-                );
+                ));
             }
-            Judged::NoneForAmis { archs, left } => c.fail(
+            Judged::NoneForAmis { archs, left } => empty.push((
+                pool,
                 Reason::NoInstanceTypeForAmiArchitecture,
                 format!(
                     "NodePool {name} allows only {} instance types in {zones_text}, but the \
@@ -406,14 +451,51 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     left.join(", "),
                     archs.join(", ")
                 ),
-                subjects(),
+            )),
+        }
+    }
+    let stranded = stranded_pods(ctx, &pools, &empty);
+    let empty_count = empty.len();
+    for (pool, reason, message) in empty {
+        let name = pool.metadata.name.as_deref().unwrap_or_default();
+        let subjects = vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)];
+        let waiting = stranded.get(name);
+        match (allowed.is_empty(), waiting) {
+            // Every NodePool of the class is empty: the class launches nothing at all.
+            (true, _) => c.fail(reason, message, subjects),
+            (false, Some(pods)) => c.fail(
+                reason,
+                format!(
+                    "{message} Pending Pod(s) {} may go to no other NodePool.",
+                    super::list_bounded(pods, 3)
+                ),
+                subjects,
+            ),
+            (false, None) => c.warn(
+                Warning::NodePoolAllowsNoInstanceType,
+                format!(
+                    "{message} Other NodePools of the class allow instance types, and no pending \
+                     Pod only this one may take waits."
+                ),
+                subjects,
             ),
         }
     }
-    let mut ok = format!(
-        "Every NodePool allows instance types offered in {zones_text} (types per NodePool: {}).",
-        super::list_bounded(&allowed, 5)
-    );
+    let mut ok = if empty_count == 0 {
+        format!(
+            "Every NodePool allows instance types offered in {zones_text} (types per NodePool: \
+             {}).",
+            super::list_bounded(&allowed, 5)
+        )
+    } else {
+        format!(
+            "{} of {} NodePools allow instance types offered in {zones_text} (types per \
+             NodePool: {}); the others allow none (see the warning).",
+            allowed.len(),
+            pools.len(),
+            super::list_bounded(&allowed, 5)
+        )
+    };
     if !unchecked_keys.is_empty() {
         let keys: Vec<String> = unchecked_keys.into_iter().collect();
         ok.push_str(&format!(

@@ -257,3 +257,79 @@ fn a_node_pool_is_judged_once_per_catalog_whatever_the_number_of_classes_and_eva
         "another question, judged once more"
     );
 }
+
+/// One NodePool that allows nothing, beside one of the same class that serves its Pods, is a
+/// warning: Karpenter launches from the other (kubernetes-sigs/karpenter
+/// `pkg/controllers/provisioning/scheduling/scheduler.go` skips a NodePool whose requirements
+/// filtered out every instance type). False once a pending Pod may go to none but the empty one
+/// (`crate::pod_fit`), or when no NodePool of the class allows anything.
+#[test]
+fn an_empty_node_pool_beside_one_that_serves_is_a_warning_until_a_pod_needs_it() {
+    let beside = |selector: Option<(&'static str, &'static str)>| {
+        Facts::healthy()
+            .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m99"])
+            .with(move |f| {
+                if let Some(pools) = f.cluster.node_pools.found_mut() {
+                    if let Some((k, v)) = selector {
+                        pools[0]
+                            .spec
+                            .template
+                            .metadata
+                            .labels
+                            .insert(k.into(), v.into());
+                    }
+                    pools.push(node_pool("general"));
+                }
+                if let Observed::Found(pods) = &mut f.cluster.pending_pods {
+                    for pod in pods.iter_mut() {
+                        let pod = std::sync::Arc::make_mut(pod);
+                        pod.only_this_class = true;
+                        if let Some((k, v)) = selector {
+                            pod.node_selector.insert(k.into(), v.into());
+                        }
+                    }
+                }
+            })
+    };
+    let status = super::reasons::status(&beside(None));
+    let (state, reason, message) = types(&beside(None));
+    assert_eq!(
+        (state.as_str(), reason.as_str()),
+        ("True", "InstanceTypesOffered")
+    );
+    assert!(
+        message.starts_with("1 of 2 NodePools allow") && message.contains("see the warning"),
+        "{message}"
+    );
+    let warning = status
+        .findings
+        .iter()
+        .find(|w| w.reason == "NodePoolAllowsNoInstanceType")
+        .expect("the warning");
+    assert!(
+        warning
+            .message
+            .contains("NodePool default can launch nothing")
+            && warning.message.contains("m99"),
+        "{}",
+        warning.message
+    );
+
+    // The pending Pod selects the empty NodePool's template label: no other NodePool may take it.
+    let (state, reason, message) = types(&beside(Some(("team", "shop"))));
+    assert_eq!(
+        (state.as_str(), reason.as_str()),
+        ("False", "NoInstanceTypeMatchesRequirements"),
+        "{message}"
+    );
+    assert!(
+        message.contains("shop/web-0 may go to no other NodePool"),
+        "{message}"
+    );
+
+    // Alone in its class, the empty NodePool is False whatever waits.
+    let alone = Facts::healthy()
+        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m99"])
+        .with(|f| f.cluster.pending_pods = Observed::Found(Vec::new()));
+    assert_eq!(types(&alone).0, "False");
+}
