@@ -163,6 +163,41 @@ impl Lab {
             .await
     }
 
+    /// Creates a Pod in the test's namespace that requests `cpu` and has `node_selector` (no
+    /// NodePool pinned unless it says so).
+    pub async fn workload_with(&self, name: &str, cpu: &str, node_selector: Value) -> Result<()> {
+        self.pod(name, cpu, node_selector).await
+    }
+
+    /// Creates a second NodePool of this test's EC2NodeClass, `<test>-<suffix>`: on-demand
+    /// m5.large, no limits, with `template` merged into its template (labels, taints). `finish`
+    /// deletes it with the first.
+    pub async fn add_node_pool(&self, suffix: &str, template: Value) -> Result<String> {
+        let name = format!("{}-{suffix}", self.fx.name);
+        let mut pool = json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name},
+            "spec": {"template": {"metadata": {}, "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": self.fx.name},
+                "requirements": [
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                ],
+            }}},
+        });
+        if let (Some(into), Value::Object(extra)) = (pool.pointer_mut("/spec/template"), template) {
+            for (section, fields) in extra {
+                if let (Some(Value::Object(to)), Value::Object(fields)) =
+                    (into.get_mut(&section), fields)
+                {
+                    to.extend(fields);
+                }
+            }
+        }
+        crate::apply_json(&self.fx.admin, &[pool]).await?;
+        Ok(name)
+    }
+
     /// Deletes Pod `name` of the test's namespace.
     pub async fn delete_pod(&self, name: &str) -> Result<()> {
         Api::<Pod>::namespaced(self.fx.admin.clone(), &self.fx.name)
@@ -468,6 +503,25 @@ impl Lab {
     pub async fn finish(self, outcome: Result<()>) -> Result<()> {
         let pools: Api<NodePool> = Api::all(self.fx.admin.clone());
         let _ = pools.delete(&self.fx.name, &DeleteParams::default()).await;
+        // And every other NodePool of the test's class (`add_node_pool`).
+        for pool in pools
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
+            let of_this_class = pool
+                .spec
+                .template
+                .spec
+                .node_class_ref
+                .as_ref()
+                .map(|r| &r.name)
+                == Some(&self.fx.name);
+            if let (true, Some(name)) = (of_this_class, pool.metadata.name.as_deref()) {
+                let _ = pools.delete(name, &DeleteParams::default()).await;
+            }
+        }
         let drained = crate::wait_for(
             "Karpenter to terminate the test's NodeClaims",
             Duration::from_secs(60),

@@ -308,7 +308,11 @@ async fn an_architecture_the_images_are_not_built_for_launches_nothing() -> Resu
 /// LimitsLeaveRoom: the NodePool's cpu limit is used up by the node Karpenter launched, and a
 /// second Pod that does not fit beside the first waits: Karpenter refuses every instance type
 /// ("all available instance types exceed limits for nodepool", kubernetes-sigs/karpenter
-/// `scheduling/scheduler.go`). The scale-up that reaches the limit is never False.
+/// `scheduling/scheduler.go`). A second NodePool of the class has room, but it does not define
+/// the label `team` the Pod selects from the first's template, and Karpenter refuses a custom
+/// label a NodePool does not define (`pkg/scheduling/requirements.go` `Compatible`: "does not
+/// have known values"): it launches nothing there either, so the class is False. The scale-up
+/// that reaches the limit is never False.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_false() -> Result<()>
 {
@@ -322,6 +326,8 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
             ]}},
         }}))
         .await?;
+        lab.label_node_pool("team", "shop").await?;
+        let spare = lab.add_node_pool("spare", json!({})).await?;
         let operator = lab.fx.start_operator(None, false).await?;
         lab.fx.wait_healthy("before any Pod").await?;
         // An ordinary scale-up to the limit: one m5.large (2 vCPU) for the first Pod.
@@ -340,9 +346,15 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
         // counts as waiting on the limits once it has waited waiting_on_limits_after (the
         // default, 2 minutes).
         let waited = std::time::Instant::now();
-        lab.workload("batch", "1800m").await?;
-        lab.wait_logged("could not schedule pod", &["exceed limits"], PROVISIONER_PASS)
+        lab.workload_with("batch", "1800m", json!({"team": "shop"})).await?;
+        let refused = lab
+            .wait_logged(
+                "could not schedule pod",
+                &["exceed limits", "batch", "does not have known values"],
+                PROVISIONER_PASS,
+            )
             .await?;
+        eprintln!("lab: Karpenter on the Pod: {refused}");
         lab.fx
             .wait_status("the limits warning naming the Pod not counted yet", |s| {
                 s.findings.iter().any(|f| {
@@ -355,7 +367,12 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
         lab.fx
             .wait_failed(&[(ConditionType::LimitsLeaveRoom, Reason::NodePoolLimitsReached)])
             .await?;
-        ensure!(lab.node_claims().await?.len() == 1, "Karpenter launched beyond the limit");
+        let claims = lab.node_claims().await?;
+        ensure!(claims.len() == 1, "Karpenter launched beyond the limit");
+        ensure!(
+            !claims.iter().any(|c| c.metadata.labels.as_ref().and_then(|l| l.get("karpenter.sh/nodepool")) == Some(&spare)),
+            "Karpenter launched from {spare}, which does not define the Pod's label"
+        );
         // The twin: room for one more node.
         patch_node_pool(&lab, json!({"spec": {"limits": {"cpu": "4"}}})).await?;
         crate_wait_claims(&lab, 2).await?;
@@ -487,6 +504,66 @@ async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_image
                     .any(|f| f.reason == "AmiAliasNoLongerResolves")
             })
             .await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// AmisResolvable: Karpenter refuses an `al2` alias from Kubernetes 1.33 (the lab runs 1.34)
+/// before reading any parameter (aws/karpenter-provider-aws `pkg/providers/amifamily/ami.go`
+/// `DescribeImageQueries`), sets `AMIsReady=False UnsupportedAlias`
+/// (`pkg/controllers/nodeclass/ami.go`) and launches nothing for the class. The twin: the same
+/// class on `al2023@latest` launches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_al2_alias_is_refused_from_kubernetes_1_33_and_launches_nothing() -> Result<()> {
+    let lab = Lab::start_with_class(
+        "lab-al2",
+        "us-west-1",
+        |_| json!({"amiSelectorTerms": [{"alias": "al2@latest"}]}),
+    )
+    .await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.karpenter_condition("AMIsReady", "False").await?;
+        let refused = lab
+            .node_class()
+            .await?
+            .status
+            .into_iter()
+            .flat_map(|s| s.conditions)
+            .find(|c| c.type_ == "AMIsReady")
+            .context("AMIsReady")?;
+        ensure!(
+            refused.reason.as_deref() == Some("UnsupportedAlias"),
+            "Karpenter's reason: {refused:?}"
+        );
+        let status = lab
+            .fx
+            .wait_failed(&[(ConditionType::AmisResolvable, Reason::AmiAliasUnsupported)])
+            .await?;
+        let message = status
+            .condition(ConditionType::AmisResolvable)
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        ensure!(message.contains("al2023@latest"), "the fix: {message}");
+        // What Karpenter does: nothing for a Pod of the class.
+        lab.workload("web", "500m").await?;
+        tokio::time::sleep(PROVISIONER_PASS).await;
+        ensure!(
+            lab.node_claims().await?.is_empty(),
+            "Karpenter made a NodeClaim"
+        );
+        ensure!(
+            lab.launched_instances().await?.is_empty(),
+            "an instance was launched"
+        );
+        // The twin: a family Karpenter resolves at 1.34.
+        lab.fx
+            .patch_node_class_spec(json!({"amiSelectorTerms": [{"alias": "al2023@latest"}]}))
+            .await?;
+        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        lab.fx.wait_healthy("on al2023@latest").await?;
         operator.stop().await
     }
     .await;

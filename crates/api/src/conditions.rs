@@ -489,6 +489,9 @@ reasons! {
     AmiAliasNotPublished => Only(C::AmisResolvable), False,
         "The EC2NodeClass's alias (amiSelectorTerms[].alias, family@version) resolves through SSM parameters AWS has not published for the cluster's Kubernetes version (for a pinned release: it was never built for that version), so Karpenter resolves no image and launches no node for the class (aws/karpenter-provider-aws #7457, #8564).",
         "Pin a release AWS published for the cluster's Kubernetes version (aws ssm get-parameters-by-path --path /aws/service/eks/optimized-ami/<version>/ lists them), or use @latest.";
+    AmiAliasUnsupported => Only(C::AmisResolvable), False,
+        "Karpenter refuses the EC2NodeClass's alias at the cluster's Kubernetes version before resolving anything: al2 aliases from 1.33 (Karpenter 1.6 and later; AWS builds no Amazon Linux 2 image for 1.33), windows2025 aliases before 1.35 (Karpenter 1.9 and later). It sets AMIsReady=False UnsupportedAlias and launches no node for the class (aws/karpenter-provider-aws pkg/providers/amifamily/ami.go).",
+        "Move an al2 class to al2023@latest or bottlerocket@latest (and its userData to that family's format); use windows2022@latest until the cluster runs 1.35.";
     AmiUnavailable => Only(C::AmisResolvable), False,
         "The selector terms name images by id only, and EC2 has none of them that can launch: each is deregistered, no longer shared with this account, or disabled, so Karpenter resolves no image and launches nothing.",
         "Select images that exist (a current id, an alias, or tags and names); or share the image with this account again, or re-enable it (aws ec2 enable-image).";

@@ -56,7 +56,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::InstanceTypesAvailable,
-        "Requirements on keys it does not derive (GPU, accelerator, network, EBS bandwidth, hypervisor, zone id, OS), unknown operators and minValues: they never remove a type, so a NodePool emptied only by them stays True. Reserved capacity is assumed available. Which types Karpenter would also drop (price, pods per node, kubelet reservations, insufficient capacity). An instance type AWS added since the catalog was read (at most 6 h ago, sooner on evidence about the class).",
+        "Requirements on keys it does not derive (GPU, accelerator, network, EBS bandwidth, hypervisor, zone id, OS), unknown operators and minValues: they never remove a type, so a NodePool emptied only by them stays True. Reserved capacity is assumed available. Which types Karpenter would also drop (price, pods per node, kubelet reservations, insufficient capacity). An instance type AWS added since the catalog was read (at most 6 h ago, sooner on evidence about the class). Which NodePool a pending Pod may go to is judged from its node selector, required affinity and tolerations against each NodePool's taints, labels and requirements, never stricter than Karpenter (labels under Kubernetes, Karpenter and AWS-provider domains are taken as well-known, Gt and Lt admit everything); topology spread, Pod affinity, volumes and resources are not weighed, so a Pod another NodePool could not really take may leave an empty NodePool a warning.",
     ),
     (
         ConditionType::DriftCanBeReplaced,
@@ -64,7 +64,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::AmisResolvable,
-        "Selector terms by ssmParameter (the parameter is not read); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered. EC2's answer about the images is up to an hour old (the account family), sooner on evidence (an edit of the class, a change of Karpenter's AMIsReady); images behind name and tag terms that EC2 drops are Karpenter's to replace, so they are only a warning. The controller's permissions to read the alias's parameter and to describe images are asked under ControllerCanLaunch.",
+        "Selector terms by ssmParameter (the parameter is not read); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered. EC2's answer about the images is up to an hour old (the account family), sooner on evidence (an edit of the class, a change of Karpenter's AMIsReady); images behind name and tag terms that EC2 drops are Karpenter's to replace, so they are only a warning. The controller's permissions to read the alias's parameter and to describe images are asked under ControllerCanLaunch. An alias Karpenter refuses at the cluster's version (al2 from 1.33, windows2025 before 1.35) is False only when the installed Karpenter refuses it (1.6, 1.9 and later) or its AMIsReady says UnsupportedAlias; with an older or unknown version it is judged by what its parameters resolve.",
     ),
     (
         ConditionType::CapacityReservationsUsable,
@@ -72,7 +72,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::LimitsLeaveRoom,
-        "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), limits.nodes and other resources; vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity. Which NodePool a waiting Pod fits (taints and tolerations, requirements beyond its pins) and Karpenter's Nominated Events are not read: a Pod counts once it has been unschedulable for KH_WAITING_ON_LIMITS_AFTER with no NodeClaim of the class registering, so a blocked Pod is False that much later, and not while another NodeClaim of the class registers.",
+        "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), and resources other than cpu, memory and nodes (limits.nodes stops a NodePool at its count from Karpenter 1.11; with an older or unknown version only once the count is past it); vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity. Which NodePools a waiting Pod may go to is judged from its node selector, required affinity and tolerations against each NodePool's taints, labels and requirements, never stricter than Karpenter; topology spread, Pod affinity, volumes and what fits beside other Pods are not weighed. Karpenter's Nominated Events are not read: a Pod counts once it has been unschedulable for KH_WAITING_ON_LIMITS_AFTER with no NodeClaim of the class registering, so a blocked Pod is False that much later, and not while another NodeClaim of the class registers.",
     ),
 ];
 

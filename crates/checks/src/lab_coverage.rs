@@ -250,6 +250,12 @@ pub const LAB: &[(Reason, Lab)] = &[
         Lab::NotProven("moto keeps no vCPU quota and never answers VcpuLimitExceeded."),
     ),
     (Reason::AmiAliasNotPublished, Lab::NotProven(AMI_CATALOGUE)),
+    (
+        Reason::AmiAliasUnsupported,
+        Lab::Proven(
+            "lab_reasons::an_al2_alias_is_refused_from_kubernetes_1_33_and_launches_nothing",
+        ),
+    ),
     (Reason::AmiFamilyMismatch, Lab::NotProven(AMI_CATALOGUE)),
     (
         Reason::ReservedCapacityDisabled,

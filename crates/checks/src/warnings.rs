@@ -90,6 +90,9 @@ warnings! {
     AmiAliasNotPublishedForNextMinor => AmisResolvable,
         "The EC2NodeClass's pinned alias is published for the cluster's Kubernetes version but not for the next one, while AWS publishes images for the next one: once the cluster is upgraded, Karpenter resolves no image for the class and every launch fails (aws/karpenter-provider-aws #9159).",
         "Before upgrading the cluster, pin a release published for both versions (or use @latest).";
+    AmiAliasRefusedAfterUpgrade => AmisResolvable,
+        "The EC2NodeClass's alias serves the cluster's Kubernetes version, but Karpenter refuses its family from the next minor (al2 aliases from 1.33, AWS builds no Amazon Linux 2 image for it; aws/karpenter-provider-aws pkg/providers/amifamily/ami.go): once the cluster is upgraded, AMIsReady goes False UnsupportedAlias and no node launches for the class.",
+        "Before upgrading the cluster, move the class to al2023@latest or bottlerocket@latest (and any userData to that family's format).";
     AmiAliasNoLongerResolves => AmisResolvable,
         "The EC2NodeClass's alias resolves through SSM parameters AWS has not published for the cluster's Kubernetes version, but Karpenter keeps the images it resolved before in its status (AMIsReady stays True) and goes on launching from them; the next edit of the class, and any new class with this alias, resolves nothing (aws/karpenter-provider-aws pkg/controllers/nodeclass/ami.go).",
         "Pin a release published for the cluster's version (or use @latest) before the class is next edited.";

@@ -98,17 +98,57 @@ impl Alias {
         parameters(self.family, LATEST, minor)
     }
 
-    /// Every parameter the check needs: this minor's; for a pinned alias, the next minor's and
-    /// the family's `@latest` for the next minor.
+    /// Every parameter the check needs: this minor's; for a pinned alias the next minor's and
+    /// the family's `@latest` for the next minor, unless Karpenter refuses the alias there.
     pub fn parameters_to_read(&self, minor: &str) -> Vec<String> {
         let mut names = self.parameters(minor);
-        if let Some(next) = next_minor(minor).filter(|_| self.pinned()) {
+        if let Some(next) =
+            next_minor(minor).filter(|n| self.pinned() && self.refused_at(n).is_none())
+        {
             names.extend(self.parameters(&next));
             names.extend(self.latest_parameters(&next));
         }
         names.sort();
         names.dedup();
         names
+    }
+}
+
+/// Why Karpenter refuses an alias outright for a Kubernetes minor, before reading any parameter
+/// (aws/karpenter-provider-aws `pkg/providers/amifamily/ami.go` `DescribeImageQueries`), setting
+/// `AMIsReady=False UnsupportedAlias` (`pkg/controllers/nodeclass/ami.go`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The first Karpenter release that refuses it.
+    pub since: (u64, u64, u64),
+    /// What Karpenter refuses, as a sentence part: "al2 aliases from Kubernetes 1.33".
+    pub what: &'static str,
+    /// What to do instead.
+    pub fix: &'static str,
+}
+
+impl Alias {
+    /// Karpenter's refusal of this alias at Kubernetes `minor` (`1.33`), if it refuses it: AL2
+    /// from 1.33 (since Karpenter 1.6; AWS builds no AL2 image from 1.33), Windows Server 2025
+    /// before 1.35 (since Karpenter 1.9).
+    pub fn refused_at(&self, minor: &str) -> Option<Refusal> {
+        let number = minor.split_once('.')?.1.parse::<u64>().ok()?;
+        match self.family {
+            AliasFamily::Al2 if number >= 33 => Some(Refusal {
+                since: (1, 6, 0),
+                what: "al2 aliases from Kubernetes 1.33 (AWS builds no Amazon Linux 2 image for \
+                       1.33 or later)",
+                fix: "Move the class to al2023@latest (or bottlerocket@latest): set the alias, and \
+                      move any userData to the new family's format (AL2023 reads nodeadm's \
+                      NodeConfig, Bottlerocket TOML).",
+            }),
+            AliasFamily::Windows("2025") if number < 35 => Some(Refusal {
+                since: (1, 9, 0),
+                what: "windows2025 aliases before Kubernetes 1.35",
+                fix: "Use windows2022@latest until the cluster runs Kubernetes 1.35.",
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -367,6 +407,30 @@ fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<Str
     };
     let minor = facts.kubernetes_minor.as_str();
     let subjects = || vec![ctx.node_class_subject()];
+    let cluster_minor = minor.to_owned();
+    if let Some(refusal) = alias.refused_at(&cluster_minor) {
+        let refuses = ctx
+            .version
+            .as_ref()
+            .is_ok_and(|v| *v >= crate::karpenter_versions::release(refusal.since));
+        let said = ctx.karpenter_condition("AMIsReady").is_some_and(|c| {
+            ConditionStatus::parse(&c.status) == ConditionStatus::False
+                && c.reason.as_deref() == Some("UnsupportedAlias")
+        });
+        // An older Karpenter does not refuse it: what it resolves is judged below.
+        if refuses || said {
+            return c.fail(
+                Reason::AmiAliasUnsupported,
+                format!(
+                    "The alias {} is refused by Karpenter at Kubernetes {cluster_minor}, the \
+                     cluster's version: Karpenter refuses {}, sets AMIsReady=False \
+                     UnsupportedAlias and launches nothing for the class. {}",
+                    alias.written, refusal.what, refusal.fix
+                ),
+                subjects(),
+            );
+        }
+    }
     match published(facts, &alias.parameters(minor)) {
         Published::Yes => ok.push(format!(
             "the alias {} is published for Kubernetes {minor}",
@@ -419,6 +483,23 @@ fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<Str
                 subjects(),
             );
         }
+    }
+    // Refused once the cluster is upgraded, whichever release the alias names (and whatever
+    // Karpenter's version: an older one finds no parameter for AL2 either).
+    if let Some(next) = next_minor(&cluster_minor)
+        && let Some(refusal) = alias.refused_at(&next)
+        && alias.refused_at(&cluster_minor).is_none()
+    {
+        return c.warn(
+            Warning::AmiAliasRefusedAfterUpgrade,
+            format!(
+                "The alias {} serves Kubernetes {cluster_minor}, but Karpenter refuses {}: once \
+                 the cluster is upgraded to {next}, AMIsReady goes False UnsupportedAlias and \
+                 nothing launches for the class. {}",
+                alias.written, refusal.what, refusal.fix
+            ),
+            subjects(),
+        );
     }
     let Some(next) = next_minor(minor).filter(|_| alias.pinned()) else {
         return;

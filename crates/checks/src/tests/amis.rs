@@ -150,12 +150,71 @@ fn latest_follows_aws_and_is_never_warned_about_the_next_minor() {
     let (status, _, message, warnings) = amis(&f);
     assert_eq!(status, "True", "{message}");
     assert!(warnings.is_empty(), "{warnings:?}");
-    // A Kubernetes version AWS stopped publishing for: even @latest resolves nothing, for a
+    // A Kubernetes version AWS publishes nothing for: even @latest resolves nothing, for a
     // class Karpenter holds no image of.
     let f = Facts::healthy()
-        .with_ami_alias("al2@latest", "1.33", |_| Observed::Absent)
+        .with_ami_alias("bottlerocket@latest", "1.29", |_| Observed::Absent)
         .with_no_images_resolved();
     assert_eq!(amis(&f).1, "AmiAliasNotPublished");
+}
+
+/// Karpenter refuses some aliases before reading any parameter (aws/karpenter-provider-aws
+/// `pkg/providers/amifamily/ami.go` `DescribeImageQueries`): AL2 from 1.33 (since 1.6), Windows
+/// Server 2025 before 1.35 (since 1.9), with `AMIsReady=False UnsupportedAlias`
+/// (`pkg/controllers/nodeclass/ami.go`), whichever release the alias pins and whatever images
+/// it holds. The fixture's Karpenter is 1.8.6.
+#[test]
+fn al2_from_1_33_and_windows_2025_before_1_35_are_refused_by_karpenter() {
+    let published = |_: &str| Observed::Found("ami-0published".into());
+    for alias in ["al2@latest", "al2@v20250101"] {
+        let (status, reason, message, _) =
+            amis(&Facts::healthy().with_ami_alias(alias, "1.33", published));
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "AmiAliasUnsupported"),
+            "{alias}: {message}"
+        );
+        assert!(
+            message.contains("al2023@latest") && !message.contains("not published"),
+            "the fix names a family that has images, never 'not published': {message}"
+        );
+    }
+    // Windows Server 2025 refused at 1.34 by 1.9 and later; 1.8.6 does not refuse it.
+    let windows = |version: &'static str| {
+        Facts::healthy()
+            .with_ami_alias("windows2025@latest", "1.34", published)
+            .with(move |f| {
+                if let Observed::Found(k) = &mut f.cluster.karpenter {
+                    k.version = Some(version.into());
+                }
+            })
+    };
+    assert_eq!(amis(&windows("1.9.0")).1, "AmiAliasUnsupported");
+    assert_eq!(amis(&windows("1.8.6")).0, "True");
+    // Karpenter's own UnsupportedAlias decides when its version is not known.
+    let said = windows("unknown").with(|f| {
+        if let Some(status) = f.cluster.node_class.status.as_mut() {
+            status.conditions.retain(|c| c.type_ != "AMIsReady");
+            let mut refused = karpenter_condition("AMIsReady", "False", now());
+            refused.reason = Some("UnsupportedAlias".into());
+            status.conditions.push(refused);
+        }
+    });
+    assert_eq!(amis(&said).1, "AmiAliasUnsupported");
+    assert_eq!(
+        amis(&windows("1.9.0").with_ami_alias("windows2025@latest", "1.35", published)).0,
+        "True"
+    );
+
+    // At 1.32 an AL2 alias still works: a warning before the upgrade, pinned or latest, and
+    // never "AWS has published no 1.33 images".
+    for alias in ["al2@latest", "al2@v20250101"] {
+        let (status, _, message, warnings) =
+            amis(&Facts::healthy().with_ami_alias(alias, "1.32", published));
+        assert_eq!(status, "True", "{alias}: {message}");
+        assert_eq!(warnings, vec!["AmiAliasRefusedAfterUpgrade"], "{alias}");
+        assert!(!message.contains("1.33"), "{alias}: {message}");
+    }
 }
 
 #[test]

@@ -311,6 +311,9 @@ sentences! {
             .with_ami_alias("al2023@v20230101", "1.29", |_| Observed::Absent)
             .with_no_images_resolved()
         => AmisResolvable is False because AmiAliasNotPublished;
+    an_al2_alias_at_kubernetes_1_33_is_ami_alias_unsupported:
+        Facts::healthy().with_ami_alias("al2@latest", "1.33", |_| Observed::Found("ami-0al2".into()))
+        => AmisResolvable is False because AmiAliasUnsupported;
     al2023_user_data_on_bottlerocket_images_is_ami_family_mismatch:
         Facts::healthy().with_ami_family("AL2023", &["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"])
         => AmisResolvable is False because AmiFamilyMismatch;

@@ -35,7 +35,8 @@ pub(crate) enum Beyond {
     Drift(String, Vec<String>, bool, Option<i64>),
     /// The class's alias, and which of its SSM parameters answer (by index: found, absent or
     /// denied).
-    AmiAlias(String, Vec<u8>),
+    /// An alias, the cluster's minor, and the answer to each parameter it reads.
+    AmiAlias(String, String, Vec<u8>),
     /// The class's amiFamily and the names of the images Karpenter resolved.
     AmiFamily(String, Vec<String>),
     /// Image ids the class names, and per id EC2's answer: 0 available, 1 gone, 2 disabled,
@@ -128,10 +129,11 @@ pub(crate) fn beyond() -> impl Strategy<Value = Beyond> {
         )
             .prop_map(|(nodes, reasons, scheduled, mins)| Beyond::Drift(nodes, reasons, scheduled, mins)),
         1 => (
-            text(&["al2023@latest", "al2023@v20240807", "al2@v20240807", "bottlerocket@v1.20.0", "windows2022@latest"]),
+            text(&["al2023@latest", "al2023@v20240807", "al2@v20240807", "bottlerocket@v1.20.0", "windows2022@latest", "windows2025@latest"]),
+            text(&["1.29", "1.32", "1.33"]),
             prop::collection::vec(0u8..3, 0..16)
         )
-            .prop_map(|(alias, answers)| Beyond::AmiAlias(alias, answers)),
+            .prop_map(|(alias, minor, answers)| Beyond::AmiAlias(alias, minor, answers)),
         1 => (
             text(&["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2022"]),
             prop::collection::vec(text(&[
@@ -180,9 +182,9 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
             let budget = budget(nodes, &reasons, scheduled.then_some("0 22 * * *"));
             *f = f.clone().with_drift(vec![budget], *mins);
         }
-        Beyond::AmiAlias(alias, answers) => {
+        Beyond::AmiAlias(alias, minor, answers) => {
             let names = crate::rules::amis::Alias::parse(alias)
-                .map(|a| a.parameters_to_read("1.29"))
+                .map(|a| a.parameters_to_read(minor))
                 .unwrap_or_default();
             let answer = |name: &str| {
                 let i = names.iter().position(|n| n == name).unwrap_or(0);
@@ -192,7 +194,7 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
                     _ => Observed::unknown(UnknownCause::AccessDenied, "ssm:GetParameter denied"),
                 }
             };
-            *f = f.clone().with_ami_alias(alias, "1.29", answer);
+            *f = f.clone().with_ami_alias(alias, minor, answer);
         }
         Beyond::Reservations(found, types, gates) => {
             let found: Vec<(String, &str, &str)> = found
