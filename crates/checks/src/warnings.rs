@@ -112,7 +112,7 @@ warnings! {
         "The EC2NodeClass selects capacity reservations, but the Karpenter controller runs with its ReservedCapacity feature gate off (off by default before 1.6): it ignores the selector and launches on-demand or spot instances instead, so the reservations stay unused.",
         "Turn the gate on (the chart's settings.featureGates.reservedCapacity), or remove the selector terms.";
     CapacityReservationSelectorMatchesNothing => CapacityReservationsUsable,
-        "capacityReservationSelectorTerms match no active capacity reservation; Karpenter's CapacityReservationsReady is True all the same. Karpenter launches on-demand or spot instead of the reserved capacity the selector was written for.",
+        "capacityReservationSelectorTerms match no active capacity reservation (Karpenter's CapacityReservationsReady is True all the same), or the EC2NodeClass has none while a NodePool of it allows only reserved capacity. Karpenter launches on-demand or spot from the class's other NodePools instead of the reserved capacity, and nothing from a reserved-only NodePool.",
         "Fix the selector terms to match an active reservation, or remove them.";
     CapacityReservationInZoneWithoutSubnet => CapacityReservationsUsable,
         "A capacity reservation the EC2NodeClass selects is in an availability zone the class has no subnet in, so Karpenter cannot launch into it from this class.",

@@ -100,22 +100,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         "capacity-reservations",
     );
     let class = &ctx.facts.cluster.node_class;
-    if class.spec.capacity_reservation_selector_terms.is_empty() {
-        if let Ok(true) = reserved_capacity_enabled(ctx) {
-            warn_open_reservations_skipped(ctx, &mut c, &BTreeSet::new());
-        }
-        return c.finish(
-            Reason::NoCapacityReservationsSelected,
-            "This EC2NodeClass selects no capacity reservation (capacityReservationSelectorTerms).",
-        );
-    }
+    let selects = !class.spec.capacity_reservation_selector_terms.is_empty();
     let pools = match &ctx.facts.cluster.node_pools {
         Observed::Found(pools) => pools.as_slice(),
         Observed::Absent => &[],
-        Observed::Unknown(u) => {
+        Observed::Unknown(u) if selects => {
             c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
             return c.finish(Reason::CapacityReservationsSelected, "");
         }
+        Observed::Unknown(_) => &[],
     };
     let mut reserved_pools: Vec<String> = pools
         .iter()
@@ -134,6 +127,44 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         );
         s
     };
+    if !selects {
+        // Karpenter offers reserved capacity only for the reservations in the class's status,
+        // which a class without selector terms never has
+        // (`pkg/providers/instancetype/offering/reserved_capacity_resolver.go`).
+        let none = "This EC2NodeClass selects no capacity reservation \
+                    (capacityReservationSelectorTerms)";
+        if nothing_else {
+            c.fail(
+                Reason::CapacityReservationsNotFound,
+                format!(
+                    "{none}, and NodePool(s) {} allow only reserved capacity, which Karpenter \
+                     offers only for the class's reservations, so it launches nothing for them. \
+                     Select the reservations, or allow on-demand capacity.",
+                    super::list_bounded(&reserved_pools, 3)
+                ),
+                subjects(),
+            );
+        } else if !reserved_pools.is_empty() {
+            c.warn(
+                Warning::CapacityReservationSelectorMatchesNothing,
+                format!(
+                    "{none}, but NodePool(s) {} allow only reserved capacity: Karpenter launches \
+                     nothing from them (the class's other NodePools launch on-demand or spot).",
+                    super::list_bounded(&reserved_pools, 3)
+                ),
+                subjects(),
+            );
+        }
+        if let Ok(true) = reserved_capacity_enabled(ctx) {
+            warn_open_reservations_skipped(ctx, &mut c, &BTreeSet::new());
+        }
+        let ok = if reserved_pools.is_empty() {
+            format!("{none}.")
+        } else {
+            format!("{none}; see the warning.")
+        };
+        return c.finish(Reason::NoCapacityReservationsSelected, ok);
+    }
 
     // While a NodePool may fall back to on-demand or spot, nothing here can be False: what is
     // not known then leaves the warnings unsaid rather than the condition Unknown.
@@ -280,7 +311,22 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .filter(|r| r.state.as_deref() == Some("expiring"))
         .map(label)
         .collect();
-    if !expiring.is_empty() {
+    // Karpenter makes no reserved offering available for an expiring reservation
+    // (`reserved_capacity_resolver.go`): with nothing else, nothing launches.
+    if nothing_else && expiring.len() == reservations.len() {
+        c.fail(
+            Reason::CapacityReservationsNotFound,
+            format!(
+                "Every capacity reservation this EC2NodeClass selects is an expiring capacity \
+                 block ({}), which Karpenter launches no more into, and NodePool(s) {} allow only \
+                 reserved capacity, so Karpenter launches nothing for them. Select a reservation \
+                 that is not ending, or allow on-demand capacity.",
+                super::list_bounded(&expiring, 3),
+                super::list_bounded(&reserved_pools, 3)
+            ),
+            subjects(),
+        );
+    } else if !expiring.is_empty() {
         c.warn(
             Warning::CapacityReservationExpiring,
             format!(

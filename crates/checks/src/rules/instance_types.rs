@@ -16,7 +16,7 @@ use crate::facts::{InstanceTypeCatalog, InstanceTypeFacts, Observed};
 use crate::pod_fit::NodeClaimTemplate;
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::{NodePool, Requirement};
-use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -26,10 +26,52 @@ pub use labels::{ARCH, CATEGORY, CPU, FAMILY, GENERATION, INSTANCE_TYPE, MEMORY,
 pub(crate) use labels::{Candidate, category_and_generation};
 use labels::{Key, admits, values_of};
 
+/// The (instance type, zone) pairs Karpenter offers reserved capacity for: those of the class's
+/// capacity reservations that are not expiring, in a zone of its subnets
+/// (aws/karpenter-provider-aws `pkg/providers/instancetype/offering/reserved_capacity_resolver.go`
+/// makes one reserved offering per reservation of `status.capacityReservations`, available only
+/// when not `expiring`). `None` when that is not known for certain, or when the class's selection
+/// is unusable as a whole (no reservation left, the `ReservedCapacity` gate off), which
+/// `CapacityReservationsUsable` judges: reserved capacity is then never ruled out here.
+type ReservedOfferings = Option<BTreeSet<(String, String)>>;
+
+fn reserved_offerings(ctx: &Context, zones: &BTreeSet<String>) -> ReservedOfferings {
+    let class = &ctx.facts.cluster.node_class;
+    if class.spec.capacity_reservation_selector_terms.is_empty() {
+        return None;
+    }
+    if super::capacity_reservations::reserved_capacity_enabled(ctx) != Ok(true) {
+        return None;
+    }
+    let current = ctx
+        .karpenter_condition("CapacityReservationsReady")
+        .is_some_and(|k| {
+            ConditionStatus::parse(&k.status) == ConditionStatus::True
+                && (k.observed_generation.is_none()
+                    || k.observed_generation == class.metadata.generation)
+        });
+    if !current {
+        return None;
+    }
+    let offered: BTreeSet<(String, String)> = class
+        .status
+        .as_ref()?
+        .capacity_reservations
+        .iter()
+        .filter(|r| r.state.as_deref() != Some("expiring") && zones.contains(&r.availability_zone))
+        .map(|r| (r.instance_type.clone(), r.availability_zone.clone()))
+        .collect();
+    (!offered.is_empty()).then_some(offered)
+}
+
 /// Every type offered in one of `zones`, with the capacity types it may be launched as: on
-/// demand, spot unless EC2 says the type has no spot, and reserved (whether a reservation
-/// exists is not read here, so it is never ruled out).
-fn offered<'a>(catalog: &'a InstanceTypeCatalog, zones: &BTreeSet<String>) -> Vec<Candidate<'a>> {
+/// demand, spot unless EC2 says the type has no spot, and reserved where `reserved` says
+/// Karpenter offers it (everywhere when that is not known).
+fn offered<'a>(
+    catalog: &'a InstanceTypeCatalog,
+    zones: &BTreeSet<String>,
+    reserved: Option<&BTreeSet<(String, String)>>,
+) -> Vec<Candidate<'a>> {
     catalog
         .types
         .iter()
@@ -56,7 +98,15 @@ fn offered<'a>(catalog: &'a InstanceTypeCatalog, zones: &BTreeSet<String>) -> Ve
                 return None;
             }
             let spot = t.usage_classes.is_empty() || t.usage_classes.iter().any(|u| u == "spot");
-            let mut capacity = vec!["on-demand", "reserved"];
+            let mut capacity = vec!["on-demand"];
+            let reservable = reserved.is_none_or(|r| {
+                in_zones
+                    .iter()
+                    .any(|z| r.contains(&(t.name.clone(), (*z).to_owned())))
+            });
+            if reservable {
+                capacity.push("reserved");
+            }
             if spot {
                 capacity.push("spot");
             }
@@ -189,6 +239,7 @@ fn judged(
     pool: &NodePool,
     zones: &BTreeSet<String>,
     ami_archs: Option<&BTreeSet<String>>,
+    reserved: Option<&BTreeSet<(String, String)>>,
 ) -> Arc<Judged> {
     use std::hash::{Hash, Hasher};
     let requirements = requirements_of(pool);
@@ -196,9 +247,9 @@ fn judged(
     for r in &requirements {
         (&r.key, &r.operator, &r.values).hash(&mut hasher);
     }
-    (zones, ami_archs).hash(&mut hasher);
+    (zones, ami_archs, reserved).hash(&mut hasher);
     catalog.judged.get_or_derive(hasher.finish(), || {
-        let offered = offered(catalog, zones);
+        let offered = offered(catalog, zones, reserved);
         if offered.is_empty() {
             return Judged::NothingOffered;
         }
@@ -254,7 +305,14 @@ pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Allowed<
         .filter(|s| !s.zone.is_empty())
         .map(|s| s.zone.clone())
         .collect();
-    let verdict = judged(catalog, pool, &zones, ami_architectures(ctx).as_ref());
+    let reserved = reserved_offerings(ctx, &zones);
+    let verdict = judged(
+        catalog,
+        pool,
+        &zones,
+        ami_architectures(ctx).as_ref(),
+        reserved.as_ref(),
+    );
     match &*verdict {
         Judged::Allows { left, .. } if !left.is_empty() => Some(Allowed {
             types: catalog.types.as_slice(),
@@ -385,6 +443,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     };
     let zones_text = super::list_bounded(&zones.iter().collect::<Vec<_>>(), 6);
     let ami_archs = ami_architectures(ctx);
+    let reserved = reserved_offerings(ctx, &zones);
     let mut pools: Vec<&NodePool> = pools.iter().collect();
     pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut allowed = Vec::new();
@@ -393,7 +452,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut empty: Vec<(&NodePool, Reason, String)> = Vec::new();
     for pool in &pools {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
-        match &*judged(catalog, pool, &zones, ami_archs.as_ref()) {
+        match &*judged(catalog, pool, &zones, ami_archs.as_ref(), reserved.as_ref()) {
             Judged::NothingOffered => {
                 // No real region answers this for a zone it has: an emulator's or a partial
                 // answer.
@@ -424,7 +483,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 before,
                 alone,
             } => {
-                let why = if *alone {
+                let mut why = if *alone {
                     format!("no instance type EC2 offers in {zones_text} satisfies `{requirement}`")
                 } else {
                     format!(
@@ -432,6 +491,20 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                          {zones_text} that its earlier requirements allow"
                     )
                 };
+                if let (Some(reserved), true) =
+                    (&reserved, super::capacity_reservations::reserved_only(pool))
+                {
+                    let pairs: Vec<String> = reserved
+                        .iter()
+                        .map(|(t, z)| format!("{t} in {z}"))
+                        .collect();
+                    why.push_str(&format!(
+                        " (it allows only reserved capacity, which Karpenter offers only for the \
+                         instance types and zones of the class's capacity reservations that are \
+                         not expiring: {})",
+                        super::list_bounded(&pairs, 3)
+                    ));
+                }
                 empty.push((
                     pool,
                     Reason::NoInstanceTypeMatchesRequirements,

@@ -264,7 +264,7 @@ impl Facts {
                         karpenter_health_api::karpenter::ResolvedCapacityReservation {
                             id: (*id).into(),
                             availability_zone: (*zone).into(),
-                            instance_type: "p5.48xlarge".into(),
+                            instance_type: "m5.large".into(),
                             instance_match_criteria: Some("targeted".into()),
                             reservation_type: Some("default".into()),
                             state: Some((*state).into()),

@@ -48,9 +48,9 @@ fn while_on_demand_is_allowed_an_unusable_selection_is_only_a_warning() {
             "CapacityReservationsIgnored",
         ),
         (
-            "an expiring capacity block",
+            "an expiring capacity block, on-demand allowed",
             Facts::healthy()
-                .with_capacity_reservations(&[("cr-0a", "us-west-2a", "expiring")], &["reserved"]),
+                .with_capacity_reservations(&[("cr-0a", "us-west-2a", "expiring")], ON_DEMAND_TOO),
             "CapacityReservationExpiring",
         ),
     ] {
@@ -182,4 +182,89 @@ fn open_reservations_karpenter_no_longer_falls_into_are_a_warning_with_the_gate_
         .with_capacity_reservations(&[("cr-0open", "us-west-2a", "active")], ON_DEMAND_TOO)
         .with_open_reservations(&open[..1]);
     assert!(reservations(&selected).3.is_empty());
+}
+
+/// Karpenter offers reserved capacity only for the class's reservations in
+/// `status.capacityReservations`, and none for an expiring one (aws/karpenter-provider-aws
+/// `pkg/providers/instancetype/offering/reserved_capacity_resolver.go`): a reserved-only NodePool
+/// on a class that selects none, or only expiring capacity blocks, launches nothing.
+#[test]
+fn reserved_capacity_that_cannot_be_had_launches_nothing_from_reserved_only_node_pools() {
+    let no_selector = |capacity: &'static [&'static str]| {
+        Facts::healthy()
+            .with_capacity_reservations(&[], capacity)
+            .with(|f| {
+                f.cluster
+                    .node_class
+                    .spec
+                    .capacity_reservation_selector_terms
+                    .clear()
+            })
+    };
+    for (what, f) in [
+        ("no selector terms", no_selector(&["reserved"])),
+        (
+            "only expiring capacity blocks",
+            Facts::healthy()
+                .with_capacity_reservations(&[("cr-0a", "us-west-2a", "expiring")], &["reserved"]),
+        ),
+    ] {
+        let (status, reason, message, _) = reservations(&f);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "CapacityReservationsNotFound"),
+            "{what}: {message}"
+        );
+    }
+    // Beside a NodePool that launches on demand: a warning naming the reserved-only one.
+    let beside = no_selector(&["reserved"]).with(|f| {
+        if let Some(pools) = f.cluster.node_pools.found_mut() {
+            pools.push(crate::testing::node_pool("general"));
+        }
+    });
+    let (status, reason, message, warnings) = reservations(&beside);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "NoCapacityReservationsSelected")
+    );
+    assert!(message.contains("see the warning"), "{message}");
+    assert_eq!(warnings, vec!["CapacityReservationSelectorMatchesNothing"]);
+    // Without reserved-only NodePools, nothing to say.
+    let (status, _, message, warnings) = reservations(&no_selector(ON_DEMAND_TOO));
+    assert_eq!(status, "True");
+    assert!(
+        warnings.is_empty() && !message.contains("warning"),
+        "{message}"
+    );
+}
+
+/// The reservations are of a type the reserved-only NodePool does not allow: Karpenter has no
+/// reserved offering it may use, and `InstanceTypesAvailable` names the requirement that leaves
+/// nothing and the reservations (`CapacityReservationsUsable` judges the selection itself, usable here).
+#[test]
+fn reservations_of_a_type_the_node_pool_excludes_leave_it_nothing() {
+    let f = Facts::healthy()
+        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["r7i"]);
+    let (status, reason, message, _) = condition_of(&f, ConditionType::InstanceTypesAvailable);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NoInstanceTypeMatchesRequirements"),
+        "{message}"
+    );
+    assert!(
+        message.contains("instance-family In [r7i]")
+            && message.contains("only reserved capacity")
+            && message.contains("m5.large in us-west-2a"),
+        "{message}"
+    );
+    assert_eq!(reservations(&f).0, "True", "the selection itself is usable");
+    // The reserved type allowed: True.
+    let fits = Facts::healthy()
+        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m5"]);
+    assert_eq!(
+        condition_of(&fits, ConditionType::InstanceTypesAvailable).0,
+        "True"
+    );
 }
