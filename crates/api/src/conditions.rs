@@ -454,8 +454,8 @@ reasons! {
         "Every NodePool of this EC2NodeClass allows instance types EC2 offers in the zones of the class's subnets (or no NodePool uses the class).",
         "Nothing to do.";
     NoInstanceTypeMatchesRequirements => Only(C::InstanceTypesAvailable), False,
-        "A NodePool's requirements (instance type, family, category, generation, size, vCPUs, memory, architecture, capacity type) leave no instance type that EC2 offers in the zones of the class's subnets, so Karpenter can launch nothing for it and only emits a NoCompatibleInstanceTypes Event per Pod (aws/karpenter-provider-aws #6884, #7713, #8535).",
-        "Widen or correct the requirement the message names (a family or size that does not exist in this region, bounds that exclude every type, a capacity type no allowed type has).";
+        "A NodePool's requirements (instance type, family, category, generation, size, vCPUs, memory, architecture, capacity type) leave no instance type that EC2 offers in the zones of the class's subnets (reserved capacity only where the class has a reservation), or fewer distinct values of a key than its minValues under Karpenter's Strict policy, so Karpenter can launch nothing for it and only emits a NoCompatibleInstanceTypes Event per Pod (aws/karpenter-provider-aws #6884, #7713, #8535).",
+        "Widen or correct the requirement the message names (a family or size that does not exist in this region, bounds that exclude every type, a capacity type no allowed type has, a minValues above what is left).";
     RequiredZonesWithoutSubnets => Only(C::InstanceTypesAvailable), False,
         "A NodePool requires zones (topology.kubernetes.io/zone) in which the EC2NodeClass selects no subnet, so no node of it can launch.",
         "Tag a subnet in a required zone for the class's subnetSelectorTerms, or require a zone the class's subnets are in.";

@@ -290,6 +290,10 @@ pub struct Requirement {
     pub operator: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
+    /// `minValues` (NodePool requirements only): at least this many distinct values of the key
+    /// among the instance types Karpenter may launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_values: Option<u32>,
 }
 
 /// `karpenter.sh/v1 NodePool`, cluster-scoped.

@@ -159,6 +159,7 @@ impl<'a> NodeClaimTemplate<'a> {
                 key: k.clone(),
                 operator: "In".into(),
                 values: vec![v.clone()],
+                min_values: None,
             }))
             && (pod.required_affinity.is_empty()
                 || pod
@@ -230,6 +231,7 @@ mod tests {
             key: key.into(),
             operator: operator.into(),
             values: values.iter().map(|v| v.to_string()).collect(),
+            min_values: None,
         }
     }
 

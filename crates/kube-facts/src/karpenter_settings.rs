@@ -23,6 +23,9 @@ pub struct ControllerSettings {
     /// `--feature-gates`, else `FEATURE_GATES` (kubernetes-sigs/karpenter
     /// `pkg/operator/options/options.go`), as written: `ReservedCapacity=true,NodeRepair=false`.
     pub feature_gates: Setting,
+    /// `--min-values-policy`, else `MIN_VALUES_POLICY` (kubernetes-sigs/karpenter
+    /// `pkg/operator/options/options.go`, 1.6 and later): `Strict` or `BestEffort`.
+    pub min_values_policy: Setting,
 }
 
 /// A flag's value in the container's args: `--name=value`, `--name value`, or `--name` alone
@@ -114,11 +117,13 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
             .and_then(|e| e.value.clone())
             .filter(|v| !v.is_empty())
     };
-    let interruption_queue = match container.and_then(|c| flag(c, "interruption-queue")) {
+    // A string setting: the flag wins, its env var is the flag's default.
+    let setting = |name: &str, env_name: &str| match container.and_then(|c| flag(c, name)) {
         Some(v) if !v.trim().is_empty() => Setting::Value(v.trim().to_owned()),
         Some(_) => Setting::Unset,
-        None => container.map_or(Setting::Unset, |c| env_setting(c, "INTERRUPTION_QUEUE")),
+        None => container.map_or(Setting::Unset, |c| env_setting(c, env_name)),
     };
+    let interruption_queue = setting("interruption-queue", "INTERRUPTION_QUEUE");
     let dry_run_disabled = match container.and_then(|c| flag(c, "disable-dry-run")) {
         Some(v) if v.is_empty() => true,
         Some(v) => parse_bool(&v),
@@ -127,15 +132,11 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
             Some(Setting::Value(v)) if parse_bool(&v)
         ),
     };
-    let feature_gates = match container.and_then(|c| flag(c, "feature-gates")) {
-        Some(v) if !v.trim().is_empty() => Setting::Value(v.trim().to_owned()),
-        Some(_) => Setting::Unset,
-        None => container.map_or(Setting::Unset, |c| env_setting(c, "FEATURE_GATES")),
-    };
     ControllerSettings {
         interruption_queue,
         dry_run_disabled,
-        feature_gates,
+        feature_gates: setting("feature-gates", "FEATURE_GATES"),
+        min_values_policy: setting("min-values-policy", "MIN_VALUES_POLICY"),
         version: container
             .and_then(|c| c.image.as_deref())
             .and_then(version_from_image),
@@ -239,6 +240,17 @@ mod tests {
             controller(serde_json::json!({"name": "controller"})).feature_gates,
             Setting::Unset
         );
+    }
+
+    #[test]
+    fn the_min_values_policy_comes_from_the_flag_over_env() {
+        let s = controller(serde_json::json!({"name": "controller", "env": [
+            {"name": "MIN_VALUES_POLICY", "value": "BestEffort"}]}));
+        assert_eq!(s.min_values_policy, Setting::Value("BestEffort".into()));
+        let s = controller(serde_json::json!({"name": "controller",
+            "args": ["--min-values-policy", "Strict"],
+            "env": [{"name": "MIN_VALUES_POLICY", "value": "BestEffort"}]}));
+        assert_eq!(s.min_values_policy, Setting::Value("Strict".into()));
     }
 
     #[test]

@@ -65,6 +65,7 @@ fn requirement(expression: &NodeSelectorRequirement) -> Requirement {
         key: expression.key.clone(),
         operator: expression.operator.clone(),
         values: expression.values.clone().unwrap_or_default(),
+        min_values: None,
     }
 }
 

@@ -539,6 +539,7 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         interruption_queue: settings.interruption_queue,
         dry_run_disabled: settings.dry_run_disabled,
         feature_gates: settings.feature_gates,
+        min_values_policy: settings.min_values_policy,
         irsa_audience,
     })
 }

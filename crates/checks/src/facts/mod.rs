@@ -403,6 +403,8 @@ pub struct KarpenterFacts {
     pub irsa_audience: Option<String>,
     /// `FEATURE_GATES` / `--feature-gates` as written (`ReservedCapacity=true,...`).
     pub feature_gates: Setting,
+    /// `MIN_VALUES_POLICY` / `--min-values-policy` as written (`Strict`, `BestEffort`).
+    pub min_values_policy: Setting,
 }
 
 /// One setting of the controller as its Deployment gives it.

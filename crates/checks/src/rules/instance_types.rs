@@ -64,6 +64,21 @@ fn reserved_offerings(ctx: &Context, zones: &BTreeSet<String>) -> ReservedOfferi
     (!offered.is_empty()).then_some(offered)
 }
 
+/// Whether Karpenter enforces minValues strictly: `MIN_VALUES_POLICY` / `--min-values-policy`
+/// is `Strict`, its default since it exists (kubernetes-sigs/karpenter
+/// `pkg/operator/options/options.go`, 1.6; before, always strict). `BestEffort` relaxes
+/// minValues instead of dropping the NodePool; a value not read is no proof either way.
+fn min_values_strict(ctx: &Context) -> bool {
+    match &ctx.facts.cluster.karpenter {
+        Observed::Found(k) => match &k.min_values_policy {
+            crate::facts::Setting::Unset => true,
+            crate::facts::Setting::Value(v) => v == "Strict",
+            crate::facts::Setting::Unresolved(_) => false,
+        },
+        _ => false,
+    }
+}
+
 /// Every type offered in one of `zones`, with the capacity types it may be launched as: on
 /// demand, spot unless EC2 says the type has no spot, and reserved where `reserved` says
 /// Karpenter offers it (everywhere when that is not known).
@@ -128,6 +143,7 @@ fn requirements_of(pool: &NodePool) -> Vec<Requirement> {
         key: k.clone(),
         operator: "In".into(),
         values: vec![v.clone()],
+        min_values: None,
     });
     labels
         .chain(template.spec.requirements.iter().cloned())
@@ -148,11 +164,26 @@ fn show(r: &Requirement) -> String {
     }
 }
 
+/// The distinct values of `key` among `left`; `None` when a type's value is not derived (it
+/// might add one).
+fn distinct_values(left: &[Candidate<'_>], key: Key) -> Option<BTreeSet<String>> {
+    let mut values = BTreeSet::new();
+    for c in left {
+        match key {
+            Key::Zone => values.extend(c.zones.iter().map(|z| (*z).to_owned())),
+            Key::CapacityType => values.extend(c.capacity.iter().map(|v| (*v).to_owned())),
+            _ => values.extend(values_of(c.facts, key)?),
+        }
+    }
+    Some(values)
+}
+
 fn judge<'a>(
     requirements: &[Requirement],
     offered: &[Candidate<'a>],
     zones: &BTreeSet<String>,
     ami_archs: Option<&BTreeSet<String>>,
+    min_values_strict: bool,
 ) -> Judged {
     let mut left: Vec<Candidate<'a>> = offered.to_vec();
     let mut unchecked = BTreeSet::new();
@@ -198,6 +229,28 @@ fn judge<'a>(
         }
         left.retain(fits);
     }
+    // minValues: under the Strict policy Karpenter drops a NodePool whose remaining types offer
+    // fewer distinct values of the key (kubernetes-sigs/karpenter
+    // `pkg/controllers/provisioning/scheduling/scheduler.go`, "skipping, nodepool requirements
+    // filtered out all instance types" with `minValuesIncompatibleErr`). Counted on the
+    // superset, so fewer here is fewer for Karpenter too.
+    if min_values_strict {
+        for r in requirements {
+            let (Some(min), Some(key)) = (r.min_values, Key::of(&r.key)) else {
+                continue;
+            };
+            let Some(found) = distinct_values(&left, key) else {
+                continue;
+            };
+            if found.len() < min as usize {
+                return Judged::MinValuesUnmet {
+                    requirement: show(r),
+                    min,
+                    found: found.into_iter().collect(),
+                };
+            }
+        }
+    }
     Judged::Allows {
         left: left.into_iter().map(|c| (c.index, c.capacity)).collect(),
         unchecked,
@@ -225,6 +278,13 @@ pub enum Judged {
         before: usize,
         alone: bool,
     },
+    /// `requirement`'s `minValues` asks for `min` distinct values of its key, but the types
+    /// left offer only `found`.
+    MinValuesUnmet {
+        requirement: String,
+        min: u32,
+        found: Vec<String>,
+    },
     /// Types are left, but none of an architecture the AMIs are built for.
     NoneForAmis {
         archs: Vec<String>,
@@ -240,20 +300,19 @@ fn judged(
     zones: &BTreeSet<String>,
     ami_archs: Option<&BTreeSet<String>>,
     reserved: Option<&BTreeSet<(String, String)>>,
+    min_values_strict: bool,
 ) -> Arc<Judged> {
     use std::hash::{Hash, Hasher};
     let requirements = requirements_of(pool);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for r in &requirements {
-        (&r.key, &r.operator, &r.values).hash(&mut hasher);
-    }
-    (zones, ami_archs, reserved).hash(&mut hasher);
+    requirements.hash(&mut hasher);
+    (zones, ami_archs, reserved, min_values_strict).hash(&mut hasher);
     catalog.judged.get_or_derive(hasher.finish(), || {
         let offered = offered(catalog, zones, reserved);
         if offered.is_empty() {
             return Judged::NothingOffered;
         }
-        judge(&requirements, &offered, zones, ami_archs)
+        judge(&requirements, &offered, zones, ami_archs, min_values_strict)
     })
 }
 
@@ -312,6 +371,7 @@ pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Allowed<
         &zones,
         ami_architectures(ctx).as_ref(),
         reserved.as_ref(),
+        min_values_strict(ctx),
     );
     match &*verdict {
         Judged::Allows { left, .. } if !left.is_empty() => Some(Allowed {
@@ -444,6 +504,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let zones_text = super::list_bounded(&zones.iter().collect::<Vec<_>>(), 6);
     let ami_archs = ami_architectures(ctx);
     let reserved = reserved_offerings(ctx, &zones);
+    let strict = min_values_strict(ctx);
     let mut pools: Vec<&NodePool> = pools.iter().collect();
     pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut allowed = Vec::new();
@@ -452,7 +513,14 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut empty: Vec<(&NodePool, Reason, String)> = Vec::new();
     for pool in &pools {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
-        match &*judged(catalog, pool, &zones, ami_archs.as_ref(), reserved.as_ref()) {
+        match &*judged(
+            catalog,
+            pool,
+            &zones,
+            ami_archs.as_ref(),
+            reserved.as_ref(),
+            strict,
+        ) {
             Judged::NothingOffered => {
                 // No real region answers this for a zone it has: an emulator's or a partial
                 // answer.
@@ -514,6 +582,26 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     ),
                 ));
             }
+            Judged::MinValuesUnmet {
+                requirement,
+                min,
+                found,
+            } => empty.push((
+                pool,
+                Reason::NoInstanceTypeMatchesRequirements,
+                format!(
+                    "NodePool {name} can launch nothing: `{requirement}` asks for at least {min} \
+                     distinct values (minValues), but the instance types its requirements leave \
+                     in {zones_text} offer only {}{}, and Karpenter's minValues policy is Strict. \
+                     Lower minValues, widen the requirements, or set MIN_VALUES_POLICY=BestEffort.",
+                    found.len(),
+                    if found.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", super::list_bounded(found, 5))
+                    }
+                ),
+            )),
             Judged::NoneForAmis { archs, left } => empty.push((
                 pool,
                 Reason::NoInstanceTypeForAmiArchitecture,

@@ -114,6 +114,7 @@ pub fn requirement(key: &str, operator: &str, values: &[&str]) -> Requirement {
         key: key.into(),
         operator: operator.into(),
         values: values.iter().map(|v| v.to_string()).collect(),
+        min_values: None,
     }
 }
 
@@ -339,6 +340,7 @@ fn healthy_cluster() -> ClusterFacts {
             dry_run_disabled: false,
             irsa_audience: None,
             feature_gates: Setting::Unset,
+            min_values_policy: Setting::Unset,
         }),
         // Served without validation rules (an API server before 1.25): the version decides.
         crd_label_rules: Observed::Found(None),

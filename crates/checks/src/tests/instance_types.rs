@@ -333,3 +333,60 @@ fn an_empty_node_pool_beside_one_that_serves_is_a_warning_until_a_pod_needs_it()
         .with(|f| f.cluster.pending_pods = Observed::Found(Vec::new()));
     assert_eq!(types(&alone).0, "False");
 }
+
+/// Under Karpenter's Strict minValues policy (its default, `MIN_VALUES_POLICY`), a NodePool whose
+/// remaining types offer fewer distinct values of a key than its `minValues` is dropped
+/// (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/scheduler.go`: "skipping,
+/// nodepool requirements filtered out all instance types"); BestEffort relaxes it.
+#[test]
+fn min_values_no_remaining_types_can_meet_launch_nothing_under_the_strict_policy() {
+    let asking = |min: u32, policy: crate::facts::Setting| {
+        Facts::healthy()
+            .with_pool_requirement(
+                "karpenter.k8s.aws/instance-family",
+                "In",
+                &["m5", "c6g", "r7i"],
+            )
+            .with(move |f| {
+                if let Some(r) = f
+                    .cluster
+                    .node_pools
+                    .found_mut()
+                    .and_then(|p| p.first_mut())
+                    .and_then(|pool| pool.spec.template.spec.requirements.last_mut())
+                {
+                    r.min_values = Some(min);
+                }
+                if let Observed::Found(k) = &mut f.cluster.karpenter {
+                    k.min_values_policy = policy.clone();
+                }
+            })
+    };
+    use crate::facts::Setting;
+    // amd64 only (the fixture's NodePool): m5 and r7i are left, c6g is arm64.
+    let (status, reason, message) = types(&asking(3, Setting::Unset));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NoInstanceTypeMatchesRequirements"),
+        "{message}"
+    );
+    assert!(
+        message.contains("at least 3 distinct values") && message.contains("only 2 (m5, r7i)"),
+        "{message}"
+    );
+    assert_eq!(
+        types(&asking(3, Setting::Value("Strict".into()))).0,
+        "False"
+    );
+    assert_eq!(types(&asking(2, Setting::Unset)).0, "True");
+    assert_eq!(
+        types(&asking(3, Setting::Value("BestEffort".into()))).0,
+        "True",
+        "BestEffort relaxes minValues"
+    );
+    assert_eq!(
+        types(&asking(3, Setting::Unresolved("from a Secret".into()))).0,
+        "True",
+        "a policy not read is no proof"
+    );
+}

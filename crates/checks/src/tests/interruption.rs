@@ -142,6 +142,7 @@ fn reserved_capacity_needs_the_rule_only_where_a_node_pool_asks_for_interruptibl
                                 key: key.into(),
                                 operator: "In".into(),
                                 values: values.iter().map(|v| (*v).into()).collect(),
+                                min_values: None,
                             },
                         );
                     }

@@ -167,11 +167,13 @@ fn a_restricted_key_in_only_some_terms_of_a_shared_pod_is_a_warning_the_true_mes
         key: "node-role.kubernetes.io/web".into(),
         operator: "Exists".into(),
         values: Vec::new(),
+        min_values: None,
     };
     let other = Requirement {
         key: "team".into(),
         operator: "In".into(),
         values: vec!["web".into()],
+        min_values: None,
     };
     let shared = PodScheduling {
         only_this_class: false,

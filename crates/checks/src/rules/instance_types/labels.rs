@@ -209,6 +209,7 @@ mod tests {
             key: key.into(),
             operator: op.into(),
             values: values.iter().map(|v| (*v).into()).collect(),
+            min_values: None,
         }
     }
 
