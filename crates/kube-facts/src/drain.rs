@@ -286,7 +286,8 @@ pub fn pod_on_node(pod: &Pod, budgets: &[Budget]) -> PodOnNode {
         do_not_disrupt: pod
             .annotations()
             .get("karpenter.sh/do-not-disrupt")
-            .is_some_and(|v| v == "true"),
+            .cloned(),
+        started: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
         mirror: pod
             .owner_references()
             .iter()
@@ -366,7 +367,11 @@ mod tests {
         ];
         let read = pod_on_node(&web, &budgets);
         assert_eq!(read.budgets, ["shop/web", "shop/all"]);
-        assert!(read.ready && read.do_not_disrupt && read.tolerates_disrupted);
+        assert!(
+            read.ready
+                && read.do_not_disrupt.as_deref() == Some("true")
+                && read.tolerates_disrupted
+        );
         assert!(!read.tolerates_disrupting && !read.mirror);
         assert_eq!(read.phase, "Running");
     }

@@ -29,8 +29,11 @@ pub struct PodOnNode {
     pub ready: bool,
     /// `metadata.deletionTimestamp`: when its grace period ends.
     pub deleting_until: Option<Timestamp>,
-    /// Annotated `karpenter.sh/do-not-disrupt: "true"`.
-    pub do_not_disrupt: bool,
+    /// Its `karpenter.sh/do-not-disrupt` annotation as written (`"true"`, or from Karpenter 1.12
+    /// a duration such as `"30m"`).
+    pub do_not_disrupt: Option<String>,
+    /// `status.startTime`: a duration-valued `do-not-disrupt` counts from it.
+    pub started: Option<Timestamp>,
     /// A static Pod's mirror (owned by its Node): never evicted, never waited for.
     pub mirror: bool,
     /// Tolerates the taint Karpenter v1 puts on a Node it drains (`karpenter.sh/disrupted:NoSchedule`).

@@ -118,7 +118,7 @@ fn drift_stopper(pool: &NodePool) -> Option<&Budget> {
 /// What holds one stuck NodeClaim, in a clause.
 fn what_holds_claim(
     drain: &Observed<NodeDrain>,
-    karpenter_v1: Option<bool>,
+    karpenter: Option<&semver::Version>,
     now: jiff::Timestamp,
 ) -> String {
     let drain = match drain {
@@ -129,7 +129,7 @@ fn what_holds_claim(
     let Some(node) = drain.node.as_deref() else {
         return "it has no Node, so no Pod holds it".to_owned();
     };
-    let holding = super::terminating::what_holds(drain, karpenter_v1, now);
+    let holding = super::terminating::what_holds(drain, karpenter, now);
     let mut parts = Vec::new();
     if !holding.blockers.is_empty() {
         parts.push(super::list_bounded(&holding.blockers, 3));
@@ -346,7 +346,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     if !stuck.is_empty() {
         let mut stuck = stuck.clone();
         stuck.sort_by(|a, b| a.name.cmp(&b.name));
-        let karpenter_v1 = ctx.version.as_ref().ok().map(|v| v.major >= 1);
+        let karpenter = ctx.version.as_ref().ok();
         let held: Vec<String> = stuck
             .iter()
             .map(|claim| {
@@ -356,7 +356,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     .cluster
                     .drains
                     .get(&claim.name)
-                    .map(|drain| what_holds_claim(drain, karpenter_v1, ctx.now));
+                    .map(|drain| what_holds_claim(drain, karpenter, ctx.now));
                 match holds {
                     Some(holds) => format!("{} (since {since}): {holds}", claim.name),
                     None => format!("{} (since {since})", claim.name),

@@ -19,6 +19,7 @@
 
 use crate::facts::{BudgetFacts, NodeDrain, Observed, PodOnNode};
 use jiff::{SignedDuration, Timestamp};
+use semver::Version;
 use std::collections::BTreeMap;
 
 /// How long past its deletion time Karpenter still waits for a terminating Pod
@@ -36,9 +37,39 @@ pub struct Holding {
     pub undecided: Option<String>,
 }
 
-/// What holds the drain of `drain`'s Node at `now`, for a Karpenter whose major version is at
-/// least 1 (`Some(true)`), below 1 (`Some(false)`), or unknown (`None`).
-pub fn what_holds(drain: &NodeDrain, karpenter_v1: Option<bool>, now: Timestamp) -> Holding {
+/// The first Karpenter release that reads a duration in `karpenter.sh/do-not-disrupt` (the Pod
+/// is protected for that long after it started; `pkg/utils/pod/scheduling.go`
+/// `IsDoNotDisruptActive`); before, only `"true"` counts.
+const DURATION_DO_NOT_DISRUPT: Version = Version::new(1, 12, 0);
+
+/// A duration as Go's `time.ParseDuration` reads it (`30m`, `1h30m`, `1.5h`, `90s`), if it is
+/// one and positive: Karpenter treats anything else as no annotation (`parseDoNotDisrupt`).
+fn go_duration(text: &str) -> Option<SignedDuration> {
+    let body = text.strip_prefix('+').unwrap_or(text);
+    let units = ["ns", "us", "µs", "ms", "h", "m", "s"];
+    let mut rest = body;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if number == 0 || rest[..number].chars().filter(|c| *c == '.').count() > 1 {
+            return None;
+        }
+        rest = &rest[number..];
+        let unit = units.iter().find(|u| rest.starts_with(*u))?;
+        rest = &rest[unit.len()..];
+    }
+    let d: SignedDuration = body.replace("µs", "us").parse().ok()?;
+    d.is_positive().then_some(d)
+}
+
+/// What holds the drain of `drain`'s Node at `now`, for the installed Karpenter's `version`
+/// (`None`: unknown).
+pub fn what_holds(drain: &NodeDrain, version: Option<&Version>, now: Timestamp) -> Holding {
+    let karpenter_v1 = version.map(|v| v.major >= 1);
     let mut holding = Holding::default();
     let mut undecided: Vec<String> = Vec::new();
     for pod in &drain.pods {
@@ -75,7 +106,42 @@ pub fn what_holds(drain: &NodeDrain, karpenter_v1: Option<bool>, now: Timestamp)
             ));
             continue;
         }
-        if pod.do_not_disrupt {
+        // A duration protects the Pod for that long after it started, from Karpenter 1.12; an
+        // invalid value, or a duration before 1.12, is no annotation.
+        let protection = match pod.do_not_disrupt.as_deref() {
+            None => None,
+            Some("true") => Some(None),
+            Some(other) => go_duration(other).map(|d| Some((other, d))),
+        };
+        if let Some(Some((written, d))) = protection {
+            let until = pod.started.map(|s| s + d);
+            match version.map(|v| *v >= DURATION_DO_NOT_DISRUPT) {
+                Some(true) if until.is_none_or(|u| now < u) => {
+                    holding.blockers.push(match until {
+                        Some(until) => format!(
+                            "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, which \
+                             Karpenter does not evict through until {}",
+                            super::at(until)
+                        ),
+                        None => format!(
+                            "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written} and \
+                             has no start time, which Karpenter does not evict through"
+                        ),
+                    });
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    undecided.push(format!(
+                        "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, a \
+                         duration Karpenter honours from 1.12 on, and this Karpenter's version is \
+                         unknown"
+                    ));
+                    continue;
+                }
+            }
+        }
+        if protection == Some(None) {
             match karpenter_v1 {
                 Some(true) => {
                     holding.blockers.push(format!(
@@ -172,6 +238,9 @@ fn refusal(pod: &PodOnNode, budgets: &Observed<BTreeMap<String, BudgetFacts>>) -
 mod tests {
     use super::*;
 
+    const V1: Version = Version::new(1, 8, 6);
+    const V0: Version = Version::new(0, 37, 0);
+
     fn now() -> Timestamp {
         "2026-11-25T12:00:00Z".parse().expect("a time")
     }
@@ -219,7 +288,7 @@ mod tests {
             vec![with_budgets(pod("web-1"), &["shop/web"])],
             &[("shop/web", budget(0, 1, 1))],
         );
-        let holding = what_holds(&d, Some(true), now());
+        let holding = what_holds(&d, Some(&V1), now());
         assert_eq!(holding.blockers.len(), 1, "{holding:?}");
         assert!(
             holding.blockers[0]
@@ -231,7 +300,7 @@ mod tests {
             vec![with_budgets(pod("web-1"), &["shop/web"])],
             &[("shop/web", budget(1, 2, 1))],
         );
-        let holding = what_holds(&d, Some(true), now());
+        let holding = what_holds(&d, Some(&V1), now());
         assert!(holding.blockers.is_empty(), "{holding:?}");
         assert_eq!(holding.waiting, ["shop/web-1"]);
     }
@@ -245,14 +314,14 @@ mod tests {
         // Healthy budget (2 of 2 desired): the eviction API lets the unready Pod go.
         let holding = what_holds(
             &drain(vec![unready.clone()], &[("shop/web", budget(0, 2, 2))]),
-            Some(true),
+            Some(&V1),
             now(),
         );
         assert!(holding.blockers.is_empty(), "{holding:?}");
         // Unhealthy budget: refused, unless its policy is AlwaysAllow.
         let holding = what_holds(
             &drain(vec![unready.clone()], &[("shop/web", budget(0, 1, 2))]),
-            Some(true),
+            Some(&V1),
             now(),
         );
         assert_eq!(holding.blockers.len(), 1, "{holding:?}");
@@ -262,7 +331,7 @@ mod tests {
         };
         let holding = what_holds(
             &drain(vec![unready], &[("shop/web", always)]),
-            Some(true),
+            Some(&V1),
             now(),
         );
         assert!(holding.blockers.is_empty(), "{holding:?}");
@@ -274,7 +343,7 @@ mod tests {
             vec![with_budgets(pod("web-1"), &["shop/a", "shop/b"])],
             &[("shop/a", budget(5, 5, 0)), ("shop/b", budget(5, 5, 0))],
         );
-        let holding = what_holds(&d, Some(true), now());
+        let holding = what_holds(&d, Some(&V1), now());
         assert!(
             holding.blockers[0].contains("selected by 2 PodDisruptionBudgets (shop/a, shop/b)"),
             "{holding:?}"
@@ -287,7 +356,7 @@ mod tests {
             vec![with_budgets(pod("web-1"), &["shop/a"])],
             &[("shop/a", unprocessed)],
         );
-        assert!(what_holds(&d, Some(true), now()).blockers[0].contains("not been processed"));
+        assert!(what_holds(&d, Some(&V1), now()).blockers[0].contains("not been processed"));
         // An unready Pod under AlwaysAllow goes even then: the API server looks no further.
         let always = BudgetFacts {
             unprocessed: true,
@@ -300,7 +369,7 @@ mod tests {
         };
         let holding = what_holds(
             &drain(vec![unready], &[("shop/a", always)]),
-            Some(true),
+            Some(&V1),
             now(),
         );
         assert!(holding.blockers.is_empty(), "{holding:?}");
@@ -339,7 +408,7 @@ mod tests {
                 },
             ),
         ] {
-            let holding = what_holds(&drain(vec![p], &zero), Some(true), now());
+            let holding = what_holds(&drain(vec![p], &zero), Some(&V1), now());
             assert_eq!(holding, Holding::default(), "{why}");
         }
         // A Pending Pod is deleted by the eviction API whatever its budget says.
@@ -348,7 +417,7 @@ mod tests {
             ..with_budgets(pod("e"), &["shop/web"])
         };
         assert_eq!(
-            what_holds(&drain(vec![pending], &zero), Some(true), now()).waiting,
+            what_holds(&drain(vec![pending], &zero), Some(&V1), now()).waiting,
             ["shop/e"]
         );
     }
@@ -356,13 +425,13 @@ mod tests {
     #[test]
     fn do_not_disrupt_holds_the_drain_from_karpenter_v1_on_only() {
         let annotated = PodOnNode {
-            do_not_disrupt: true,
+            do_not_disrupt: Some("true".into()),
             ..pod("batch-0")
         };
         let d = drain(vec![annotated], &[]);
-        assert!(what_holds(&d, Some(true), now()).blockers[0].contains("do-not-disrupt"));
+        assert!(what_holds(&d, Some(&V1), now()).blockers[0].contains("do-not-disrupt"));
         // v0.37 evicts it: it only waits.
-        let before_v1 = what_holds(&d, Some(false), now());
+        let before_v1 = what_holds(&d, Some(&V0), now());
         assert!(before_v1.blockers.is_empty() && before_v1.waiting == ["shop/batch-0"]);
         // Version unknown: not judged, and said so.
         let unknown = what_holds(&d, None, now());
@@ -381,7 +450,7 @@ mod tests {
             deleting_until: Some(until),
             ..pod("slow")
         };
-        let holding = what_holds(&drain(vec![p], &[]), Some(true), now());
+        let holding = what_holds(&drain(vec![p], &[]), Some(&V1), now());
         assert!(
             holding.blockers[0].contains("is terminating"),
             "{holding:?}"
@@ -394,15 +463,69 @@ mod tests {
             vec![
                 with_budgets(pod("web-1"), &["shop/web"]),
                 PodOnNode {
-                    do_not_disrupt: true,
+                    do_not_disrupt: Some("true".into()),
                     ..pod("batch-0")
                 },
             ],
             &[],
         );
         d.budgets = Observed::unknown(crate::facts::UnknownCause::AccessDenied, "403");
-        let holding = what_holds(&d, Some(true), now());
+        let holding = what_holds(&d, Some(&V1), now());
         assert_eq!(holding.blockers.len(), 1, "{holding:?}");
         assert!(holding.undecided.is_some_and(|u| u.contains("shop/web-1")));
+    }
+
+    #[test]
+    fn go_durations_are_read_as_go_reads_them() {
+        assert_eq!(go_duration("30m"), Some(SignedDuration::from_mins(30)));
+        assert_eq!(go_duration("1h30m"), Some(SignedDuration::from_mins(90)));
+        assert_eq!(go_duration("1.5h"), Some(SignedDuration::from_mins(90)));
+        assert_eq!(go_duration("90s"), Some(SignedDuration::from_secs(90)));
+        for invalid in [
+            "0s",
+            "-5m",
+            "invalid-format",
+            "1d",
+            "5 minutes",
+            "",
+            "m",
+            "true",
+        ] {
+            assert_eq!(go_duration(invalid), None, "{invalid}");
+        }
+    }
+
+    /// From Karpenter 1.12 a duration protects the Pod for that long after it started
+    /// (kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go` `IsDoNotDisruptActive`); an
+    /// invalid value is no annotation, and before 1.12 only "true" counts.
+    #[test]
+    fn a_duration_do_not_disrupt_holds_the_drain_only_while_it_lasts() {
+        let started = |mins_ago: i64, value: &str| PodOnNode {
+            do_not_disrupt: Some(value.into()),
+            started: Some(now() - SignedDuration::from_mins(mins_ago)),
+            ..pod("batch-0")
+        };
+        let v1_12 = Version::new(1, 12, 0);
+        let held = what_holds(&drain(vec![started(10, "30m")], &[]), Some(&v1_12), now());
+        assert!(
+            held.blockers[0].contains("do-not-disrupt: 30m")
+                && held.blockers[0].contains("until 2026-11-25T12:20:00Z"),
+            "{held:?}"
+        );
+        for (what, p, version) in [
+            ("elapsed", started(40, "30m"), v1_12.clone()),
+            ("invalid", started(10, "thirty minutes"), v1_12.clone()),
+            ("before 1.12", started(10, "30m"), V1),
+        ] {
+            let holding = what_holds(&drain(vec![p], &[]), Some(&version), now());
+            assert!(holding.blockers.is_empty(), "{what}: {holding:?}");
+            assert_eq!(holding.waiting, ["shop/batch-0"], "{what}");
+        }
+        let unknown = what_holds(&drain(vec![started(10, "30m")], &[]), None, now());
+        assert!(
+            unknown
+                .undecided
+                .is_some_and(|u| u.contains("from 1.12 on"))
+        );
     }
 }
