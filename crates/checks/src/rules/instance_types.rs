@@ -383,10 +383,20 @@ pub(crate) fn allowed<'a>(ctx: &Context<'a>, pool: &NodePool) -> Option<Allowed<
 }
 
 /// The architectures the class's AMIs boot (`status.amis[].requirements` on
-/// `kubernetes.io/arch`); `None` when Karpenter resolved no AMI or an AMI does not say.
+/// `kubernetes.io/arch`); `None` when Karpenter resolved no AMI, an AMI does not say, or its
+/// `AMIsReady` is not True for the class's current generation (after an edit of the selector,
+/// the images in the status may be the old ones).
 fn ami_architectures(ctx: &Context) -> Option<BTreeSet<String>> {
-    let amis = &ctx.facts.cluster.node_class.status.as_ref()?.amis;
+    let class = &ctx.facts.cluster.node_class;
+    let amis = &class.status.as_ref()?.amis;
     if amis.is_empty() {
+        return None;
+    }
+    let ready = ctx.karpenter_condition("AMIsReady")?;
+    let current = ready
+        .observed_generation
+        .is_none_or(|g| Some(g) == class.metadata.generation);
+    if ConditionStatus::parse(&ready.status) != ConditionStatus::True || !current {
         return None;
     }
     let mut archs = BTreeSet::new();

@@ -390,3 +390,24 @@ fn min_values_no_remaining_types_can_meet_launch_nothing_under_the_strict_policy
         "a policy not read is no proof"
     );
 }
+
+/// The AMIs' architectures are Karpenter's answer for the class's current generation only: right
+/// after the selector is edited, `status.amis` may still list the old images.
+#[test]
+fn the_architecture_check_waits_for_karpenters_answer_for_the_current_generation() {
+    let arm_pool_on_amd_images = || {
+        replaced("kubernetes.io/arch", "In", Some(&["arm64"])).with_ami_architectures(&["amd64"])
+    };
+    assert_eq!(
+        types(&arm_pool_on_amd_images()).1,
+        "NoInstanceTypeForAmiArchitecture"
+    );
+    let edited = arm_pool_on_amd_images().with(|f| {
+        f.cluster.node_class.metadata.generation = Some(2);
+    });
+    let (status, _, message) = types(&edited);
+    assert_eq!(
+        status, "True",
+        "AMIsReady speaks for generation 1: {message}"
+    );
+}
