@@ -258,6 +258,8 @@ async fn open_capacity_reservations_are_read_once_for_all_classes_only_when_node
                 instance_type: "m5.large".into(),
                 zone: "us-west-2a".into(),
                 available: Some(2),
+                platform: Some("Linux/UNIX".into()),
+                tenancy: Some("default".into()),
             },
         );
     });

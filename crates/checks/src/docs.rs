@@ -68,7 +68,7 @@ const NOT_SEEN: &[(ConditionType, &str)] = &[
     ),
     (
         ConditionType::CapacityReservationsUsable,
-        "The selected reservations come from Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute) is not seen. Whether a selected reservation's instance type is one a NodePool allows is InstanceTypesAvailable's to say; the selected reservations' available count is not read. Open reservations of other accounts shared with this one, and open reservations bought within the hour (the account family's period).",
+        "The selected reservations come from Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute) is not seen. Whether a selected reservation's instance type is one a NodePool allows is InstanceTypesAvailable's to say; the selected reservations' available count is not read. Open reservations of other accounts shared with this one, open reservations bought within the hour (the account family's period), and open reservations another EC2NodeClass selects (their status is not read with this class's).",
     ),
     (
         ConditionType::LimitsLeaveRoom,

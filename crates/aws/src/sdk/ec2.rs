@@ -236,6 +236,8 @@ impl Ec2Api for SdkPorts {
                         available: r
                             .available_instance_count()
                             .and_then(|n| u32::try_from(n).ok()),
+                        platform: r.instance_platform().map(|p| p.as_str().to_owned()),
+                        tenancy: r.tenancy().map(|t| t.as_str().to_owned()),
                     })
                     .collect(),
                 next: next_page(out.next_token()),

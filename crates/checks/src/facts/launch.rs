@@ -112,6 +112,11 @@ pub struct CapacityReservationFacts {
     pub zone: String,
     /// `AvailableInstanceCount`; `None` when the answer left it out.
     pub available: Option<u32>,
+    /// `InstancePlatform` (`Linux/UNIX`, `Windows`, `Red Hat Enterprise Linux`, ...): only
+    /// instances of that platform fall into it.
+    pub platform: Option<String>,
+    /// `Tenancy` (`default` or `dedicated`).
+    pub tenancy: Option<String>,
 }
 
 /// One image as EC2 DescribeImages answers it, deprecated and disabled images included.

@@ -346,6 +346,22 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 /// Open reservations of the account that Karpenter's launches for this class no longer fall
 /// into: not `selected`, in a zone the class has a subnet in, with room, of a type some NodePool
 /// of the class may launch on demand. Only from answers; anything not read is left unsaid.
+/// Whether the class's nodes run Windows: a `windows…` alias or a `Windows…` amiFamily.
+fn launches_windows(class: &karpenter_health_api::karpenter::EC2NodeClass) -> bool {
+    let by_alias = class
+        .spec
+        .ami_selector_terms
+        .iter()
+        .filter_map(|t| t.alias.as_deref())
+        .any(|a| a.starts_with("windows"));
+    let by_family = class
+        .spec
+        .ami_family
+        .as_deref()
+        .is_some_and(|f| f.starts_with("Windows"));
+    by_alias || by_family
+}
+
 fn warn_open_reservations_skipped(ctx: &Context, c: &mut Check, selected: &BTreeSet<&str>) {
     let (Some(Observed::Found(open)), Observed::Found(subnets), Observed::Found(pools)) = (
         &ctx.facts.aws.open_capacity_reservations,
@@ -358,6 +374,14 @@ fn warn_open_reservations_skipped(ctx: &Context, c: &mut Check, selected: &BTree
         return;
     }
     let zones: BTreeSet<&str> = subnets.iter().map(|s| s.zone.as_str()).collect();
+    // An open reservation takes only instances of its platform and tenancy (EC2 User Guide,
+    // "Capacity Reservations": attributes an instance must match). Karpenter launches shared
+    // tenancy, as Windows from a Windows family and as Linux/UNIX otherwise.
+    let platform = if launches_windows(&ctx.facts.cluster.node_class) {
+        "Windows"
+    } else {
+        "Linux/UNIX"
+    };
     let on_demand: BTreeSet<String> = pools
         .iter()
         .filter_map(|p| super::instance_types::allowed(ctx, p))
@@ -377,6 +401,8 @@ fn warn_open_reservations_skipped(ctx: &Context, c: &mut Check, selected: &BTree
                 && zones.contains(r.zone.as_str())
                 && on_demand.contains(&r.instance_type)
                 && r.available != Some(0)
+                && r.platform.as_deref().is_none_or(|p| p == platform)
+                && r.tenancy.as_deref().is_none_or(|t| t == "default")
         })
         .map(|r| {
             let room = r

@@ -302,6 +302,8 @@ impl Facts {
                             instance_type: (*instance_type).into(),
                             zone: (*zone).into(),
                             available: Some(2),
+                            platform: Some("Linux/UNIX".into()),
+                            tenancy: Some("default".into()),
                         },
                     )
                     .collect(),

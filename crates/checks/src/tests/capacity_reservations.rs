@@ -182,6 +182,38 @@ fn open_reservations_karpenter_no_longer_falls_into_are_a_warning_with_the_gate_
         .with_capacity_reservations(&[("cr-0open", "us-west-2a", "active")], ON_DEMAND_TOO)
         .with_open_reservations(&open[..1]);
     assert!(reservations(&selected).3.is_empty());
+    // Another platform or dedicated tenancy: the class's Linux instances on shared hardware
+    // never fall into it anyway.
+    for (what, change) in [
+        ("Windows", ("platform", "Windows")),
+        ("RHEL", ("platform", "Red Hat Enterprise Linux")),
+        ("dedicated", ("tenancy", "dedicated")),
+    ] {
+        let other = Facts::healthy()
+            .with_open_reservations(&open[..1])
+            .with(move |f| {
+                if let Some(Observed::Found(open)) = &mut f.aws.open_capacity_reservations {
+                    match change.0 {
+                        "platform" => open[0].platform = Some(change.1.into()),
+                        _ => open[0].tenancy = Some(change.1.into()),
+                    }
+                }
+            });
+        assert!(reservations(&other).3.is_empty(), "{what}");
+    }
+    // A Windows class does fall into a Windows reservation.
+    let windows = Facts::healthy()
+        .with_open_reservations(&open[..1])
+        .with(|f| {
+            f.cluster.node_class.spec.ami_family = Some("Windows2022".into());
+            if let Some(Observed::Found(open)) = &mut f.aws.open_capacity_reservations {
+                open[0].platform = Some("Windows".into());
+            }
+        });
+    assert_eq!(
+        reservations(&windows).3,
+        vec!["OpenCapacityReservationsSkipped"]
+    );
 }
 
 /// Karpenter offers reserved capacity only for the class's reservations in
