@@ -186,6 +186,22 @@ impl<'a> NodeClaimTemplate<'a> {
     }
 }
 
+/// The NodePools among `templates` that may take `pod`, when there is one and every one of them
+/// is `held` (stopped by its limits, allowing no instance type): the Pod waits on exactly them.
+/// `None` when none may take it, or one that may is not held.
+pub fn held_by<'a>(
+    templates: &[NodeClaimTemplate<'a>],
+    pod: &PodScheduling,
+    held: impl Fn(&str) -> bool,
+) -> Option<Vec<&'a str>> {
+    let its: Vec<&str> = templates
+        .iter()
+        .filter(|t| t.may_take(pod))
+        .map(|t| t.node_pool)
+        .collect();
+    (!its.is_empty() && its.iter().all(|n| held(n))).then_some(its)
+}
+
 /// Kubernetes' rule (`k8s.io/api/core/v1` `Toleration.ToleratesTaint`): the effect matches (or
 /// the toleration names none), the key matches (or is empty with `Exists`), and with `Equal` the
 /// value matches. An operator this model does not know tolerates (never rules a NodePool out).

@@ -433,14 +433,9 @@ fn stranded_pods<'p>(
             .any(|(p, _, _)| p.metadata.name.as_deref() == Some(name))
     };
     for pod in pods.iter().filter(|p| p.only_this_class) {
-        let its: Vec<&str> = templates
-            .iter()
-            .filter(|t| t.may_take(pod))
-            .map(|t| t.node_pool)
-            .collect();
-        if its.is_empty() || !its.iter().all(|n| is_empty(n)) {
+        let Some(its) = crate::pod_fit::held_by(&templates, pod, is_empty) else {
             continue;
-        }
+        };
         for name in its {
             stranded
                 .entry(name)

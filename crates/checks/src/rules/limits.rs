@@ -388,14 +388,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             let mut names: Vec<String> = Vec::new();
             for p in pods.iter().filter(|p| p.only_this_class) {
                 let name = format!("{}/{}", p.namespace, p.name);
-                let its: Vec<&str> = templates
-                    .iter()
-                    .filter(|t| t.may_take(p))
-                    .map(|t| t.node_pool)
-                    .collect();
-                if its.is_empty() || !its.iter().all(|n| is_stopped(n)) {
+                let Some(its) = crate::pod_fit::held_by(&templates, p, is_stopped) else {
                     continue;
-                }
+                };
                 let long = p
                     .unschedulable_since
                     .is_some_and(|t| ctx.age(t) >= ctx.settings.waiting_on_limits_after);

@@ -291,6 +291,32 @@ impl Facts {
         })
     }
 
+    /// The fixture's NodePool gets the template label `key`=`value`, and every pending Pod selects
+    /// it (so only that NodePool may take them).
+    pub fn with_pods_selecting_template_label(self, key: &str, value: &str) -> Self {
+        self.with(|f| {
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                let labels = &mut pool.spec.template.metadata.labels;
+                labels.insert(key.into(), value.into());
+            }
+            if let Observed::Found(pods) = &mut f.cluster.pending_pods {
+                for pod in pods.iter_mut() {
+                    let selector = &mut std::sync::Arc::make_mut(pod).node_selector;
+                    selector.insert(key.into(), value.into());
+                }
+            }
+        })
+    }
+
+    /// `pool` is a NodePool of the class too, beside the fixture's.
+    pub fn with_node_pool_beside(self, pool: NodePool) -> Self {
+        self.with(|f| {
+            if let Some(pools) = f.cluster.node_pools.found_mut() {
+                pools.push(pool.clone());
+            }
+        })
+    }
+
     /// The account holds these active open capacity reservations: (id, instance type, zone).
     pub fn with_open_reservations(self, open: &[(&str, &str, &str)]) -> Self {
         self.with(|f| {

@@ -265,31 +265,21 @@ fn a_node_pool_is_judged_once_per_catalog_whatever_the_number_of_classes_and_eva
 /// (`crate::pod_fit`), or when no NodePool of the class allows anything.
 #[test]
 fn an_empty_node_pool_beside_one_that_serves_is_a_warning_until_a_pod_needs_it() {
-    let beside = |selector: Option<(&'static str, &'static str)>| {
-        Facts::healthy()
+    let beside = |selector: Option<(&str, &str)>| {
+        let f = Facts::healthy()
             .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m99"])
-            .with(move |f| {
-                if let Some(pools) = f.cluster.node_pools.found_mut() {
-                    if let Some((k, v)) = selector {
-                        pools[0]
-                            .spec
-                            .template
-                            .metadata
-                            .labels
-                            .insert(k.into(), v.into());
-                    }
-                    pools.push(node_pool("general"));
-                }
+            .with_node_pool_beside(node_pool("general"))
+            .with(|f| {
                 if let Observed::Found(pods) = &mut f.cluster.pending_pods {
                     for pod in pods.iter_mut() {
-                        let pod = std::sync::Arc::make_mut(pod);
-                        pod.only_this_class = true;
-                        if let Some((k, v)) = selector {
-                            pod.node_selector.insert(k.into(), v.into());
-                        }
+                        std::sync::Arc::make_mut(pod).only_this_class = true;
                     }
                 }
-            })
+            });
+        match selector {
+            Some((k, v)) => f.with_pods_selecting_template_label(k, v),
+            None => f,
+        }
     };
     let status = super::reasons::status(&beside(None));
     let (state, reason, message) = types(&beside(None));

@@ -69,30 +69,13 @@ fn another_node_pool_with_room_keeps_the_class_true() {
 fn a_pod_only_the_stopped_node_pool_can_take_waits_beside_one_with_room() {
     let beside = |spare: karpenter_health_api::karpenter::NodePool,
                   selector: Option<(&str, &str)>| {
-        Facts::healthy()
+        let f = Facts::healthy()
             .with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
-            .with(move |f| {
-                if let Some(pools) = f.cluster.node_pools.found_mut() {
-                    if let Some((k, v)) = selector {
-                        pools[0]
-                            .spec
-                            .template
-                            .metadata
-                            .labels
-                            .insert(k.into(), v.into());
-                    }
-                    pools.push(spare.clone());
-                }
-                if let Observed::Found(pods) = &mut f.cluster.pending_pods {
-                    for pod in pods.iter_mut() {
-                        if let Some((k, v)) = selector {
-                            std::sync::Arc::make_mut(pod)
-                                .node_selector
-                                .insert(k.into(), v.into());
-                        }
-                    }
-                }
-            })
+            .with_node_pool_beside(spare);
+        match selector {
+            Some((k, v)) => f.with_pods_selecting_template_label(k, v),
+            None => f,
+        }
     };
     let mut tainted = node_pool("spare");
     tainted
