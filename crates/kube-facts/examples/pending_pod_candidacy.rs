@@ -27,7 +27,7 @@ fn node_pool(i: usize) -> NodePool {
                     {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
                     {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "spot"]}
                 ],
-                "taints": if i % 5 == 0 {
+                "taints": if i.is_multiple_of(5) {
                     serde_json::json!([{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
                 } else {
                     serde_json::json!([])
