@@ -637,14 +637,21 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 ),
                 subjects,
             ),
-            (false, None) => c.warn(
-                Warning::NodePoolAllowsNoInstanceType,
-                format!(
-                    "{message} Other NodePools of the class allow instance types, and no pending \
-                     Pod only this one may take waits."
-                ),
-                subjects,
-            ),
+            (false, None) => {
+                // Only what was read is claimed: unread pending Pods leave the question open.
+                let pods = if matches!(ctx.facts.cluster.pending_pods, Observed::Found(_)) {
+                    "no pending Pod only this one may take waits"
+                } else {
+                    "whether a pending Pod needs this one is not known (pending Pods not read)"
+                };
+                c.warn(
+                    Warning::NodePoolAllowsNoInstanceType,
+                    format!(
+                        "{message} Other NodePools of the class allow instance types, and {pods}."
+                    ),
+                    subjects,
+                )
+            }
         }
     }
     let mut ok = if empty_count == 0 {

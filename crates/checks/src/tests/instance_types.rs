@@ -305,6 +305,24 @@ fn an_empty_node_pool_beside_one_that_serves_is_a_warning_until_a_pod_needs_it()
         warning.message
     );
 
+    // Pending Pods not read: still a warning, and it does not claim that none waits.
+    let unread = beside(None).with(|f| {
+        f.cluster.pending_pods = Observed::unknown(UnknownCause::Throttled, "429");
+    });
+    let status = super::reasons::status(&unread);
+    let warning = status
+        .findings
+        .iter()
+        .find(|w| w.reason == "NodePoolAllowsNoInstanceType")
+        .expect("the warning");
+    assert!(
+        warning
+            .message
+            .contains("not known (pending Pods not read)"),
+        "{}",
+        warning.message
+    );
+
     // The pending Pod selects the empty NodePool's template label: no other NodePool may take it.
     let (state, reason, message) = types(&beside(Some(("team", "shop"))));
     assert_eq!(
