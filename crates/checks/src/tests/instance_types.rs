@@ -291,36 +291,29 @@ fn an_empty_node_pool_beside_one_that_serves_is_a_warning_until_a_pod_needs_it()
         message.starts_with("1 of 2 NodePools allow") && message.contains("see the warning"),
         "{message}"
     );
-    let warning = status
-        .findings
-        .iter()
-        .find(|w| w.reason == "NodePoolAllowsNoInstanceType")
-        .expect("the warning");
-    assert!(
-        warning
+    let empty_warning = |status: &karpenter_health_api::KarpenterHealthStatus| {
+        status
+            .findings
+            .iter()
+            .find(|w| w.reason == "NodePoolAllowsNoInstanceType")
+            .expect("the warning")
             .message
-            .contains("NodePool default can launch nothing")
-            && warning.message.contains("m99"),
-        "{}",
-        warning.message
+            .clone()
+    };
+    let warning = empty_warning(&status);
+    assert!(
+        warning.contains("NodePool default can launch nothing") && warning.contains("m99"),
+        "{warning}"
     );
 
     // Pending Pods not read: still a warning, and it does not claim that none waits.
     let unread = beside(None).with(|f| {
         f.cluster.pending_pods = Observed::unknown(UnknownCause::Throttled, "429");
     });
-    let status = super::reasons::status(&unread);
-    let warning = status
-        .findings
-        .iter()
-        .find(|w| w.reason == "NodePoolAllowsNoInstanceType")
-        .expect("the warning");
+    let warning = empty_warning(&super::reasons::status(&unread));
     assert!(
-        warning
-            .message
-            .contains("not known (pending Pods not read)"),
-        "{}",
-        warning.message
+        warning.contains("not known (pending Pods not read)"),
+        "{warning}"
     );
 
     // The pending Pod selects the empty NodePool's template label: no other NodePool may take it.
