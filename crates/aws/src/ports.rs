@@ -464,18 +464,7 @@ impl PodIdentityRoles {
     }
 }
 
-/// A Kubernetes ServiceAccount by namespace and name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServiceAccountRef {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl std::fmt::Display for ServiceAccountRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use karpenter_health_checks::plan::ServiceAccountRef;
 
 pub trait StsApi: Send + Sync {
     fn get_caller_identity(&self) -> BoxFuture<'_, PortResult<AccountFacts>>;

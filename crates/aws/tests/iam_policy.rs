@@ -10,7 +10,7 @@ use common::{CLUSTER, observer, options, role_arn, wiring_request, world};
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_aws::ports::{CallError, ErrorKind, KmsKeyData, PodIdentityRoles};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
-use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
+use karpenter_health_checks::plan::volume_keys::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
 
 const POLICY: &str = include_str!("../../../deploy/iam-policy.json");

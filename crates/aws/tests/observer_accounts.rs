@@ -10,7 +10,7 @@ use karpenter_health_aws::fake::{FakeAws, event_bus_arn};
 use karpenter_health_aws::ports::{KmsKeyData, PodIdentityRoles, QueueAttributes};
 use karpenter_health_aws::{AwsRequest, ControllerRequest, ServiceAccountRef};
 use karpenter_health_checks::facts::{EventRuleFacts, Observed, UnknownCause};
-use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
+use karpenter_health_checks::plan::volume_keys::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
 
 fn rule(name: &str, bus: &str) -> EventRuleFacts {

@@ -11,7 +11,7 @@ use karpenter_health_aws::cache::Changed;
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_aws::{AwsObserver, AwsRequest, ObserverOptions, read_as};
 use karpenter_health_checks::facts::AwsFacts;
-use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
+use karpenter_health_checks::plan::volume_keys::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
 use std::time::Duration;
 

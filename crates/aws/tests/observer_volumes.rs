@@ -11,7 +11,7 @@ use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_aws::ports::{CallError, ErrorKind, KmsGrantData, KmsKeyData};
 use karpenter_health_checks::facts::{Observed, UnknownCause};
-use karpenter_health_checks::rules::volume_encryption::{DefaultKeyUse, VolumeKeys};
+use karpenter_health_checks::plan::volume_keys::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
 
 const KEY_ARN: &str = "arn:aws:kms:us-west-2:123456789012:key/k-1";

@@ -13,7 +13,6 @@
 //!   in force.
 //! - A value that is not YAML, or not a list, yields no mappings at all.
 
-use crate::facts::AwsAuthData;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -107,10 +106,10 @@ impl fmt::Display for AwsAuthError {
 
 impl std::error::Error for AwsAuthError {}
 
-/// Parses both keys independently.
-pub fn parse(data: &AwsAuthData) -> AwsAuth {
-    let (map_roles, mut problems) = parse_map_roles(data.map_roles.as_deref().unwrap_or_default());
-    let (map_users, user_problems) = parse_map_users(data.map_users.as_deref().unwrap_or_default());
+/// Parses `mapRoles` and `mapUsers` independently (an absent key reads as empty).
+pub fn parse(map_roles: Option<&str>, map_users: Option<&str>) -> AwsAuth {
+    let (map_roles, mut problems) = parse_map_roles(map_roles.unwrap_or_default());
+    let (map_users, user_problems) = parse_map_users(map_users.unwrap_or_default());
     problems.extend(user_problems);
     AwsAuth {
         map_roles,

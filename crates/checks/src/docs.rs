@@ -4,7 +4,7 @@
 
 use crate::facts::UnknownCause;
 use crate::lab_coverage::Lab;
-use crate::rules::unknown_reason;
+use crate::verdict::unknown_reason;
 use crate::warnings::Warning;
 use karpenter_health_api::conditions::ReasonScope;
 use karpenter_health_api::{ConditionType, Reason};

@@ -202,7 +202,7 @@ impl ClassInputs {
                 .as_ref()
                 .and_then(|s| s.instance_profile.clone()),
             metadata: MetadataKeys::of(class.spec.metadata_options.as_ref()),
-            ami_alias: crate::rules::amis::Alias::of(class).map(|a| a.written),
+            ami_alias: crate::plan::ami_alias::Alias::of(class).map(|a| a.written),
         })
     }
 
@@ -219,7 +219,7 @@ impl ClassInputs {
         let ami_parameter = self
             .ami_alias
             .as_deref()
-            .and_then(crate::rules::amis::Alias::parse)
+            .and_then(crate::plan::ami_alias::Alias::parse)
             .zip(kubernetes_minor)
             .and_then(|(alias, minor)| alias.parameters(minor).into_iter().next());
         Inputs {

@@ -15,13 +15,18 @@ pub mod karpenter_permissions;
 pub mod karpenter_versions;
 pub mod lab_coverage;
 pub mod labels;
+pub mod node_mapping;
+pub mod plan;
+pub mod pod_drain;
 pub mod pod_fit;
 pub mod render;
 pub mod rules;
 pub mod trust_policy;
+pub mod verdict;
 pub mod version;
 pub mod vpc_cni;
 pub mod warnings;
+mod wording;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -34,7 +39,8 @@ use std::borrow::Cow;
 
 pub use docs::docs_markdown;
 pub use facts::{Facts, Settings};
-pub use rules::Outcome;
+pub use rules::evaluate_all;
+pub use verdict::Outcome;
 
 /// Evaluates every check for one EC2NodeClass and renders the full status: every condition type
 /// once, in `ConditionType::ALL` order; `lastTransitionTime` kept from `previous` unless the

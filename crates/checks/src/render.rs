@@ -2,8 +2,9 @@
 //! the `Ready` fold, `lastTransitionTime` bookkeeping, bounded sorted findings and the detected
 //! environment. Pure: no IO, and `now` is an argument.
 
+use crate::facts::AuthMode;
 use crate::facts::{Facts, Observed};
-use crate::rules::{MAX_SUBJECTS, Outcome, node_role_mapped::AuthMode};
+use crate::verdict::{MAX_SUBJECTS, Outcome};
 use crate::{clip, clip_bytes, version};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};

@@ -11,12 +11,12 @@ use crate::model::{Anchor, Finding, Rule};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionStatus, Reason, Severity as EngineSeverity};
 use karpenter_health_checks::arn::{self, IamArn};
-use karpenter_health_checks::aws_auth::{self, AwsAuth, MAP_ROLES, MAP_USERS};
+use karpenter_health_checks::aws_auth::{AwsAuth, MAP_ROLES, MAP_USERS};
 use karpenter_health_checks::facts::{
     AwsFacts, ClusterFacts, KarpenterFacts, Observed, UnknownCause,
 };
 use karpenter_health_checks::labels::{KeyContext, LabelRules};
-use karpenter_health_checks::rules::{self, node_role_mapped};
+use karpenter_health_checks::node_mapping;
 use karpenter_health_checks::warnings::Warning;
 use karpenter_health_checks::{Facts, Settings};
 use semver::Version;
@@ -111,7 +111,7 @@ fn lint_document(doc: &Document, options: &Options, roles: &Roles) -> Vec<Found>
             })
         }
         Object::Workload(w) => workload(doc, w, options),
-        Object::AwsAuth(data) => aws_auth_findings(doc, &aws_auth::parse(data), roles),
+        Object::AwsAuth(data) => aws_auth_findings(doc, data.parsed(), roles),
         Object::NodeClaim(_) | Object::Other => Vec::new(),
     }
 }
@@ -183,7 +183,7 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
     // No rule that can conclude offline reads the clock; a fixed instant keeps lint pure.
     let now = jiff::Timestamp::UNIX_EPOCH;
     let mut out = Vec::new();
-    for outcome in rules::evaluate_all(&facts, &Settings::default(), now) {
+    for outcome in karpenter_health_checks::evaluate_all(&facts, &Settings::default(), now) {
         for f in outcome.findings {
             let proven = match f.severity {
                 EngineSeverity::Error => outcome.status == ConditionStatus::False,
@@ -395,7 +395,7 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
         let Ok(mapped) = arn::parse_iam(&entry.rolearn) else {
             continue;
         };
-        let is_node_mapping = node_role_mapped::is_node_mapping(entry);
+        let is_node_mapping = node_mapping::is_node_mapping(entry);
         if roles
             .controller
             .as_ref()
@@ -413,7 +413,7 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
         }
         let line = lines.line(MAP_ROLES, Some(entry.entry), None);
         if mapped.has_path() {
-            let (reason, message) = node_role_mapped::mapped_with_path(entry, &mapped);
+            let (reason, message) = node_mapping::mapped_with_path(entry, &mapped);
             out.push((Rule::Reason(reason), message, line));
             continue;
         }
@@ -422,8 +422,7 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
             continue;
         }
         let shown = clip(&entry.rolearn);
-        if let Some((reason, message)) = node_role_mapped::node_entry_problem(parsed, entry, &shown)
-        {
+        if let Some((reason, message)) = node_mapping::node_entry_problem(parsed, entry, &shown) {
             if reason == Reason::AwsAuthMalformed {
                 reported.insert(entry.entry);
             }
@@ -445,7 +444,7 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
                 None => "the node role".to_owned(),
             };
             let (reason, message) =
-                node_role_mapped::controller_mapped_instead(&controller_entries, &node_shown);
+                node_mapping::controller_mapped_instead(&controller_entries, &node_shown);
             let line = lines.line(MAP_ROLES, Some(last.entry), None);
             out.push((Rule::Reason(reason), message, line));
         }

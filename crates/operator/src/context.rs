@@ -7,16 +7,9 @@ use crate::status_writer::StatusWriter;
 use crate::triggers::TriggerTimes;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
-use karpenter_health_aws::{
-    AwsFactsSource, AwsObserver, AwsRequest, ControllerRequest, ObserverOptions, ServiceAccountRef,
-};
+use karpenter_health_aws::{AwsFactsSource, AwsObserver, AwsRequest, ObserverOptions};
 use karpenter_health_checks::Facts;
-use karpenter_health_checks::facts::Setting;
-use karpenter_health_checks::facts::{ClusterFacts, Observed};
-use karpenter_health_checks::karpenter_permissions::ClassInputs;
-use karpenter_health_checks::rules::interruption_handling::queue_name;
-use karpenter_health_checks::rules::node_role::AWS_NODE_SERVICE_ACCOUNT;
-use karpenter_health_checks::rules::spot_ready::allows_spot;
+use karpenter_health_checks::facts::ClusterFacts;
 use karpenter_health_kube_facts::{KubeFacts, Overrides};
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
@@ -132,89 +125,6 @@ pub fn evidence_of(node_class: &EC2NodeClass, cluster: &ClusterFacts) -> u64 {
     hasher.finish()
 }
 
-/// The AWS request for one EC2NodeClass: what the checks need read from IAM, EC2 and EKS.
-pub fn aws_request(node_class: &EC2NodeClass, facts: &ClusterFacts) -> AwsRequest {
-    let karpenter_cluster = facts.karpenter.found().and_then(|k| k.cluster_name.clone());
-    AwsRequest {
-        cluster_name: karpenter_cluster.or_else(|| facts.configured_cluster_name.clone()),
-        instance_profile: node_class.spec.instance_profile.clone().or_else(|| {
-            node_class
-                .status
-                .as_ref()
-                .and_then(|s| s.instance_profile.clone())
-        }),
-        role: node_class.spec.role.clone(),
-        security_group_selector_terms: node_class.spec.security_group_selector_terms.clone(),
-        pod_identity_service_accounts: pod_identity_service_accounts(facts),
-        controller: controller_request(facts),
-        interruption_queue: facts
-            .karpenter
-            .found()
-            .and_then(|k| match &k.interruption_queue {
-                Setting::Value(v) => queue_name(v).ok().map(str::to_owned),
-                _ => None,
-            }),
-        spot_service_linked_role: facts
-            .node_pools
-            .found()
-            .is_some_and(|pools| pools.iter().any(allows_spot)),
-        instance_types: facts
-            .node_pools
-            .found()
-            .is_some_and(|pools| !pools.is_empty()),
-        ami_alias: karpenter_health_checks::rules::amis::Alias::of(node_class).map(|a| a.written),
-        apiserver_version: facts.apiserver_version.found().cloned(),
-        // Every class asks: a class without block devices still encrypts its root volume with
-        // the account's default key (`VolumeEncryptionReady`).
-        volume_keys: Some(
-            karpenter_health_checks::rules::volume_encryption::volume_keys(node_class),
-        ),
-        image_ids: karpenter_health_checks::rules::amis::image_ids(node_class),
-        subnet_ids: karpenter_health_checks::rules::subnets::status_subnet_ids(node_class),
-        subnet_selector_terms: node_class.spec.subnet_selector_terms.clone(),
-    }
-}
-
-/// The controller's role (IRSA, else its Pod Identity association) and the cluster side of the
-/// permission questions about it.
-fn controller_request(facts: &ClusterFacts) -> Option<ControllerRequest> {
-    let karpenter = facts.karpenter.found()?;
-    let service_account = karpenter.service_account.as_deref().and_then(|key| {
-        let (namespace, name) = key.split_once('/')?;
-        Some(ServiceAccountRef {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        })
-    });
-    Some(ControllerRequest {
-        irsa_role_arn: karpenter.controller_role_arn.clone(),
-        service_account,
-        class: ClassInputs::of(facts),
-    })
-}
-
-/// The ServiceAccounts whose role can only come from EKS Pod Identity: those that exist without
-/// an IRSA annotation. Asked only then, so clusters on IRSA make no extra calls.
-fn pod_identity_service_accounts(facts: &ClusterFacts) -> Vec<ServiceAccountRef> {
-    let parse = |key: &str| {
-        let (namespace, name) = key.split_once('/')?;
-        Some(ServiceAccountRef {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        })
-    };
-    let mut wanted = Vec::new();
-    if facts.aws_node_role_arn == Observed::Found(None) {
-        wanted.extend(parse(AWS_NODE_SERVICE_ACCOUNT));
-    }
-    if let Some(karpenter) = facts.karpenter.found()
-        && karpenter.controller_role_arn.is_none()
-    {
-        wanted.extend(karpenter.service_account.as_deref().and_then(parse));
-    }
-    wanted
-}
-
 impl Context {
     /// 1. gather (IO): the cluster facts from the caches, the AWS facts from the adapter.
     ///
@@ -224,7 +134,7 @@ impl Context {
     pub async fn gather(&self, node_class: &EC2NodeClass) -> (Facts, bool) {
         let mut cluster = self.kube_facts.snapshot(node_class, &self.overrides);
         cluster.node_class_generation_seen_at = self.generation_seen_at(node_class);
-        let request = aws_request(node_class, &cluster);
+        let request = AwsRequest::for_class(node_class, &cluster);
         let name = node_class.name_any();
         if self.evidence_changed(&name, evidence_of(node_class, &cluster)) {
             // The class was edited, Karpenter's view of it changed (a condition turned False, a
@@ -243,7 +153,7 @@ impl Context {
     /// moment, not on a fresh answer next to a stale one (a route added and endpoints deleted in
     /// between would read as neither, a false alarm).
     pub async fn reread_aws(&self, node_class: &EC2NodeClass, facts: Facts) -> Facts {
-        let request = aws_request(node_class, &facts.cluster);
+        let request = AwsRequest::for_class(node_class, &facts.cluster);
         let (aws, _) = karpenter_health_aws::read_reporting(
             &node_class.name_any(),
             true,
@@ -328,6 +238,7 @@ impl Context {
 mod tests {
     use super::*;
     use karpenter_health_api::karpenter::{EC2NodeClassStatus, KarpenterCondition};
+    use karpenter_health_checks::facts::Observed;
 
     fn class(generation: i64, conditions: &[(&str, &str, &str, &str)]) -> EC2NodeClass {
         let mut class = EC2NodeClass::new("default", Default::default());

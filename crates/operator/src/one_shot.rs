@@ -3,7 +3,7 @@
 //! Does IO (list calls, AWS reads).
 
 use crate::config::EvaluationConfig;
-use crate::context::{AwsPort, aws_request, sdk_config_from_environment};
+use crate::context::{AwsPort, sdk_config_from_environment};
 use aws_credential_types::provider::ProvideCredentials as _;
 use karpenter_health_api::KarpenterHealthStatus;
 use karpenter_health_api::karpenter::EC2NodeClass;
@@ -125,7 +125,7 @@ pub async fn evaluate_once(
                 ));
                 // gather, as the reconciler does, but from the lists
                 let cluster = cluster_facts(node_class, &sources, &overrides);
-                let request = aws_request(node_class, &cluster);
+                let request = karpenter_health_aws::AwsRequest::for_class(node_class, &cluster);
                 let aws_facts = aws.source.observe(&request).await;
                 let facts = Facts {
                     cluster,

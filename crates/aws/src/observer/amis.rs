@@ -17,7 +17,7 @@ use crate::cache::Read;
 use crate::ports::Service;
 use futures::future::join_all;
 use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, Observed};
-use karpenter_health_checks::rules::amis::{Alias, minor_of};
+use karpenter_health_checks::plan::ami_alias::{Alias, minor_of};
 
 /// The most values EC2 takes in one filter (DescribeImages `image-id`).
 const IMAGE_IDS_PER_CALL: usize = 200;

@@ -9,7 +9,7 @@ use crate::cache::Read;
 use crate::ports::Service;
 use futures::join;
 use karpenter_health_checks::facts::{InstanceTypeCatalog, InstanceTypeFacts, Memo, Observed};
-use karpenter_health_checks::rules::instance_types::Judged;
+use karpenter_health_checks::plan::instance_types::Judged;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 

@@ -321,7 +321,7 @@ impl AwsObserver {
         let slr_read = async {
             if request.spot_service_linked_role {
                 Some(
-                    self.role(karpenter_health_checks::rules::spot_ready::SPOT_SERVICE_LINKED_ROLE)
+                    self.role(karpenter_health_checks::plan::request::SPOT_SERVICE_LINKED_ROLE)
                         .await,
                 )
             } else {

@@ -8,7 +8,7 @@ use crate::cache::Read;
 use crate::ports::Service;
 use futures::join;
 use karpenter_health_checks::facts::VcpuQuotas;
-use karpenter_health_checks::rules::limits::{ON_DEMAND_STANDARD_QUOTA, SPOT_STANDARD_QUOTA};
+use karpenter_health_checks::plan::request::{ON_DEMAND_STANDARD_QUOTA, SPOT_STANDARD_QUOTA};
 
 /// Both quotas as read.
 pub(super) struct QuotaReads {

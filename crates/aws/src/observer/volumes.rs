@@ -13,7 +13,7 @@ use crate::ports::{Service, Simulation};
 use karpenter_health_checks::facts::{
     EbsEncryptionFacts, KmsGrantFacts, KmsKeyFacts, Observed, SimulatedDecision, UnknownCause,
 };
-use karpenter_health_checks::rules::volume_encryption::{
+use karpenter_health_checks::plan::volume_keys::{
     DefaultKeyUse, EC2_KMS_ACTIONS, VolumeKeys, ec2_use_context, is_aws_managed_ebs_alias,
 };
 use std::collections::BTreeMap;

@@ -3,6 +3,12 @@
 //! beside good ones).
 
 use super::*;
+use crate::facts::AwsAuthData;
+
+/// Parses the keys of `data` as the facts hand them over.
+fn parse(data: &AwsAuthData) -> AwsAuth {
+    super::parse(data.map_roles.as_deref(), data.map_users.as_deref())
+}
 
 const NODE_ARN: &str = "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo";
 

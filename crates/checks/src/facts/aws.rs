@@ -493,3 +493,37 @@ impl Default for Settings {
         }
     }
 }
+
+/// `DescribeCluster cluster.accessConfig.authenticationMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMode {
+    ConfigMap,
+    ApiAndConfigMap,
+    Api,
+}
+
+impl AuthMode {
+    pub const ALL: [AuthMode; 3] = [
+        AuthMode::ConfigMap,
+        AuthMode::ApiAndConfigMap,
+        AuthMode::Api,
+    ];
+
+    /// A missing mode is `CONFIG_MAP`: clusters predating access entries behave that way.
+    pub fn parse(mode: Option<&str>) -> Option<Self> {
+        match mode {
+            None | Some("CONFIG_MAP") => Some(Self::ConfigMap),
+            Some("API_AND_CONFIG_MAP") => Some(Self::ApiAndConfigMap),
+            Some("API") => Some(Self::Api),
+            Some(_) => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ConfigMap => "CONFIG_MAP",
+            Self::ApiAndConfigMap => "API_AND_CONFIG_MAP",
+            Self::Api => "API",
+        }
+    }
+}

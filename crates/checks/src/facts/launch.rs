@@ -18,7 +18,7 @@ pub struct InstanceTypeCatalog {
     /// evaluation while the catalog lasts: an aws-auth edit re-evaluates every class, and the
     /// instance types they allow have not changed (issue 23's cost per change). Derived data:
     /// it takes no part in comparing catalogs.
-    pub judged: Memo<crate::rules::instance_types::Judged>,
+    pub judged: Memo<crate::plan::instance_types::Judged>,
 }
 
 /// Values derived from their owner, by the hash of the question that derived them, shared by the

@@ -346,9 +346,9 @@ impl AwsAuthData {
 
     /// What the authenticator would make of it ([`crate::aws_auth::parse`]), parsed once.
     pub fn parsed(&self) -> &crate::aws_auth::AwsAuth {
-        self.parse_cache
-            .0
-            .get_or_init(|| crate::aws_auth::parse(self))
+        self.parse_cache.0.get_or_init(|| {
+            crate::aws_auth::parse(self.map_roles.as_deref(), self.map_users.as_deref())
+        })
     }
 }
 

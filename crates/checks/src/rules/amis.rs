@@ -14,15 +14,16 @@
 //!   nothing newer matches.
 //! - What EC2 says of the images now (deregistered, disabled, deprecated soon): `images.rs`.
 
-mod alias;
 mod images;
 
-pub use alias::{Alias, AliasFamily, LATEST, Refusal, minor_of, next_minor};
+pub use images::DEPRECATION_AHEAD;
 
-pub use images::{DEPRECATION_AHEAD, image_ids};
+use crate::plan::ami_alias::{Alias, LATEST, next_minor};
+use crate::plan::images::images_karpenter_keeps;
 
-use super::{Check, Context, Outcome, Why};
 use crate::facts::{AmiParameters, Observed};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::ResolvedAmi;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason};
@@ -149,7 +150,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             format!(
                 "EC2 has deprecated image(s) {} that Karpenter resolved for this EC2NodeClass: \
                  launches still work, but AWS no longer updates them and may deregister them.",
-                super::list_bounded(&deprecated, 3)
+                crate::wording::list_bounded(&deprecated, 3)
             ),
             vec![ctx.node_class_subject()],
         );
@@ -166,25 +167,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         format!("{m}.")
     };
     c.finish(Reason::AmisResolved, message)
-}
-
-/// The images Karpenter still launches from, when it resolved some for the class's current
-/// generation and has not marked them unusable: `status.amis` non-empty and `AMIsReady` True
-/// for this generation (a condition without `observedGeneration`, as older releases write it,
-/// counts as current). Listed for a message; `None` when Karpenter holds none.
-pub(crate) fn images_karpenter_keeps(ctx: &Context) -> Option<String> {
-    let class = &ctx.facts.cluster.node_class;
-    let amis = &class.status.as_ref()?.amis;
-    let ready = ctx.karpenter_condition("AMIsReady")?;
-    let current = ready
-        .observed_generation
-        .is_none_or(|g| Some(g) == class.metadata.generation);
-    if amis.is_empty() || ConditionStatus::parse(&ready.status) != ConditionStatus::True || !current
-    {
-        return None;
-    }
-    let ids: Vec<String> = amis.iter().map(|a| a.id.clone()).collect();
-    Some(super::list_bounded(&ids, 3))
 }
 
 /// An alias term: published for the cluster's minor (else False, or a warning while Karpenter
@@ -388,7 +370,7 @@ fn family_matches(ctx: &Context, c: &mut Check, amis: &[ResolvedAmi], ok: &mut V
                  resolved is an official EKS build of another family: {}. Nodes boot and never \
                  join the cluster. Set amiFamily to the images' family, or select {} images.",
                 family.as_str(),
-                super::list_bounded(&described(&other), 3),
+                crate::wording::list_bounded(&described(&other), 3),
                 family.as_str()
             ),
             subjects,
@@ -399,7 +381,7 @@ fn family_matches(ctx: &Context, c: &mut Check, amis: &[ResolvedAmi], ok: &mut V
             format!(
                 "amiFamily is {written}, but some images Karpenter resolved are official EKS \
                  builds of another family: {}. A node launched from one of them never joins.",
-                super::list_bounded(&described(&other), 3)
+                crate::wording::list_bounded(&described(&other), 3)
             ),
             subjects,
         );
@@ -413,47 +395,6 @@ fn family_matches(ctx: &Context, c: &mut Check, amis: &[ResolvedAmi], ok: &mut V
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn alias_parameters_are_karpenters_paths() {
-        let pinned = Alias::parse("al2023@v20240807").unwrap();
-        let names = pinned.parameters("1.31");
-        assert_eq!(names.len(), 5);
-        assert!(names.contains(&"/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.31-v20240807/image_id".to_owned()));
-        assert!(pinned.latest_parameters("1.32").contains(&"/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/arm64/standard/recommended/image_id".to_owned()));
-        let al2 = Alias::parse("al2@v20240807").unwrap().parameters("1.29");
-        assert!(al2.contains(&"/aws/service/eks/optimized-ami/1.29/amazon-linux-2-arm64/amazon-eks-arm64-node-1.29-v20240807/image_id".to_owned()));
-        let br = Alias::parse("bottlerocket@v1.20.0")
-            .unwrap()
-            .parameters("1.30");
-        assert!(br.contains(
-            &"/aws/service/bottlerocket/aws-k8s-1.30-nvidia/arm64/1.20.0/image_id".to_owned()
-        ));
-        let win = Alias::parse("windows2022@latest").unwrap();
-        assert!(!win.pinned());
-        assert_eq!(win.parameters_to_read("1.31").len(), 1);
-        assert_eq!(pinned.parameters_to_read("1.31").len(), 15);
-        assert_eq!(Alias::parse("ubuntu@latest"), None);
-        // Karpenter compares exactly: `LATEST` is a pinned release of that name, `AL2023` no family.
-        let shouting = Alias::parse("al2023@LATEST").unwrap();
-        assert!(shouting.pinned());
-        assert!(
-            shouting
-                .parameters("1.34")
-                .iter()
-                .all(|p| p.ends_with("-1.34-LATEST/image_id"))
-        );
-        assert_eq!(Alias::parse("AL2023@latest"), None);
-        assert_eq!(Alias::parse("al2023@"), None);
-    }
-
-    #[test]
-    fn minors() {
-        assert_eq!(next_minor("1.31").as_deref(), Some("1.32"));
-        assert_eq!(next_minor("1.x"), None);
-        assert_eq!(minor_of("v1.30.4-eks-a737599").as_deref(), Some("1.30"));
-        assert_eq!(minor_of("1.31").as_deref(), Some("1.31"));
-    }
 
     #[test]
     fn image_families_come_only_from_official_names() {

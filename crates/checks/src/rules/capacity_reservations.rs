@@ -19,76 +19,17 @@
 //! on demand and not selected by the class, are a warning, read with EC2
 //! `DescribeCapacityReservations`; never False, nodes still launch.
 
-use super::spot_ready::allows_capacity_type;
-use super::{Check, Context, Outcome, Why};
-use crate::facts::{Observed, Setting};
+use crate::facts::Observed;
+use crate::plan::Context;
+use crate::plan::capacity::{RESERVED_CAPACITY_GATE, reserved_capacity_enabled, reserved_only};
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
-use karpenter_health_api::karpenter::{NodePool, ResolvedCapacityReservation};
+use karpenter_health_api::karpenter::ResolvedCapacityReservation;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
 
-/// The feature gate Karpenter uses capacity reservations under.
-pub const RESERVED_CAPACITY_GATE: &str = "ReservedCapacity";
 /// Karpenter's condition on the class for the reservation selector.
 const KARPENTER_CONDITION: &str = "CapacityReservationsReady";
-
-/// Whether `pool` allows only reserved capacity (`karpenter.sh/capacity-type In [reserved]`).
-pub fn reserved_only(pool: &NodePool) -> bool {
-    allows_capacity_type(pool, "reserved")
-        && !allows_capacity_type(pool, "on-demand")
-        && !allows_capacity_type(pool, "spot")
-}
-
-/// Whether the controller runs with `ReservedCapacity` on: the gate as `FEATURE_GATES` (or
-/// `--feature-gates`) writes it, else the release's default (on from 1.6).
-pub(crate) fn reserved_capacity_enabled(ctx: &Context) -> Result<bool, Why> {
-    let karpenter = match &ctx.facts.cluster.karpenter {
-        Observed::Found(k) => k,
-        Observed::Unknown(u) => return Err(Why::unobserved("The Karpenter controller", u)),
-        Observed::Absent => {
-            return Err(Why::new(
-                Reason::NotObserved,
-                "No Karpenter controller was found, so whether it uses capacity reservations \
-                 (its ReservedCapacity feature gate) is not known.",
-            ));
-        }
-    };
-    match &karpenter.feature_gates {
-        Setting::Value(gates) => {
-            // `Name=bool` pairs, comma-separated (k8s.io/component-base `cliflag.MapStringBool`).
-            let written = gates.split(',').find_map(|pair| {
-                let (name, value) = pair.split_once('=')?;
-                (name.trim() == RESERVED_CAPACITY_GATE).then(|| value.trim().to_owned())
-            });
-            if let Some(value) = written {
-                return match value.as_str() {
-                    "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
-                    "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-                    _ => Err(Why::new(
-                        Reason::NotObserved,
-                        format!(
-                            "The Karpenter controller's FEATURE_GATES sets \
-                             {RESERVED_CAPACITY_GATE}={}, which is no boolean.",
-                            crate::clip(&value, 32)
-                        ),
-                    )),
-                };
-            }
-        }
-        Setting::Unresolved(how) => {
-            return Err(Why::new(
-                Reason::NotObserved,
-                format!(
-                    "The Karpenter controller's FEATURE_GATES is set {how}, which karpenter-health \
-                     does not read, so whether it uses capacity reservations is not known."
-                ),
-            ));
-        }
-        Setting::Unset => {}
-    }
-    let version = ctx.version.as_ref().map_err(Clone::clone)?;
-    Ok((version.major, version.minor) >= (1, 6))
-}
 
 fn label(r: &ResolvedCapacityReservation) -> String {
     format!("{} ({} in {})", r.id, r.instance_type, r.availability_zone)
@@ -140,7 +81,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     "{none}, and NodePool(s) {} allow only reserved capacity, which Karpenter \
                      offers only for the class's reservations, so it launches nothing for them. \
                      Select the reservations, or allow on-demand capacity.",
-                    super::list_bounded(&reserved_pools, 3)
+                    crate::wording::list_bounded(&reserved_pools, 3)
                 ),
                 subjects(),
             );
@@ -150,7 +91,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 format!(
                     "{none}, but NodePool(s) {} allow only reserved capacity: Karpenter launches \
                      nothing from them (the class's other NodePools launch on-demand or spot).",
-                    super::list_bounded(&reserved_pools, 3)
+                    crate::wording::list_bounded(&reserved_pools, 3)
                 ),
                 subjects(),
             );
@@ -187,7 +128,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                      {RESERVED_CAPACITY_GATE} feature gate off, so it offers no reserved capacity \
                      and launches nothing for them. Turn the gate on \
                      (settings.featureGates.reservedCapacity) or allow on-demand.",
-                    super::list_bounded(&reserved_pools, 3)
+                    crate::wording::list_bounded(&reserved_pools, 3)
                 ),
                 subjects(),
             );
@@ -240,7 +181,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                      (Karpenter's status.capacityReservations is empty although its \
                      {KARPENTER_CONDITION} is True), and NodePool(s) {} allow only reserved \
                      capacity, so Karpenter launches nothing for them.",
-                    super::list_bounded(&reserved_pools, 3)
+                    crate::wording::list_bounded(&reserved_pools, 3)
                 ),
                 subjects(),
             );
@@ -279,8 +220,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                         "Every capacity reservation this EC2NodeClass selects is in a zone it has \
                          no subnet in ({}; its subnets are in {zones_text}), and NodePool(s) {} \
                          allow only reserved capacity, so Karpenter launches nothing for them.",
-                        super::list_bounded(&outside, 3),
-                        super::list_bounded(&reserved_pools, 3)
+                        crate::wording::list_bounded(&outside, 3),
+                        crate::wording::list_bounded(&reserved_pools, 3)
                     ),
                     subjects(),
                 );
@@ -291,7 +232,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                         "Capacity reservation(s) {} are in zones this EC2NodeClass has no subnet in \
                          (its subnets are in {zones_text}): Karpenter cannot launch into them from \
                          this class.",
-                        super::list_bounded(&outside, 3)
+                        crate::wording::list_bounded(&outside, 3)
                     ),
                     vec![ctx.node_class_subject()],
                 );
@@ -321,8 +262,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                  block ({}), which Karpenter launches no more into, and NodePool(s) {} allow only \
                  reserved capacity, so Karpenter launches nothing for them. Select a reservation \
                  that is not ending, or allow on-demand capacity.",
-                super::list_bounded(&expiring, 3),
-                super::list_bounded(&reserved_pools, 3)
+                crate::wording::list_bounded(&expiring, 3),
+                crate::wording::list_bounded(&reserved_pools, 3)
             ),
             subjects(),
         );
@@ -332,7 +273,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             format!(
                 "Capacity block(s) {} are expiring: EC2 reclaims their instances at the end of the \
                  block, and Karpenter launches no more into them.",
-                super::list_bounded(&expiring, 3)
+                crate::wording::list_bounded(&expiring, 3)
             ),
             vec![ctx.node_class_subject()],
         );
@@ -384,7 +325,7 @@ fn warn_open_reservations_skipped(ctx: &Context, c: &mut Check, selected: &BTree
     };
     let on_demand: BTreeSet<String> = pools
         .iter()
-        .filter_map(|p| super::instance_types::allowed(ctx, p))
+        .filter_map(|p| crate::plan::instance_types::allowed(ctx, p))
         .flat_map(|allowed| {
             allowed
                 .types()
@@ -420,7 +361,7 @@ fn warn_open_reservations_skipped(ctx: &Context, c: &mut Check, selected: &BTree
                  demand, but with its {RESERVED_CAPACITY_GATE} feature gate on Karpenter \
                  launches with CapacityReservationPreference none, so its nodes run as \
                  on-demand beside the idle reservations.",
-                super::list_bounded(&skipped, 3)
+                crate::wording::list_bounded(&skipped, 3)
             ),
             vec![ctx.node_class_subject()],
         );
@@ -437,7 +378,7 @@ mod tests {
         let with = |values: &[&str]| {
             let mut pool = node_pool("p");
             pool.spec.template.spec.requirements = vec![requirement(
-                super::super::spot_ready::CAPACITY_TYPE,
+                crate::plan::capacity::CAPACITY_TYPE,
                 "In",
                 values,
             )];

@@ -8,9 +8,11 @@
 //! another VPC than the EKS cluster, or has outlived Karpenter's garbage collection (which would
 //! have removed a genuine orphan of this cluster).
 
-use super::{Check, Context, Outcome, Why, at, human, list_bounded};
 use crate::clip;
 use crate::facts::{InstanceFacts, Observed};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
+use crate::wording::{at, human, list_bounded};
 use karpenter_health_api::karpenter::NODEPOOL_LABEL;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
@@ -203,7 +205,7 @@ fn check_instances(
         subjects.extend(
             foreign
                 .iter()
-                .take(super::MAX_SUBJECTS - 1)
+                .take(crate::verdict::MAX_SUBJECTS - 1)
                 .map(|(i, _)| SubjectRef::new("EC2Instance", i.id.as_str())),
         );
         c.fail(

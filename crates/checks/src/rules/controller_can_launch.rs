@@ -13,10 +13,11 @@
 //! The failure classes: aws/karpenter-provider-aws #5444 #6036 #6298 #6659 (PassRole),
 //! #1666 #2636 #5784 (credentials).
 
-use super::{Check, Context, Outcome, Why};
 use crate::arn;
 use crate::clip;
 use crate::facts::{KarpenterFacts, Observed};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use permissions::check_permissions;

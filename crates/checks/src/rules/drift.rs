@@ -18,8 +18,9 @@
 //! never judged, nor percentages above 0, nor NodeClaims drifted for less than [`DRIFTED_FOR`]
 //! (Karpenter disrupts within minutes of drift when a budget allows).
 
-use super::{Check, Context, Outcome, Why};
 use crate::facts::{NodeClaimFacts, NodeDrain, Observed};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
 use jiff::SignedDuration;
 use karpenter_health_api::karpenter::{Budget, NodePool};
@@ -129,16 +130,16 @@ fn what_holds_claim(
     let Some(node) = drain.node.as_deref() else {
         return "it has no Node, so no Pod holds it".to_owned();
     };
-    let holding = super::terminating::what_holds(drain, karpenter, now);
+    let holding = crate::pod_drain::what_holds(drain, karpenter, now);
     let mut parts = Vec::new();
     if !holding.blockers.is_empty() {
-        parts.push(super::list_bounded(&holding.blockers, 3));
+        parts.push(crate::wording::list_bounded(&holding.blockers, 3));
     }
     if !holding.waiting.is_empty() {
         parts.push(format!(
             "Pod(s) {} on Node {node} wait to be evicted, and no PodDisruptionBudget refuses \
              their eviction (Karpenter's FailedDraining Events on the Node say more)",
-            super::list_bounded(&holding.waiting, 3)
+            crate::wording::list_bounded(&holding.waiting, 3)
         ));
     }
     if let Some(undecided) = holding.undecided {
@@ -179,7 +180,7 @@ fn expiry(claim: &NodeClaimFacts, now: jiff::Timestamp) -> String {
         Some("Never") => "never expires (expireAfter: Never)".to_owned(),
         Some(after) => match (after.parse::<SignedDuration>(), claim.created) {
             (Ok(after), Some(created)) => match created.checked_add(after) {
-                Ok(at) if at > now => format!("expires at {}", super::at(at)),
+                Ok(at) if at > now => format!("expires at {}", crate::wording::at(at)),
                 Ok(_) => "past its expiry, so Karpenter is replacing it".to_owned(),
                 Err(_) => format!("expires {after} after creation"),
             },
@@ -232,7 +233,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             format!(
                 "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes or \
                  terminating for {}.",
-                super::human(ctx.settings.terminating_long_after)
+                crate::wording::human(ctx.settings.terminating_long_after)
             ),
         );
     }
@@ -259,7 +260,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 .take(5)
                 .map(|c| SubjectRef::new("NodeClaim", &c.name)),
         );
-        s.truncate(super::MAX_SUBJECTS);
+        s.truncate(crate::verdict::MAX_SUBJECTS);
         s
     };
     // Each drifted NodeClaim is judged against the NodePool that made it: a budget that stops
@@ -282,7 +283,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 let since = claim
                     .drifted
                     .and_then(|d| d.last_transition)
-                    .map(|t| format!("drifted for {}", super::human(ctx.age(t))))
+                    .map(|t| format!("drifted for {}", crate::wording::human(ctx.age(t))))
                     .unwrap_or_else(|| "drifted".to_owned());
                 format!(
                     "{} ({since}, {}; NodePool {}'s budget nodes: {} for {}, {})",
@@ -308,7 +309,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                  off: {}. Karpenter replaces them only when they expire (expireAfter, which \
                  budgets do not hold) or are deleted. If drift should roll them, raise that \
                  budget's nodes, limit it to other reasons, or give it a schedule.",
-                super::list_bounded(&lines, 5)
+                crate::wording::list_bounded(&lines, 5)
             ),
             subjects(&held_claims, &held_pools),
         );
@@ -338,7 +339,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             format!(
                 "Drifted NodeClaim(s) have been waiting for 30 minutes or more, and Karpenter says \
                  why it does not disrupt them: {}.",
-                super::list_bounded(&named_blockers, 3)
+                crate::wording::list_bounded(&named_blockers, 3)
             ),
             subjects(&drifted, &[]),
         );
@@ -350,7 +351,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         let held: Vec<String> = stuck
             .iter()
             .map(|claim| {
-                let since = claim.deleting_since.map(super::at).unwrap_or_default();
+                let since = claim
+                    .deleting_since
+                    .map(crate::wording::at)
+                    .unwrap_or_default();
                 let holds = ctx
                     .facts
                     .cluster
@@ -371,7 +375,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                  to leave their Nodes: {}. Let the PodDisruptionBudget allow an eviction, or \
                  remove the annotation or the Pod; set terminationGracePeriod on the NodePool so \
                  the NodeClaims it makes next have a deadline.",
-                super::list_bounded(&held, 5)
+                crate::wording::list_bounded(&held, 5)
             ),
             subjects(&stuck, &[]),
         );

@@ -6,10 +6,11 @@
 //! instanceprofile.go`; #8072, #8312), so an ARN or a missing profile
 //! shows up there as healthy while every launch fails.
 
-use super::{Check, Context, Outcome, Why};
 use crate::arn;
 use crate::clip;
 use crate::facts::Observed;
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
 /// IAM's pattern for instance profile names: `^[\w+=,.@-]{1,128}$`.

@@ -13,25 +13,15 @@
 mod event_rules;
 mod queue_access;
 
-use super::spot_ready::allows_spot;
-use super::{Check, Context, Outcome, Why};
 use crate::facts::{Observed, Setting};
+use crate::plan::Context;
+use crate::plan::capacity::allows_spot;
+use crate::plan::request::queue_name;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
-use crate::{clip, rules::list_bounded};
+use crate::{clip, wording::list_bounded};
 pub use event_rules::{EVENT_KINDS, EventKind, Need};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
-
-/// The queue name Karpenter would look up, or why the setting is not one.
-pub fn queue_name(setting: &str) -> Result<&str, &'static str> {
-    let s = setting.trim();
-    if s.starts_with("arn:") {
-        return Err("an ARN");
-    }
-    if s.contains("://") {
-        return Err("a URL");
-    }
-    Ok(s)
-}
 
 /// The last part of an ARN or URL: the name to use instead.
 fn name_in(setting: &str) -> &str {

@@ -6,9 +6,11 @@
 //! `ValidationSucceeded` stuck Unknown (ARN profile, missing profile, stale validation cache);
 //! `Ready=True` next to a False dependent; and a status that stopped following the spec.
 
-use super::{Check, Context, Outcome, at, list_bounded};
 use crate::clip;
 use crate::facts::Observed;
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome};
+use crate::wording::{at, list_bounded};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason};
 
 /// The conditions Karpenter's `Ready` summarises (operatorpkg root condition).

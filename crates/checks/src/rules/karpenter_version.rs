@@ -5,9 +5,10 @@
 //! over stored v1beta1 fails: aws/karpenter-provider-aws #6271, #7629, #7630, #7134), and no
 //! Karpenter webhook points at a Service without ready endpoints. Pure: no IO.
 
-use super::{Check, Context, Outcome, Why};
 use crate::facts::Observed;
 use crate::karpenter_versions::{self, CRD_FIELDS, Support};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use semver::Version;
@@ -155,7 +156,7 @@ fn crds(ctx: &Context, c: &mut Check, version: &Version) {
                      is {version}: its CRDs were not upgraded with it, and the API server \
                      drops what the controller writes there.",
                     crd.name,
-                    super::list_bounded(&paths, 3),
+                    crate::wording::list_bounded(&paths, 3),
                     newest.0,
                     newest.1,
                     newest.2

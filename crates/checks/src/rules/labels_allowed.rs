@@ -9,11 +9,13 @@
 //! could take the Pod, and is a warning elsewhere. With the version unknown, a key rejected by
 //! every version still fails; a key only some versions reject makes the condition Unknown.
 
-use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, list_bounded};
 use crate::clip;
 use crate::facts::Observed;
 use crate::labels::{KeyContext, LabelRules};
+use crate::plan::Context;
+use crate::verdict::{Check, MAX_SUBJECTS, Outcome, Why};
 use crate::warnings::Warning;
+use crate::wording::list_bounded;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeMap;
 

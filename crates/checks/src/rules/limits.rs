@@ -32,21 +32,17 @@
 //! managed node group (`eks.amazonaws.com/nodegroup`, a label no NodePool defines) may go to no
 //! NodePool, so it is never counted. Otherwise the stopped NodePool is a warning.
 
-use super::instance_types::{allowed, category_and_generation};
-use super::{Check, Context, Outcome, Why};
 use crate::facts::{InstanceTypeFacts, Observed};
+use crate::plan::Context;
+use crate::plan::instance_types::{allowed, category_and_generation};
 use crate::pod_fit::NodeClaimTemplate;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
 /// The first Karpenter release that stops a NodePool when its node count reaches `limits.nodes`.
 const NODE_LIMITS_ENFORCED: (u64, u64, u64) = (1, 11, 0);
-
-/// Service Quotas' code of "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances".
-pub const ON_DEMAND_STANDARD_QUOTA: &str = "L-1216C47A";
-/// Service Quotas' code of "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests".
-pub const SPOT_STANDARD_QUOTA: &str = "L-34B43A08";
 
 /// The instance categories those two quotas cover (EC2 User Guide, "Amazon EC2 instance type
 /// quotas": A, C, D, H, I, M, R, T, Z, with the I family's `im` and `is`). Anything else (`g`,
@@ -439,9 +435,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     "Pending Pod(s) {} can only go to this EC2NodeClass, and only to NodePool(s) \
                      {}, but {}, so Karpenter launches nothing for them. Raise the limits (or \
                      request a quota increase) or add a NodePool with room that they fit.",
-                    super::list_bounded(&waiting, 3),
-                    super::list_bounded(&blocking, 3),
-                    super::list_bounded(&why, 3)
+                    crate::wording::list_bounded(&waiting, 3),
+                    crate::wording::list_bounded(&blocking, 3),
+                    crate::wording::list_bounded(&why, 3)
                 ),
                 subjects(&blocking),
             );
@@ -456,12 +452,12 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     Some(claim) => format!("NodeClaim {claim} is still registering"),
                     None => format!(
                         "they have waited less than {} or are nominated to a node",
-                        super::human(ctx.settings.waiting_on_limits_after)
+                        crate::wording::human(ctx.settings.waiting_on_limits_after)
                     ),
                 };
                 format!(
                     " Pending Pod(s) {} are not counted as waiting on the limits yet: {because}.",
-                    super::list_bounded(&not_yet, 3)
+                    crate::wording::list_bounded(&not_yet, 3)
                 )
             };
             c.warn(
@@ -469,7 +465,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 format!(
                     "{}; it launches nothing more until the limits are raised or capacity is \
                      freed.{pending}",
-                    super::list_bounded(&why, 3)
+                    crate::wording::list_bounded(&why, 3)
                 ),
                 subjects(&names),
             )
@@ -480,7 +476,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod \
              that only they can take has waited on them for {} with no NodeClaim still \
              registering.",
-            super::human(ctx.settings.waiting_on_limits_after)
+            crate::wording::human(ctx.settings.waiting_on_limits_after)
         )
     } else {
         format!(
@@ -489,7 +485,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
              {}.",
             pools.len() - stopped.len(),
             pools.len(),
-            super::human(ctx.settings.waiting_on_limits_after)
+            crate::wording::human(ctx.settings.waiting_on_limits_after)
         )
     };
     c.finish(Reason::NodePoolsHaveRoom, ok)

@@ -6,7 +6,8 @@
 //! #7667; fixed by PR #8404 in `pkg/providers/amifamily/resolver.go`).
 //! `eu-isoe-*` was removed from Karpenter's list (PR #8631) because EC2 accepts it there now.
 
-use super::{Check, Context, Outcome, Why};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use crate::{clip, version};
 use karpenter_health_api::{ConditionType, Reason};
 

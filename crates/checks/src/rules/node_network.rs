@@ -35,13 +35,15 @@
 //! `pkg/providers/launchtemplate`), gives nodes none: that is `InternetGatewayWithoutPublicIp`
 //! unless the endpoints make up for it.
 
-use super::subnets::{Selection, selection};
-use super::{Check, Context, Outcome, Why, list_bounded};
 use crate::clip;
 use crate::facts::{
     NatGatewayFacts, Observed, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts,
     VpcEndpointFacts, VpcNetworkFacts,
 };
+use crate::plan::Context;
+use crate::plan::subnets::{Selection, selection};
+use crate::verdict::{Check, Outcome, Why};
+use crate::wording::list_bounded;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
 

@@ -2,8 +2,10 @@
 //! managed policies a node needs (aws/karpenter-provider-aws getting-started `cloudformation.yaml`,
 //! PR #7963 for ECR `PullOnly`). Pure: no IO.
 
-use super::{Check, Context, Outcome, RoleName, Why};
 use crate::facts::{Observed, RoleFacts};
+use crate::plan::request::AWS_NODE_SERVICE_ACCOUNT;
+use crate::plan::{Context, RoleName};
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
 use crate::{arn, clip, trust_policy};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -22,8 +24,6 @@ const ECR: [&str; 2] = [
     "AmazonEC2ContainerRegistryReadOnly",
 ];
 const SSM: &str = "AmazonSSMManagedInstanceCore";
-/// The VPC CNI's ServiceAccount, as a Pod Identity key.
-pub const AWS_NODE_SERVICE_ACCOUNT: &str = "kube-system/aws-node";
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::NodeRoleReady, "node-role");

@@ -6,52 +6,20 @@
 //! Each path (aws-auth, access entries) gets its own verdict; the mode decides which count.
 //! With the mode unknown, the verdict is kept only if every mode agrees.
 
-use super::{Check, Context, Outcome, RoleName, Why};
 use crate::arn::{self, IamArn};
 use crate::aws_auth::{self, RoleMapping};
-use crate::facts::Observed;
+use crate::facts::{AuthMode, Observed};
+use crate::node_mapping::{
+    NODE_GROUPS, NODE_USERNAME, controller_mapped_instead, is_node_mapping, mapped_with_path,
+    node_entry_problem,
+};
+use crate::plan::{Context, RoleName};
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
-use crate::{clip, rules::list_bounded};
+use crate::{clip, wording::list_bounded};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
-/// The username the authenticator must give a node; kubelet registers as this user.
-pub const NODE_USERNAME: &str = "system:node:{{EC2PrivateDNSName}}";
-pub const NODE_GROUPS: [&str; 2] = ["system:bootstrappers", "system:nodes"];
 const NODE_ACCESS_ENTRY_TYPES: [&str; 2] = ["EC2_LINUX", "EC2_WINDOWS"];
-
-/// `DescribeCluster cluster.accessConfig.authenticationMode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AuthMode {
-    ConfigMap,
-    ApiAndConfigMap,
-    Api,
-}
-
-impl AuthMode {
-    pub const ALL: [AuthMode; 3] = [
-        AuthMode::ConfigMap,
-        AuthMode::ApiAndConfigMap,
-        AuthMode::Api,
-    ];
-
-    /// A missing mode is `CONFIG_MAP`: clusters predating access entries behave that way.
-    pub fn parse(mode: Option<&str>) -> Option<Self> {
-        match mode {
-            None | Some("CONFIG_MAP") => Some(Self::ConfigMap),
-            Some("API_AND_CONFIG_MAP") => Some(Self::ApiAndConfigMap),
-            Some("API") => Some(Self::Api),
-            Some(_) => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ConfigMap => "CONFIG_MAP",
-            Self::ApiAndConfigMap => "API_AND_CONFIG_MAP",
-            Self::Api => "API",
-        }
-    }
-}
 
 /// One path's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,18 +250,6 @@ fn controller_role(ctx: &Context) -> Option<IamArn> {
     arn::parse_iam(&arn).ok()
 }
 
-/// Whether an entry is meant to admit nodes (so mapping the wrong role there is the mistake).
-pub fn is_node_mapping(entry: &RoleMapping) -> bool {
-    entry
-        .username
-        .as_deref()
-        .is_some_and(|u| u.starts_with("system:node:"))
-        || entry
-            .groups
-            .iter()
-            .any(|g| NODE_GROUPS.contains(&g.as_str()))
-}
-
 /// The `mapRoles` entry EKS uses for the node role, when the node role is known.
 fn node_entry_in_force(node: &Result<IamArn, Why>, parsed: &aws_auth::AwsAuth) -> Option<usize> {
     let node = node.as_ref().ok()?;
@@ -370,36 +326,6 @@ fn aws_auth_verdict(
     )
 }
 
-/// The node role's entry names it with an IAM path (`mapped` is `entry.rolearn` parsed).
-pub fn mapped_with_path(entry: &RoleMapping, mapped: &IamArn) -> (Reason, String) {
-    (
-        Reason::NodeRoleMappedWithPath,
-        format!(
-            "aws-auth maps the node role as {} with the IAM path {}, which the authenticator \
-             never matches; write {} instead.",
-            clip(&entry.rolearn, 256),
-            clip(&mapped.path, 128),
-            mapped.without_path()
-        ),
-    )
-}
-
-/// `entries` map the controller's role as a node while `node_shown` is not mapped.
-pub fn controller_mapped_instead(entries: &[&RoleMapping], node_shown: &str) -> (Reason, String) {
-    let arns: Vec<String> = entries
-        .iter()
-        .map(|e| clip(&e.rolearn, 256).into_owned())
-        .collect();
-    (
-        Reason::ControllerRoleMappedInstead,
-        format!(
-            "aws-auth maps the Karpenter controller's role {} as a node, but not the node role \
-             {node_shown}; change that entry's rolearn to {node_shown}.",
-            list_bounded(&arns, 3)
-        ),
-    )
-}
-
 /// The verdict on the one entry the authenticator uses for the node role.
 fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown: &str) -> Verdict {
     match node_entry_problem(parsed, entry, node_shown) {
@@ -412,57 +338,6 @@ fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown:
             ),
         ),
     }
-}
-
-/// What is wrong with the one entry the authenticator uses for the node role (read only in
-/// part, wrong username, missing groups), if anything. Shared with the offline lint.
-pub fn node_entry_problem(
-    parsed: &aws_auth::AwsAuth,
-    entry: &RoleMapping,
-    node_shown: &str,
-) -> Option<(Reason, String)> {
-    let problems: Vec<String> = parsed
-        .problems_of_role_entry(entry.entry)
-        .map(|p| clip(&p.message, 256).into_owned())
-        .collect();
-    if !problems.is_empty() {
-        return Some((
-            Reason::AwsAuthMalformed,
-            format!(
-                "mapRoles entry {} of kube-system/aws-auth, the one the authenticator uses for \
-                 {node_shown}, is read only in part: {}.",
-                entry.entry,
-                list_bounded(&problems, 3)
-            ),
-        ));
-    }
-    if entry.username.as_deref() != Some(NODE_USERNAME) {
-        return Some((
-            Reason::NodeRoleMappingWrongUsername,
-            format!(
-                "aws-auth maps {node_shown} (mapRoles entry {}) with username {:?}; nodes need \
-                 {NODE_USERNAME}.",
-                entry.entry,
-                clip(entry.username.as_deref().unwrap_or_default(), 128)
-            ),
-        ));
-    }
-    let missing: Vec<&str> = NODE_GROUPS
-        .iter()
-        .copied()
-        .filter(|g| !entry.groups.iter().any(|h| h == g))
-        .collect();
-    if !missing.is_empty() {
-        return Some((
-            Reason::NodeRoleMappingMissingGroups,
-            format!(
-                "aws-auth maps {node_shown} (mapRoles entry {}) without the groups {}.",
-                entry.entry,
-                missing.join(", ")
-            ),
-        ));
-    }
-    None
 }
 
 fn access_entry_verdict(ctx: &Context, node_shown: &str) -> Verdict {

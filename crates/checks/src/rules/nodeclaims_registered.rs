@@ -5,10 +5,12 @@
 //! on its NodeClaim (kubernetes-sigs/karpenter `pkg/apis/v1/nodeclaim_status.go`;
 //! aws/karpenter-provider-aws #7469).
 
-use super::{Check, Context, MAX_SUBJECTS, Outcome, Why, at, human, list_bounded};
 use crate::clip;
 use crate::facts::NodeClaimFacts;
 use crate::facts::Observed;
+use crate::plan::Context;
+use crate::verdict::{Check, MAX_SUBJECTS, Outcome, Why};
+use crate::wording::{at, human, list_bounded};
 use karpenter_health_api::karpenter::find_condition;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 

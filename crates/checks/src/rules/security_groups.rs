@@ -6,9 +6,11 @@
 //! `pkg/providers/securitygroup`): terms are ORed, fields inside a
 //! term ANDed; tag value `*` matches any value, and names and values take EC2 filter wildcards.
 
-use super::{Check, Context, Outcome, Why, list_bounded};
 use crate::facts::{Observed, SecurityGroupFacts};
+use crate::plan::Context;
+use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
+use crate::wording::list_bounded;
 use crate::{clip, glob_match};
 use karpenter_health_api::karpenter::SelectorTerm;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};

@@ -4,45 +4,12 @@
 //! #504, #5436; `website/.../troubleshooting.md` "Missing Service Linked Role"; launch reason
 //! `SpotSLRCreationFailed`, #7625). Pure: no IO.
 
-use super::{Check, Context, Outcome, Why};
 use crate::facts::Observed;
-use karpenter_health_api::karpenter::NodePool;
+use crate::plan::Context;
+use crate::plan::capacity::allows_spot;
+use crate::plan::request::SPOT_SERVICE_LINKED_ROLE;
+use crate::verdict::{Check, Outcome, Why};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
-
-/// The role EC2 needs to request spot capacity.
-pub const SPOT_SERVICE_LINKED_ROLE: &str = "AWSServiceRoleForEC2Spot";
-pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
-
-/// Whether Karpenter may launch spot capacity for `pool`: its requirements (and template labels)
-/// admit `spot`. A NodePool without a capacity-type requirement admits every capacity type
-/// (Karpenter prefers spot then; `pkg/providers/instance/instance.go getCapacityType`).
-pub fn allows_spot(pool: &NodePool) -> bool {
-    allows_capacity_type(pool, "spot")
-}
-
-/// Whether `pool`'s requirements (and template labels) admit the capacity type `value`
-/// (`spot`, `on-demand`, `reserved`).
-pub fn allows_capacity_type(pool: &NodePool, value: &str) -> bool {
-    let template = &pool.spec.template;
-    if let Some(label) = template.metadata.labels.get(CAPACITY_TYPE) {
-        return label == value;
-    }
-    template
-        .spec
-        .requirements
-        .iter()
-        .filter(|r| r.key == CAPACITY_TYPE)
-        .all(|r| {
-            let listed = r.values.iter().any(|v| v == value);
-            match r.operator.as_str() {
-                "In" => listed,
-                "NotIn" => !listed,
-                "DoesNotExist" => false,
-                // Exists, and operators that do not constrain strings (Gt, Lt).
-                _ => true,
-            }
-        })
-}
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SpotReady, "spot-service-linked-role");
@@ -68,7 +35,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             "No NodePool of this EC2NodeClass allows spot capacity.",
         );
     }
-    let pools_text = super::list_bounded(&spot, 3);
+    let pools_text = crate::wording::list_bounded(&spot, 3);
     let mut ok = String::new();
     match &ctx.facts.aws.spot_service_linked_role {
         None => c.unknown(Why::new(

@@ -19,42 +19,19 @@
 //! NodePools are not known, the narrowing is skipped: `False` then needs every subnet zone to be
 //! out of room, which holds for any narrowing.
 
-use super::{Check, Context, Outcome, Why, list_bounded};
 use crate::clip;
 use crate::facts::{Observed, SubnetFacts};
+use crate::plan::Context;
+use crate::plan::subnets::{Selection, selection};
+use crate::verdict::{Check, Outcome, Why};
 use crate::vpc_cni::addresses_per_node;
 use crate::warnings::Warning;
-use karpenter_health_api::karpenter::{NodePool, SelectorTerm};
+use crate::wording::list_bounded;
+use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::{BTreeMap, BTreeSet};
 
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-
-/// Whether one subnet selector term selects `subnet`. A term without fields selects nothing.
-pub fn subnet_term_matches(term: &SelectorTerm, subnet: &SubnetFacts) -> bool {
-    if term.id.is_none() && term.tags.is_empty() {
-        return false;
-    }
-    term.id.as_deref().is_none_or(|id| id == subnet.id)
-        && term.tags.iter().all(|(key, want)| {
-            subnet
-                .tags
-                .get(key)
-                .is_some_and(|have| want == "*" || crate::glob_match(want, have))
-        })
-}
-
-/// The subnet ids Karpenter's status lists for the class (empty when it lists none).
-pub fn status_subnet_ids(class: &karpenter_health_api::karpenter::EC2NodeClass) -> Vec<String> {
-    let mut ids: Vec<String> = class
-        .status
-        .as_ref()
-        .map(|s| s.subnets.iter().map(|s| s.id.clone()).collect())
-        .unwrap_or_default();
-    ids.sort();
-    ids.dedup();
-    ids
-}
 
 /// Whether `pool` lets Karpenter launch into `zone` (its template label, then its requirements).
 fn pool_admits(pool: &NodePool, zone: &str) -> bool {
@@ -78,73 +55,6 @@ fn pool_admits(pool: &NodePool, zone: &str) -> bool {
         })
 }
 
-/// The selected subnets, or the failure/unknown that stops the check.
-pub(crate) enum Selection<'a> {
-    Subnets(Vec<&'a SubnetFacts>),
-    Unknown(Why),
-    /// Nothing is selected, or status names subnets that are gone: (message, missing ids).
-    NotFound(String, Vec<String>),
-}
-
-/// Resolves the class's subnets from the facts (shared with `NodeNetworkReady`).
-pub(crate) fn selection<'a>(ctx: &Context<'a>) -> Selection<'a> {
-    let class = &ctx.facts.cluster.node_class;
-    let subnets: &[SubnetFacts] = match &ctx.facts.aws.subnets {
-        Observed::Unknown(u) => {
-            return Selection::Unknown(Why::unobserved("The EC2NodeClass's subnets", u));
-        }
-        Observed::Absent => &[],
-        Observed::Found(s) => s,
-    };
-    let in_status = status_subnet_ids(class);
-    let mut selected: Vec<&SubnetFacts> = if in_status.is_empty() {
-        let terms = &class.spec.subnet_selector_terms;
-        subnets
-            .iter()
-            .filter(|s| terms.iter().any(|t| subnet_term_matches(t, s)))
-            .collect()
-    } else {
-        subnets
-            .iter()
-            .filter(|s| in_status.binary_search(&s.id).is_ok())
-            .collect()
-    };
-    selected.sort_by(|a, b| a.id.cmp(&b.id));
-    selected.dedup_by(|a, b| a.id == b.id);
-    if !in_status.is_empty() {
-        let missing: Vec<String> = in_status
-            .iter()
-            .filter(|id| !selected.iter().any(|s| &&s.id == id))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            return Selection::NotFound(
-                format!(
-                    "Subnet {} in Karpenter's status.subnets does not exist, so launches into it \
-                     fail.",
-                    list_bounded(&missing, 5)
-                ),
-                missing,
-            );
-        }
-    } else if selected.is_empty() {
-        let terms = class.spec.subnet_selector_terms.len();
-        return Selection::NotFound(
-            if terms == 0 {
-                "The EC2NodeClass has no subnet selector terms, so Karpenter cannot launch nodes."
-                    .to_owned()
-            } else {
-                format!(
-                    "The {terms} subnet selector term(s) match no subnet, so Karpenter cannot \
-                     launch nodes."
-                )
-            },
-            Vec::new(),
-        );
-    }
-    Selection::Subnets(selected)
-}
-
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SubnetsReady, "subnets");
     let node_class = ctx.node_class_subject();
@@ -156,7 +66,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Selection::NotFound(message, missing) => {
             let mut subjects = vec![node_class];
             subjects.extend(missing.iter().map(|id| SubjectRef::new("Subnet", id)));
-            subjects.truncate(super::MAX_SUBJECTS);
+            subjects.truncate(crate::verdict::MAX_SUBJECTS);
             c.fail(Reason::SubnetsNotFound, message, subjects);
             return c.finish(Reason::SubnetsValid, "");
         }
@@ -250,7 +160,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 .flat_map(|(zone, _, _)| selected.iter().filter(move |x| x.zone == *zone))
                 .map(|x| SubjectRef::new("Subnet", &x.id)),
         );
-        s.truncate(super::MAX_SUBJECTS);
+        s.truncate(crate::verdict::MAX_SUBJECTS);
         s
     };
     let certain = |n: u32| {

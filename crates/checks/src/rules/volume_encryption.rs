@@ -5,88 +5,16 @@
 //! (aws/karpenter-provider-aws #1407, #3767), and Karpenter only sees the instance vanish.
 //! Pure: no IO.
 
-use super::{Check, Context, Outcome, Why};
 use crate::facts::{KmsGrantFacts, KmsKeyFacts, Observed};
-use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
+use crate::iam_policy::{self, Decision, Named, Principal, Request};
 use crate::karpenter_permissions::{Verdict, verdict};
-use karpenter_health_api::karpenter::EC2NodeClass;
+use crate::plan::Context;
+use crate::plan::volume_keys::{
+    AWS_MANAGED_EBS_ALIAS, DefaultKeyUse, EC2_KMS_ACTIONS, ec2_use_context,
+    is_aws_managed_ebs_alias, volume_keys,
+};
+use crate::verdict::{Check, Outcome, Why};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
-use std::collections::BTreeSet;
-
-/// The AWS-managed EBS key: its policy always lets EC2 in the account use it, and EC2 creates it
-/// on first use, so it is never a finding (nor looked up).
-pub const AWS_MANAGED_EBS_ALIAS: &str = "alias/aws/ebs";
-
-/// What EC2 calls on a customer-managed key to create and attach an encrypted volume (the EBS
-/// user guide's key policy requirements; `kms:ReEncrypt*` checked as both of its actions).
-pub const EC2_KMS_ACTIONS: [&str; 6] = [
-    "kms:CreateGrant",
-    "kms:Decrypt",
-    "kms:GenerateDataKeyWithoutPlaintext",
-    "kms:ReEncryptFrom",
-    "kms:ReEncryptTo",
-    "kms:DescribeKey",
-];
-
-/// The request context of EC2 using a key for a caller of `account` in `region`
-/// (`kms:ViaService`): shared by the adapter's simulation of the controller's role and this
-/// check's reading of key policies, so both ask the same question.
-pub fn ec2_use_context(region: &str, account: &str) -> RequestContext {
-    RequestContext::new()
-        .with_value("kms:ViaService", &format!("ec2.{region}.amazonaws.com"))
-        .with_value("kms:CallerAccount", account)
-        .with_value("aws:PrincipalAccount", account)
-        .with_value("kms:GrantIsForAWSResource", "true")
-        .with_value("aws:RequestedRegion", region)
-}
-
-/// Whether the volumes use the account's default EBS key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DefaultKeyUse {
-    /// Every volume names its own key.
-    Never,
-    /// Some volume is not asked to be encrypted: it uses the default key only when the account
-    /// encrypts by default.
-    IfEncryptedByDefault,
-    /// Some volume is encrypted without a key named, or the class has no block devices at all
-    /// (Karpenter's AMI families then give an encrypted root volume:
-    /// `pkg/providers/amifamily/*.go DefaultBlockDeviceMappings`).
-    Always,
-}
-
-/// The KMS keys a class's volumes name, and whether they use the account's default key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VolumeKeys {
-    pub named: BTreeSet<String>,
-    pub default: DefaultKeyUse,
-}
-
-/// The keys `class` encrypts its volumes with, as written.
-pub fn volume_keys(class: &EC2NodeClass) -> VolumeKeys {
-    let mappings = &class.spec.block_device_mappings;
-    let mut named = BTreeSet::new();
-    let mut default = if mappings.is_empty() {
-        DefaultKeyUse::Always
-    } else {
-        DefaultKeyUse::Never
-    };
-    for ebs in mappings.iter().filter_map(|m| m.ebs.as_ref()) {
-        match ebs.kms_key_id.as_deref().map(str::trim) {
-            Some(key) if !key.is_empty() => {
-                named.insert(key.to_owned());
-            }
-            _ if ebs.encrypted == Some(true) => default = DefaultKeyUse::Always,
-            _ if default == DefaultKeyUse::Never => default = DefaultKeyUse::IfEncryptedByDefault,
-            _ => {}
-        }
-    }
-    VolumeKeys { named, default }
-}
-
-/// Whether a key reference names the AWS-managed EBS key (`alias/aws/ebs` or its alias ARN).
-pub fn is_aws_managed_ebs_alias(key: &str) -> bool {
-    key == AWS_MANAGED_EBS_ALIAS || key.ends_with(":alias/aws/ebs")
-}
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::VolumeEncryptionReady, "volume-encryption");
@@ -163,7 +91,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     }
     let ok = format!(
         "The volumes' KMS keys are usable by EC2: {}.",
-        super::list_bounded(&usable, 3)
+        crate::wording::list_bounded(&usable, 3)
     );
     c.finish(Reason::VolumeEncryptionKeysUsable, ok)
 }
@@ -354,7 +282,7 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                  controller's role (by the key policy or a grant), nor through \
                  ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate seconds after \
                  launch (Client.InternalError).",
-                super::list_bounded(&denied, 3)
+                crate::wording::list_bounded(&denied, 3)
             ),
             subjects(),
         );
@@ -369,7 +297,7 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                  through ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate \
                  seconds after launch (Client.InternalError).",
                 crate::clip(controller.as_deref().unwrap_or_default(), 256),
-                super::list_bounded(&denied_by_iam, 3)
+                crate::wording::list_bounded(&denied_by_iam, 3)
             ),
             subjects(),
         );
@@ -380,7 +308,7 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
             Reason::PolicyUndecided,
             format!(
                 "Whether the key policy of KMS key {shown} lets EC2 use it is undecided: {}.",
-                crate::clip(&super::list_bounded(&undecided, 2), 512)
+                crate::clip(&crate::wording::list_bounded(&undecided, 2), 512)
             ),
         ));
         return false;

@@ -16,7 +16,7 @@ pub fn kms_key(id: &str, state: &str, policy: &str) -> KmsKeyFacts {
         controller_grants: Observed::Found(Vec::new()),
         // IAM allows the controller's role every EC2 use of the key.
         controller_iam: Observed::Found(
-            crate::rules::volume_encryption::EC2_KMS_ACTIONS
+            crate::plan::volume_keys::EC2_KMS_ACTIONS
                 .iter()
                 .map(|action| crate::facts::SimulatedDecision {
                     action: (*action).into(),
@@ -171,13 +171,13 @@ pub fn image(id: &str, state: &str, deprecation_time: Option<Timestamp>) -> Imag
 }
 
 /// What the adapter asks when the class's images change: every image of
-/// [`crate::rules::amis::image_ids`], as answered before, or available when it was not asked.
+/// [`crate::plan::images::image_ids`], as answered before, or available when it was not asked.
 pub fn reask_images(f: &mut Facts) {
     let before = match &f.aws.images {
         Some(Observed::Found(images)) => images.clone(),
         _ => Vec::new(),
     };
-    let ids = crate::rules::amis::image_ids(&f.cluster.node_class);
+    let ids = crate::plan::images::image_ids(&f.cluster.node_class);
     f.aws.images = (!ids.is_empty()).then(|| {
         Observed::Found(
             ids.iter()
@@ -203,7 +203,7 @@ pub fn ami_parameters(
     answer: impl Fn(&str) -> Observed<String>,
 ) -> AmiParameters {
     // An alias the CRD would reject has no parameters.
-    let names = crate::rules::amis::Alias::parse(alias)
+    let names = crate::plan::ami_alias::Alias::parse(alias)
         .map(|a| a.parameters_to_read(minor))
         .unwrap_or_default();
     AmiParameters {

@@ -6,7 +6,8 @@
 use crate::evaluate;
 use crate::facts::{AccessEntryFacts, Facts, Observed, Settings};
 use crate::render::fold_ready;
-use crate::rules::{self, MAX_SUBJECTS};
+use crate::rules;
+use crate::verdict::MAX_SUBJECTS;
 use crate::testing::*;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

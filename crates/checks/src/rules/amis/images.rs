@@ -10,42 +10,23 @@
 //! - An image EC2 deprecates within [`DEPRECATION_AHEAD`] is a warning: deprecated images still
 //!   launch (Karpenter queries with `IncludeDeprecated`, `pkg/providers/amifamily/ami.go`).
 
-use super::super::{Check, Context, Why};
 use crate::facts::{ImageFacts, Observed};
+use crate::plan::Context;
+use crate::plan::images::id_terms;
+use crate::verdict::{Check, Why};
 use crate::warnings::Warning;
 use jiff::{SignedDuration, Timestamp};
 use karpenter_health_api::Reason;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// How far ahead a deprecation is worth a warning.
 pub const DEPRECATION_AHEAD: SignedDuration = SignedDuration::from_hours(30 * 24);
-
-/// The image ids the class names in `amiSelectorTerms[].id`.
-fn id_terms(class: &EC2NodeClass) -> Vec<String> {
-    class
-        .spec
-        .ami_selector_terms
-        .iter()
-        .filter_map(|t| t.id.as_deref().map(str::trim))
-        .filter(|id| !id.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
 
 /// Every term is an `id` term: no other term can resolve an image in their place.
 fn ids_only(class: &EC2NodeClass) -> bool {
     let terms = &class.spec.ami_selector_terms;
     !terms.is_empty() && terms.iter().all(|t| t.id.is_some())
-}
-
-/// The images to describe: the id terms' and those in `status.amis`, sorted, once each.
-pub fn image_ids(class: &EC2NodeClass) -> Vec<String> {
-    let mut ids: BTreeSet<String> = id_terms(class).into_iter().collect();
-    if let Some(status) = &class.status {
-        ids.extend(status.amis.iter().map(|a| a.id.clone()));
-    }
-    ids.into_iter().collect()
 }
 
 /// The image states in which EC2 launches nothing from an image for good (EC2 API reference,
@@ -101,7 +82,7 @@ pub(super) fn images_usable(ctx: &Context, c: &mut Check, ok: &mut Vec<String>) 
             format!(
                 "Every image amiSelectorTerms names is unusable: {}; Karpenter resolves no \
                  image for this EC2NodeClass and launches nothing.",
-                super::super::list_bounded(&gone_terms, 3)
+                crate::wording::list_bounded(&gone_terms, 3)
             ),
             subjects.clone(),
         );
@@ -124,7 +105,7 @@ pub(super) fn images_usable(ctx: &Context, c: &mut Check, ok: &mut Vec<String>) 
             Warning::AmiSomeUnavailable,
             format!(
                 "{}; the other images of this EC2NodeClass still launch.",
-                super::super::list_bounded(&gone, 3)
+                crate::wording::list_bounded(&gone, 3)
             ),
             subjects.clone(),
         );
@@ -150,7 +131,7 @@ pub(super) fn images_usable(ctx: &Context, c: &mut Check, ok: &mut Vec<String>) 
             format!(
                 "EC2 deprecates {} within 30 days; launches go on after that, but AWS stops \
                  patching the image.",
-                super::super::list_bounded(&ahead, 3)
+                crate::wording::list_bounded(&ahead, 3)
             ),
             subjects,
         );
@@ -164,6 +145,7 @@ fn day(t: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::images::image_ids;
     use karpenter_health_api::karpenter::AmiSelectorTerm;
 
     fn class(terms: &[AmiSelectorTerm]) -> EC2NodeClass {

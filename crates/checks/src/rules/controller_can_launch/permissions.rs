@@ -2,14 +2,15 @@
 //! [`crate::karpenter_permissions`] answered by IAM's simulator, or, where it could not be asked,
 //! by evaluating the role's own policies and boundary locally. Pure: no IO.
 
-use super::super::{Check, Context, RoleName, Why};
 use crate::facts::{ControllerRoleFacts, Observed, PermissionFacts, RolePolicies};
 use crate::iam_policy::{self, Decision, Named, Request};
 use crate::karpenter_permissions::{
     ClassInputs, Group, Inputs, PASS_ROLE, Question, Verdict, verdict,
 };
-use crate::rules::list_bounded;
+use crate::plan::{Context, RoleName};
+use crate::verdict::{Check, Why};
 use crate::warnings::Warning;
+use crate::wording::list_bounded;
 use crate::{arn, clip};
 use karpenter_health_api::{Reason, SubjectRef};
 
@@ -238,7 +239,7 @@ fn check_answers(
         if matches!(
             reason,
             Reason::ControllerCannotReadAmiParameters | Reason::ControllerCannotDescribeImages
-        ) && let Some(kept) = crate::rules::amis::images_karpenter_keeps(ctx)
+        ) && let Some(kept) = crate::plan::images::images_karpenter_keeps(ctx)
         {
             c.warn(
                 Warning::ControllerImageReadsDeniedWhileImagesKept,

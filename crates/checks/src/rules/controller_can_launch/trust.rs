@@ -11,11 +11,13 @@
 //! so the target's trust must let the association's role call `sts:AssumeRole` and
 //! `sts:TagSession`.
 
-use super::super::{Check, Context, Why, list_bounded};
 use crate::arn;
 use crate::clip;
 use crate::facts::{ControllerRoleFacts, Observed};
 use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
+use crate::plan::Context;
+use crate::verdict::{Check, Why};
+use crate::wording::list_bounded;
 use karpenter_health_api::{Reason, SubjectRef};
 
 const WEB_IDENTITY: &str = "sts:AssumeRoleWithWebIdentity";

@@ -14,11 +14,13 @@
 //! The Terraform `eks//modules/karpenter` module creates the four older rules, so a cluster it set
 //! up without capacity reservations must not fail on the fifth.
 
-use super::super::spot_ready::allows_spot;
-use super::super::{Check, Context, Why, list_bounded};
 use crate::clip;
 use crate::facts::{EventRuleFacts, Observed, QueueFacts};
+use crate::plan::Context;
+use crate::plan::capacity::allows_spot;
+use crate::verdict::{Check, Why};
 use crate::warnings::Warning;
+use crate::wording::list_bounded;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{Reason, SubjectRef};
 use semver::Version;

@@ -8,11 +8,13 @@
 //! `events.amazonaws.com` `kms:GenerateDataKey` and `kms:Decrypt`. The events are dropped
 //! silently otherwise.
 
-use super::super::{Check, Context, Why, list_bounded};
 use crate::clip;
 use crate::facts::{EventRuleFacts, KmsKeyFacts, Observed, QueueFacts};
 use crate::iam_policy::{self, Decision, Named, Principal, Request, RequestContext};
+use crate::plan::Context;
+use crate::verdict::{Check, Why};
 use crate::warnings::Warning;
+use crate::wording::list_bounded;
 use karpenter_health_api::{Reason, SubjectRef};
 
 const EVENTS: &str = "events.amazonaws.com";

@@ -183,7 +183,7 @@ pub(crate) fn apply_beyond(f: &mut Facts, b: &Beyond) {
             *f = f.clone().with_drift(vec![budget], *mins);
         }
         Beyond::AmiAlias(alias, minor, answers) => {
-            let names = crate::rules::amis::Alias::parse(alias)
+            let names = crate::plan::ami_alias::Alias::parse(alias)
                 .map(|a| a.parameters_to_read(minor))
                 .unwrap_or_default();
             let answer = |name: &str| {

@@ -2,8 +2,8 @@
 //! `computeRequirements` derives them, and how a NodePool requirement narrows a candidate type by
 //! them. Pure: no IO.
 
-use super::super::spot_ready::CAPACITY_TYPE;
 use crate::facts::InstanceTypeFacts;
+use crate::plan::capacity::CAPACITY_TYPE;
 use karpenter_health_api::karpenter::Requirement;
 
 pub const ZONE: &str = "topology.kubernetes.io/zone";
@@ -53,7 +53,7 @@ impl Key {
 
 /// Whether `value` satisfies `operator values`. What cannot be decided (an unknown operator, a
 /// bound that is not a number) lets the value through.
-pub(super) fn admits(operator: &str, values: &[String], value: &str) -> bool {
+pub(crate) fn admits(operator: &str, values: &[String], value: &str) -> bool {
     let bound = || values.first().and_then(|b| b.parse::<i64>().ok());
     let number = value.parse::<i64>().ok();
     let compare = |keep: fn(i64, i64) -> bool| match (number, bound()) {

@@ -5,7 +5,7 @@
 
 use super::labels::{Candidate, Key};
 use crate::facts::{InstanceTypeCatalog, Observed};
-use crate::rules::Context;
+use crate::plan::Context;
 use karpenter_health_api::ConditionStatus;
 use std::collections::BTreeSet;
 
@@ -18,12 +18,12 @@ use std::collections::BTreeSet;
 /// `CapacityReservationsUsable` judges: reserved capacity is then never ruled out here.
 type ReservedOfferings = Option<BTreeSet<(String, String)>>;
 
-pub(super) fn reserved_offerings(ctx: &Context, zones: &BTreeSet<String>) -> ReservedOfferings {
+pub(crate) fn reserved_offerings(ctx: &Context, zones: &BTreeSet<String>) -> ReservedOfferings {
     let class = &ctx.facts.cluster.node_class;
     if class.spec.capacity_reservation_selector_terms.is_empty() {
         return None;
     }
-    if crate::rules::capacity_reservations::reserved_capacity_enabled(ctx) != Ok(true) {
+    if crate::plan::capacity::reserved_capacity_enabled(ctx) != Ok(true) {
         return None;
     }
     let current = ctx
@@ -51,7 +51,7 @@ pub(super) fn reserved_offerings(ctx: &Context, zones: &BTreeSet<String>) -> Res
 /// is `Strict`, its default since it exists (kubernetes-sigs/karpenter
 /// `pkg/operator/options/options.go`, 1.6; before, always strict). `BestEffort` relaxes
 /// minValues instead of dropping the NodePool; a value not read is no proof either way.
-pub(super) fn min_values_strict(ctx: &Context) -> bool {
+pub(crate) fn min_values_strict(ctx: &Context) -> bool {
     match &ctx.facts.cluster.karpenter {
         Observed::Found(k) => match &k.min_values_policy {
             crate::facts::Setting::Unset => true,
@@ -65,7 +65,7 @@ pub(super) fn min_values_strict(ctx: &Context) -> bool {
 /// Every type offered in one of `zones`, with the capacity types it may be launched as: on
 /// demand, spot unless EC2 says the type has no spot, and reserved where `reserved` says
 /// Karpenter offers it (everywhere when that is not known).
-pub(super) fn offered<'a>(
+pub(crate) fn offered<'a>(
     catalog: &'a InstanceTypeCatalog,
     zones: &BTreeSet<String>,
     reserved: Option<&BTreeSet<(String, String)>>,
@@ -122,7 +122,7 @@ pub(super) fn offered<'a>(
 /// `kubernetes.io/arch`); `None` when Karpenter resolved no AMI, an AMI does not say, or its
 /// `AMIsReady` is not True for the class's current generation (after an edit of the selector,
 /// the images in the status may be the old ones).
-pub(super) fn ami_architectures(ctx: &Context) -> Option<BTreeSet<String>> {
+pub(crate) fn ami_architectures(ctx: &Context) -> Option<BTreeSet<String>> {
     let class = &ctx.facts.cluster.node_class;
     let amis = &class.status.as_ref()?.amis;
     if amis.is_empty() {

@@ -202,3 +202,49 @@ pub fn next_minor(minor: &str) -> Option<String> {
 pub fn minor_of(raw: &str) -> Option<String> {
     crate::karpenter_versions::parse_kubernetes_version(raw).map(|(a, b)| format!("{a}.{b}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_parameters_are_karpenters_paths() {
+        let pinned = Alias::parse("al2023@v20240807").unwrap();
+        let names = pinned.parameters("1.31");
+        assert_eq!(names.len(), 5);
+        assert!(names.contains(&"/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.31-v20240807/image_id".to_owned()));
+        assert!(pinned.latest_parameters("1.32").contains(&"/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/arm64/standard/recommended/image_id".to_owned()));
+        let al2 = Alias::parse("al2@v20240807").unwrap().parameters("1.29");
+        assert!(al2.contains(&"/aws/service/eks/optimized-ami/1.29/amazon-linux-2-arm64/amazon-eks-arm64-node-1.29-v20240807/image_id".to_owned()));
+        let br = Alias::parse("bottlerocket@v1.20.0")
+            .unwrap()
+            .parameters("1.30");
+        assert!(br.contains(
+            &"/aws/service/bottlerocket/aws-k8s-1.30-nvidia/arm64/1.20.0/image_id".to_owned()
+        ));
+        let win = Alias::parse("windows2022@latest").unwrap();
+        assert!(!win.pinned());
+        assert_eq!(win.parameters_to_read("1.31").len(), 1);
+        assert_eq!(pinned.parameters_to_read("1.31").len(), 15);
+        assert_eq!(Alias::parse("ubuntu@latest"), None);
+        // Karpenter compares exactly: `LATEST` is a pinned release of that name, `AL2023` no family.
+        let shouting = Alias::parse("al2023@LATEST").unwrap();
+        assert!(shouting.pinned());
+        assert!(
+            shouting
+                .parameters("1.34")
+                .iter()
+                .all(|p| p.ends_with("-1.34-LATEST/image_id"))
+        );
+        assert_eq!(Alias::parse("AL2023@latest"), None);
+        assert_eq!(Alias::parse("al2023@"), None);
+    }
+
+    #[test]
+    fn minors() {
+        assert_eq!(next_minor("1.31").as_deref(), Some("1.32"));
+        assert_eq!(next_minor("1.x"), None);
+        assert_eq!(minor_of("v1.30.4-eks-a737599").as_deref(), Some("1.30"));
+        assert_eq!(minor_of("1.31").as_deref(), Some("1.31"));
+    }
+}

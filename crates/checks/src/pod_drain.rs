@@ -102,7 +102,7 @@ pub fn what_holds(drain: &NodeDrain, version: Option<&Version>, now: Timestamp) 
             }
             holding.blockers.push(format!(
                 "Pod {name} is terminating, its grace period ending {}",
-                super::at(until)
+                crate::wording::at(until)
             ));
             continue;
         }
@@ -121,7 +121,7 @@ pub fn what_holds(drain: &NodeDrain, version: Option<&Version>, now: Timestamp) 
                         Some(until) => format!(
                             "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, which \
                              Karpenter does not evict through until {}",
-                            super::at(until)
+                            crate::wording::at(until)
                         ),
                         None => format!(
                             "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written} and \
