@@ -277,6 +277,48 @@ mod tests {
         assert!(summary.starts_with("Profile?,Role?"), "{summary}");
     }
 
+    /// The derive's printer columns are written out by hand (`#[kube(printcolumn)]` takes
+    /// literals only): one per sub-condition, as the vocabulary table names it, between the
+    /// summary's columns. Their order is the CRD's own (`Registered` comes after `SGs`), kept so
+    /// the committed CRD does not change; any other drift fails here.
+    #[test]
+    fn the_printer_columns_are_the_vocabulary_tables_columns() {
+        let crd = KarpenterHealth::crd();
+        let columns = crd.spec.versions[0]
+            .additional_printer_columns
+            .clone()
+            .unwrap_or_default();
+        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names[..3], ["Ready", "Reason", "Not Ready"], "{names:?}");
+        assert_eq!(names[names.len() - 2..], ["Message", "Age"], "{names:?}");
+        let column =
+            |name: &str, path: String| (name.to_owned(), path, Some(1), "string".to_owned());
+        let mut got: Vec<_> = columns[3..columns.len() - 2]
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.json_path.clone(),
+                    c.priority,
+                    c.type_.clone(),
+                )
+            })
+            .collect();
+        let mut want: Vec<_> = ConditionType::sub_conditions()
+            .iter()
+            .map(|ty| {
+                let path = format!(".status.conditions[?(@.type==\"{ty}\")].status");
+                column(ty.column(), path)
+            })
+            .collect();
+        got.sort();
+        want.sort();
+        assert_eq!(
+            got, want,
+            "the printcolumns of health.rs drift from crates/api/src/vocabulary.rs"
+        );
+    }
+
     #[test]
     fn crd_is_cluster_scoped_with_status_shortname_and_category() {
         let crd = KarpenterHealth::crd();

@@ -1,6 +1,6 @@
-//! Generates docs/checks.md from the condition, reason and warning tables, so the reference
-//! cannot drift from the code. Pure: builds a string, no IO (a test compares it with the
-//! committed file).
+//! Generates docs/checks.md from the vocabulary table (conditions, reasons, warnings, what each
+//! check cannot see), so the reference cannot drift from the code. Pure: builds a string, no IO
+//! (a test compares it with the committed file).
 
 use crate::facts::UnknownCause;
 use crate::lab_coverage::Lab;
@@ -19,73 +19,29 @@ fn fragment(anchor: &str) -> &str {
     anchor.rsplit_once('#').map_or(anchor, |(_, f)| f)
 }
 
-/// Reasons earlier releases set and this one no longer does, by condition, with what replaced
-/// them: an alert raised by a leader still running one during an upgrade links here.
-const RETIRED: &[(ConditionType, &str, &str)] = &[(
-    ConditionType::DriftCanBeReplaced,
-    "DriftBlockedByBudget",
-    "Was `False` when every NodePool of the class had a budget always in force of 0 nodes for drift. Such a budget is how Karpenter's docs switch drift off, and the NodeClaims still expire, so it is now the warning `DriftHeldByBudget`, judged per NodePool, and the condition stays `True`.",
-)];
-
-/// What each check cannot see from where the operator stands: never a reason to say `False`,
-/// and named here so a `True` is read for what it is.
-const NOT_SEEN: &[(ConditionType, &str)] = &[
-    (
-        ConditionType::NodeRoleMapped,
-        "Access entries created for a role that was re-created later (bound to the old role's id) look valid from the API.",
-    ),
-    (
-        ConditionType::ControllerCanLaunch,
-        "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Of Karpenter's regional reads only ec2:DescribeImages is asked: a denial of its other Describe calls (subnets, security groups, instance types) is not seen. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible. Classes whose questions differ only in the names Karpenter tags with (EC2NodeClass, NodePool, the instance profile it makes) share IAM's answer when the controller's own policies cannot tell those names apart and IAM allowed every question the check reads: a service control policy that treats EC2NodeClasses or NodePools differently by name alone is missed for the second class (a denial the check reads is never shared). The alias's parameter is asked for one architecture and variant (x86_64 standard for AL2023): a policy granting only some of Karpenter's paths may deny others; it is not asked while the cluster's Kubernetes version is unknown.",
-    ),
-    (
-        ConditionType::InterruptionHandlingReady,
-        "Rules in other accounts that forward AWS's events to a custom bus here; EventBridge rule content filters beyond source and detail-type. Kinds of events the class's nodes cannot get yet (spot without spot NodePools, capacity reservations without reservations) are warnings.",
-    ),
-    (
-        ConditionType::SubnetsReady,
-        "Which instance types Karpenter will pick (the warm pool of the VPC CNI's default mode depends on them; 16 addresses are assumed); Cilium's ENI mode, which takes Pod addresses from VPC subnets. Only what a node needs for certain (one address, two where Pods take theirs from the node's subnet) makes it False.",
-    ),
-    (
-        ConditionType::NodeNetworkReady,
-        "Anything past a route's target: transit gateways, peering, appliances and inspection endpoints (Gateway Load Balancer, Network Firewall) are not followed; security groups and network ACLs on the path; NAT gateways and endpoints that the owner of a shared (RAM) VPC holds.",
-    ),
-    (
-        ConditionType::VolumeEncryptionReady,
-        "Key policies of keys in other accounts (GetKeyPolicy is denied across accounts); the controller role's IAM permissions on a key without IAM's simulator; encryption-context constraints of grants.",
-    ),
-    (
-        ConditionType::InstanceTypesAvailable,
-        "Requirements on keys it does not derive (GPU, accelerator, network, EBS bandwidth, hypervisor, zone id, OS), and unknown operators: they never remove a type, so a NodePool emptied only by them stays True; minValues is counted on the modelled keys only, under the Strict policy (a BestEffort or unread MIN_VALUES_POLICY never fails it). Reserved capacity is taken as offered only for the instance types and zones of the class's capacity reservations that are not expiring, once Karpenter's status lists them for the current generation with its ReservedCapacity gate on; otherwise (no usable reservation at all, which CapacityReservationsUsable judges, or not known) it is assumed available, and a reservation's available count is not read. Which types Karpenter would also drop (price, pods per node, kubelet reservations, insufficient capacity). An instance type AWS added since the catalog was read (at most 6 h ago, sooner on evidence about the class). Which NodePool a pending Pod may go to is judged from its node selector, required affinity and tolerations against each NodePool's taints, labels and requirements, never stricter than Karpenter (labels under Kubernetes, Karpenter and AWS-provider domains are taken as well-known, Gt and Lt admit everything); topology spread, Pod affinity, volumes and resources are not weighed, so a Pod another NodePool could not really take may leave an empty NodePool a warning.",
-    ),
-    (
-        ConditionType::DriftCanBeReplaced,
-        "Budgets whose schedule has lists, ranges, steps or month names (when they open is not computed: they are assumed to open), percentages above 0 that round to 0 on small NodePools, Pods annotated karpenter.sh/do-not-disrupt and PodDisruptionBudgets that block drift unless Karpenter's own DisruptionBlocked Events name them (Pods on nodes are not watched); what holds a terminating NodeClaim is read only once it has been terminating for KH_TERMINATING_LONG_AFTER, for at most 20 Nodes, and is up to a refresh interval old; a Pod whose fate depends on the Karpenter version is not judged while the version is unknown; eviction failures other than PodDisruptionBudgets (admission webhooks refusing the eviction, Pods a kubelet no longer reports) show only as Pods waiting. A drifted NodeClaim without the karpenter.sh/nodepool label, or whose NodePool is gone, is never said to be held by a budget.",
-    ),
-    (
-        ConditionType::AmisResolvable,
-        "Selector terms by ssmParameter (the parameter is not read); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered. EC2's answer about the images is up to an hour old (the account family), sooner on evidence (an edit of the class, a change of Karpenter's AMIsReady); images behind name and tag terms that EC2 drops are Karpenter's to replace, so they are only a warning. The controller's permissions to read the alias's parameter and to describe images are asked under ControllerCanLaunch. An alias Karpenter refuses at the cluster's version (al2 from 1.33, windows2025 before 1.35) is False only when the installed Karpenter refuses it (1.6, 1.9 and later) or its AMIsReady says UnsupportedAlias; with an older or unknown version it is judged by what its parameters resolve.",
-    ),
-    (
-        ConditionType::CapacityReservationsUsable,
-        "The selected reservations come from Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute) is not seen. Whether a selected reservation's instance type is one a NodePool allows is InstanceTypesAvailable's to say; the selected reservations' available count is not read. Open reservations of other accounts shared with this one, open reservations bought within the hour (the account family's period), and open reservations another EC2NodeClass selects (their status is not read with this class's).",
-    ),
-    (
-        ConditionType::LimitsLeaveRoom,
-        "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), and resources other than cpu, memory and nodes (limits.nodes stops a NodePool at its count from Karpenter 1.11; with an older or unknown version only once the count is past it); vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity. Which NodePools a waiting Pod may go to is judged from its node selector, required affinity and tolerations against each NodePool's taints, labels and requirements, never stricter than Karpenter; topology spread, Pod affinity, volumes and what fits beside other Pods are not weighed. Karpenter's Nominated Events are not read: a Pod counts once it has been unschedulable for KH_WAITING_ON_LIMITS_AFTER with no NodeClaim of the class registering, so a blocked Pod is False that much later, and not while another NodeClaim of the class registers.",
-    ),
-];
-
 /// docs/checks.md, generated.
 pub fn docs_markdown() -> String {
     let mut out = String::new();
-    // `write!` into a String cannot fail; the results are ignored on purpose.
-    let w = &mut out;
+    intro(&mut out);
+    summary(&mut out);
+    unknown_causes(&mut out);
+    for &ty in ConditionType::ALL {
+        condition_section(&mut out, ty);
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+// `write!` into a String cannot fail: below, the results are ignored on purpose.
+
+/// The title, what polarity means, and the table of conditions.
+fn intro(w: &mut String) {
     let _ = writeln!(w, "# KarpenterHealth checks\n");
     let _ = writeln!(
         w,
-        "<!-- Generated from crates/api/src/conditions.rs and crates/checks/src/warnings.rs; do \
-         not edit.\n     Regenerate: {REGENERATE} -->\n"
+        "<!-- Generated from the vocabulary table, crates/api/src/vocabulary.rs; do not \
+         edit.\n     Regenerate: {REGENERATE} -->\n"
     );
     let _ = writeln!(
         w,
@@ -112,7 +68,10 @@ pub fn docs_markdown() -> String {
             text(ty.meaning())
         );
     }
+}
 
+/// How `Ready` folds the sub-conditions, and what kstatus reads.
+fn summary(w: &mut String) {
     let _ = writeln!(w, "\n## The summary: `Ready`\n");
     let subs: Vec<String> = ConditionType::sub_conditions()
         .iter()
@@ -149,7 +108,10 @@ pub fn docs_markdown() -> String {
          of the last evaluation. A condition's `lastTransitionTime` moves only when its status \
          changes.\n"
     );
+}
 
+/// The shared reasons of `Unknown`, by the cause of the unobserved fact.
+fn unknown_causes(w: &mut String) {
     let _ = writeln!(w, "## Why a condition is `Unknown`\n");
     let _ = writeln!(
         w,
@@ -189,46 +151,45 @@ pub fn docs_markdown() -> String {
     }
     let _ = writeln!(w);
     reason_list(w, |r| r.meta().scope == ReasonScope::AnySubCondition);
+}
 
-    for &ty in ConditionType::ALL {
-        let _ = writeln!(w, "## {ty}\n");
-        let _ = writeln!(w, "<a id=\"{}\"></a>\n", section(ty));
-        let _ = writeln!(
-            w,
-            "{} Polarity: positive (`True` is healthy).\n",
-            text(ty.meaning())
-        );
-        if ty == ConditionType::Ready {
-            let _ = writeln!(w, "See [The summary: `Ready`](#the-summary-ready).\n");
-        }
-        if let Some((_, limits)) = NOT_SEEN.iter().find(|(t, _)| *t == ty) {
-            let _ = writeln!(w, "**What it cannot see.** {}\n", text(limits));
-        }
-        reason_list(w, |r| r.meta().scope == ReasonScope::Only(ty));
-        for (_, reason, note) in RETIRED.iter().filter(|(t, _, _)| *t == ty) {
-            let _ = writeln!(w, "<a id=\"{}\"></a>\n", reason.to_ascii_lowercase());
-            let _ = writeln!(w, "#### `{reason}` (retired)\n");
-            let _ = writeln!(w, "- {}\n", text(note));
-        }
-        let warnings: Vec<Warning> = Warning::ALL
-            .iter()
-            .copied()
-            .filter(|w| w.condition() == ty)
-            .collect();
-        if !warnings.is_empty() {
-            let _ = writeln!(w, "Warning findings (never change the condition):\n");
-            for warning in warnings {
-                let _ = writeln!(w, "<a id=\"{}\"></a>\n", fragment(&warning.docs_anchor()));
-                let _ = writeln!(w, "#### `{}` (warning)\n", warning.as_str());
-                let _ = writeln!(w, "- Severity: Warning");
-                let _ = writeln!(w, "- Meaning: {}", text(warning.meaning()));
-                let _ = writeln!(w, "- Remediation: {}\n", text(warning.remediation()));
-            }
+/// One condition: what `True` means, what it cannot see, its reasons (current and retired) and
+/// its warnings.
+fn condition_section(w: &mut String, ty: ConditionType) {
+    let _ = writeln!(w, "## {ty}\n");
+    let _ = writeln!(w, "<a id=\"{}\"></a>\n", section(ty));
+    let _ = writeln!(
+        w,
+        "{} Polarity: positive (`True` is healthy).\n",
+        text(ty.meaning())
+    );
+    if ty == ConditionType::Ready {
+        let _ = writeln!(w, "See [The summary: `Ready`](#the-summary-ready).\n");
+    }
+    if let Some(limits) = ty.cannot_see() {
+        let _ = writeln!(w, "**What it cannot see.** {}\n", text(limits));
+    }
+    reason_list(w, |r| r.meta().scope == ReasonScope::Only(ty));
+    for (reason, note) in ty.retired_reasons() {
+        let _ = writeln!(w, "<a id=\"{}\"></a>\n", reason.to_ascii_lowercase());
+        let _ = writeln!(w, "#### `{reason}` (retired)\n");
+        let _ = writeln!(w, "- {}\n", text(note));
+    }
+    let warnings: Vec<Warning> = Warning::ALL
+        .iter()
+        .copied()
+        .filter(|w| w.condition() == ty)
+        .collect();
+    if !warnings.is_empty() {
+        let _ = writeln!(w, "Warning findings (never change the condition):\n");
+        for warning in warnings {
+            let _ = writeln!(w, "<a id=\"{}\"></a>\n", fragment(&warning.docs_anchor()));
+            let _ = writeln!(w, "#### `{}` (warning)\n", warning.as_str());
+            let _ = writeln!(w, "- Severity: Warning");
+            let _ = writeln!(w, "- Meaning: {}", text(warning.meaning()));
+            let _ = writeln!(w, "- Remediation: {}\n", text(warning.remediation()));
         }
     }
-    out.truncate(out.trim_end().len());
-    out.push('\n');
-    out
 }
 
 /// Table text is plain prose; `<cluster>` would otherwise be read as an HTML tag and vanish.
@@ -284,7 +245,10 @@ mod tests {
     #[test]
     fn a_retired_reason_is_no_current_reason_and_keeps_its_anchor() {
         let docs = docs_markdown();
-        for (_, retired, _) in RETIRED {
+        let retired = ConditionType::ALL
+            .iter()
+            .flat_map(|ty| ty.retired_reasons());
+        for (retired, _) in retired {
             assert!(
                 Reason::ALL.iter().all(|r| r.to_string() != *retired),
                 "{retired}"

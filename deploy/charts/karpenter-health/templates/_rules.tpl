@@ -11,6 +11,9 @@ label and its runbook resolves to that reason's section of docs/checks.md (ancho
 in lower case). Only the replica holding the Lease exports conditions that are current, so each expression keeps
 the series of the leader (karpenter_health_leader == 1) and drops the per-replica labels, so a
 fail-over does not restart the alert's `for`.
+
+conditionTypes is every sub-condition of the vocabulary table (crates/api/src/vocabulary.rs), in
+its order; crates/api/tests/vocabulary_lists.rs fails when it drifts.
 */}}
 {{- define "karpenter-health.conditionTypes" -}}
 InstanceProfileReady NodeRoleReady NodeRoleMapped SecurityGroupsReady ClusterIdentityUnique MetadataOptionsSupported LabelsAllowed KarpenterStatusConsistent NodeClaimsRegistered ControllerCanLaunch InterruptionHandlingReady SpotReady SubnetsReady NodeNetworkReady VolumeEncryptionReady KarpenterVersionCompatible InstanceTypesAvailable LimitsLeaveRoom DriftCanBeReplaced AmisResolvable CapacityReservationsUsable
