@@ -74,8 +74,8 @@ fn union(groups: impl IntoIterator<Item = SecurityGroupFacts>) -> Vec<SecurityGr
 }
 
 impl AwsObserver {
-    /// Provider of `security_groups`: the union of the selector terms' answers: unknown if any term's is, and a last good answer
-    /// only if every term has one (aged as its oldest).
+    /// Provider of `security_groups`: the union of the selector terms' answers, unknown if any
+    /// term's is, and with a last good answer only if every term has one (aged as its oldest).
     pub(super) async fn security_groups(
         &self,
         terms: &[SelectorTerm],

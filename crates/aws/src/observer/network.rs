@@ -142,8 +142,8 @@ impl AwsObserver {
         AsIs(networks.await.into_iter().collect())
     }
 
-    /// Provider of `cluster_vpc`: DescribeCluster's `vpcId`, else the VPC of the cluster's own subnets
-    /// (one DescribeSubnets by id, cached like any id set).
+    /// Provider of `cluster_vpc`: DescribeCluster's `vpcId`, else the VPC of the cluster's own
+    /// subnets (one DescribeSubnets by id, cached like any id set).
     pub(super) async fn cluster_vpc(
         &self,
         eks: Option<&Read<EksClusterFacts>>,
