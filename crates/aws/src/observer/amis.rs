@@ -11,12 +11,15 @@
 //! every class with the same images (in calls of 200 ids, EC2's limit per filter), in the account family (a deprecation is set days ahead; an
 //! image deregistered or re-enabled changes Karpenter's AMIsReady, which revalidates at once).
 //! Does IO (through the SSM and EC2 ports).
+//!
+//! Provides the facts `ami_parameters` and `images`.
 
-use super::AwsObserver;
+use super::facts::{FactRead, note};
+use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;
 use crate::ports::Service;
 use futures::future::join_all;
-use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, Observed};
+use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, ImageFacts, Observed};
 use karpenter_health_checks::plan::ami_alias::{Alias, minor_of};
 
 /// The most values EC2 takes in one filter (DescribeImages `image-id`).
@@ -42,17 +45,23 @@ impl AmiReads {
             Err(unknown) => unknown.clone(),
         }
     }
+}
 
-    pub(super) fn current(&self) -> Observed<AmiParameters> {
+impl FactRead for AmiReads {
+    type Field = Observed<AmiParameters>;
+
+    fn current(&self) -> Observed<AmiParameters> {
         self.collect(|r| r.current.clone())
     }
 
-    pub(super) fn last_good(&self) -> Observed<AmiParameters> {
+    fn last_good(&self) -> Observed<AmiParameters> {
         self.collect(|r| super::shared::good(r).unwrap_or_default())
     }
 
-    pub(super) fn stale_age(&self) -> Option<std::time::Duration> {
-        self.reads.iter().filter_map(|(_, r)| r.stale_age()).max()
+    /// One note, aged as the oldest parameter kept.
+    fn note_stale(&self, fact: &'static str, stale: &mut Vec<StaleFact>) {
+        let age = self.reads.iter().filter_map(|(_, r)| r.stale_age()).max();
+        note(stale, fact, age);
     }
 }
 
@@ -74,9 +83,37 @@ pub(super) fn kubernetes_minor(
 }
 
 impl AwsObserver {
+    /// Provider of `ami_parameters`, read when the class has an `alias` term.
+    pub(super) async fn ami_parameters_fact(
+        &self,
+        request: &AwsRequest,
+        eks: Option<&Read<EksClusterFacts>>,
+    ) -> Option<AmiReads> {
+        match request.ami_alias.as_deref() {
+            Some(alias) => Some(
+                self.ami_parameters(
+                    alias,
+                    eks.map(|r| &r.current),
+                    request.apiserver_version.as_deref(),
+                )
+                .await,
+            ),
+            None => None,
+        }
+    }
+
+    /// Provider of `images`, read when the class has images to describe.
+    pub(super) async fn images_fact(&self, request: &AwsRequest) -> Option<Read<Vec<ImageFacts>>> {
+        if request.image_ids.is_empty() {
+            None
+        } else {
+            Some(self.images(&request.image_ids).await)
+        }
+    }
+
     /// The parameters `alias` needs, once the cluster's minor is known from `eks` or
     /// `apiserver_version`.
-    pub(super) async fn ami_parameters(
+    async fn ami_parameters(
         &self,
         alias: &str,
         eks: Option<&Observed<EksClusterFacts>>,
@@ -117,10 +154,7 @@ impl AwsObserver {
     }
 
     /// The images among `ids` EC2 has for the account (`ids` sorted, as the request gives them).
-    pub(super) async fn images(
-        &self,
-        ids: &[String],
-    ) -> Read<Vec<karpenter_health_checks::facts::ImageFacts>> {
+    async fn images(&self, ids: &[String]) -> Read<Vec<ImageFacts>> {
         let this = self.clone();
         let key = ids.to_vec();
         self.inner

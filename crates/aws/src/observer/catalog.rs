@@ -3,8 +3,10 @@
 //! availability zone). Both are region-wide: one cache key each, shared by every class, refreshed
 //! on the catalog family's period (hours: AWS adds instance types a few times a year). Does IO
 //! (through the EC2 port).
+//!
+//! Provides the fact `instance_types`.
 
-use super::AwsObserver;
+use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;
 use crate::ports::Service;
 use futures::join;
@@ -23,8 +25,20 @@ pub(super) type Offerings = Arc<BTreeMap<String, BTreeSet<String>>>;
 pub(super) type JudgedMemo = (Arc<Vec<InstanceTypeFacts>>, Offerings, Memo<Judged>);
 
 impl AwsObserver {
+    /// Provider of `instance_types`, read when a NodePool uses the class.
+    pub(super) async fn instance_types_fact(
+        &self,
+        request: &AwsRequest,
+    ) -> Option<Read<InstanceTypeCatalog>> {
+        if request.instance_types {
+            Some(self.instance_catalog().await)
+        } else {
+            None
+        }
+    }
+
     /// The region's catalog: unknown if either read is.
-    pub(super) async fn instance_catalog(&self) -> Read<InstanceTypeCatalog> {
+    async fn instance_catalog(&self) -> Read<InstanceTypeCatalog> {
         let (types, zones) = join!(self.instance_types(), self.instance_type_zones());
         let compose =
             |t: &Observed<Arc<Vec<InstanceTypeFacts>>>, z: &Observed<Offerings>| match (t, z) {

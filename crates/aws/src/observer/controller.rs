@@ -6,27 +6,33 @@
 //! permissions boundary), which say whether a simulation may be shared and are evaluated when
 //! the simulator cannot be asked. Also the spot service-linked role (GetRole) for `SpotReady`.
 //! Every read is cached; does IO (through the IAM port).
+//!
+//! Provides the facts `controller_role`, `controller_permissions`, `oidc_providers` and
+//! `spot_service_linked_role`.
 
-use super::AwsObserver;
+use super::facts::{AsIs, Conditional, FactRead, Unlisted, mapped};
+use super::iam::RoleReads;
+use super::pod_identity::EffectiveRoles;
 use super::shared::{Paged, because, not_observed};
+use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;
 use crate::ports::{RoleData, Service, Simulation};
 use futures::future::join_all;
 use karpenter_health_checks::facts::{
-    ControllerRoleFacts, Observed, PermissionFacts, PolicyDocument, RolePolicies,
-    SimulatedDecision, UnknownCause, Unobserved,
+    AccountFacts, ControllerRoleFacts, EksClusterFacts, Observed, PermissionFacts, PolicyDocument,
+    RolePolicies, SimulatedDecision, UnknownCause, Unobserved,
 };
 use karpenter_health_checks::iam_policy::sharing::Literals;
 use karpenter_health_checks::karpenter_permissions::{Group, Inputs};
 use std::collections::BTreeMap;
 
 /// The controller's reads.
-pub(super) struct ControllerReads {
-    pub(super) role: Read<RoleData>,
-    pub(super) permissions: Option<PermissionFacts>,
+struct ControllerReads {
+    role: Read<RoleData>,
+    permissions: Option<PermissionFacts>,
 }
 
-pub(super) fn role_facts(data: &RoleData) -> ControllerRoleFacts {
+fn role_facts(data: &RoleData) -> ControllerRoleFacts {
     ControllerRoleFacts {
         name: data.name.clone(),
         arn: data.arn.clone(),
@@ -159,7 +165,138 @@ pub fn simulations(role_arn: &str, inputs: &Inputs) -> Vec<Simulation> {
         .collect()
 }
 
+/// The controller's role ARN: its IRSA annotation's, else the role its Pod Identity association
+/// gives it (read just before).
+pub(super) fn controller_role_arn(
+    request: &AwsRequest,
+    pod_identity: &EffectiveRoles,
+) -> Option<String> {
+    request.controller.as_ref().and_then(|c| {
+        c.irsa_role_arn
+            .clone()
+            .or_else(|| pod_identity.of(c.service_account.as_ref()?))
+    })
+}
+
+fn unobserved(detail: &str) -> Unobserved {
+    Unobserved {
+        cause: UnknownCause::NotObserved,
+        detail: detail.to_owned(),
+    }
+}
+
+/// The answers the permission questions are built from, read before them.
+pub(super) struct EarlierAnswers<'a> {
+    pub(super) account: &'a Read<AccountFacts>,
+    pub(super) node_role: &'a RoleReads,
+    pub(super) eks: Option<&'a Read<EksClusterFacts>>,
+}
+
 impl AwsObserver {
+    /// Provider of `controller_role` and `controller_permissions`: the controller's role, when
+    /// one is known, and what it may do.
+    pub(super) async fn controller_facts(
+        &self,
+        request: &AwsRequest,
+        role_arn: Option<&str>,
+        earlier: EarlierAnswers<'_>,
+    ) -> (
+        Option<Read<ControllerRoleFacts>>,
+        AsIs<Option<PermissionFacts>>,
+    ) {
+        let Some(arn) = role_arn else {
+            return (None, AsIs(None));
+        };
+        let own = earlier
+            .account
+            .current
+            .found()
+            .map(|a| a.account_id.as_str());
+        let inputs = self.permission_inputs(request, &earlier);
+        let reads = self.controller(arn, own, inputs).await;
+        let role = mapped(reads.role, |data| role_facts(&data));
+        (Some(role), AsIs(reads.permissions))
+    }
+
+    /// The permission questions of the class: the cluster side from the request, the account,
+    /// region and node role from AWS.
+    fn permission_inputs(
+        &self,
+        request: &AwsRequest,
+        earlier: &EarlierAnswers<'_>,
+    ) -> Result<Inputs, Unobserved> {
+        let class = request
+            .controller
+            .as_ref()
+            .and_then(|c| c.class.clone())
+            .ok_or_else(|| unobserved("Karpenter's cluster name is not known"))?;
+        let account = match &earlier.account.current {
+            Observed::Found(a) => a,
+            Observed::Unknown(u) => return Err(because("account not read", u)),
+            Observed::Absent => return Err(unobserved("the AWS account is not known")),
+        };
+        let region = self
+            .inner
+            .region
+            .as_deref()
+            .ok_or_else(|| unobserved("the AWS region is not known"))?;
+        let node_role = match earlier.node_role.current() {
+            Some(Observed::Found(r)) => r.arn,
+            Some(Observed::Unknown(u)) => {
+                return Err(because("node role not read", &u));
+            }
+            _ => return Err(unobserved("the node role is not known in IAM")),
+        };
+        // The minor the alias's parameters are read for (`amis.rs`), which names the
+        // parameter the controller must be allowed to read.
+        let minor = super::amis::kubernetes_minor(
+            earlier.eks.map(|r| &r.current),
+            request.apiserver_version.as_deref(),
+        )
+        .ok()
+        .flatten();
+        Ok(class.complete(
+            &account.partition,
+            &account.account_id,
+            region,
+            &node_role,
+            minor.as_deref(),
+        ))
+    }
+
+    /// Provider of `oidc_providers`, read when the controller uses IRSA.
+    pub(super) async fn oidc_providers_fact(
+        &self,
+        request: &AwsRequest,
+    ) -> Unlisted<Conditional<Read<Vec<String>>>> {
+        let wants_irsa = request
+            .controller
+            .as_ref()
+            .is_some_and(|c| c.irsa_role_arn.is_some());
+        let read = if wants_irsa {
+            Some(self.oidc_providers().await)
+        } else {
+            None
+        };
+        Unlisted(Conditional::if_asked(read))
+    }
+
+    /// Provider of `spot_service_linked_role`: its ARN, read when a NodePool allows spot.
+    pub(super) async fn spot_service_linked_role(
+        &self,
+        request: &AwsRequest,
+    ) -> Unlisted<Option<Read<String>>> {
+        let read = if request.spot_service_linked_role {
+            Some(
+                self.role(karpenter_health_checks::plan::request::SPOT_SERVICE_LINKED_ROLE)
+                    .await,
+            )
+        } else {
+            None
+        };
+        Unlisted(read.map(|role| mapped(role, |role| role.arn)))
+    }
+
     /// A role by name, through the shared role cache.
     pub(super) async fn role(&self, name: &str) -> Read<RoleData> {
         let this = self.clone();
@@ -174,7 +311,7 @@ impl AwsObserver {
             .await
     }
 
-    pub(super) async fn oidc_providers(&self) -> Read<Vec<String>> {
+    async fn oidc_providers(&self) -> Read<Vec<String>> {
         let this = self.clone();
         self.inner
             .oidc_providers
@@ -199,7 +336,7 @@ impl AwsObserver {
     /// The controller role and, when `inputs` are known, what it may do. A role of another
     /// account than `own_account` is not read: IAM's GetRole takes a name and looks in the
     /// caller's account, so it would answer NoSuchEntity for a role that exists elsewhere.
-    pub(super) async fn controller(
+    async fn controller(
         &self,
         role_arn: &str,
         own_account: Option<&str>,
@@ -379,49 +516,52 @@ impl AwsObserver {
         None
     }
 
+    /// The role's inline policies, as documents (ListRolePolicies, then GetRolePolicy each).
+    async fn inline_policies(&self, name: String) -> Read<Vec<PolicyDocument>> {
+        let this = self.clone();
+        self.inner
+            .inline_policies
+            .get(name.clone(), move || async move {
+                let iam = &this.inner.iam;
+                let mut names = Vec::new();
+                let listed = this
+                    .pages(
+                        Service::Iam,
+                        "ListRolePolicies",
+                        &name,
+                        |marker| iam.list_role_policies(&name, marker),
+                        |page| names.extend(page),
+                    )
+                    .await?;
+                if listed == Paged::Absent {
+                    return Ok(None);
+                }
+                let mut docs = Vec::new();
+                for policy in names {
+                    let doc = this
+                        .load(
+                            Service::Iam,
+                            "GetRolePolicy",
+                            &format!("{name} {policy}"),
+                            iam.get_role_policy(&name, &policy),
+                        )
+                        .await?;
+                    if let Some(document) = doc {
+                        docs.push(PolicyDocument {
+                            name: format!("inline policy {policy}"),
+                            document,
+                        });
+                    }
+                }
+                Ok(Some(docs))
+            })
+            .await
+    }
+
     /// The role's inline and attached policies and its boundary, as documents.
     async fn role_policies(&self, role: &RoleData) -> Observed<RolePolicies> {
         let name = role.name.clone();
-        let inline = {
-            let this = self.clone();
-            let name = name.clone();
-            self.inner
-                .inline_policies
-                .get(name.clone(), move || async move {
-                    let iam = &this.inner.iam;
-                    let mut names = Vec::new();
-                    let listed = this
-                        .pages(
-                            Service::Iam,
-                            "ListRolePolicies",
-                            &name,
-                            |marker| iam.list_role_policies(&name, marker),
-                            |page| names.extend(page),
-                        )
-                        .await?;
-                    if listed == Paged::Absent {
-                        return Ok(None);
-                    }
-                    let mut docs = Vec::new();
-                    for policy in names {
-                        let doc = this
-                            .load(
-                                Service::Iam,
-                                "GetRolePolicy",
-                                &format!("{name} {policy}"),
-                                iam.get_role_policy(&name, &policy),
-                            )
-                            .await?;
-                        if let Some(document) = doc {
-                            docs.push(PolicyDocument {
-                                name: format!("inline policy {policy}"),
-                                document,
-                            });
-                        }
-                    }
-                    Ok(Some(docs))
-                })
-        };
+        let inline = self.inline_policies(name.clone());
         let attached = self.attached_policies(name.clone());
         let (inline, attached) = futures::join!(inline, attached);
         let inline = match inline.current {

@@ -1,14 +1,17 @@
 //! EC2 reads of the observer: the security groups the selector terms select (cached per term,
 //! so node classes sharing a term share its call) and the sweep of the cluster's Karpenter
 //! instances (cached per cluster). Does IO (through the EC2 port); the filter builders are pure.
+//!
+//! Provides the facts `security_groups`, `cluster_instances` and `open_capacity_reservations`.
 
-use super::AwsObserver;
+use super::facts::Conditional;
 use super::shared::union_of_reads;
+use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;
 use crate::ports::{Filter, Service};
 use futures::future::join_all;
 use karpenter_health_api::karpenter::SelectorTerm;
-use karpenter_health_checks::facts::{InstanceFacts, SecurityGroupFacts};
+use karpenter_health_checks::facts::{CapacityReservationFacts, InstanceFacts, SecurityGroupFacts};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Instance states worth knowing: terminated instances are gone (and linger in answers for an
@@ -71,8 +74,8 @@ fn union(groups: impl IntoIterator<Item = SecurityGroupFacts>) -> Vec<SecurityGr
 }
 
 impl AwsObserver {
-    /// The union of the selector terms' answers: unknown if any term's is, and a last good answer
-    /// only if every term has one (aged as its oldest).
+    /// Provider of `security_groups`: the union of the selector terms' answers, unknown if any
+    /// term's is, and with a last good answer only if every term has one (aged as its oldest).
     pub(super) async fn security_groups(
         &self,
         terms: &[SelectorTerm],
@@ -114,7 +117,19 @@ impl AwsObserver {
             .await
     }
 
-    pub(super) async fn instances(&self, cluster: &str) -> Read<Vec<InstanceFacts>> {
+    /// Provider of `cluster_instances`, swept when Karpenter's cluster name is known.
+    pub(super) async fn cluster_instances(
+        &self,
+        cluster: Option<&str>,
+    ) -> Conditional<Read<Vec<InstanceFacts>>> {
+        let read = match cluster {
+            Some(c) => Some(self.instances(c).await),
+            None => None,
+        };
+        Conditional::of_cluster(read)
+    }
+
+    async fn instances(&self, cluster: &str) -> Read<Vec<InstanceFacts>> {
         let this = self.clone();
         let cluster = cluster.to_owned();
         self.inner
@@ -144,12 +159,22 @@ impl AwsObserver {
 }
 
 impl AwsObserver {
+    /// Provider of `open_capacity_reservations`, read when a NodePool uses the class.
+    pub(super) async fn open_capacity_reservations_fact(
+        &self,
+        request: &AwsRequest,
+    ) -> Option<Read<Vec<CapacityReservationFacts>>> {
+        if request.instance_types {
+            Some(self.open_capacity_reservations().await)
+        } else {
+            None
+        }
+    }
+
     /// The account's active open capacity reservations in the region: one key shared by every
     /// class, in the account family (a reservation bought shows within the hour, or at once on
     /// evidence). Whether Karpenter's launches still fall into them is the check's question.
-    pub(super) async fn open_capacity_reservations(
-        &self,
-    ) -> Read<Vec<karpenter_health_checks::facts::CapacityReservationFacts>> {
+    async fn open_capacity_reservations(&self) -> Read<Vec<CapacityReservationFacts>> {
         let this = self.clone();
         self.inner
             .open_reservations

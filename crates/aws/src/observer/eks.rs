@@ -1,8 +1,11 @@
 //! EKS reads of the observer: the cluster (DescribeCluster) and the node role's access entries
 //! (ListAccessEntries, then DescribeAccessEntry for the matching principals), cached by cluster
 //! and role. Does IO (through the EKS port).
+//!
+//! Provides the facts `eks_cluster` and `node_role_access_entries`.
 
 use super::AwsObserver;
+use super::facts::Conditional;
 use super::iam::{RoleReads, path_stripped_role_arn};
 use super::shared::{Paged, because, not_observed};
 use crate::cache::Read;
@@ -31,9 +34,40 @@ impl AwsObserver {
             .await
     }
 
+    /// Provider of `eks_cluster`: the cluster Karpenter names, when its name is known.
+    pub(super) async fn eks_cluster_fact(
+        &self,
+        cluster: Option<&str>,
+    ) -> Conditional<Read<EksClusterFacts>> {
+        let read = match cluster {
+            Some(c) => Some(self.eks_cluster(c).await),
+            None => None,
+        };
+        Conditional::of_cluster(read)
+    }
+
+    /// Provider of `node_role_access_entries`: the node role's access entries, else why there was
+    /// no role to look them up by.
+    pub(super) async fn node_role_access_entries(
+        &self,
+        cluster: Option<&str>,
+        eks: Option<&Read<EksClusterFacts>>,
+        role: &RoleReads,
+    ) -> Conditional<Read<Vec<AccessEntryFacts>>> {
+        let read = match self.access_entries(cluster, eks, role).await {
+            Some(read) => Some(read),
+            // Nothing was read: the reason is the answer, and there is no older one.
+            None => role.access_blocked.clone().map(|why| Read {
+                current: why,
+                last_good: None,
+            }),
+        };
+        Conditional::of_cluster(read)
+    }
+
     /// The access entries of the node role, or `None` when there is no cluster or no role name
-    /// to look them up by (the facade then reports why).
-    pub(super) async fn access_entries(
+    /// to look them up by.
+    async fn access_entries(
         &self,
         cluster: Option<&str>,
         eks: Option<&Read<EksClusterFacts>>,
@@ -69,11 +103,29 @@ impl AwsObserver {
             Some(Observed::Unknown(u)) => return not_read(u),
             None => return None,
         };
+        let read = self.access_entries_of(cluster, role_arn, role_name).await;
+        Some(match read.current {
+            // ListAccessEntries is never "absent" here (mapped above); keep the type honest.
+            Observed::Absent => Read {
+                current: Observed::Found(Vec::new()),
+                ..read
+            },
+            _ => read,
+        })
+    }
+
+    /// The access entries of `cluster` whose principal is the role (with or without its path),
+    /// cached by cluster and role ARN.
+    async fn access_entries_of(
+        &self,
+        cluster: &str,
+        role_arn: String,
+        role_name: String,
+    ) -> Read<Vec<AccessEntryFacts>> {
         let this = self.clone();
         let key = (cluster.to_owned(), role_arn.clone());
         let cluster = cluster.to_owned();
-        let read = self
-            .inner
+        self.inner
             .access
             .get(key, move || async move {
                 let eks = &this.inner.eks;
@@ -114,14 +166,6 @@ impl AwsObserver {
                 entries.sort_by(|a, b| a.principal_arn.cmp(&b.principal_arn));
                 Ok(Some(entries))
             })
-            .await;
-        Some(match read.current {
-            // ListAccessEntries is never "absent" here (mapped above); keep the type honest.
-            Observed::Absent => Read {
-                current: Observed::Found(Vec::new()),
-                ..read
-            },
-            _ => read,
-        })
+            .await
     }
 }

@@ -8,8 +8,9 @@
 //! is asked as given; IAM's `ValidationError` for a name it cannot hold is its answer that no
 //! such object exists. Nothing is answered without a call.
 
-use super::AwsObserver;
+use super::facts::{FactRead, note};
 use super::shared::{Paged, because, good, not_observed};
+use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;
 use crate::ports::{RoleData, Service};
 use futures::join;
@@ -63,8 +64,12 @@ impl RoleReads {
             access_blocked: Some(not_observed(format!("no node role to look up: {why}"))),
         }
     }
+}
 
-    pub(super) fn current(&self) -> Option<Observed<RoleFacts>> {
+impl FactRead for RoleReads {
+    type Field = Option<Observed<RoleFacts>>;
+
+    fn current(&self) -> Option<Observed<RoleFacts>> {
         if let Some(u) = &self.undetermined {
             return Some(Observed::Unknown(u.clone()));
         }
@@ -77,7 +82,7 @@ impl RoleReads {
         )
     }
 
-    pub(super) fn last_good(&self) -> Option<Observed<RoleFacts>> {
+    fn last_good(&self) -> Option<Observed<RoleFacts>> {
         if self.undetermined.is_some() && self.role.is_none() {
             return Some(Observed::default());
         }
@@ -87,6 +92,18 @@ impl RoleReads {
             Some((obs, _)) => obs.clone().map(|data| role_facts(data, attached())),
             None => Observed::default(),
         })
+    }
+
+    /// The role and, on its own, the list of its attached policies (a nested field).
+    fn note_stale(&self, fact: &'static str, stale: &mut Vec<StaleFact>) {
+        if let Some(r) = &self.role {
+            note(stale, fact, r.role.stale_age());
+            note(
+                stale,
+                "node_role.attached_policy_arns",
+                r.attached.stale_age(),
+            );
+        }
     }
 }
 
@@ -98,6 +115,33 @@ pub(super) fn path_stripped_role_arn(arn: &str, name: &str) -> Option<String> {
 }
 
 impl AwsObserver {
+    /// Provider of `instance_profile` and `node_role`: the profile, and the role the spec names
+    /// (read alongside) or else the profile's role (read after it).
+    pub(super) async fn node_identity(
+        &self,
+        request: &AwsRequest,
+    ) -> (Option<Read<InstanceProfileFacts>>, RoleReads) {
+        let profile = async {
+            match request
+                .instance_profile
+                .as_deref()
+                .filter(|p| !p.is_empty())
+            {
+                Some(name) => Some(self.instance_profile(name).await),
+                None => None,
+            }
+        };
+        match request.role.as_deref().filter(|r| !r.is_empty()) {
+            // The role is named: no need to wait for the profile.
+            Some(role) => join!(profile, self.node_role(Some(role), None)),
+            None => {
+                let profile = profile.await;
+                let role = self.node_role(None, profile.as_ref()).await;
+                (profile, role)
+            }
+        }
+    }
+
     pub(super) async fn instance_profile(&self, given: &str) -> Read<InstanceProfileFacts> {
         let this = self.clone();
         let name = lookup_name(given, "instance-profile");

@@ -4,9 +4,11 @@
 //! (ListEventBuses, ListRuleNamesByTarget per bus, DescribeRule each), and for a custom bus with
 //! such rules the default bus's rules that forward to it; cached by queue name. Does IO (through
 //! the SQS, EventBridge and KMS ports).
+//!
+//! Provides the fact `interruption_queue`.
 
-use super::AwsObserver;
 use super::shared::{Paged, because};
+use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;
 use crate::ports::{EventBus, Service};
 use karpenter_health_checks::facts::{EventRuleFacts, Observed, QueueFacts, Unobserved};
@@ -22,7 +24,22 @@ type Targeting = (
 );
 
 impl AwsObserver {
-    pub(super) async fn interruption_queue(&self, name: &str) -> Read<QueueFacts> {
+    /// Provider of `interruption_queue`, read when Karpenter is given a queue name.
+    pub(super) async fn interruption_queue_fact(
+        &self,
+        request: &AwsRequest,
+    ) -> Option<Read<QueueFacts>> {
+        match request
+            .interruption_queue
+            .as_deref()
+            .filter(|q| !q.is_empty())
+        {
+            Some(name) => Some(self.interruption_queue(name).await),
+            None => None,
+        }
+    }
+
+    async fn interruption_queue(&self, name: &str) -> Read<QueueFacts> {
         let this = self.clone();
         let name = name.to_owned();
         self.inner

@@ -6,8 +6,11 @@
 //! The route tables are cached per VPC *and* set of subnets asked about: a class whose subnets
 //! change (a new subnet, just associated with its route table) gets route tables read with them,
 //! never an older answer in which the new subnet would fall back to the main table.
+//!
+//! Provides the facts `subnets`, `cluster_vpc` and `vpc_networks`.
 
 use super::AwsObserver;
+use super::facts::AsIs;
 use super::shared::{because, not_observed, union_of_reads};
 use crate::cache::{Cache, Read};
 use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};
@@ -89,7 +92,7 @@ impl AwsObserver {
             .await
     }
 
-    /// The class's subnets: those Karpenter's status lists when it lists any, else the union of
+    /// Provider of `subnets`: those Karpenter's status lists when it lists any, else the union of
     /// what each selector term matches (unknown if any term's answer is).
     pub(super) async fn subnets(
         &self,
@@ -119,8 +122,28 @@ impl AwsObserver {
         union_of_reads(reads, union)
     }
 
-    /// The cluster's VPC: DescribeCluster's `vpcId`, else the VPC of the cluster's own subnets
-    /// (one DescribeSubnets by id, cached like any id set).
+    /// Provider of `vpc_networks`: the network of each VPC the class's subnets are in, read once
+    /// per VPC whatever the number of classes (issue 12).
+    pub(super) async fn vpc_networks(
+        &self,
+        subnets: &Read<Vec<SubnetFacts>>,
+    ) -> AsIs<BTreeMap<String, Observed<VpcNetworkFacts>>> {
+        let mut vpcs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for subnet in subnets.current.found().into_iter().flatten() {
+            vpcs.entry(subnet.vpc_id.clone())
+                .or_default()
+                .push(subnet.id.clone());
+        }
+        let networks = join_all(vpcs.into_iter().map(|(vpc, mut ids)| async move {
+            ids.sort();
+            let network = self.vpc_network(&vpc, ids).await;
+            (vpc, Observed::Found(network))
+        }));
+        AsIs(networks.await.into_iter().collect())
+    }
+
+    /// Provider of `cluster_vpc`: DescribeCluster's `vpcId`, else the VPC of the cluster's own
+    /// subnets (one DescribeSubnets by id, cached like any id set).
     pub(super) async fn cluster_vpc(
         &self,
         eks: Option<&Read<EksClusterFacts>>,
@@ -167,7 +190,7 @@ impl AwsObserver {
 
     /// The network of `vpc`: each part read (and cached) on its own, so a denied call leaves
     /// only its part unknown.
-    pub(super) async fn vpc_network(&self, vpc: &str, subnets: Vec<String>) -> VpcNetworkFacts {
+    async fn vpc_network(&self, vpc: &str, subnets: Vec<String>) -> VpcNetworkFacts {
         let (route_tables, nat_gateways, endpoints, dns_support, dns_hostnames) = join!(
             self.route_tables(vpc, subnets),
             self.nat_gateways(vpc),

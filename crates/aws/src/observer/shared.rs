@@ -157,8 +157,11 @@ pub(super) fn not_observed<T>(detail: impl Into<String>) -> Observed<T> {
     Observed::unknown(UnknownCause::NotObserved, detail)
 }
 
+/// Why a fact about the cluster was not read.
+pub(super) const NO_CLUSTER: &str = "Karpenter's cluster name is not known";
+
 pub(super) fn no_cluster<T>() -> Observed<T> {
-    not_observed("Karpenter's cluster name is not known")
+    not_observed(NO_CLUSTER)
 }
 
 /// The last found/absent answer of a read, without its age.

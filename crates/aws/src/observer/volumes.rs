@@ -5,9 +5,11 @@
 //! (SimulatePrincipalPolicy) for customer-managed keys), cached per key reference so classes
 //! sharing a key share the reads. Does IO (through the EC2 and KMS
 //! ports).
+//!
+//! Provides the facts `ebs_encryption` and `kms_keys`.
 
-use super::AwsObserver;
 use super::shared::{Paged, because, not_observed};
+use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;
 use crate::ports::{Service, Simulation};
 use karpenter_health_checks::facts::{
@@ -19,19 +21,34 @@ use karpenter_health_checks::plan::volume_keys::{
 use std::collections::BTreeMap;
 
 /// What the volume reads produced for one class.
-pub(super) struct VolumeReads {
-    pub ebs: Option<Read<EbsEncryptionFacts>>,
-    pub keys: BTreeMap<String, Read<KmsKeyFacts>>,
+struct VolumeReads {
+    ebs: Option<Read<EbsEncryptionFacts>>,
+    keys: BTreeMap<String, Read<KmsKeyFacts>>,
 }
 
 impl AwsObserver {
+    /// Provider of `ebs_encryption` and `kms_keys`, read when the class's volumes are asked
+    /// about: one read, since the account's default key is among the keys to read.
+    pub(super) async fn volume_facts(
+        &self,
+        request: &AwsRequest,
+        controller_role: Option<&str>,
+    ) -> (
+        Option<Read<EbsEncryptionFacts>>,
+        BTreeMap<String, Read<KmsKeyFacts>>,
+    ) {
+        match &request.volume_keys {
+            Some(keys) => {
+                let reads = self.volumes(keys, controller_role).await;
+                (reads.ebs, reads.keys)
+            }
+            None => (None, BTreeMap::new()),
+        }
+    }
+
     /// `controller_role`: the Karpenter controller's role ARN, whose grants on each
     /// customer-managed key are read too.
-    pub(super) async fn volumes(
-        &self,
-        keys: &VolumeKeys,
-        controller_role: Option<&str>,
-    ) -> VolumeReads {
+    async fn volumes(&self, keys: &VolumeKeys, controller_role: Option<&str>) -> VolumeReads {
         let ebs = match keys.default {
             DefaultKeyUse::Never => None,
             use_ => Some(self.ebs_encryption(use_ == DefaultKeyUse::Always).await),
