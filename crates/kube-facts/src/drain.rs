@@ -5,7 +5,7 @@
 //! drains normally costs no call. Does IO (`read_drain`, [`DrainReads::refresh`]); the
 //! translation of Pods and budgets is pure.
 
-use crate::watches::cause_of_api_error;
+use crate::api_errors::cause_of_api_error;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use karpenter_health_checks::facts::{BudgetFacts, NodeDrain, Observed, PodOnNode};

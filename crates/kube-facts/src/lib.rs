@@ -3,10 +3,12 @@
 //! the translation helpers are pure.
 #![forbid(unsafe_code)]
 
+mod api_errors;
 pub mod changes;
 pub mod disruption_events;
 pub mod drain;
 pub mod index;
+pub mod inputs;
 pub mod karpenter_settings;
 pub mod lean_node_claim;
 pub mod listed;
@@ -18,5 +20,6 @@ pub mod trim;
 pub mod watch_health;
 pub mod watches;
 
+pub use inputs::WatchTargets;
 pub use snapshot::Overrides;
-pub use watches::{KubeFacts, Triggers, WatchTargets};
+pub use watches::{KubeFacts, Triggers};

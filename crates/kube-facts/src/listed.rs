@@ -2,16 +2,11 @@
 //! same objects the watches follow, listed once (paged, read-only) and trimmed the same way, into
 //! the same [`Sources`] the operator's caches produce. Does IO (list calls).
 
-use crate::lean_node_claim::LeanNodeClaim;
+use crate::api_errors::cause_of_api_error;
+use crate::inputs::{Input, Inputs, WatchTargets};
 use crate::node_claims::{NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, SharedPendingPods};
 use crate::snapshot::Sources;
-use crate::trim;
-use crate::watches::{WatchTargets, cause_of_api_error, trim_guarded};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
-use k8s_openapi::api::core::v1::{Event, Pod};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_checks::facts::Observed;
 use kube::api::ListParams;
@@ -28,7 +23,7 @@ const PAGE_SIZE: u32 = 500;
 /// Lists every object `params` selects, page by page.
 async fn list_all<K>(api: &Api<K>, params: &ListParams) -> Result<Vec<K>, kube::Error>
 where
-    K: Resource + Clone + Debug + DeserializeOwned,
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
     let mut items = Vec::new();
     let mut params = params.clone().limit(PAGE_SIZE);
@@ -42,55 +37,42 @@ where
     }
 }
 
-/// Lists, trims, and turns a failure into `Unknown` with its cause, naming what was read.
-async fn observe_list<K>(
-    api: Api<K>,
-    params: ListParams,
-    what: &str,
-    trim: fn(&mut K),
-) -> Observed<Vec<Arc<K>>>
+/// Lists `input`, trims, and turns a failure into `Unknown` with its cause, naming what was read.
+async fn observe_list<K>(api: Api<K>, input: &Input<K>) -> Observed<Vec<Arc<K>>>
 where
-    K: Resource + Clone + Debug + DeserializeOwned,
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
-    match list_all(&api, &params).await {
+    match list_all(&api, &input.list_params()).await {
         Ok(items) => Observed::Found(
             items
                 .into_iter()
                 .map(|mut item| {
-                    trim(&mut item);
+                    (input.trim)(&mut item);
                     Arc::new(item)
                 })
                 .collect(),
         ),
         Err(error) => Observed::unknown(
             cause_of_api_error(&error),
-            format!("listing {what}: {error}"),
+            format!("listing {}: {error}", input.listing),
         ),
     }
 }
 
 /// One named object, read the way the operator's watch reads it (a list by field selector, so
 /// the same `list` permission suffices): `Found(None)` when the list proves it absent.
-async fn observe_named<K>(
-    api: Api<K>,
-    name: &str,
-    what: &str,
-    trim: fn(&mut K),
-) -> Observed<Option<Arc<K>>>
+async fn observe_named<K>(api: Api<K>, input: &Input<K>) -> Observed<Option<Arc<K>>>
 where
-    K: Resource + Clone + Debug + DeserializeOwned,
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
-    let params = ListParams::default().fields(&format!("metadata.name={name}"));
-    observe_list(api, params, what, trim)
+    observe_list(api, input)
         .await
         .map(|items| items.into_iter().next())
 }
 
-/// Reads every input the checks need besides the EC2NodeClasses, concurrently.
+/// Reads every input the checks need besides the EC2NodeClasses ([`Inputs`]), concurrently.
 pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
-    let karpenter_ns = &targets.karpenter_namespace;
-    let pending = ListParams::default().fields("status.phase=Pending,spec.nodeName=");
-    let blocked = ListParams::default().fields(crate::disruption_events::FIELD_SELECTOR);
+    let inputs = Inputs::of(targets);
     let (
         node_pools,
         node_claims,
@@ -103,101 +85,53 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         node_pool_crd,
         aws_node_daemonset,
     ) = futures::join!(
+        observe_list(inputs.node_pools.cluster_api(client), &inputs.node_pools),
+        observe_list(inputs.node_claims.cluster_api(client), &inputs.node_claims),
+        observe_list(inputs.pending_pods.api(client), &inputs.pending_pods),
         observe_list(
-            Api::all(client.clone()),
-            ListParams::default(),
-            "NodePools",
-            trim_guarded
+            inputs.disruption_events.api(client),
+            &inputs.disruption_events
         ),
-        observe_list::<LeanNodeClaim>(
-            Api::all(client.clone()),
-            ListParams::default(),
-            "NodeClaims",
-            |claim| {
-                if let Err(invalid) = &claim.0 {
-                    tracing::warn!(
-                        name = invalid.metadata.name.as_deref().unwrap_or("<unnamed>"),
-                        error = %invalid.error,
-                        "skipping malformed NodeClaim"
-                    );
-                }
-            }
-        ),
-        observe_list::<Pod>(Api::all(client.clone()), pending, "pending Pods", |_| {}),
-        observe_list::<Event>(
-            Api::all(client.clone()),
-            blocked,
-            "DisruptionBlocked Events",
-            |_| {}
+        observe_named(inputs.aws_auth.api(client), &inputs.aws_auth),
+        observe_named(
+            inputs.karpenter_deployment.api(client),
+            &inputs.karpenter_deployment
         ),
         observe_named(
-            Api::namespaced(client.clone(), "kube-system"),
-            "aws-auth",
-            "ConfigMap kube-system/aws-auth",
-            trim::metadata
+            inputs.karpenter_service_account.api(client),
+            &inputs.karpenter_service_account
         ),
         observe_named(
-            Api::namespaced(client.clone(), karpenter_ns),
-            &targets.karpenter_deployment,
-            "the Karpenter Deployment",
-            trim::deployment
+            inputs.aws_node_service_account.api(client),
+            &inputs.aws_node_service_account
         ),
         observe_named(
-            Api::namespaced(client.clone(), karpenter_ns),
-            &targets.karpenter_service_account,
-            "the Karpenter ServiceAccount",
-            trim::metadata_keep_annotations
+            inputs.node_pool_crd.cluster_api(client),
+            &inputs.node_pool_crd
         ),
         observe_named(
-            Api::namespaced(client.clone(), "kube-system"),
-            "aws-node",
-            "ServiceAccount kube-system/aws-node",
-            trim::metadata_keep_annotations
-        ),
-        observe_named(
-            Api::all(client.clone()),
-            "nodepools.karpenter.sh",
-            "CRD nodepools.karpenter.sh",
-            trim::node_pool_crd
-        ),
-        observe_named(
-            Api::namespaced(client.clone(), "kube-system"),
-            "aws-node",
-            "DaemonSet kube-system/aws-node",
-            trim::daemonset
+            inputs.aws_node_daemonset.api(client),
+            &inputs.aws_node_daemonset
         ),
     );
     let (node_claim_crd, node_class_crd, validating, mutating, endpoints, version) = futures::join!(
         observe_named(
-            Api::all(client.clone()),
-            "nodeclaims.karpenter.sh",
-            "CRD nodeclaims.karpenter.sh",
-            trim::node_pool_crd
+            inputs.node_claim_crd.cluster_api(client),
+            &inputs.node_claim_crd
         ),
         observe_named(
-            Api::all(client.clone()),
-            "ec2nodeclasses.karpenter.k8s.aws",
-            "CRD ec2nodeclasses.karpenter.k8s.aws",
-            trim::node_pool_crd
-        ),
-        observe_list::<ValidatingWebhookConfiguration>(
-            Api::all(client.clone()),
-            ListParams::default(),
-            "ValidatingWebhookConfigurations",
-            trim::validating_webhooks
-        ),
-        observe_list::<MutatingWebhookConfiguration>(
-            Api::all(client.clone()),
-            ListParams::default(),
-            "MutatingWebhookConfigurations",
-            trim::mutating_webhooks
+            inputs.node_class_crd.cluster_api(client),
+            &inputs.node_class_crd
         ),
         observe_list(
-            Api::namespaced(client.clone(), karpenter_ns),
-            ListParams::default(),
-            "Endpoints in Karpenter's namespace",
-            trim::endpoints
+            inputs.validating_webhooks.cluster_api(client),
+            &inputs.validating_webhooks
         ),
+        observe_list(
+            inputs.mutating_webhooks.cluster_api(client),
+            &inputs.mutating_webhooks
+        ),
+        observe_list(inputs.endpoints.api(client), &inputs.endpoints),
         client.apiserver_version(),
     );
     let mut karpenter_crds = Observed::Found(Vec::new());
@@ -240,7 +174,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         karpenter_crds,
         webhooks,
         endpoints,
-        karpenter_namespace: karpenter_ns.clone(),
+        karpenter_namespace: targets.karpenter_namespace.clone(),
         apiserver_version,
         aws_node_daemonset,
     }

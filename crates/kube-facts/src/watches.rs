@@ -2,13 +2,14 @@
 //! stream of touched objects that the controller maps onto the EC2NodeClasses to re-check.
 //! Does IO (list/watch against the API server).
 
+use crate::api_errors::{cause_of_api_error, cause_of_watch_error};
 use crate::changes::changed_objects;
 use crate::disruption_events::{DisruptionEventIndex, EventsTouched, SharedDisruptionEvents};
 use crate::index::{SharedIndex, WatchIndex};
+use crate::inputs::{Input, Inputs, WatchTargets};
 use crate::node_claims::{ClaimsTouched, NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
 use crate::snapshot::{Overrides, Sources, WideMemo, class_facts};
-use crate::trim;
 pub use crate::watch_health::WATCH_STALE_AFTER;
 use crate::watch_health::WatchHealth;
 use futures::stream::BoxStream;
@@ -20,7 +21,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::{EC2NodeClass, NodePool};
-use karpenter_health_checks::facts::{ClusterFacts, Observed, UnknownCause};
+use karpenter_health_checks::facts::{ClusterFacts, Observed};
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -29,24 +30,6 @@ use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Where the Karpenter controller lives; defaults follow Karpenter's Helm chart.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WatchTargets {
-    pub karpenter_namespace: String,
-    pub karpenter_deployment: String,
-    pub karpenter_service_account: String,
-}
-
-impl Default for WatchTargets {
-    fn default() -> Self {
-        Self {
-            karpenter_namespace: "kube-system".into(),
-            karpenter_deployment: "karpenter".into(),
-            karpenter_service_account: "karpenter".into(),
-        }
-    }
-}
 
 /// A stream of objects a watch touched (added, changed in what the checks read, or deleted), for
 /// the controller's triggers.
@@ -84,116 +67,37 @@ impl std::fmt::Debug for Triggers {
     }
 }
 
-/// Classifies a watch failure by the API error inside it.
-fn cause_of(error: &watcher::Error) -> UnknownCause {
-    match error {
-        watcher::Error::InitialListFailed(error)
-        | watcher::Error::WatchStartFailed(error)
-        | watcher::Error::WatchFailed(error) => cause_of_api_error(error),
-        watcher::Error::WatchError(status) => cause_of_status_code(status.code),
-        _ => UnknownCause::Unavailable,
-    }
-}
-
-/// Classifies a failed API call: 403 is a permission problem, 404 a kind the server lacks.
-pub(crate) fn cause_of_api_error(error: &kube::Error) -> UnknownCause {
-    match error {
-        kube::Error::Api(status) => cause_of_status_code(status.code),
-        _ => UnknownCause::Unavailable,
-    }
-}
-
-fn cause_of_status_code(code: u16) -> UnknownCause {
-    match code {
-        403 | 401 => UnknownCause::AccessDenied,
-        404 => UnknownCause::Unsupported,
-        429 => UnknownCause::Throttled,
-        _ => UnknownCause::Unavailable,
-    }
-}
-
 /// Objects per list page of the indexed watches (kube-runtime's default is 500): a page is
 /// decoded whole before its objects are indexed, so smaller pages leave less freed memory behind.
 const LIST_PAGE_SIZE: u32 = 100;
 
-const NODE_POOLS: &str = "nodepools";
-const NODE_CLAIMS: &str = "nodeclaims";
-const PENDING_PODS: &str = "pending pods";
-const DISRUPTION_EVENTS: &str = "DisruptionBlocked events";
-const AWS_AUTH: &str = "kube-system/aws-auth";
-const KARPENTER_DEPLOYMENT: &str = "karpenter deployment";
-const KARPENTER_SA: &str = "karpenter serviceaccount";
-const AWS_NODE_SA: &str = "kube-system/aws-node serviceaccount";
-const NODE_POOL_CRD: &str = "nodepools.karpenter.sh CRD";
-const NODE_CLAIM_CRD: &str = "nodeclaims.karpenter.sh CRD";
-const NODE_CLASS_CRD: &str = "ec2nodeclasses.karpenter.k8s.aws CRD";
-const VALIDATING_WEBHOOKS: &str = "validatingwebhookconfigurations";
-const MUTATING_WEBHOOKS: &str = "mutatingwebhookconfigurations";
-const KARPENTER_ENDPOINTS: &str = "endpoints in karpenter's namespace";
-const AWS_NODE_DAEMONSET: &str = "kube-system/aws-node daemonset";
-const ALL_WATCHES: &[&str] = &[
-    NODE_POOLS,
-    NODE_CLAIMS,
-    PENDING_PODS,
-    DISRUPTION_EVENTS,
-    AWS_AUTH,
-    KARPENTER_DEPLOYMENT,
-    KARPENTER_SA,
-    AWS_NODE_SA,
-    NODE_POOL_CRD,
-    NODE_CLAIM_CRD,
-    NODE_CLASS_CRD,
-    VALIDATING_WEBHOOKS,
-    MUTATING_WEBHOOKS,
-    KARPENTER_ENDPOINTS,
-    AWS_NODE_DAEMONSET,
-];
-
 /// Starts a trimmed, reflected watch and returns its cache and the stream of objects whose
 /// trimmed content changed (see [`changed_objects`]).
-fn reflected<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    name: &'static str,
-    health: &WatchHealth,
-    trim: fn(&mut K),
-) -> (Store<K>, Touched<K>)
+fn reflected<K>(api: Api<K>, input: &Input<K>, health: &WatchHealth) -> (Store<K>, Touched<K>)
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
     let health = health.clone();
-    let events = watcher(api, config)
+    let name = input.watch;
+    let events = watcher(api, input.watch_config())
         .default_backoff()
-        .modify(trim)
+        .modify(input.trim)
         .reflect(writer)
         .inspect(move |event| match event {
             Ok(watcher::Event::InitDone) => health.succeeded(name, true),
             Ok(_) => health.succeeded(name, false),
             Err(error) => {
                 tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
-                health.failed(name, cause_of(error), error.to_string(), Instant::now());
+                health.failed(
+                    name,
+                    cause_of_watch_error(error),
+                    error.to_string(),
+                    Instant::now(),
+                );
             }
         });
     (reader, changed_objects(events).boxed())
-}
-
-/// Guarded objects are trimmed only when they deserialized; a malformed one is kept as the error
-/// the snapshot skips, and logged once per change.
-pub(crate) fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
-    trim_guarded_with(guarded, trim::metadata);
-}
-
-/// Logs a malformed object (kept as the error the snapshot skips) once per change.
-fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&mut K)) {
-    match &mut guarded.0 {
-        Ok(object) => trim(object),
-        Err(invalid) => tracing::warn!(
-            name = invalid.metadata.name.as_deref().unwrap_or("<unnamed>"),
-            error = %invalid.error,
-            "skipping malformed object"
-        ),
-    }
 }
 
 /// Watches straight into a compact index (no object store): an object is held as the few
@@ -201,8 +105,7 @@ fn trim_guarded_with<K: Resource>(guarded: &mut DeserializeGuard<K>, trim: fn(&m
 /// nothing the checks read yield nothing.
 fn indexed<I>(
     api: Api<I::Object>,
-    config: watcher::Config,
-    name: &'static str,
+    input: &Input<I::Object>,
     health: &WatchHealth,
 ) -> (
     SharedIndex<I>,
@@ -216,6 +119,8 @@ where
     let shared = SharedIndex::<I>::default();
     let index = shared.clone();
     let health = health.clone();
+    let name = input.watch;
+    let config = input.watch_config().page_size(LIST_PAGE_SIZE);
     let stream = watcher(api, config)
         .default_backoff()
         .filter_map(move |event| {
@@ -245,7 +150,12 @@ where
                 }
                 Err(error) => {
                     tracing::warn!(watch = name, %error, "watch failed; retrying with backoff");
-                    health.failed(name, cause_of(&error), error.to_string(), Instant::now());
+                    health.failed(
+                        name,
+                        cause_of_watch_error(&error),
+                        error.to_string(),
+                        Instant::now(),
+                    );
                     Some(Err(error))
                 }
             };
@@ -281,6 +191,8 @@ pub struct KubeFacts {
     health: WatchHealth,
     /// The cluster-wide facts, derived once per change of their inputs for every class.
     wide: Arc<WideMemo>,
+    /// What is watched, by the names its health is kept under.
+    inputs: Inputs,
 }
 
 impl std::fmt::Debug for KubeFacts {
@@ -291,126 +203,60 @@ impl std::fmt::Debug for KubeFacts {
     }
 }
 
-pub(crate) fn by_name(name: &str) -> watcher::Config {
-    watcher::Config::default().fields(&format!("metadata.name={name}"))
-}
-
 impl KubeFacts {
-    /// Sets up every watch. Nothing is listed until the returned triggers are polled.
+    /// Sets up a watch of every input ([`Inputs`]). Nothing is listed until the returned triggers
+    /// are polled.
     pub fn new(client: &Client, targets: &WatchTargets) -> (Self, Triggers) {
+        let inputs = Inputs::of(targets);
         let health = WatchHealth::default();
-        let (node_pools, node_pool_stream) = reflected(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-            NODE_POOLS,
-            &health,
-            trim_guarded,
-        );
-        let (node_claims, node_claim_stream) = indexed::<NodeClaimIndex>(
-            Api::all(client.clone()),
-            watcher::Config::default().page_size(LIST_PAGE_SIZE),
-            NODE_CLAIMS,
-            &health,
-        );
-        // Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
-        let (pending_pods, pod_stream) = indexed::<PendingPodIndex>(
-            Api::all(client.clone()),
-            watcher::Config::default()
-                .fields("status.phase=Pending,spec.nodeName=")
-                .page_size(LIST_PAGE_SIZE),
-            PENDING_PODS,
-            &health,
-        );
-        // What keeps NodeClaims from being disrupted, as Karpenter says: few, small Events.
+        let c = client;
+        let i = &inputs;
+        let (node_pools, node_pool_stream) =
+            reflected(i.node_pools.cluster_api(c), &i.node_pools, &health);
+        let (node_claims, node_claim_stream) =
+            indexed::<NodeClaimIndex>(i.node_claims.cluster_api(c), &i.node_claims, &health);
+        let (pending_pods, pod_stream) =
+            indexed::<PendingPodIndex>(i.pending_pods.api(c), &i.pending_pods, &health);
         let (disruption_events, disruption_stream) = indexed::<DisruptionEventIndex>(
-            Api::all(client.clone()),
-            watcher::Config::default()
-                .fields(crate::disruption_events::FIELD_SELECTOR)
-                .page_size(LIST_PAGE_SIZE),
-            DISRUPTION_EVENTS,
+            i.disruption_events.api(c),
+            &i.disruption_events,
             &health,
         );
-        let (aws_auth, aws_auth_stream) = reflected(
-            Api::namespaced(client.clone(), "kube-system"),
-            by_name("aws-auth"),
-            AWS_AUTH,
-            &health,
-            trim::metadata,
-        );
+        let (aws_auth, aws_auth_stream) = reflected(i.aws_auth.api(c), &i.aws_auth, &health);
         let (karpenter_deployment, deployment_stream) = reflected(
-            Api::namespaced(client.clone(), &targets.karpenter_namespace),
-            by_name(&targets.karpenter_deployment),
-            KARPENTER_DEPLOYMENT,
+            i.karpenter_deployment.api(c),
+            &i.karpenter_deployment,
             &health,
-            trim::deployment,
         );
         let (karpenter_service_account, karpenter_sa_stream) = reflected(
-            Api::namespaced(client.clone(), &targets.karpenter_namespace),
-            by_name(&targets.karpenter_service_account),
-            KARPENTER_SA,
+            i.karpenter_service_account.api(c),
+            &i.karpenter_service_account,
             &health,
-            trim::metadata_keep_annotations,
         );
         let (aws_node_service_account, aws_node_sa_stream) = reflected(
-            Api::namespaced(client.clone(), "kube-system"),
-            by_name("aws-node"),
-            AWS_NODE_SA,
+            i.aws_node_service_account.api(c),
+            &i.aws_node_service_account,
             &health,
-            trim::metadata_keep_annotations,
         );
-        // The NodePool CRD's validation rules decide which label keys Karpenter rejects.
-        let (node_pool_crd, node_pool_crd_stream) = reflected(
-            Api::all(client.clone()),
-            by_name("nodepools.karpenter.sh"),
-            NODE_POOL_CRD,
-            &health,
-            trim::node_pool_crd,
-        );
-        // The other Karpenter CRDs: stored versions, schema fields, conversion webhook.
-        let (node_claim_crd, node_claim_crd_stream) = reflected(
-            Api::all(client.clone()),
-            by_name("nodeclaims.karpenter.sh"),
-            NODE_CLAIM_CRD,
-            &health,
-            trim::node_pool_crd,
-        );
-        let (node_class_crd, node_class_crd_stream) = reflected(
-            Api::all(client.clone()),
-            by_name("ec2nodeclasses.karpenter.k8s.aws"),
-            NODE_CLASS_CRD,
-            &health,
-            trim::node_pool_crd,
-        );
-        // Webhook configurations are few and small once trimmed to their Services.
+        let (node_pool_crd, node_pool_crd_stream) =
+            reflected(i.node_pool_crd.cluster_api(c), &i.node_pool_crd, &health);
+        let (node_claim_crd, node_claim_crd_stream) =
+            reflected(i.node_claim_crd.cluster_api(c), &i.node_claim_crd, &health);
+        let (node_class_crd, node_class_crd_stream) =
+            reflected(i.node_class_crd.cluster_api(c), &i.node_class_crd, &health);
         let (validating_webhooks, validating_stream) = reflected(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-            VALIDATING_WEBHOOKS,
+            i.validating_webhooks.cluster_api(c),
+            &i.validating_webhooks,
             &health,
-            trim::validating_webhooks,
         );
         let (mutating_webhooks, mutating_stream) = reflected(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-            MUTATING_WEBHOOKS,
+            i.mutating_webhooks.cluster_api(c),
+            &i.mutating_webhooks,
             &health,
-            trim::mutating_webhooks,
         );
-        // Karpenter's webhooks (and conversion) call a Service in its own namespace.
-        let (endpoints, endpoints_stream) = reflected(
-            Api::namespaced(client.clone(), &targets.karpenter_namespace),
-            watcher::Config::default(),
-            KARPENTER_ENDPOINTS,
-            &health,
-            trim::endpoints,
-        );
-        let (aws_node_daemonset, aws_node_daemonset_stream) = reflected(
-            Api::namespaced(client.clone(), "kube-system"),
-            by_name("aws-node"),
-            AWS_NODE_DAEMONSET,
-            &health,
-            trim::daemonset,
-        );
+        let (endpoints, endpoints_stream) = reflected(i.endpoints.api(c), &i.endpoints, &health);
+        let (aws_node_daemonset, aws_node_daemonset_stream) =
+            reflected(i.aws_node_daemonset.api(c), &i.aws_node_daemonset, &health);
         let facts = Self {
             node_pools,
             node_claims,
@@ -434,6 +280,7 @@ impl KubeFacts {
             aws_node_daemonset,
             health,
             wide: Arc::default(),
+            inputs,
         };
         let triggers = Triggers {
             node_pools: node_pool_stream,
@@ -462,53 +309,65 @@ impl KubeFacts {
 
     /// Whether every cache has completed its first list.
     pub fn is_ready(&self) -> bool {
-        self.health.all_synced(ALL_WATCHES)
+        self.health.all_synced(&self.inputs.watch_names())
     }
 
     /// The cluster facts of one EC2NodeClass from the caches as they are now.
     pub fn snapshot(&self, node_class: &EC2NodeClass, overrides: &Overrides) -> ClusterFacts {
         let single = |store: &Store<ServiceAccount>| store.state().into_iter().next();
         let sources = Sources {
-            node_pools: self.health.observe(NODE_POOLS, || self.node_pools.state()),
+            node_pools: self
+                .health
+                .observe(self.inputs.node_pools.watch, || self.node_pools.state()),
             node_claims: self
                 .health
-                .observe(NODE_CLAIMS, || self.node_claims.clone()),
+                .observe(self.inputs.node_claims.watch, || self.node_claims.clone()),
             pending_pods: self
                 .health
-                .observe(PENDING_PODS, || self.pending_pods.clone()),
+                .observe(self.inputs.pending_pods.watch, || self.pending_pods.clone()),
             disruption_events: self
                 .health
-                .observe(DISRUPTION_EVENTS, || self.disruption_events.clone()),
+                .observe(self.inputs.disruption_events.watch, || {
+                    self.disruption_events.clone()
+                }),
             drains: self.drains.clone(),
-            aws_auth: self
-                .health
-                .observe(AWS_AUTH, || self.aws_auth.state().into_iter().next()),
-            karpenter_deployment: self.health.observe(KARPENTER_DEPLOYMENT, || {
-                self.karpenter_deployment.state().into_iter().next()
+            aws_auth: self.health.observe(self.inputs.aws_auth.watch, || {
+                self.aws_auth.state().into_iter().next()
             }),
+            karpenter_deployment: self
+                .health
+                .observe(self.inputs.karpenter_deployment.watch, || {
+                    self.karpenter_deployment.state().into_iter().next()
+                }),
             karpenter_service_account: self
                 .health
-                .observe(KARPENTER_SA, || single(&self.karpenter_service_account)),
+                .observe(self.inputs.karpenter_service_account.watch, || {
+                    single(&self.karpenter_service_account)
+                }),
             aws_node_service_account: self
                 .health
-                .observe(AWS_NODE_SA, || single(&self.aws_node_service_account)),
-            node_pool_crd: self.health.observe(NODE_POOL_CRD, || {
+                .observe(self.inputs.aws_node_service_account.watch, || {
+                    single(&self.aws_node_service_account)
+                }),
+            node_pool_crd: self.health.observe(self.inputs.node_pool_crd.watch, || {
                 self.node_pool_crd.state().into_iter().next()
             }),
             karpenter_crds: self.karpenter_crds(),
             webhooks: self.webhooks(),
             endpoints: self
                 .health
-                .observe(KARPENTER_ENDPOINTS, || self.endpoints.state()),
+                .observe(self.inputs.endpoints.watch, || self.endpoints.state()),
             karpenter_namespace: self.karpenter_namespace.clone(),
             apiserver_version: self
                 .apiserver_version
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
-            aws_node_daemonset: self.health.observe(AWS_NODE_DAEMONSET, || {
-                self.aws_node_daemonset.state().into_iter().next()
-            }),
+            aws_node_daemonset: self
+                .health
+                .observe(self.inputs.aws_node_daemonset.watch, || {
+                    self.aws_node_daemonset.state().into_iter().next()
+                }),
         };
         let wide = self.wide.get(&sources, overrides);
         class_facts(node_class, &sources, overrides, &wide)
@@ -523,9 +382,9 @@ impl KubeFacts {
     fn karpenter_crds(&self) -> Observed<Vec<Arc<CustomResourceDefinition>>> {
         let mut all = Vec::new();
         for (name, store) in [
-            (NODE_POOL_CRD, &self.node_pool_crd),
-            (NODE_CLAIM_CRD, &self.node_claim_crd),
-            (NODE_CLASS_CRD, &self.node_class_crd),
+            (self.inputs.node_pool_crd.watch, &self.node_pool_crd),
+            (self.inputs.node_claim_crd.watch, &self.node_claim_crd),
+            (self.inputs.node_class_crd.watch, &self.node_class_crd),
         ] {
             match self.health.observe(name, || store.state()) {
                 Observed::Found(crds) => all.extend(crds),
@@ -540,10 +399,14 @@ impl KubeFacts {
     fn webhooks(&self) -> Observed<Vec<crate::snapshot::Webhook>> {
         let validating = self
             .health
-            .observe(VALIDATING_WEBHOOKS, || self.validating_webhooks.state());
+            .observe(self.inputs.validating_webhooks.watch, || {
+                self.validating_webhooks.state()
+            });
         let mutating = self
             .health
-            .observe(MUTATING_WEBHOOKS, || self.mutating_webhooks.state());
+            .observe(self.inputs.mutating_webhooks.watch, || {
+                self.mutating_webhooks.state()
+            });
         crate::snapshot::webhooks_of_configurations(validating, mutating)
     }
 
@@ -570,7 +433,7 @@ impl KubeFacts {
         client: &Client,
         before: jiff::Timestamp,
     ) -> Option<Vec<String>> {
-        if !self.health.all_synced(&[NODE_CLAIMS]) {
+        if !self.health.all_synced(&[self.inputs.node_claims.watch]) {
             return None;
         }
         Some(self.drains.refresh(client, &self.node_claims, before).await)
