@@ -201,7 +201,7 @@ impl Bench {
         self.timeline
             .mark(Phase::Edits, "aws-auth edits", window.from, to);
         // The last edit's Events are announced one gathering window after its writes.
-        tokio::time::sleep(karpenter_health_operator::events::EVENT_WINDOW).await;
+        tokio::time::sleep(karpenter_health_operator::reconcile::announce::EVENT_WINDOW).await;
         let requests_after = apiserver_requests(&self.client, &OPERATOR_WRITTEN)
             .await
             .ok();

@@ -4,15 +4,15 @@
 
 use crate::coalesce::coalesce;
 use crate::config::OperatorConfig;
-use crate::context::{AwsPort, Context, WrittenStatuses};
+use crate::context::{AwsPort, Context};
 use crate::crd;
 use crate::http::{self, Probes};
 use crate::leader::{self, SharedShutdown};
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
+use crate::reconcile::write::{StatusWriter, WrittenStatuses};
 use crate::reconcile::{Lane, error_policy, reconcile};
 use crate::shutdown::{RECONCILE_GRACE, WRITER_FLUSH, unless_stopped};
-use crate::status_writer::StatusWriter;
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
 use futures::stream::BoxStream;

@@ -8,7 +8,6 @@ pub mod context;
 pub mod controller;
 pub mod crd;
 pub mod error;
-pub mod events;
 pub mod health_object;
 pub mod http;
 pub mod leader;
@@ -17,7 +16,6 @@ pub mod one_shot;
 pub mod readiness;
 pub mod reconcile;
 pub mod shutdown;
-pub mod status_writer;
 pub mod triggers;
 
 pub use config::{EvaluationConfig, OperatorConfig};

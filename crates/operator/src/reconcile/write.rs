@@ -5,12 +5,14 @@
 //! for [`events::EVENT_WINDOW`] into one Event per cause, within a per-object Event budget.
 //! Does IO.
 
-use crate::context::WrittenStatuses;
 use crate::error::Error;
-use crate::events::{self, ClassRefs, ClassTransitions, EventBudget, Transition};
 use crate::health_object;
 use crate::metrics::Metrics;
-use crate::reconcile::{retry_after, without_last_evaluated};
+use crate::reconcile::announce::{
+    self as events, ClassRefs, ClassTransitions, EventBudget, Transition,
+};
+use crate::reconcile::decide::without_last_evaluated;
+use crate::reconcile::schedule::retry_after;
 use k8s_openapi::api::core::v1::ObjectReference;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use kube::Api;
@@ -19,6 +21,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
+
+/// The status this process last wrote per EC2NodeClass, shared with the trigger that ignores the
+/// watch events of those very writes.
+pub type WrittenStatuses = Arc<Mutex<HashMap<String, KarpenterHealthStatus>>>;
 
 /// Status writes in flight at once, across classes. An aws-auth edit decides every class within
 /// milliseconds; writing 16 at a time lands 20 classes in two round trips instead of five (the
