@@ -69,105 +69,143 @@ fn go_duration(text: &str) -> Option<SignedDuration> {
 /// What holds the drain of `drain`'s Node at `now`, for the installed Karpenter's `version`
 /// (`None`: unknown).
 pub fn what_holds(drain: &NodeDrain, version: Option<&Version>, now: Timestamp) -> Holding {
-    let karpenter_v1 = version.map(|v| v.major >= 1);
     let mut holding = Holding::default();
     let mut undecided: Vec<String> = Vec::new();
     for pod in &drain.pods {
-        let name = format!("{}/{}", pod.namespace, pod.name);
-        if matches!(pod.phase.as_str(), "Succeeded" | "Failed") || pod.mirror {
-            continue;
-        }
-        let tolerates = match karpenter_v1 {
-            Some(true) => Some(pod.tolerates_disrupted),
-            Some(false) => Some(pod.tolerates_disrupting),
-            None if pod.tolerates_disrupted == pod.tolerates_disrupting => {
-                Some(pod.tolerates_disrupted)
-            }
-            None => None,
-        };
-        match tolerates {
-            Some(true) => continue,
-            Some(false) => {}
-            None => {
-                undecided.push(format!(
-                    "Pod {name} tolerates one of Karpenter's drain taints, and which one this \
-                     Karpenter uses depends on its version, which is unknown"
-                ));
-                continue;
-            }
-        }
-        if let Some(until) = pod.deleting_until {
-            if now.duration_since(until) > STUCK_TERMINATING_AFTER {
-                continue;
-            }
-            holding.blockers.push(format!(
-                "Pod {name} is terminating, its grace period ending {}",
-                crate::wording::at(until)
-            ));
-            continue;
-        }
-        // A duration protects the Pod for that long after it started, from Karpenter 1.12; an
-        // invalid value, or a duration before 1.12, is no annotation.
-        let protection = match pod.do_not_disrupt.as_deref() {
-            None => None,
-            Some("true") => Some(None),
-            Some(other) => go_duration(other).map(|d| Some((other, d))),
-        };
-        if let Some(Some((written, d))) = protection {
-            let until = pod.started.map(|s| s + d);
-            match version.map(|v| *v >= DURATION_DO_NOT_DISRUPT) {
-                Some(true) if until.is_none_or(|u| now < u) => {
-                    holding.blockers.push(match until {
-                        Some(until) => format!(
-                            "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, which \
-                             Karpenter does not evict through until {}",
-                            crate::wording::at(until)
-                        ),
-                        None => format!(
-                            "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written} and \
-                             has no start time, which Karpenter does not evict through"
-                        ),
-                    });
-                    continue;
-                }
-                Some(_) => {}
-                None => {
-                    undecided.push(format!(
-                        "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, a \
-                         duration Karpenter honours from 1.12 on, and this Karpenter's version is \
-                         unknown"
-                    ));
-                    continue;
-                }
-            }
-        }
-        if protection == Some(None) {
-            match karpenter_v1 {
-                Some(true) => {
-                    holding.blockers.push(format!(
-                        "Pod {name} is annotated karpenter.sh/do-not-disrupt, which Karpenter \
-                         does not evict through"
-                    ));
-                    continue;
-                }
-                Some(false) => {}
-                None => {
-                    undecided.push(format!(
-                        "Pod {name} is annotated karpenter.sh/do-not-disrupt, which holds the \
-                         drain from Karpenter v1 on, and this Karpenter's version is unknown"
-                    ));
-                    continue;
-                }
-            }
-        }
-        match refusal(pod, &drain.budgets) {
-            Refusal::Refused(why) => holding.blockers.push(why),
-            Refusal::Allowed => holding.waiting.push(name),
-            Refusal::Unread(why) => undecided.push(why),
+        match pod_hold(pod, drain, version, now) {
+            PodHold::Free => {}
+            PodHold::Blocker(why) => holding.blockers.push(why),
+            PodHold::Waiting(name) => holding.waiting.push(name),
+            PodHold::Undecided(why) => undecided.push(why),
         }
     }
     holding.undecided = (!undecided.is_empty()).then(|| undecided.join("; "));
     holding
+}
+
+/// How one Pod bears on a drain.
+enum PodHold {
+    /// It does not hold the drain.
+    Free,
+    /// It holds the drain: why.
+    Blocker(String),
+    /// Karpenter may evict it and waits for it to go: its name.
+    Waiting(String),
+    /// Whether it holds the drain depends on what is not known: why.
+    Undecided(String),
+}
+
+/// Whether `pod` holds the drain: not when finished, a mirror Pod or tolerating the drain
+/// taint; else while terminating, protected by karpenter.sh/do-not-disrupt, or refused
+/// eviction by a PodDisruptionBudget.
+fn pod_hold(
+    pod: &PodOnNode,
+    drain: &NodeDrain,
+    version: Option<&Version>,
+    now: Timestamp,
+) -> PodHold {
+    let karpenter_v1 = version.map(|v| v.major >= 1);
+    let name = format!("{}/{}", pod.namespace, pod.name);
+    if matches!(pod.phase.as_str(), "Succeeded" | "Failed") || pod.mirror {
+        return PodHold::Free;
+    }
+    let tolerates = match karpenter_v1 {
+        Some(true) => Some(pod.tolerates_disrupted),
+        Some(false) => Some(pod.tolerates_disrupting),
+        None if pod.tolerates_disrupted == pod.tolerates_disrupting => {
+            Some(pod.tolerates_disrupted)
+        }
+        None => None,
+    };
+    match tolerates {
+        Some(true) => return PodHold::Free,
+        Some(false) => {}
+        None => {
+            return PodHold::Undecided(format!(
+                "Pod {name} tolerates one of Karpenter's drain taints, and which one this \
+                 Karpenter uses depends on its version, which is unknown"
+            ));
+        }
+    }
+    if let Some(until) = pod.deleting_until {
+        if now.duration_since(until) > STUCK_TERMINATING_AFTER {
+            return PodHold::Free;
+        }
+        return PodHold::Blocker(format!(
+            "Pod {name} is terminating, its grace period ending {}",
+            crate::wording::at(until)
+        ));
+    }
+    if let Some(hold) = do_not_disrupt_hold(pod, &name, version, now) {
+        return hold;
+    }
+    match refusal(pod, &drain.budgets) {
+        Refusal::Refused(why) => PodHold::Blocker(why),
+        Refusal::Allowed => PodHold::Waiting(name),
+        Refusal::Unread(why) => PodHold::Undecided(why),
+    }
+}
+
+/// Whether `pod`'s karpenter.sh/do-not-disrupt annotation decides its hold on the drain (a
+/// duration from Karpenter 1.12, `true` from v1); `None` when it does not.
+fn do_not_disrupt_hold(
+    pod: &PodOnNode,
+    name: &str,
+    version: Option<&Version>,
+    now: Timestamp,
+) -> Option<PodHold> {
+    let karpenter_v1 = version.map(|v| v.major >= 1);
+    // A duration protects the Pod for that long after it started, from Karpenter 1.12; an
+    // invalid value, or a duration before 1.12, is no annotation.
+    let protection = match pod.do_not_disrupt.as_deref() {
+        None => None,
+        Some("true") => Some(None),
+        Some(other) => go_duration(other).map(|d| Some((other, d))),
+    };
+    if let Some(Some((written, d))) = protection {
+        let until = pod.started.map(|s| s + d);
+        match version.map(|v| *v >= DURATION_DO_NOT_DISRUPT) {
+            Some(true) if until.is_none_or(|u| now < u) => {
+                return Some(PodHold::Blocker(match until {
+                    Some(until) => format!(
+                        "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, which \
+                         Karpenter does not evict through until {}",
+                        crate::wording::at(until)
+                    ),
+                    None => format!(
+                        "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written} and \
+                         has no start time, which Karpenter does not evict through"
+                    ),
+                }));
+            }
+            Some(_) => {}
+            None => {
+                return Some(PodHold::Undecided(format!(
+                    "Pod {name} is annotated karpenter.sh/do-not-disrupt: {written}, a \
+                     duration Karpenter honours from 1.12 on, and this Karpenter's version is \
+                     unknown"
+                )));
+            }
+        }
+    }
+    if protection == Some(None) {
+        match karpenter_v1 {
+            Some(true) => {
+                return Some(PodHold::Blocker(format!(
+                    "Pod {name} is annotated karpenter.sh/do-not-disrupt, which Karpenter \
+                     does not evict through"
+                )));
+            }
+            Some(false) => {}
+            None => {
+                return Some(PodHold::Undecided(format!(
+                    "Pod {name} is annotated karpenter.sh/do-not-disrupt, which holds the \
+                     drain from Karpenter v1 on, and this Karpenter's version is unknown"
+                )));
+            }
+        }
+    }
+    None
 }
 
 enum Refusal {

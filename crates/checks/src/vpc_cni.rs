@@ -102,10 +102,33 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
                 .into(),
         );
     }
+    let (computed, basis) = warm_pool(env);
+    let (warm, basis) = if computed < FLOOR {
+        let basis = if computed == 0 {
+            basis
+        } else {
+            format!("{basis}, below the floor of {FLOOR}, which is used instead")
+        };
+        (FLOOR, basis)
+    } else {
+        (computed, basis)
+    };
+    NodeAddressNeed {
+        // Its own address and one for a Pod: Pods take theirs from this subnet.
+        certain: 2,
+        warm,
+        basis,
+    }
+}
+
+/// The addresses the VPC CNI's warm pool takes on a started node (0 when that depends on the
+/// instance type), and why, from prefix delegation, WARM_IP_TARGET/MINIMUM_IP_TARGET or
+/// WARM_ENI_TARGET.
+fn warm_pool(env: &std::collections::BTreeMap<String, String>) -> (u32, String) {
     let warm_ip = number(env, "WARM_IP_TARGET").filter(|n| *n > 0);
     let min_ip = number(env, "MINIMUM_IP_TARGET").filter(|n| *n > 0);
     let ip_target = warm_ip.into_iter().chain(min_ip).max();
-    let (computed, basis) = if truthy(env, "ENABLE_PREFIX_DELEGATION") {
+    if truthy(env, "ENABLE_PREFIX_DELEGATION") {
         let prefixes = match ip_target {
             Some(ips) => ips.div_ceil(PREFIX).max(1),
             None => number(env, "WARM_PREFIX_TARGET").unwrap_or(1).max(1),
@@ -136,22 +159,6 @@ pub fn addresses_per_node(cni: &Observed<VpcCniSettings>) -> NodeAddressNeed {
                  the instance type, so a warm pool of {FLOOR} is assumed"
             ),
         )
-    };
-    let (warm, basis) = if computed < FLOOR {
-        let basis = if computed == 0 {
-            basis
-        } else {
-            format!("{basis}, below the floor of {FLOOR}, which is used instead")
-        };
-        (FLOOR, basis)
-    } else {
-        (computed, basis)
-    };
-    NodeAddressNeed {
-        // Its own address and one for a Pod: Pods take theirs from this subnet.
-        certain: 2,
-        warm,
-        basis,
     }
 }
 

@@ -173,102 +173,16 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 /// still launches from images it resolved before), and for the next minor when AWS has
 /// published that minor (else a warning).
 fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<String>) {
-    let facts = match &ctx.facts.aws.ami_parameters {
-        Some(Observed::Found(facts)) => facts,
-        Some(Observed::Unknown(u)) => {
-            return c.unknown(Why::unobserved(
-                &format!("The SSM parameters of the alias {}", alias.written),
-                u,
-            ));
-        }
-        Some(Observed::Absent) | None => {
-            return c.unknown(Why::new(
-                Reason::NotObserved,
-                format!(
-                    "The SSM parameters of the alias {} were not read yet.",
-                    alias.written
-                ),
-            ));
-        }
+    let Some(facts) = alias_parameters(ctx, c, alias) else {
+        return;
     };
     let minor = facts.kubernetes_minor.as_str();
-    let subjects = || vec![ctx.node_class_subject()];
     let cluster_minor = minor.to_owned();
-    if let Some(refusal) = alias.refused_at(&cluster_minor) {
-        let refuses = ctx
-            .version
-            .as_ref()
-            .is_ok_and(|v| *v >= crate::karpenter_versions::release(refusal.since));
-        let said = ctx.karpenter_condition("AMIsReady").is_some_and(|c| {
-            ConditionStatus::parse(&c.status) == ConditionStatus::False
-                && c.reason.as_deref() == Some("UnsupportedAlias")
-        });
-        // An older Karpenter does not refuse it: what it resolves is judged below.
-        if refuses || said {
-            return c.fail(
-                Reason::AmiAliasUnsupported,
-                format!(
-                    "The alias {} is refused by Karpenter at Kubernetes {cluster_minor}, the \
-                     cluster's version: Karpenter refuses {}, sets AMIsReady=False \
-                     UnsupportedAlias and launches nothing for the class. {}",
-                    alias.written, refusal.what, refusal.fix
-                ),
-                subjects(),
-            );
-        }
+    if refused_now(ctx, c, alias, &cluster_minor) {
+        return;
     }
-    match published(facts, &alias.parameters(minor)) {
-        Published::Yes => ok.push(format!(
-            "the alias {} is published for Kubernetes {minor}",
-            alias.written
-        )),
-        Published::NotRead(why, name) => {
-            return c.unknown(Why::new(
-                why.reason,
-                format!("{} ({name}).", why.message.trim_end_matches('.')),
-            ));
-        }
-        Published::No => {
-            // `@LATEST`: Karpenter reads a release of that name, not AWS's newest.
-            let fix = if alias.version.eq_ignore_ascii_case(LATEST) {
-                format!(
-                    "Write @{LATEST} in lower case: Karpenter compares it exactly and reads \
-                     @{} as a release of that name.",
-                    alias.version
-                )
-            } else {
-                format!("Pin a release published for {minor} or use @{LATEST}.")
-            };
-            let unpublished = format!(
-                "The alias {} resolves through SSM parameters AWS has not published for \
-                 Kubernetes {minor}, the cluster's version (none of {} answers, e.g. {})",
-                alias.written,
-                alias.parameters(minor).len(),
-                alias.parameters(minor)[0]
-            );
-            // Karpenter leaves its status alone when resolving fails (an error returns before
-            // it is touched; only UnsupportedAlias sets AMIsReady False) and launches from the
-            // images it resolved before (pkg/controllers/nodeclass/ami.go).
-            if let Some(kept) = images_karpenter_keeps(ctx) {
-                return c.warn(
-                    Warning::AmiAliasNoLongerResolves,
-                    format!(
-                        "{unpublished}. Karpenter keeps launching from the image(s) it resolved \
-                         before ({kept}), but the next edit of this EC2NodeClass, and any new \
-                         class with this alias, resolves nothing. {fix}"
-                    ),
-                    subjects(),
-                );
-            }
-            return c.fail(
-                Reason::AmiAliasNotPublished,
-                format!(
-                    "{unpublished}, and Karpenter holds no image resolved for this version of \
-                     the EC2NodeClass, so it launches nothing. {fix}"
-                ),
-                subjects(),
-            );
-        }
+    if !published_for_cluster(ctx, c, alias, facts, ok) {
+        return;
     }
     // Refused once the cluster is upgraded, whichever release the alias names (and whatever
     // Karpenter's version: an older one finds no parameter for AL2 either).
@@ -284,10 +198,157 @@ fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<Str
                  nothing launches for the class. {}",
                 alias.written, refusal.what, refusal.fix
             ),
-            subjects(),
+            vec![ctx.node_class_subject()],
         );
     }
-    let Some(next) = next_minor(minor).filter(|_| alias.pinned()) else {
+    published_for_next_minor(ctx, c, alias, facts, ok);
+}
+
+/// The SSM parameters read for the alias, or why they are not known.
+fn alias_parameters<'a>(
+    ctx: &Context<'a>,
+    c: &mut Check,
+    alias: &Alias,
+) -> Option<&'a AmiParameters> {
+    match &ctx.facts.aws.ami_parameters {
+        Some(Observed::Found(facts)) => Some(facts),
+        Some(Observed::Unknown(u)) => {
+            c.unknown(Why::unobserved(
+                &format!("The SSM parameters of the alias {}", alias.written),
+                u,
+            ));
+            None
+        }
+        Some(Observed::Absent) | None => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                format!(
+                    "The SSM parameters of the alias {} were not read yet.",
+                    alias.written
+                ),
+            ));
+            None
+        }
+    }
+}
+
+/// False when Karpenter refuses the alias at the cluster's minor (its version refuses it, or it
+/// said so); true when it did.
+fn refused_now(ctx: &Context, c: &mut Check, alias: &Alias, cluster_minor: &str) -> bool {
+    let Some(refusal) = alias.refused_at(cluster_minor) else {
+        return false;
+    };
+    let refuses = ctx
+        .version
+        .as_ref()
+        .is_ok_and(|v| *v >= crate::karpenter_versions::release(refusal.since));
+    let said = ctx.karpenter_condition("AMIsReady").is_some_and(|c| {
+        ConditionStatus::parse(&c.status) == ConditionStatus::False
+            && c.reason.as_deref() == Some("UnsupportedAlias")
+    });
+    // An older Karpenter does not refuse it: what it resolves is judged below.
+    if refuses || said {
+        c.fail(
+            Reason::AmiAliasUnsupported,
+            format!(
+                "The alias {} is refused by Karpenter at Kubernetes {cluster_minor}, the \
+                 cluster's version: Karpenter refuses {}, sets AMIsReady=False \
+                 UnsupportedAlias and launches nothing for the class. {}",
+                alias.written, refusal.what, refusal.fix
+            ),
+            vec![ctx.node_class_subject()],
+        );
+        return true;
+    }
+    false
+}
+
+/// Whether the alias is published for the cluster's minor: False when not (a warning while
+/// Karpenter keeps images it resolved before), Unknown when not read; true when it is.
+fn published_for_cluster(
+    ctx: &Context,
+    c: &mut Check,
+    alias: &Alias,
+    facts: &AmiParameters,
+    ok: &mut Vec<String>,
+) -> bool {
+    let minor = facts.kubernetes_minor.as_str();
+    match published(facts, &alias.parameters(minor)) {
+        Published::Yes => {
+            ok.push(format!(
+                "the alias {} is published for Kubernetes {minor}",
+                alias.written
+            ));
+            true
+        }
+        Published::NotRead(why, name) => {
+            c.unknown(Why::new(
+                why.reason,
+                format!("{} ({name}).", why.message.trim_end_matches('.')),
+            ));
+            false
+        }
+        Published::No => {
+            not_published(ctx, c, alias, minor);
+            false
+        }
+    }
+}
+
+/// The alias is not published for the cluster's minor: a warning while Karpenter keeps
+/// launching from images it resolved before, else False.
+fn not_published(ctx: &Context, c: &mut Check, alias: &Alias, minor: &str) {
+    // `@LATEST`: Karpenter reads a release of that name, not AWS's newest.
+    let fix = if alias.version.eq_ignore_ascii_case(LATEST) {
+        format!(
+            "Write @{LATEST} in lower case: Karpenter compares it exactly and reads \
+             @{} as a release of that name.",
+            alias.version
+        )
+    } else {
+        format!("Pin a release published for {minor} or use @{LATEST}.")
+    };
+    let unpublished = format!(
+        "The alias {} resolves through SSM parameters AWS has not published for \
+         Kubernetes {minor}, the cluster's version (none of {} answers, e.g. {})",
+        alias.written,
+        alias.parameters(minor).len(),
+        alias.parameters(minor)[0]
+    );
+    // Karpenter leaves its status alone when resolving fails (an error returns before
+    // it is touched; only UnsupportedAlias sets AMIsReady False) and launches from the
+    // images it resolved before (pkg/controllers/nodeclass/ami.go).
+    if let Some(kept) = images_karpenter_keeps(ctx) {
+        return c.warn(
+            Warning::AmiAliasNoLongerResolves,
+            format!(
+                "{unpublished}. Karpenter keeps launching from the image(s) it resolved \
+                 before ({kept}), but the next edit of this EC2NodeClass, and any new \
+                 class with this alias, resolves nothing. {fix}"
+            ),
+            vec![ctx.node_class_subject()],
+        );
+    }
+    c.fail(
+        Reason::AmiAliasNotPublished,
+        format!(
+            "{unpublished}, and Karpenter holds no image resolved for this version of \
+             the EC2NodeClass, so it launches nothing. {fix}"
+        ),
+        vec![ctx.node_class_subject()],
+    );
+}
+
+/// A pinned alias: a warning when it is not published for the next minor while AWS publishes
+/// images for it.
+fn published_for_next_minor(
+    ctx: &Context,
+    c: &mut Check,
+    alias: &Alias,
+    facts: &AmiParameters,
+    ok: &mut Vec<String>,
+) {
+    let Some(next) = next_minor(&facts.kubernetes_minor).filter(|_| alias.pinned()) else {
         return;
     };
     match (
@@ -303,7 +364,7 @@ fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<Str
                  no image for this EC2NodeClass and every launch fails.",
                 alias.written
             ),
-            subjects(),
+            vec![ctx.node_class_subject()],
         ),
         (Published::No, Published::No) => ok.push(format!(
             "AWS has published no EKS image for Kubernetes {next} in this region yet"

@@ -24,7 +24,7 @@ use crate::plan::Context;
 use crate::plan::capacity::{RESERVED_CAPACITY_GATE, reserved_capacity_enabled, reserved_only};
 use crate::verdict::{Check, Outcome, Why};
 use crate::warnings::Warning;
-use karpenter_health_api::karpenter::ResolvedCapacityReservation;
+use karpenter_health_api::karpenter::{NodePool, ResolvedCapacityReservation};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
 
@@ -51,60 +51,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         Observed::Unknown(_) => &[],
     };
-    let mut reserved_pools: Vec<String> = pools
-        .iter()
-        .filter(|p| reserved_only(p))
-        .filter_map(|p| p.metadata.name.clone())
-        .collect();
-    reserved_pools.sort();
-    let nothing_else = !pools.is_empty() && reserved_pools.len() == pools.len();
-    let subjects = || {
-        let mut s = vec![ctx.node_class_subject()];
-        s.extend(
-            reserved_pools
-                .iter()
-                .take(3)
-                .map(|p| SubjectRef::new("NodePool", p)),
-        );
-        s
-    };
+    let reserved = ReservedPools::of(pools);
     if !selects {
-        // Karpenter offers reserved capacity only for the reservations in the class's status,
-        // which a class without selector terms never has
-        // (`pkg/providers/instancetype/offering/reserved_capacity_resolver.go`).
-        let none = "This EC2NodeClass selects no capacity reservation \
-                    (capacityReservationSelectorTerms)";
-        if nothing_else {
-            c.fail(
-                Reason::CapacityReservationsNotFound,
-                format!(
-                    "{none}, and NodePool(s) {} allow only reserved capacity, which Karpenter \
-                     offers only for the class's reservations, so it launches nothing for them. \
-                     Select the reservations, or allow on-demand capacity.",
-                    crate::wording::list_bounded(&reserved_pools, 3)
-                ),
-                subjects(),
-            );
-        } else if !reserved_pools.is_empty() {
-            c.warn(
-                Warning::CapacityReservationSelectorMatchesNothing,
-                format!(
-                    "{none}, but NodePool(s) {} allow only reserved capacity: Karpenter launches \
-                     nothing from them (the class's other NodePools launch on-demand or spot).",
-                    crate::wording::list_bounded(&reserved_pools, 3)
-                ),
-                subjects(),
-            );
-        }
-        if let Ok(true) = reserved_capacity_enabled(ctx) {
-            warn_open_reservations_skipped(ctx, &mut c, &BTreeSet::new());
-        }
-        let ok = if reserved_pools.is_empty() {
-            format!("{none}.")
-        } else {
-            format!("{none}; see the warning.")
-        };
-        return c.finish(Reason::NoCapacityReservationsSelected, ok);
+        return finish_unselected(ctx, c, &reserved);
     }
 
     // While a NodePool may fall back to on-demand or spot, nothing here can be False: what is
@@ -112,41 +61,14 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let fallback = "A NodePool of this EC2NodeClass may launch on-demand or spot capacity.";
     let enabled = match reserved_capacity_enabled(ctx) {
         Ok(enabled) => enabled,
-        Err(why) if nothing_else => {
+        Err(why) if reserved.nothing_else => {
             c.unknown(why);
             return c.finish(Reason::CapacityReservationsSelected, "");
         }
         Err(_) => return c.finish(Reason::CapacityReservationsSelected, fallback),
     };
     if !enabled {
-        if nothing_else {
-            c.fail(
-                Reason::ReservedCapacityDisabled,
-                format!(
-                    "This EC2NodeClass selects capacity reservations and NodePool(s) {} allow only \
-                     reserved capacity, but the Karpenter controller runs with its \
-                     {RESERVED_CAPACITY_GATE} feature gate off, so it offers no reserved capacity \
-                     and launches nothing for them. Turn the gate on \
-                     (settings.featureGates.reservedCapacity) or allow on-demand.",
-                    crate::wording::list_bounded(&reserved_pools, 3)
-                ),
-                subjects(),
-            );
-        } else {
-            c.warn(
-                Warning::CapacityReservationsIgnored,
-                format!(
-                    "This EC2NodeClass selects capacity reservations, but the Karpenter controller \
-                     runs with its {RESERVED_CAPACITY_GATE} feature gate off: it ignores the \
-                     selector and launches on-demand or spot instances instead."
-                ),
-                vec![ctx.node_class_subject()],
-            );
-        }
-        return c.finish(
-            Reason::CapacityReservationsSelected,
-            "No NodePool of this EC2NodeClass needs reserved capacity.",
-        );
+        return finish_gate_off(ctx, c, &reserved);
     }
 
     // Karpenter's answer for the current generation.
@@ -156,7 +78,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             && (k.observed_generation.is_none() || k.observed_generation == generation)
     });
     if resolved.is_none() {
-        if !nothing_else {
+        if !reserved.nothing_else {
             return c.finish(Reason::CapacityReservationsSelected, fallback);
         }
         c.unknown(Why::new(
@@ -173,37 +95,187 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .as_ref()
         .map_or(&[], |s| &s.capacity_reservations);
     if reservations.is_empty() {
-        if nothing_else {
-            c.fail(
-                Reason::CapacityReservationsNotFound,
-                format!(
-                    "capacityReservationSelectorTerms match no active capacity reservation \
-                     (Karpenter's status.capacityReservations is empty although its \
-                     {KARPENTER_CONDITION} is True), and NodePool(s) {} allow only reserved \
-                     capacity, so Karpenter launches nothing for them.",
-                    crate::wording::list_bounded(&reserved_pools, 3)
-                ),
-                subjects(),
-            );
-        } else {
-            c.warn(
-                Warning::CapacityReservationSelectorMatchesNothing,
-                "capacityReservationSelectorTerms match no active capacity reservation (Karpenter's \
-                 status.capacityReservations is empty although its CapacityReservationsReady is \
-                 True): Karpenter launches on-demand or spot instances instead.",
-                vec![ctx.node_class_subject()],
-            );
+        return finish_matches_nothing(ctx, c, &reserved);
+    }
+    judge_reservations(ctx, c, &reserved, reservations)
+}
+
+/// The class's NodePools that allow only reserved capacity, by name, and whether they are all
+/// of its NodePools.
+struct ReservedPools {
+    names: Vec<String>,
+    nothing_else: bool,
+}
+
+impl ReservedPools {
+    /// Which of `pools` allow only reserved capacity.
+    fn of(pools: &[NodePool]) -> Self {
+        let mut names: Vec<String> = pools
+            .iter()
+            .filter(|p| reserved_only(p))
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        names.sort();
+        let nothing_else = !pools.is_empty() && names.len() == pools.len();
+        Self {
+            names,
+            nothing_else,
         }
-        return c.finish(
-            Reason::CapacityReservationsSelected,
-            "No NodePool of this EC2NodeClass needs reserved capacity.",
-        );
     }
 
+    /// The class and the first few reserved-only NodePools, as a finding's subjects.
+    fn subjects(&self, ctx: &Context) -> Vec<SubjectRef> {
+        let mut s = vec![ctx.node_class_subject()];
+        s.extend(
+            self.names
+                .iter()
+                .take(3)
+                .map(|p| SubjectRef::new("NodePool", p)),
+        );
+        s
+    }
+
+    /// The first few reserved-only NodePools, for a message.
+    fn listed(&self) -> String {
+        crate::wording::list_bounded(&self.names, 3)
+    }
+}
+
+/// A class without capacityReservationSelectorTerms: False when its NodePools allow only
+/// reserved capacity, a warning when some do.
+fn finish_unselected(ctx: &Context, mut c: Check, reserved: &ReservedPools) -> Outcome {
+    // Karpenter offers reserved capacity only for the reservations in the class's status,
+    // which a class without selector terms never has
+    // (`pkg/providers/instancetype/offering/reserved_capacity_resolver.go`).
+    let none = "This EC2NodeClass selects no capacity reservation \
+                (capacityReservationSelectorTerms)";
+    if reserved.nothing_else {
+        c.fail(
+            Reason::CapacityReservationsNotFound,
+            format!(
+                "{none}, and NodePool(s) {} allow only reserved capacity, which Karpenter \
+                 offers only for the class's reservations, so it launches nothing for them. \
+                 Select the reservations, or allow on-demand capacity.",
+                reserved.listed()
+            ),
+            reserved.subjects(ctx),
+        );
+    } else if !reserved.names.is_empty() {
+        c.warn(
+            Warning::CapacityReservationSelectorMatchesNothing,
+            format!(
+                "{none}, but NodePool(s) {} allow only reserved capacity: Karpenter launches \
+                 nothing from them (the class's other NodePools launch on-demand or spot).",
+                reserved.listed()
+            ),
+            reserved.subjects(ctx),
+        );
+    }
+    if let Ok(true) = reserved_capacity_enabled(ctx) {
+        warn_open_reservations_skipped(ctx, &mut c, &BTreeSet::new());
+    }
+    let ok = if reserved.names.is_empty() {
+        format!("{none}.")
+    } else {
+        format!("{none}; see the warning.")
+    };
+    c.finish(Reason::NoCapacityReservationsSelected, ok)
+}
+
+/// Reservations selected with the ReservedCapacity gate off: False when the NodePools allow only
+/// reserved capacity, otherwise a warning that the selector is ignored.
+fn finish_gate_off(ctx: &Context, mut c: Check, reserved: &ReservedPools) -> Outcome {
+    if reserved.nothing_else {
+        c.fail(
+            Reason::ReservedCapacityDisabled,
+            format!(
+                "This EC2NodeClass selects capacity reservations and NodePool(s) {} allow only \
+                 reserved capacity, but the Karpenter controller runs with its \
+                 {RESERVED_CAPACITY_GATE} feature gate off, so it offers no reserved capacity \
+                 and launches nothing for them. Turn the gate on \
+                 (settings.featureGates.reservedCapacity) or allow on-demand.",
+                reserved.listed()
+            ),
+            reserved.subjects(ctx),
+        );
+    } else {
+        c.warn(
+            Warning::CapacityReservationsIgnored,
+            format!(
+                "This EC2NodeClass selects capacity reservations, but the Karpenter controller \
+                 runs with its {RESERVED_CAPACITY_GATE} feature gate off: it ignores the \
+                 selector and launches on-demand or spot instances instead."
+            ),
+            vec![ctx.node_class_subject()],
+        );
+    }
+    c.finish(
+        Reason::CapacityReservationsSelected,
+        "No NodePool of this EC2NodeClass needs reserved capacity.",
+    )
+}
+
+/// Selector terms that match no active reservation: False when the NodePools allow only
+/// reserved capacity, otherwise a warning.
+fn finish_matches_nothing(ctx: &Context, mut c: Check, reserved: &ReservedPools) -> Outcome {
+    if reserved.nothing_else {
+        c.fail(
+            Reason::CapacityReservationsNotFound,
+            format!(
+                "capacityReservationSelectorTerms match no active capacity reservation \
+                 (Karpenter's status.capacityReservations is empty although its \
+                 {KARPENTER_CONDITION} is True), and NodePool(s) {} allow only reserved \
+                 capacity, so Karpenter launches nothing for them.",
+                reserved.listed()
+            ),
+            reserved.subjects(ctx),
+        );
+    } else {
+        c.warn(
+            Warning::CapacityReservationSelectorMatchesNothing,
+            "capacityReservationSelectorTerms match no active capacity reservation (Karpenter's \
+             status.capacityReservations is empty although its CapacityReservationsReady is \
+             True): Karpenter launches on-demand or spot instances instead.",
+            vec![ctx.node_class_subject()],
+        );
+    }
+    c.finish(
+        Reason::CapacityReservationsSelected,
+        "No NodePool of this EC2NodeClass needs reserved capacity.",
+    )
+}
+
+/// The reservations Karpenter resolved: whether they lie in the class's subnets' zones, which
+/// open reservations are skipped, and whether they are expiring.
+fn judge_reservations(
+    ctx: &Context,
+    mut c: Check,
+    reserved: &ReservedPools,
+    reservations: &[ResolvedCapacityReservation],
+) -> Outcome {
     let mut ok = vec![format!(
         "{} capacity reservation(s) selected",
         reservations.len()
     )];
+    judge_zones(ctx, &mut c, reserved, reservations, &mut ok);
+    let selected: BTreeSet<&str> = reservations.iter().map(|r| r.id.as_str()).collect();
+    warn_open_reservations_skipped(ctx, &mut c, &selected);
+    judge_expiring(ctx, &mut c, reserved, reservations);
+    c.finish(
+        Reason::CapacityReservationsSelected,
+        format!("{}.", ok.join(", ")),
+    )
+}
+
+/// Whether the reservations lie in zones the class has a subnet in: False when none does and
+/// the NodePools allow only reserved capacity, a warning when some do not.
+fn judge_zones(
+    ctx: &Context,
+    c: &mut Check,
+    reserved: &ReservedPools,
+    reservations: &[ResolvedCapacityReservation],
+    ok: &mut Vec<String>,
+) {
     match &ctx.facts.aws.subnets {
         Observed::Found(subnets) => {
             let zones: BTreeSet<&str> = subnets.iter().map(|s| s.zone.as_str()).collect();
@@ -213,7 +285,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 .map(label)
                 .collect();
             let zones_text = zones.iter().copied().collect::<Vec<_>>().join(", ");
-            if outside.len() == reservations.len() && nothing_else {
+            if outside.len() == reservations.len() && reserved.nothing_else {
                 c.fail(
                     Reason::CapacityReservationsOnlyInZonesWithoutSubnets,
                     format!(
@@ -221,9 +293,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                          no subnet in ({}; its subnets are in {zones_text}), and NodePool(s) {} \
                          allow only reserved capacity, so Karpenter launches nothing for them.",
                         crate::wording::list_bounded(&outside, 3),
-                        crate::wording::list_bounded(&reserved_pools, 3)
+                        reserved.listed()
                     ),
-                    subjects(),
+                    reserved.subjects(ctx),
                 );
             } else if !outside.is_empty() {
                 c.warn(
@@ -240,13 +312,21 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 ok.push("each in a zone the class has a subnet in".to_owned());
             }
         }
-        Observed::Unknown(u) if nothing_else => {
+        Observed::Unknown(u) if reserved.nothing_else => {
             c.unknown(Why::unobserved("The subnets of this EC2NodeClass", u));
         }
         _ => ok.push("their zones not compared with the subnets' (not read)".to_owned()),
     }
-    let selected: BTreeSet<&str> = reservations.iter().map(|r| r.id.as_str()).collect();
-    warn_open_reservations_skipped(ctx, &mut c, &selected);
+}
+
+/// Expiring capacity blocks: False when every selected reservation is one and the NodePools
+/// allow only reserved capacity, otherwise a warning.
+fn judge_expiring(
+    ctx: &Context,
+    c: &mut Check,
+    reserved: &ReservedPools,
+    reservations: &[ResolvedCapacityReservation],
+) {
     let expiring: Vec<String> = reservations
         .iter()
         .filter(|r| r.state.as_deref() == Some("expiring"))
@@ -254,7 +334,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         .collect();
     // Karpenter makes no reserved offering available for an expiring reservation
     // (`reserved_capacity_resolver.go`): with nothing else, nothing launches.
-    if nothing_else && expiring.len() == reservations.len() {
+    if reserved.nothing_else && expiring.len() == reservations.len() {
         c.fail(
             Reason::CapacityReservationsNotFound,
             format!(
@@ -263,9 +343,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                  reserved capacity, so Karpenter launches nothing for them. Select a reservation \
                  that is not ending, or allow on-demand capacity.",
                 crate::wording::list_bounded(&expiring, 3),
-                crate::wording::list_bounded(&reserved_pools, 3)
+                reserved.listed()
             ),
-            subjects(),
+            reserved.subjects(ctx),
         );
     } else if !expiring.is_empty() {
         c.warn(
@@ -278,10 +358,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             vec![ctx.node_class_subject()],
         );
     }
-    c.finish(
-        Reason::CapacityReservationsSelected,
-        format!("{}.", ok.join(", ")),
-    )
 }
 
 /// Open reservations of the account that Karpenter's launches for this class no longer fall

@@ -59,7 +59,46 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             vec![node_class.clone()],
         );
     }
-    let eks_vpc: Result<Option<&str>, Why> = match &ctx.facts.aws.eks_cluster {
+    let eks_vpc = judge_eks_cluster(ctx, &mut c, karpenter_name, &node_class, region);
+
+    match (&ctx.facts.aws.cluster_instances, karpenter_name) {
+        (Observed::Unknown(u), _) => c.unknown(Why::unobserved(
+            "The instances tagged with this cluster's name",
+            u,
+        )),
+        // Unclaimed means claimed by no NodeClaim of a complete list: without one, nothing is.
+        (Observed::Found(_), Some(_))
+            if ctx.facts.cluster.claimed_instance_ids.found().is_none() =>
+        {
+            if let Some(u) = ctx.facts.cluster.claimed_instance_ids.unobserved() {
+                c.unknown(Why::unobserved("The cluster's NodeClaims", u));
+            }
+        }
+        (Observed::Found(instances), Some(name)) => {
+            check_instances(ctx, &mut c, instances, name, &eks_vpc);
+        }
+        _ => {}
+    }
+    c.finish(
+        Reason::ClusterIdentityVerified,
+        format!(
+            "Karpenter's cluster name {} is the EKS cluster's, and every instance carrying it \
+             belongs to a NodeClaim here.",
+            clip(karpenter_name.unwrap_or_default(), 128)
+        ),
+    )
+}
+
+/// Whether an EKS cluster bears the name Karpenter is configured with (False when it is named
+/// otherwise or none is); the cluster's VPC, or why the cluster is not known.
+fn judge_eks_cluster<'a>(
+    ctx: &Context<'a>,
+    c: &mut Check,
+    karpenter_name: Option<&str>,
+    node_class: &SubjectRef,
+    region: &str,
+) -> Result<Option<&'a str>, Why> {
+    match &ctx.facts.aws.eks_cluster {
         Observed::Found(eks) => {
             if let Some(karpenter) = karpenter_name
                 && eks.name != karpenter
@@ -100,34 +139,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             c.unknown(why.clone());
             Err(why)
         }
-    };
-
-    match (&ctx.facts.aws.cluster_instances, karpenter_name) {
-        (Observed::Unknown(u), _) => c.unknown(Why::unobserved(
-            "The instances tagged with this cluster's name",
-            u,
-        )),
-        // Unclaimed means claimed by no NodeClaim of a complete list: without one, nothing is.
-        (Observed::Found(_), Some(_))
-            if ctx.facts.cluster.claimed_instance_ids.found().is_none() =>
-        {
-            if let Some(u) = ctx.facts.cluster.claimed_instance_ids.unobserved() {
-                c.unknown(Why::unobserved("The cluster's NodeClaims", u));
-            }
-        }
-        (Observed::Found(instances), Some(name)) => {
-            check_instances(ctx, &mut c, instances, name, &eks_vpc);
-        }
-        _ => {}
     }
-    c.finish(
-        Reason::ClusterIdentityVerified,
-        format!(
-            "Karpenter's cluster name {} is the EKS cluster's, and every instance carrying it \
-             belongs to a NodeClaim here.",
-            clip(karpenter_name.unwrap_or_default(), 128)
-        ),
-    )
 }
 
 fn check_instances(
@@ -137,43 +149,9 @@ fn check_instances(
     name: &str,
     eks_vpc: &Result<Option<&str>, Why>,
 ) {
-    // The cluster-wide set is shared by every class's evaluation: look up, never copy it.
-    let cluster = &ctx.facts.cluster;
-    let claimed_here: BTreeSet<&str> = cluster
-        .node_claims
-        .found()
-        .into_iter()
-        .flatten()
-        .filter_map(|nc| nc.instance_id.as_deref())
-        .collect();
-    let claimed = |id: &str| {
-        claimed_here.contains(id)
-            || cluster
-                .claimed_instance_ids
-                .found()
-                .is_some_and(|ids| ids.contains(id))
-    };
     let gc_window = ctx.settings.orphan_instance_after;
-    let mut sorted: Vec<&InstanceFacts> = instances.iter().collect();
-    sorted.sort_by(|a, b| {
-        (&a.id, &a.vpc_id, &a.state, a.launch_time, &a.tags).cmp(&(
-            &b.id,
-            &b.vpc_id,
-            &b.state,
-            b.launch_time,
-            &b.tags,
-        ))
-    });
-    sorted.dedup_by(|a, b| a.id == b.id);
     let (mut foreign, mut undecided) = (Vec::new(), Vec::new());
-    for instance in sorted {
-        if !carries_cluster_name(instance, name)
-            || !instance.tags.contains_key(NODEPOOL_LABEL)
-            || claimed(&instance.id)
-            || matches!(instance.state.as_str(), "terminated" | "shutting-down")
-        {
-            continue;
-        }
+    for instance in unclaimed(ctx, instances, name) {
         let age = instance.launch_time.map(|t| ctx.age(t));
         let other_vpc = match (eks_vpc, instance.vpc_id.as_deref()) {
             (Ok(Some(cluster_vpc)), Some(vpc)) => Some(vpc != *cluster_vpc),
@@ -233,4 +211,49 @@ fn check_instances(
             ),
         ));
     }
+}
+
+/// The live instances carrying `name` and a NodePool label that no NodeClaim claims, sorted by
+/// id and without repeats.
+fn unclaimed<'a>(
+    ctx: &Context,
+    instances: &'a [InstanceFacts],
+    name: &str,
+) -> Vec<&'a InstanceFacts> {
+    // The cluster-wide set is shared by every class's evaluation: look up, never copy it.
+    let cluster = &ctx.facts.cluster;
+    let claimed_here: BTreeSet<&str> = cluster
+        .node_claims
+        .found()
+        .into_iter()
+        .flatten()
+        .filter_map(|nc| nc.instance_id.as_deref())
+        .collect();
+    let claimed = |id: &str| {
+        claimed_here.contains(id)
+            || cluster
+                .claimed_instance_ids
+                .found()
+                .is_some_and(|ids| ids.contains(id))
+    };
+    let mut sorted: Vec<&InstanceFacts> = instances.iter().collect();
+    sorted.sort_by(|a, b| {
+        (&a.id, &a.vpc_id, &a.state, a.launch_time, &a.tags).cmp(&(
+            &b.id,
+            &b.vpc_id,
+            &b.state,
+            b.launch_time,
+            &b.tags,
+        ))
+    });
+    sorted.dedup_by(|a, b| a.id == b.id);
+    sorted
+        .into_iter()
+        .filter(|instance| {
+            carries_cluster_name(instance, name)
+                && instance.tags.contains_key(NODEPOOL_LABEL)
+                && !claimed(&instance.id)
+                && !matches!(instance.state.as_str(), "terminated" | "shutting-down")
+        })
+        .collect()
 }

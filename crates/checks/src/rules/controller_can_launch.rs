@@ -86,60 +86,17 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let Some(identity) = identity(ctx, karpenter, &mut c) else {
         return c.finish(Reason::ControllerPermissionsVerified, "");
     };
-    let (role_arn, how) = (identity.role(), identity.how());
+    let how = identity.how();
     let sa = karpenter
         .service_account
         .clone()
         .unwrap_or_else(|| "the Karpenter ServiceAccount".into());
     let mut subjects = vec![
         ctx.node_class_subject(),
-        SubjectRef::new("IAMRole", clip(role_arn, 256)),
+        SubjectRef::new("IAMRole", clip(identity.role(), 256)),
     ];
-    let role = match &ctx.facts.aws.controller_role {
-        None => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                format!(
-                    "The controller role {} has not been looked up yet.",
-                    clip(role_arn, 256)
-                ),
-            ));
-            return c.finish(Reason::ControllerPermissionsVerified, "");
-        }
-        Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved(
-                &format!("Controller role {}", clip(role_arn, 256)),
-                u,
-            ));
-            return c.finish(Reason::ControllerPermissionsVerified, "");
-        }
-        // GetRole looks the name up in the operator's own account: a role of another account
-        // is never "not found" from that answer.
-        Some(Observed::Absent) if in_other_account(ctx, role_arn).is_some() => {
-            c.unknown(Why::new(
-                Reason::AwsOtherAccount,
-                format!(
-                    "The controller role {} is in account {}, which the operator's credentials \
-                     cannot read, so its trust and permissions are not checked.",
-                    clip(role_arn, 256),
-                    in_other_account(ctx, role_arn).unwrap_or_default()
-                ),
-            ));
-            return c.finish(Reason::ControllerPermissionsVerified, "");
-        }
-        Some(Observed::Absent) => {
-            c.fail(
-                Reason::ControllerRoleNotFound,
-                format!(
-                    "{how} gives {sa} the role {}, which IAM does not have, so the controller \
-                     gets no credentials.",
-                    clip(role_arn, 256)
-                ),
-                subjects,
-            );
-            return c.finish(Reason::ControllerPermissionsVerified, "");
-        }
-        Some(Observed::Found(role)) => role,
+    let Some(role) = controller_role(ctx, &mut c, &identity, &sa, &subjects) else {
+        return c.finish(Reason::ControllerPermissionsVerified, "");
     };
     subjects[1] = SubjectRef::new("IAMRole", clip(&role.arn, 256));
     match &identity {
@@ -165,6 +122,64 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             verified.decided_by,
         ),
     )
+}
+
+/// The controller's role as IAM answered it; `None` (and the finding why) when it was not
+/// read, is in another account, or does not exist.
+fn controller_role<'a>(
+    ctx: &Context<'a>,
+    c: &mut Check,
+    identity: &CredentialSource,
+    sa: &str,
+    subjects: &[SubjectRef],
+) -> Option<&'a crate::facts::ControllerRoleFacts> {
+    let (role_arn, how) = (identity.role(), identity.how());
+    match &ctx.facts.aws.controller_role {
+        None => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                format!(
+                    "The controller role {} has not been looked up yet.",
+                    clip(role_arn, 256)
+                ),
+            ));
+            None
+        }
+        Some(Observed::Unknown(u)) => {
+            c.unknown(Why::unobserved(
+                &format!("Controller role {}", clip(role_arn, 256)),
+                u,
+            ));
+            None
+        }
+        // GetRole looks the name up in the operator's own account: a role of another account
+        // is never "not found" from that answer.
+        Some(Observed::Absent) if in_other_account(ctx, role_arn).is_some() => {
+            c.unknown(Why::new(
+                Reason::AwsOtherAccount,
+                format!(
+                    "The controller role {} is in account {}, which the operator's credentials \
+                     cannot read, so its trust and permissions are not checked.",
+                    clip(role_arn, 256),
+                    in_other_account(ctx, role_arn).unwrap_or_default()
+                ),
+            ));
+            None
+        }
+        Some(Observed::Absent) => {
+            c.fail(
+                Reason::ControllerRoleNotFound,
+                format!(
+                    "{how} gives {sa} the role {}, which IAM does not have, so the controller \
+                     gets no credentials.",
+                    clip(role_arn, 256)
+                ),
+                subjects.to_vec(),
+            );
+            None
+        }
+        Some(Observed::Found(role)) => Some(role),
+    }
 }
 
 fn identity(ctx: &Context, karpenter: &KarpenterFacts, c: &mut Check) -> Option<CredentialSource> {

@@ -206,27 +206,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             return c.finish(Reason::DriftReplaceable, "");
         }
     };
-    let drifted: Vec<&NodeClaimFacts> = claims
-        .iter()
-        .filter(|claim| !claim.deleting)
-        .filter(|claim| {
-            claim.drifted.is_some_and(|d| {
-                d.status == ConditionStatus::True
-                    && d.last_transition.is_some_and(|t| ctx.age(t) >= DRIFTED_FOR)
-            })
-        })
-        .collect();
-    let stuck: Vec<&NodeClaimFacts> = claims
-        .iter()
-        // A NodeClaim with a terminationGracePeriod of its own has a deadline: Karpenter
-        // deletes its Pods then, whatever blocks them.
-        .filter(|claim| {
-            !claim.has_termination_grace_period
-                && claim
-                    .deleting_since
-                    .is_some_and(|t| ctx.age(t) >= ctx.settings.terminating_long_after)
-        })
-        .collect();
+    let drifted = drifted_long(ctx, claims);
+    let stuck = terminating_long(ctx, claims);
     if drifted.is_empty() && stuck.is_empty() {
         return c.finish(
             Reason::DriftReplaceable,
@@ -245,24 +226,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             return c.finish(Reason::DriftReplaceable, "");
         }
     };
-    let pool_name = |p: &NodePool| p.metadata.name.clone().unwrap_or_default();
-    let subjects = |claims: &[&NodeClaimFacts], pools: &[&NodePool]| {
-        let mut s = vec![ctx.node_class_subject()];
-        s.extend(
-            pools
-                .iter()
-                .take(3)
-                .map(|p| SubjectRef::new("NodePool", pool_name(p))),
-        );
-        s.extend(
-            claims
-                .iter()
-                .take(5)
-                .map(|c| SubjectRef::new("NodeClaim", &c.name)),
-        );
-        s.truncate(crate::verdict::MAX_SUBJECTS);
-        s
-    };
     // Each drifted NodeClaim is judged against the NodePool that made it: a budget that stops
     // drift for good is how Karpenter's docs switch drift off (kubernetes-sigs/karpenter
     // #1576), a decision, so a warning; the NodeClaim is still replaced when it expires.
@@ -277,49 +240,132 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         })
         .collect();
     if !held.is_empty() {
-        let mut lines: Vec<String> = held
-            .iter()
-            .map(|(claim, pool, budget)| {
-                let since = claim
-                    .drifted
-                    .and_then(|d| d.last_transition)
-                    .map(|t| format!("drifted for {}", crate::wording::human(ctx.age(t))))
-                    .unwrap_or_else(|| "drifted".to_owned());
-                format!(
-                    "{} ({since}, {}; NodePool {}'s budget nodes: {} for {}, {})",
-                    claim.name,
-                    expiry(claim, ctx.now),
-                    pool_name(pool),
-                    budget.nodes,
-                    reasons_of(budget),
-                    window_of(budget)
-                )
-            })
-            .collect();
-        lines.sort();
-        let held_claims: Vec<&NodeClaimFacts> = held.iter().map(|(c, _, _)| *c).collect();
-        let mut held_pools: Vec<&NodePool> = held.iter().map(|(_, p, _)| *p).collect();
-        held_pools.sort_by_key(|p| p.metadata.name.clone());
-        held_pools.dedup_by_key(|p| p.metadata.name.clone());
-        c.warn(
-            Warning::DriftHeldByBudget,
-            format!(
-                "Drifted NodeClaim(s) are held by their NodePool's disruption budget, which is \
-                 always in force and allows 0 disruptions for drift, the way drift is switched \
-                 off: {}. Karpenter replaces them only when they expire (expireAfter, which \
-                 budgets do not hold) or are deleted. If drift should roll them, raise that \
-                 budget's nodes, limit it to other reasons, or give it a schedule.",
-                crate::wording::list_bounded(&lines, 5)
-            ),
-            subjects(&held_claims, &held_pools),
-        );
+        warn_held_by_budget(ctx, &mut c, &held);
     }
+    let named_blockers = warn_named_blockers(ctx, &mut c, &drifted, &held);
+    if !stuck.is_empty() {
+        warn_terminating_long(ctx, &mut c, &stuck);
+    }
+    let ok = true_message(drifted.len(), held.len(), named_blockers);
+    c.finish(Reason::DriftReplaceable, ok)
+}
+
+/// The NodeClaims, not being deleted, that have been drifted for `DRIFTED_FOR` or longer.
+fn drifted_long<'a>(ctx: &Context, claims: &'a [NodeClaimFacts]) -> Vec<&'a NodeClaimFacts> {
+    claims
+        .iter()
+        .filter(|claim| !claim.deleting)
+        .filter(|claim| {
+            claim.drifted.is_some_and(|d| {
+                d.status == ConditionStatus::True
+                    && d.last_transition.is_some_and(|t| ctx.age(t) >= DRIFTED_FOR)
+            })
+        })
+        .collect()
+}
+
+/// The NodeClaims terminating for `terminating_long_after` or longer with no deadline of their
+/// own.
+fn terminating_long<'a>(ctx: &Context, claims: &'a [NodeClaimFacts]) -> Vec<&'a NodeClaimFacts> {
+    claims
+        .iter()
+        // A NodeClaim with a terminationGracePeriod of its own has a deadline: Karpenter
+        // deletes its Pods then, whatever blocks them.
+        .filter(|claim| {
+            !claim.has_termination_grace_period
+                && claim
+                    .deleting_since
+                    .is_some_and(|t| ctx.age(t) >= ctx.settings.terminating_long_after)
+        })
+        .collect()
+}
+
+/// A NodePool's name, empty when it has none.
+fn pool_name(p: &NodePool) -> String {
+    p.metadata.name.clone().unwrap_or_default()
+}
+
+/// The class, the first few NodePools and NodeClaims, as a finding's subjects.
+fn claim_subjects(
+    ctx: &Context,
+    claims: &[&NodeClaimFacts],
+    pools: &[&NodePool],
+) -> Vec<SubjectRef> {
+    let mut s = vec![ctx.node_class_subject()];
+    s.extend(
+        pools
+            .iter()
+            .take(3)
+            .map(|p| SubjectRef::new("NodePool", pool_name(p))),
+    );
+    s.extend(
+        claims
+            .iter()
+            .take(5)
+            .map(|c| SubjectRef::new("NodeClaim", &c.name)),
+    );
+    s.truncate(crate::verdict::MAX_SUBJECTS);
+    s
+}
+
+/// Warns of the drifted NodeClaims a NodePool's budget holds for good, with when each expires.
+fn warn_held_by_budget(
+    ctx: &Context,
+    c: &mut Check,
+    held: &[(&NodeClaimFacts, &NodePool, &Budget)],
+) {
+    let mut lines: Vec<String> = held
+        .iter()
+        .map(|(claim, pool, budget)| {
+            let since = claim
+                .drifted
+                .and_then(|d| d.last_transition)
+                .map(|t| format!("drifted for {}", crate::wording::human(ctx.age(t))))
+                .unwrap_or_else(|| "drifted".to_owned());
+            format!(
+                "{} ({since}, {}; NodePool {}'s budget nodes: {} for {}, {})",
+                claim.name,
+                expiry(claim, ctx.now),
+                pool_name(pool),
+                budget.nodes,
+                reasons_of(budget),
+                window_of(budget)
+            )
+        })
+        .collect();
+    lines.sort();
+    let held_claims: Vec<&NodeClaimFacts> = held.iter().map(|(c, _, _)| *c).collect();
+    let mut held_pools: Vec<&NodePool> = held.iter().map(|(_, p, _)| *p).collect();
+    held_pools.sort_by_key(|p| p.metadata.name.clone());
+    held_pools.dedup_by_key(|p| p.metadata.name.clone());
+    c.warn(
+        Warning::DriftHeldByBudget,
+        format!(
+            "Drifted NodeClaim(s) are held by their NodePool's disruption budget, which is \
+             always in force and allows 0 disruptions for drift, the way drift is switched \
+             off: {}. Karpenter replaces them only when they expire (expireAfter, which \
+             budgets do not hold) or are deleted. If drift should roll them, raise that \
+             budget's nodes, limit it to other reasons, or give it a schedule.",
+            crate::wording::list_bounded(&lines, 5)
+        ),
+        claim_subjects(ctx, &held_claims, &held_pools),
+    );
+}
+
+/// Warns of what else keeps drifted NodeClaims, as Karpenter's own recent DisruptionBlocked
+/// Events name it; whether any was named.
+fn warn_named_blockers(
+    ctx: &Context,
+    c: &mut Check,
+    drifted: &[&NodeClaimFacts],
+    held: &[(&NodeClaimFacts, &NodePool, &Budget)],
+) -> bool {
     // What else keeps drifted NodeClaims, as Karpenter's own DisruptionBlocked Events name it
     // (a PodDisruptionBudget, a karpenter.sh/do-not-disrupt Pod): a warning, since the blocker
     // may leave at any time. Only Events Karpenter repeated lately count.
     let mut named_blockers = Vec::new();
     if let Observed::Found(events) = &ctx.facts.cluster.disruption_blocked {
-        for claim in &drifted {
+        for claim in drifted {
             if held.iter().any(|(h, _, _)| h.name == claim.name) {
                 continue;
             }
@@ -341,54 +387,60 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                  why it does not disrupt them: {}.",
                 crate::wording::list_bounded(&named_blockers, 3)
             ),
-            subjects(&drifted, &[]),
+            claim_subjects(ctx, drifted, &[]),
         );
     }
-    if !stuck.is_empty() {
-        let mut stuck = stuck.clone();
-        stuck.sort_by(|a, b| a.name.cmp(&b.name));
-        let karpenter = ctx.version.as_ref().ok();
-        let held: Vec<String> = stuck
-            .iter()
-            .map(|claim| {
-                let since = claim
-                    .deleting_since
-                    .map(crate::wording::at)
-                    .unwrap_or_default();
-                let holds = ctx
-                    .facts
-                    .cluster
-                    .drains
-                    .get(&claim.name)
-                    .map(|drain| what_holds_claim(drain, karpenter, ctx.now));
-                match holds {
-                    Some(holds) => format!("{} (since {since}): {holds}", claim.name),
-                    None => format!("{} (since {since})", claim.name),
-                }
-            })
-            .collect();
-        c.warn(
-            Warning::NodeClaimTerminatingLong,
-            format!(
-                "NodeClaim(s) are still terminating without a terminationGracePeriod of their own \
-                 (their NodePool had none when they were made), so Karpenter waits for every Pod \
-                 to leave their Nodes: {}. Let the PodDisruptionBudget allow an eviction, or \
-                 remove the annotation or the Pod; set terminationGracePeriod on the NodePool so \
-                 the NodeClaims it makes next have a deadline.",
-                crate::wording::list_bounded(&held, 5)
-            ),
-            subjects(&stuck, &[]),
-        );
-    }
-    let others = drifted.len() - held.len();
-    let ok = match (drifted.len(), held.len()) {
+    !named_blockers.is_empty()
+}
+
+/// Warns of the NodeClaims terminating long without a deadline, with what holds each.
+fn warn_terminating_long(ctx: &Context, c: &mut Check, stuck: &[&NodeClaimFacts]) {
+    let mut stuck = stuck.to_vec();
+    stuck.sort_by(|a, b| a.name.cmp(&b.name));
+    let karpenter = ctx.version.as_ref().ok();
+    let held: Vec<String> = stuck
+        .iter()
+        .map(|claim| {
+            let since = claim
+                .deleting_since
+                .map(crate::wording::at)
+                .unwrap_or_default();
+            let holds = ctx
+                .facts
+                .cluster
+                .drains
+                .get(&claim.name)
+                .map(|drain| what_holds_claim(drain, karpenter, ctx.now));
+            match holds {
+                Some(holds) => format!("{} (since {since}): {holds}", claim.name),
+                None => format!("{} (since {since})", claim.name),
+            }
+        })
+        .collect();
+    c.warn(
+        Warning::NodeClaimTerminatingLong,
+        format!(
+            "NodeClaim(s) are still terminating without a terminationGracePeriod of their own \
+             (their NodePool had none when they were made), so Karpenter waits for every Pod \
+             to leave their Nodes: {}. Let the PodDisruptionBudget allow an eviction, or \
+             remove the annotation or the Pod; set terminationGracePeriod on the NodePool so \
+             the NodeClaims it makes next have a deadline.",
+            crate::wording::list_bounded(&held, 5)
+        ),
+        claim_subjects(ctx, &stuck, &[]),
+    );
+}
+
+/// The True message: how many drifted NodeClaims Karpenter replaces and how many a budget holds.
+fn true_message(drifted: usize, held: usize, named_blockers: bool) -> String {
+    let others = drifted - held;
+    match (drifted, held) {
         (0, _) => "No NodeClaim of this EC2NodeClass has been drifted for 30 minutes (see the warning on terminating ones).".to_owned(),
-        (n, 0) if !named_blockers.is_empty() => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good (see the warning on what else holds them)."),
+        (n, 0) if named_blockers => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good (see the warning on what else holds them)."),
         (n, 0) => format!("{n} drifted NodeClaim(s); no NodePool's budget stops drift for good, so Karpenter replaces them as its budgets allow."),
         (_, h) if others == 0 => format!("{h} drifted NodeClaim(s), each held on purpose by its NodePool's budget until it expires (see the warning)."),
         (_, h) => format!("{others} drifted NodeClaim(s) replaced as their NodePools' budgets allow; {h} held on purpose by their NodePool's budget until they expire (see the warning)."),
-    };
-    c.finish(Reason::DriftReplaceable, ok)
+    }
 }
 
 #[cfg(test)]

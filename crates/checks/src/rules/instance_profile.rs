@@ -20,10 +20,20 @@ pub fn is_valid_profile_name(name: &str) -> bool {
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::InstanceProfileReady, "instance-profile");
+    let Some(profile) = profile_in_use(ctx, &mut c) else {
+        return c.finish(Reason::InstanceProfileValid, "");
+    };
+    let ok_message = judge_profile(ctx, &mut c, profile);
+    c.finish(Reason::InstanceProfileValid, ok_message)
+}
+
+/// The instance profile nodes launch with: spec.instanceProfile when it is a valid name (False
+/// for an ARN or an invalid name), else the one Karpenter resolved for spec.role; `None` (and
+/// the finding why) when there is none to look up.
+fn profile_in_use<'a>(ctx: &Context<'a>, c: &mut Check) -> Option<&'a str> {
     let spec = &ctx.facts.cluster.node_class.spec;
     let node_class = ctx.node_class_subject();
-
-    let profile = if let Some(given) = spec.instance_profile.as_deref() {
+    if let Some(given) = spec.instance_profile.as_deref() {
         let shown = clip(given, 256);
         if given.trim_start().starts_with("arn:") {
             let name = arn::parse_iam(given.trim())
@@ -48,7 +58,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 ),
                 vec![node_class, SubjectRef::new("IAMInstanceProfile", shown)],
             );
-            return c.finish(Reason::InstanceProfileValid, "");
+            return None;
         }
         if !is_valid_profile_name(given) {
             c.fail(
@@ -59,9 +69,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 ),
                 vec![node_class],
             );
-            return c.finish(Reason::InstanceProfileValid, "");
+            return None;
         }
-        given
+        Some(given)
     } else if spec.role.is_some() {
         match ctx
             .facts
@@ -71,13 +81,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             .as_ref()
             .and_then(|s| s.instance_profile.as_deref())
         {
-            Some(resolved) if !resolved.is_empty() => resolved,
+            Some(resolved) if !resolved.is_empty() => Some(resolved),
             _ => {
                 c.unknown(Why::new(
                     Reason::InstanceProfileNotResolved,
                     "Karpenter has not written status.instanceProfile for spec.role yet.",
                 ));
-                return c.finish(Reason::InstanceProfileValid, "");
+                None
             }
         }
     } else {
@@ -85,9 +95,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             Reason::NotObserved,
             "The EC2NodeClass names neither spec.role nor spec.instanceProfile.",
         ));
-        return c.finish(Reason::InstanceProfileValid, "");
-    };
+        None
+    }
+}
 
+/// Whether the profile exists and holds the node role (spec.role's, when given); the True
+/// message when it does.
+fn judge_profile(ctx: &Context, c: &mut Check, profile: &str) -> String {
+    let spec = &ctx.facts.cluster.node_class.spec;
+    let node_class = ctx.node_class_subject();
     let profile_shown = clip(profile, 256);
     let subjects = || {
         vec![
@@ -140,7 +156,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             }
         },
     }
-    c.finish(Reason::InstanceProfileValid, ok_message)
+    ok_message
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! out, an operator it does not know) the requirement lets the type through. The set it computes therefore holds every type Karpenter could pick, and more; only
 //! when even that set is empty is the NodePool `False`.
 
-use crate::facts::Observed;
+use crate::facts::{InstanceTypeCatalog, Observed};
 use crate::plan::Context;
 use crate::pod_fit::NodeClaimTemplate;
 use crate::verdict::{Check, Outcome, Why};
@@ -75,48 +75,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             return c.finish(Reason::InstanceTypesOffered, "");
         }
     };
-    let catalog = match &ctx.facts.aws.instance_types {
-        Some(Observed::Found(catalog)) => Some(catalog),
-        None => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                "The region's instance types have not been read yet.",
-            ));
-            None
-        }
-        Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved("The region's instance types", u));
-            None
-        }
-        Some(Observed::Absent) => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                "EC2 answered that the region has no instance types.",
-            ));
-            None
-        }
-    };
-    let zones: Option<BTreeSet<String>> = match &ctx.facts.aws.subnets {
-        Observed::Found(subnets) if subnets.iter().any(|s| !s.zone.is_empty()) => Some(
-            subnets
-                .iter()
-                .filter(|s| !s.zone.is_empty())
-                .map(|s| s.zone.clone())
-                .collect(),
-        ),
-        Observed::Found(_) | Observed::Absent => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                "The EC2NodeClass selects no subnet (see SubnetsReady), so there is no zone to \
-                 look for instance types in.",
-            ));
-            None
-        }
-        Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("The subnets of this EC2NodeClass", u));
-            None
-        }
-    };
+    let catalog = read_catalog(ctx, &mut c);
+    let zones = read_zones(ctx, &mut c);
     let (Some(catalog), Some(zones)) = (catalog, zones) else {
         return c.finish(Reason::InstanceTypesOffered, "");
     };
@@ -156,91 +116,176 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 allowed.push(format!("{name}: {}", left.len()));
                 unchecked_keys.extend(unchecked.iter().cloned());
             }
-            Judged::ZonesWithoutSubnets { requirement } => empty.push((
-                pool,
-                Reason::RequiredZonesWithoutSubnets,
-                format!(
-                    "NodePool {name} requires `{requirement}`, but the EC2NodeClass's subnets \
-                     are only in {zones_text}, so no node of it can launch. Select a subnet in a \
-                     required zone, or require a zone the subnets are in."
-                ),
-            )),
-            Judged::Emptied {
-                requirement,
-                before,
-                alone,
-            } => {
-                let mut why = if *alone {
-                    format!("no instance type EC2 offers in {zones_text} satisfies `{requirement}`")
-                } else {
-                    format!(
-                        "`{requirement}` admits none of the {before} instance types offered in \
-                         {zones_text} that its earlier requirements allow"
-                    )
-                };
-                if let (Some(reserved), true) =
-                    (&reserved, crate::plan::capacity::reserved_only(pool))
+            verdict => {
+                if let Some((reason, message)) =
+                    why_empty(pool, name, verdict, &zones_text, reserved.as_ref())
                 {
-                    let pairs: Vec<String> = reserved
-                        .iter()
-                        .map(|(t, z)| format!("{t} in {z}"))
-                        .collect();
-                    why.push_str(&format!(
-                        " (it allows only reserved capacity, which Karpenter offers only for the \
-                         instance types and zones of the class's capacity reservations that are \
-                         not expiring: {})",
-                        crate::wording::list_bounded(&pairs, 3)
-                    ));
+                    empty.push((pool, reason, message));
                 }
-                empty.push((
-                    pool,
-                    Reason::NoInstanceTypeMatchesRequirements,
-                    format!(
-                        "NodePool {name} can launch nothing: {why}. Widen or correct that \
-                         requirement."
-                    ),
-                ));
             }
-            Judged::MinValuesUnmet {
-                requirement,
-                min,
-                found,
-            } => empty.push((
-                pool,
-                Reason::NoInstanceTypeMatchesRequirements,
-                format!(
-                    "NodePool {name} can launch nothing: `{requirement}` asks for at least {min} \
-                     distinct values (minValues), but the instance types its requirements leave \
-                     in {zones_text} offer only {}{}, and Karpenter's minValues policy is Strict. \
-                     Lower minValues, widen the requirements, or set MIN_VALUES_POLICY=BestEffort.",
-                    found.len(),
-                    if found.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", crate::wording::list_bounded(found, 5))
-                    }
-                ),
-            )),
-            Judged::NoneForAmis { archs, left } => empty.push((
-                pool,
-                Reason::NoInstanceTypeForAmiArchitecture,
-                format!(
-                    "NodePool {name} allows only {} instance types in {zones_text}, but the \
-                     EC2NodeClass's AMIs are built for {}. Allow that architecture in the \
-                     NodePool, or select AMIs for the one it asks for.",
-                    left.join(", "),
-                    archs.join(", ")
-                ),
-            )),
         }
     }
     let stranded = stranded_pods(ctx, &pools, &empty);
     let empty_count = empty.len();
+    report_empty(ctx, &mut c, empty, allowed.is_empty(), &stranded);
+    let ok = true_message(
+        &zones_text,
+        &allowed,
+        pools.len(),
+        empty_count,
+        unchecked_keys,
+    );
+    c.finish(Reason::InstanceTypesOffered, ok)
+}
+
+/// The region's instance type catalog, or why it is not known.
+fn read_catalog<'a>(ctx: &Context<'a>, c: &mut Check) -> Option<&'a InstanceTypeCatalog> {
+    match &ctx.facts.aws.instance_types {
+        Some(Observed::Found(catalog)) => Some(catalog),
+        None => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                "The region's instance types have not been read yet.",
+            ));
+            None
+        }
+        Some(Observed::Unknown(u)) => {
+            c.unknown(Why::unobserved("The region's instance types", u));
+            None
+        }
+        Some(Observed::Absent) => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                "EC2 answered that the region has no instance types.",
+            ));
+            None
+        }
+    }
+}
+
+/// The zones of the class's subnets, or why there are none to look in.
+fn read_zones(ctx: &Context, c: &mut Check) -> Option<BTreeSet<String>> {
+    match &ctx.facts.aws.subnets {
+        Observed::Found(subnets) if subnets.iter().any(|s| !s.zone.is_empty()) => Some(
+            subnets
+                .iter()
+                .filter(|s| !s.zone.is_empty())
+                .map(|s| s.zone.clone())
+                .collect(),
+        ),
+        Observed::Found(_) | Observed::Absent => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                "The EC2NodeClass selects no subnet (see SubnetsReady), so there is no zone to \
+                 look for instance types in.",
+            ));
+            None
+        }
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The subnets of this EC2NodeClass", u));
+            None
+        }
+    }
+}
+
+/// Why NodePool `name` allows no instance type, from a verdict that leaves it none; `None` for
+/// a verdict that is not one of those.
+fn why_empty(
+    pool: &NodePool,
+    name: &str,
+    verdict: &Judged,
+    zones_text: &str,
+    reserved: Option<&BTreeSet<(String, String)>>,
+) -> Option<(Reason, String)> {
+    Some(match verdict {
+        Judged::NothingOffered | Judged::Allows { .. } => return None,
+        Judged::ZonesWithoutSubnets { requirement } => (
+            Reason::RequiredZonesWithoutSubnets,
+            format!(
+                "NodePool {name} requires `{requirement}`, but the EC2NodeClass's subnets \
+                 are only in {zones_text}, so no node of it can launch. Select a subnet in a \
+                 required zone, or require a zone the subnets are in."
+            ),
+        ),
+        Judged::Emptied {
+            requirement,
+            before,
+            alone,
+        } => {
+            let mut why = if *alone {
+                format!("no instance type EC2 offers in {zones_text} satisfies `{requirement}`")
+            } else {
+                format!(
+                    "`{requirement}` admits none of the {before} instance types offered in \
+                     {zones_text} that its earlier requirements allow"
+                )
+            };
+            if let (Some(reserved), true) = (reserved, crate::plan::capacity::reserved_only(pool)) {
+                let pairs: Vec<String> = reserved
+                    .iter()
+                    .map(|(t, z)| format!("{t} in {z}"))
+                    .collect();
+                why.push_str(&format!(
+                    " (it allows only reserved capacity, which Karpenter offers only for the \
+                     instance types and zones of the class's capacity reservations that are \
+                     not expiring: {})",
+                    crate::wording::list_bounded(&pairs, 3)
+                ));
+            }
+            (
+                Reason::NoInstanceTypeMatchesRequirements,
+                format!(
+                    "NodePool {name} can launch nothing: {why}. Widen or correct that \
+                     requirement."
+                ),
+            )
+        }
+        Judged::MinValuesUnmet {
+            requirement,
+            min,
+            found,
+        } => (
+            Reason::NoInstanceTypeMatchesRequirements,
+            format!(
+                "NodePool {name} can launch nothing: `{requirement}` asks for at least {min} \
+                 distinct values (minValues), but the instance types its requirements leave \
+                 in {zones_text} offer only {}{}, and Karpenter's minValues policy is Strict. \
+                 Lower minValues, widen the requirements, or set MIN_VALUES_POLICY=BestEffort.",
+                found.len(),
+                if found.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", crate::wording::list_bounded(found, 5))
+                }
+            ),
+        ),
+        Judged::NoneForAmis { archs, left } => (
+            Reason::NoInstanceTypeForAmiArchitecture,
+            format!(
+                "NodePool {name} allows only {} instance types in {zones_text}, but the \
+                 EC2NodeClass's AMIs are built for {}. Allow that architecture in the \
+                 NodePool, or select AMIs for the one it asks for.",
+                left.join(", "),
+                archs.join(", ")
+            ),
+        ),
+    })
+}
+
+/// Each NodePool that allows nothing: False when no NodePool of the class allows anything or a
+/// pending Pod may go to no other, otherwise a warning.
+fn report_empty(
+    ctx: &Context,
+    c: &mut Check,
+    empty: Vec<(&NodePool, Reason, String)>,
+    none_allowed: bool,
+    stranded: &BTreeMap<&str, Vec<String>>,
+) {
     for (pool, reason, message) in empty {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
         let subjects = vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)];
         let waiting = stranded.get(name);
-        match (allowed.is_empty(), waiting) {
+        match (none_allowed, waiting) {
             // Every NodePool of the class is empty: the class launches nothing at all.
             (true, _) => c.fail(reason, message, subjects),
             (false, Some(pods)) => c.fail(
@@ -268,19 +313,30 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             }
         }
     }
+}
+
+/// The True message: how many types each NodePool allows, and which requirement keys were not
+/// checked.
+fn true_message(
+    zones_text: &str,
+    allowed: &[String],
+    pool_count: usize,
+    empty_count: usize,
+    unchecked_keys: BTreeSet<String>,
+) -> String {
     let mut ok = if empty_count == 0 {
         format!(
             "Every NodePool allows instance types offered in {zones_text} (types per NodePool: \
              {}).",
-            crate::wording::list_bounded(&allowed, 5)
+            crate::wording::list_bounded(allowed, 5)
         )
     } else {
         format!(
             "{} of {} NodePools allow instance types offered in {zones_text} (types per \
              NodePool: {}); the others allow none (see the warning).",
             allowed.len(),
-            pools.len(),
-            crate::wording::list_bounded(&allowed, 5)
+            pool_count,
+            crate::wording::list_bounded(allowed, 5)
         )
     };
     if !unchecked_keys.is_empty() {
@@ -290,5 +346,5 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             crate::wording::list_bounded(&keys, 3)
         ));
     }
-    c.finish(Reason::InstanceTypesOffered, ok)
+    ok
 }

@@ -85,34 +85,8 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         );
         return c.finish(Reason::InterruptionHandlingConfigured, "");
     }
-    let queue = match &ctx.facts.aws.interruption_queue {
-        None => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                format!("Queue {} has not been looked up yet.", clip(setting, 80)),
-            ));
-            return c.finish(Reason::InterruptionHandlingConfigured, "");
-        }
-        Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved(
-                &format!("Interruption queue {}", clip(setting, 80)),
-                u,
-            ));
-            return c.finish(Reason::InterruptionHandlingConfigured, "");
-        }
-        Some(Observed::Absent) => {
-            c.fail(
-                Reason::InterruptionQueueNotFound,
-                format!(
-                    "SQS has no queue {:?} in {}, so Karpenter handles no interruption.",
-                    clip(setting, 80),
-                    ctx.facts.aws.region.as_deref().unwrap_or("this region")
-                ),
-                subjects,
-            );
-            return c.finish(Reason::InterruptionHandlingConfigured, "");
-        }
-        Some(Observed::Found(q)) => q,
+    let Some(queue) = interruption_queue(ctx, &mut c, setting, &subjects) else {
+        return c.finish(Reason::InterruptionHandlingConfigured, "");
     };
     let version = ctx.version.as_ref().ok();
     let (rules, delivered) = event_rules::check_rules(ctx, &mut c, queue, version, &subjects);
@@ -130,6 +104,45 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             clip(&queue.arn, 256)
         ),
     )
+}
+
+/// The interruption queue SQS answered for `setting`; `None` (and the finding why) when it was
+/// not looked up, is not known or does not exist.
+fn interruption_queue<'a>(
+    ctx: &Context<'a>,
+    c: &mut Check,
+    setting: &str,
+    subjects: &[SubjectRef],
+) -> Option<&'a crate::facts::QueueFacts> {
+    match &ctx.facts.aws.interruption_queue {
+        None => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                format!("Queue {} has not been looked up yet.", clip(setting, 80)),
+            ));
+            None
+        }
+        Some(Observed::Unknown(u)) => {
+            c.unknown(Why::unobserved(
+                &format!("Interruption queue {}", clip(setting, 80)),
+                u,
+            ));
+            None
+        }
+        Some(Observed::Absent) => {
+            c.fail(
+                Reason::InterruptionQueueNotFound,
+                format!(
+                    "SQS has no queue {:?} in {}, so Karpenter handles no interruption.",
+                    clip(setting, 80),
+                    ctx.facts.aws.region.as_deref().unwrap_or("this region")
+                ),
+                subjects.to_vec(),
+            );
+            None
+        }
+        Some(Observed::Found(q)) => Some(q),
+    }
 }
 
 /// No queue: a warning when spot is allowed, since its interruptions then go unhandled.

@@ -26,14 +26,19 @@ pub const KARPENTER_DEPENDENTS: &[&str] = &[
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::KarpenterStatusConsistent, "karpenter-status");
-    let subjects = || vec![ctx.node_class_subject()];
-    let node_class = &ctx.facts.cluster.node_class;
-    let conditions = node_class
-        .status
-        .as_ref()
-        .map(|s| &s.conditions[..])
-        .unwrap_or_default();
+    fail_validation_stuck(ctx, &mut c);
+    fail_ready_contradicts_dependents(ctx, &mut c);
+    fail_status_stale(ctx, &mut c);
+    c.finish(
+        Reason::KarpenterStatusCurrent,
+        "Karpenter's EC2NodeClass status is current and self-consistent.",
+    )
+}
 
+/// False when Karpenter reports InstanceProfileReady=True while validation never concludes,
+/// with the likely causes.
+fn fail_validation_stuck(ctx: &Context, c: &mut Check) {
+    let node_class = &ctx.facts.cluster.node_class;
     // InstanceProfileReady=True while validation never concludes.
     if ctx.karpenter_condition_status("InstanceProfileReady") == Some(ConditionStatus::True)
         && let Some(validation) = ctx.karpenter_condition("ValidationSucceeded")
@@ -71,10 +76,13 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 at(since.0),
                 causes.join("; ")
             ),
-            subjects(),
+            vec![ctx.node_class_subject()],
         );
     }
+}
 
+/// False when Karpenter reports Ready=True next to a False dependent.
+fn fail_ready_contradicts_dependents(ctx: &Context, c: &mut Check) {
     // Ready=True next to a False dependent.
     if ctx.karpenter_condition_status("Ready") == Some(ConditionStatus::True) {
         let false_dependents: Vec<&str> = KARPENTER_DEPENDENTS
@@ -89,11 +97,21 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     "Karpenter reports Ready=True while {} is False.",
                     list_bounded(&false_dependents, 7)
                 ),
-                subjects(),
+                vec![ctx.node_class_subject()],
             );
         }
     }
+}
 
+/// False when the status stopped following the spec: no conditions long after creation, or an
+/// observed generation behind the spec's for too long.
+fn fail_status_stale(ctx: &Context, c: &mut Check) {
+    let node_class = &ctx.facts.cluster.node_class;
+    let conditions = node_class
+        .status
+        .as_ref()
+        .map(|s| &s.conditions[..])
+        .unwrap_or_default();
     // A status that stopped following the spec.
     let generation = node_class.metadata.generation;
     let observed = ctx
@@ -117,7 +135,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                      {}.",
                     at(created.0)
                 ),
-                subjects(),
+                vec![ctx.node_class_subject()],
             );
         }
     } else if let (Some(generation), Some(observed)) = (generation, observed)
@@ -132,13 +150,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                  at generation {generation} since {} at the latest.",
                 at(since)
             ),
-            subjects(),
+            vec![ctx.node_class_subject()],
         );
     }
-    c.finish(
-        Reason::KarpenterStatusCurrent,
-        "Karpenter's EC2NodeClass status is current and self-consistent.",
-    )
 }
 
 /// The earliest evidence of when the current generation was written: the adapter's first sight

@@ -96,6 +96,55 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     if let Some(u) = cluster.pending_pods.unobserved() {
         c.unknown(Why::unobserved("The pending Pods", u));
     }
+    let rules = rule_set(ctx);
+    let judged = judge_key_uses(ctx, &rules.candidates);
+    let rules_name = &rules.name;
+    fail_rejected(ctx, &mut c, judged.rejected, rules_name);
+    warn_rejected_elsewhere_too(ctx, &mut c, judged.rejected_elsewhere_too, rules_name);
+    if !c.has_failed()
+        && !judged.undecided.is_empty()
+        && let Some(why) = &rules.open_because
+    {
+        let keys: Vec<String> = judged
+            .undecided
+            .keys()
+            .map(|k| clip(k, 128).into_owned())
+            .collect();
+        c.unknown(Why::new(
+            why.reason,
+            format!(
+                "Karpenter up to v1.8 rejects {}, v1.9 and later accept it; {}",
+                list_bounded(&keys, 5),
+                why.message
+            ),
+        ));
+    }
+    let ok_rules = &rules.ok_name;
+    let ok_message = if c.has_warnings() {
+        format!(
+            "No NodePool uses a label key {ok_rules} rejects, and no pending Pod is certain to; \
+             a Pod that may still carry one into a NodeClaim is a warning."
+        )
+    } else {
+        format!("No NodePool or pending Pod uses a label key {ok_rules} rejects.")
+    };
+    c.finish(Reason::NoRestrictedLabels, ok_message)
+}
+
+/// The label rule sets that may be in force, why that is open if it is, and how the messages
+/// name them.
+struct RuleSet {
+    candidates: Vec<LabelRules>,
+    open_because: Option<Why>,
+    /// For a finding: what rejects the key.
+    name: String,
+    /// For the True message.
+    ok_name: String,
+}
+
+/// Which label rules decide: the installed CRD's own when it carries them, else the controller
+/// version's, else every version's.
+fn rule_set(ctx: &Context) -> RuleSet {
     // The installed CRD's own rules decide when it carries them; else the controller version.
     let from_crd = match &ctx.facts.cluster.crd_label_rules {
         Observed::Found(Some(rules)) => Some(*rules),
@@ -114,18 +163,51 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         (None, None, Ok(v)) => vec![LabelRules::for_version(v)],
         _ => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
     };
+    let (name, ok_name) = match (from_crd, &open_because, &ctx.version) {
+        (Some(_), _, _) => (
+            "the installed NodePool CRD".to_owned(),
+            "the installed NodePool CRD".to_owned(),
+        ),
+        (None, None, Ok(v)) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
+        _ => (
+            "every Karpenter version".to_owned(),
+            "any Karpenter version".to_owned(),
+        ),
+    };
+    RuleSet {
+        candidates,
+        open_because,
+        name,
+        ok_name,
+    }
+}
+
+/// subject -> key -> Karpenter's words.
+type RejectedKeys = BTreeMap<SubjectRef, BTreeMap<String, &'static str>>;
+
+/// The key uses judged against the candidate rule sets.
+struct JudgedKeys {
+    /// Keys every candidate rejects where that is decisive for this class.
+    rejected: RejectedKeys,
+    /// Decisive keys only some candidates reject, with who uses them.
+    undecided: BTreeMap<String, Vec<SubjectRef>>,
+    /// Rejected keys of Pods that other classes' NodePools could take as well.
+    rejected_elsewhere_too: RejectedKeys,
+}
+
+/// Judges each key use against every candidate rule set.
+fn judge_key_uses(ctx: &Context, candidates: &[LabelRules]) -> JudgedKeys {
     // subject -> key -> Karpenter's words, for keys every candidate rule set rejects.
-    let mut rejected: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> = BTreeMap::new();
+    let mut rejected: RejectedKeys = BTreeMap::new();
     let mut undecided: BTreeMap<String, Vec<SubjectRef>> = BTreeMap::new();
     // Rejected keys of Pods that other classes' NodePools could take as well.
-    let mut rejected_elsewhere_too: BTreeMap<SubjectRef, BTreeMap<String, &'static str>> =
-        BTreeMap::new();
+    let mut rejected_elsewhere_too: RejectedKeys = BTreeMap::new();
     for u in key_uses(ctx) {
         let verdicts: Vec<Option<&'static str>> = candidates
             .iter()
             .map(|rules| rules.restriction(&u.key, u.context))
             .collect();
-        if let Some(why) = LabelRules::rejected_by_all(&candidates, &u.key, u.context) {
+        if let Some(why) = LabelRules::rejected_by_all(candidates, &u.key, u.context) {
             let into = if u.decisive {
                 &mut rejected
             } else {
@@ -138,18 +220,16 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             undecided.entry(u.key).or_default().push(u.subject);
         }
     }
+    JudgedKeys {
+        rejected,
+        undecided,
+        rejected_elsewhere_too,
+    }
+}
 
-    let (rules_name, ok_rules) = match (from_crd, &open_because, &ctx.version) {
-        (Some(_), _, _) => (
-            "the installed NodePool CRD".to_owned(),
-            "the installed NodePool CRD".to_owned(),
-        ),
-        (None, None, Ok(v)) => (format!("Karpenter {v}"), format!("Karpenter {v}")),
-        _ => (
-            "every Karpenter version".to_owned(),
-            "any Karpenter version".to_owned(),
-        ),
-    };
+/// False for each NodePool with a rejected key, and for each group of Pods with the same
+/// rejected keys.
+fn fail_rejected(ctx: &Context, c: &mut Check, rejected: RejectedKeys, rules_name: &str) {
     // NodePools are few and each is reported alone; Pods come in replicas, so Pods with the
     // same rejected keys make one finding.
     let mut pod_groups: BTreeMap<Vec<(String, &'static str)>, Vec<SubjectRef>> = BTreeMap::new();
@@ -189,6 +269,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             subjects,
         );
     }
+}
+
+/// A warning for each Pod other classes could take too that may carry a rejected key.
+fn warn_rejected_elsewhere_too(
+    ctx: &Context,
+    c: &mut Check,
+    rejected_elsewhere_too: RejectedKeys,
+    rules_name: &str,
+) {
     for (subject, keys) in rejected_elsewhere_too {
         let keys: Vec<(String, &'static str)> = keys.into_iter().collect();
         let name = format!(
@@ -208,32 +297,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             vec![ctx.node_class_subject(), subject],
         );
     }
-    if !c.has_failed()
-        && !undecided.is_empty()
-        && let Some(why) = &open_because
-    {
-        let keys: Vec<String> = undecided
-            .keys()
-            .map(|k| clip(k, 128).into_owned())
-            .collect();
-        c.unknown(Why::new(
-            why.reason,
-            format!(
-                "Karpenter up to v1.8 rejects {}, v1.9 and later accept it; {}",
-                list_bounded(&keys, 5),
-                why.message
-            ),
-        ));
-    }
-    let ok_message = if c.has_warnings() {
-        format!(
-            "No NodePool uses a label key {ok_rules} rejects, and no pending Pod is certain to; \
-             a Pod that may still carry one into a NodeClaim is a warning."
-        )
-    } else {
-        format!("No NodePool or pending Pod uses a label key {ok_rules} rejects.")
-    };
-    c.finish(Reason::NoRestrictedLabels, ok_message)
 }
 
 fn describe(keys: &[(String, &'static str)]) -> String {

@@ -311,7 +311,45 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut pools: Vec<&NodePool> = pools.iter().collect();
     pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let quotas = Quotas::of(ctx);
-    if let Some(q) = &quotas {
+    warn_quotas_nearly_used(ctx, &mut c, quotas.as_ref());
+    let stopped: Vec<(&str, Stop)> = pools
+        .iter()
+        .filter_map(|p| {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            stop_of(ctx, p, quotas.as_ref()).map(|s| (name, s))
+        })
+        .collect();
+    if stopped.is_empty() {
+        let limited = pools.iter().filter(|p| !p.spec.limits.is_empty()).count();
+        let ok = match limited {
+            0 => "No NodePool of this EC2NodeClass sets spec.limits.".to_owned(),
+            n => format!("Each of the {n} NodePools with spec.limits has room for another node."),
+        };
+        return c.finish(Reason::NodePoolsHaveRoom, ok);
+    }
+    let all_stopped = stopped.len() == pools.len();
+    let registering = registering_claim(ctx);
+    let templates: Vec<NodeClaimTemplate> =
+        pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
+    let Waiting {
+        waiting,
+        blocking,
+        not_yet,
+    } = waiting_pods(ctx, &templates, &stopped, registering.as_deref());
+    match waiting {
+        Ok(waiting) if !waiting.is_empty() => {
+            fail_blocked(ctx, &mut c, &stopped, &waiting, &blocking);
+        }
+        Err(why_unknown) => c.unknown(why_unknown),
+        _ => warn_stopped(ctx, &mut c, &stopped, &not_yet, registering.as_deref()),
+    }
+    let ok = true_message(ctx, pools.len(), stopped.len(), all_stopped);
+    c.finish(Reason::NodePoolsHaveRoom, ok)
+}
+
+/// Warns of each vCPU quota (on-demand, spot) this cluster's own instances have used 90% of.
+fn warn_quotas_nearly_used(ctx: &Context, c: &mut Check, quotas: Option<&Quotas>) {
+    if let Some(q) = quotas {
         for (used, quota, which) in [
             (q.used_on_demand, q.on_demand, "on-demand"),
             (q.used_spot, q.spot, "spot"),
@@ -331,35 +369,24 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             }
         }
     }
-    let stopped: Vec<(&str, Stop)> = pools
-        .iter()
-        .filter_map(|p| {
-            let name = p.metadata.name.as_deref().unwrap_or_default();
-            stop_of(ctx, p, quotas.as_ref()).map(|s| (name, s))
-        })
-        .collect();
-    if stopped.is_empty() {
-        let limited = pools.iter().filter(|p| !p.spec.limits.is_empty()).count();
-        let ok = match limited {
-            0 => "No NodePool of this EC2NodeClass sets spec.limits.".to_owned(),
-            n => format!("Each of the {n} NodePools with spec.limits has room for another node."),
-        };
-        return c.finish(Reason::NodePoolsHaveRoom, ok);
-    }
-    let subjects = |names: &[&str]| {
-        let mut subjects = vec![ctx.node_class_subject()];
-        subjects.extend(
-            names
-                .iter()
-                .take(5)
-                .map(|n| SubjectRef::new("NodePool", *n)),
-        );
-        subjects
-    };
-    let all_stopped = stopped.len() == pools.len();
-    // A NodeClaim still registering may be the one a waiting Pod is for (its capacity already
-    // counts against the limits); unknown NodeClaims leave that open too.
-    let registering = match &ctx.facts.cluster.node_claims {
+}
+
+/// The class and the first few of the named NodePools, as a finding's subjects.
+fn pool_subjects(ctx: &Context, names: &[&str]) -> Vec<SubjectRef> {
+    let mut subjects = vec![ctx.node_class_subject()];
+    subjects.extend(
+        names
+            .iter()
+            .take(5)
+            .map(|n| SubjectRef::new("NodePool", *n)),
+    );
+    subjects
+}
+
+/// A NodeClaim still registering, which may be the one a waiting Pod is for (its capacity
+/// already counts against the limits); unknown NodeClaims leave that open too.
+fn registering_claim(ctx: &Context) -> Option<String> {
+    match &ctx.facts.cluster.node_claims {
         Observed::Found(claims) => claims
             .iter()
             .filter(|c| !c.deleting)
@@ -371,9 +398,29 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             .min(),
         Observed::Absent => None,
         Observed::Unknown(_) => Some("(NodeClaims not read)".to_owned()),
-    };
-    let templates: Vec<NodeClaimTemplate> =
-        pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
+    }
+}
+
+/// The pending Pods only stopped NodePools of the class may take, split into those waiting on
+/// the limits and those not (yet) counted, with the stopped NodePools that block them.
+struct Waiting<'a> {
+    /// The Pods waiting on the limits, or why pending Pods are not known.
+    waiting: Result<Vec<String>, Why>,
+    /// The stopped NodePools that block a waiting Pod.
+    blocking: Vec<&'a str>,
+    /// The Pods held by stopped NodePools that are not counted as waiting yet.
+    not_yet: Vec<String>,
+}
+
+/// Which pending Pods wait on the stopped NodePools: every NodePool of the class that may take
+/// one (its taints tolerated, its requirements met, `crate::pod_fit`) is stopped, it has waited
+/// long enough, is not nominated and no NodeClaim is still registering.
+fn waiting_pods<'a>(
+    ctx: &Context,
+    templates: &[NodeClaimTemplate<'a>],
+    stopped: &[(&str, Stop)],
+    registering: Option<&str>,
+) -> Waiting<'a> {
     let is_stopped = |pool: &str| stopped.iter().any(|(n, _)| *n == pool);
     // The stopped NodePools that block a waiting Pod: every NodePool of the class that may take
     // it (its taints tolerated, its requirements met, `crate::pod_fit`) is stopped.
@@ -384,7 +431,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             let mut names: Vec<String> = Vec::new();
             for p in pods.iter().filter(|p| p.only_this_class) {
                 let name = format!("{}/{}", p.namespace, p.name);
-                let Some(its) = crate::pod_fit::held_by(&templates, p, is_stopped) else {
+                let Some(its) = crate::pod_fit::held_by(templates, p, is_stopped) else {
                     continue;
                 };
                 let long = p
@@ -408,70 +455,94 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Observed::Absent => Ok(Vec::new()),
         Observed::Unknown(u) => Err(Why::unobserved("Pending Pods", u)),
     };
-    let names: Vec<&str> = stopped.iter().map(|(n, _)| *n).collect();
-    match waiting {
-        Ok(waiting) if !waiting.is_empty() => {
-            let blocked: Vec<&(&str, Stop)> = stopped
-                .iter()
-                .filter(|(n, _)| blocking.contains(n))
-                .collect();
-            let reason = if blocked
-                .iter()
-                .any(|(_, s)| matches!(s, Stop::Reached { .. }))
-            {
-                Reason::NodePoolLimitsReached
-            } else if blocked
-                .iter()
-                .any(|(_, s)| matches!(s, Stop::BelowSmallest { .. }))
-            {
-                Reason::NodePoolLimitsBelowSmallestInstance
-            } else {
-                Reason::VcpuQuotaExhausted
-            };
-            let why: Vec<String> = blocked.iter().map(|(n, s)| describe(n, s)).collect();
-            c.fail(
-                reason,
-                format!(
-                    "Pending Pod(s) {} can only go to this EC2NodeClass, and only to NodePool(s) \
-                     {}, but {}, so Karpenter launches nothing for them. Raise the limits (or \
-                     request a quota increase) or add a NodePool with room that they fit.",
-                    crate::wording::list_bounded(&waiting, 3),
-                    crate::wording::list_bounded(&blocking, 3),
-                    crate::wording::list_bounded(&why, 3)
-                ),
-                subjects(&blocking),
-            );
-        }
-        Err(why_unknown) => c.unknown(why_unknown),
-        _ => {
-            let why: Vec<String> = stopped.iter().map(|(n, s)| describe(n, s)).collect();
-            let pending = if not_yet.is_empty() {
-                String::new()
-            } else {
-                let because = match &registering {
-                    Some(claim) => format!("NodeClaim {claim} is still registering"),
-                    None => format!(
-                        "they have waited less than {} or are nominated to a node",
-                        crate::wording::human(ctx.settings.waiting_on_limits_after)
-                    ),
-                };
-                format!(
-                    " Pending Pod(s) {} are not counted as waiting on the limits yet: {because}.",
-                    crate::wording::list_bounded(&not_yet, 3)
-                )
-            };
-            c.warn(
-                Warning::NodePoolAtLimits,
-                format!(
-                    "{}; it launches nothing more until the limits are raised or capacity is \
-                     freed.{pending}",
-                    crate::wording::list_bounded(&why, 3)
-                ),
-                subjects(&names),
-            )
-        }
+    Waiting {
+        waiting,
+        blocking,
+        not_yet,
     }
-    let ok = if all_stopped {
+}
+
+/// False for the Pods waiting on the stopped NodePools, with the reason of the first kind of
+/// stop among those blocking them: limits reached, below the smallest type, then quota.
+fn fail_blocked(
+    ctx: &Context,
+    c: &mut Check,
+    stopped: &[(&str, Stop)],
+    waiting: &[String],
+    blocking: &[&str],
+) {
+    let blocked: Vec<&(&str, Stop)> = stopped
+        .iter()
+        .filter(|(n, _)| blocking.contains(n))
+        .collect();
+    let reason = if blocked
+        .iter()
+        .any(|(_, s)| matches!(s, Stop::Reached { .. }))
+    {
+        Reason::NodePoolLimitsReached
+    } else if blocked
+        .iter()
+        .any(|(_, s)| matches!(s, Stop::BelowSmallest { .. }))
+    {
+        Reason::NodePoolLimitsBelowSmallestInstance
+    } else {
+        Reason::VcpuQuotaExhausted
+    };
+    let why: Vec<String> = blocked.iter().map(|(n, s)| describe(n, s)).collect();
+    c.fail(
+        reason,
+        format!(
+            "Pending Pod(s) {} can only go to this EC2NodeClass, and only to NodePool(s) \
+             {}, but {}, so Karpenter launches nothing for them. Raise the limits (or \
+             request a quota increase) or add a NodePool with room that they fit.",
+            crate::wording::list_bounded(waiting, 3),
+            crate::wording::list_bounded(blocking, 3),
+            crate::wording::list_bounded(&why, 3)
+        ),
+        pool_subjects(ctx, blocking),
+    );
+}
+
+/// A warning for the stopped NodePools no Pod waits on, naming the pending Pods not counted yet
+/// and why.
+fn warn_stopped(
+    ctx: &Context,
+    c: &mut Check,
+    stopped: &[(&str, Stop)],
+    not_yet: &[String],
+    registering: Option<&str>,
+) {
+    let names: Vec<&str> = stopped.iter().map(|(n, _)| *n).collect();
+    let why: Vec<String> = stopped.iter().map(|(n, s)| describe(n, s)).collect();
+    let pending = if not_yet.is_empty() {
+        String::new()
+    } else {
+        let because = match registering {
+            Some(claim) => format!("NodeClaim {claim} is still registering"),
+            None => format!(
+                "they have waited less than {} or are nominated to a node",
+                crate::wording::human(ctx.settings.waiting_on_limits_after)
+            ),
+        };
+        format!(
+            " Pending Pod(s) {} are not counted as waiting on the limits yet: {because}.",
+            crate::wording::list_bounded(not_yet, 3)
+        )
+    };
+    c.warn(
+        Warning::NodePoolAtLimits,
+        format!(
+            "{}; it launches nothing more until the limits are raised or capacity is \
+             freed.{pending}",
+            crate::wording::list_bounded(&why, 3)
+        ),
+        pool_subjects(ctx, &names),
+    );
+}
+
+/// The True message when some NodePool is stopped but no Pod waits on it.
+fn true_message(ctx: &Context, pools: usize, stopped: usize, all_stopped: bool) -> String {
+    if all_stopped {
         format!(
             "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod \
              that only they can take has waited on them for {} with no NodeClaim still \
@@ -483,12 +554,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             "{} of {} NodePools have room for another node (the others are at their limits, see \
              the warning), and no Pod that only the stopped ones can take has waited on them for \
              {}.",
-            pools.len() - stopped.len(),
-            pools.len(),
+            pools - stopped,
+            pools,
             crate::wording::human(ctx.settings.waiting_on_limits_after)
         )
-    };
-    c.finish(Reason::NodePoolsHaveRoom, ok)
+    }
 }
 
 #[cfg(test)]

@@ -276,27 +276,38 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         Selection::Subnets(s) => s,
     };
-    let ipv6 = ctx
-        .facts
-        .aws
-        .eks_cluster
-        .found()
-        .and_then(|e| e.ip_family.as_deref())
-        .is_some_and(|f| f.eq_ignore_ascii_case("ipv6"));
-    let associate = ctx
-        .facts
-        .cluster
-        .node_class
-        .spec
-        .associate_public_ip_address;
-    let proxy = mentions_proxy(ctx);
-    let mut caveats: Vec<String> = Vec::new();
-    let mut fine: Vec<&str> = Vec::new();
+    fail_dns_off(ctx, &mut c, &node_class, &selected);
+    let (fine, caveats) = judge_paths(ctx, &mut c, &node_class, &selected);
+    if !caveats.is_empty() {
+        return c.finish(
+            Reason::NodeEgressNotInspected,
+            format!(
+                "Not checked beyond the route: {}.{}",
+                list_bounded(&caveats, 3),
+                if fine.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Subnets {} reach AWS.", list_bounded(&fine, 5))
+                }
+            ),
+        );
+    }
+    c.finish(
+        Reason::NodeNetworkValid,
+        format!(
+            "Subnets {} reach the control plane and AWS, and their VPC resolves DNS.",
+            list_bounded(&fine, 5)
+        ),
+    )
+}
 
+/// False for each VPC of the selected subnets with DNS support or DNS hostnames off (once per
+/// VPC).
+fn fail_dns_off(ctx: &Context, c: &mut Check, node_class: &SubjectRef, selected: &[&SubnetFacts]) {
     // DNS: once per VPC.
     let vpcs: BTreeSet<&str> = selected.iter().map(|s| s.vpc_id.as_str()).collect();
     for vpc in &vpcs {
-        let Some(network) = network_of(ctx, &mut c, vpc) else {
+        let Some(network) = network_of(ctx, c, vpc) else {
             continue;
         };
         let mut off = Vec::new();
@@ -326,9 +337,34 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             );
         }
     }
+}
 
-    for subnet in &selected {
-        let Some(network) = network_of(ctx, &mut c, &subnet.vpc_id) else {
+/// Judges each selected subnet's path to AWS: False for a broken one (a caveat instead when the
+/// user data mentions a proxy); the subnets that work, and the caveats.
+fn judge_paths<'a>(
+    ctx: &Context,
+    c: &mut Check,
+    node_class: &SubjectRef,
+    selected: &[&'a SubnetFacts],
+) -> (Vec<&'a str>, Vec<String>) {
+    let ipv6 = ctx
+        .facts
+        .aws
+        .eks_cluster
+        .found()
+        .and_then(|e| e.ip_family.as_deref())
+        .is_some_and(|f| f.eq_ignore_ascii_case("ipv6"));
+    let associate = ctx
+        .facts
+        .cluster
+        .node_class
+        .spec
+        .associate_public_ip_address;
+    let proxy = mentions_proxy(ctx);
+    let mut caveats: Vec<String> = Vec::new();
+    let mut fine: Vec<&str> = Vec::new();
+    for subnet in selected {
+        let Some(network) = network_of(ctx, c, &subnet.vpc_id) else {
             continue;
         };
         match subnet_path(ctx, subnet, network, ipv6, associate) {
@@ -355,27 +391,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             }
         }
     }
-    if !caveats.is_empty() {
-        return c.finish(
-            Reason::NodeEgressNotInspected,
-            format!(
-                "Not checked beyond the route: {}.{}",
-                list_bounded(&caveats, 3),
-                if fine.is_empty() {
-                    String::new()
-                } else {
-                    format!(" Subnets {} reach AWS.", list_bounded(&fine, 5))
-                }
-            ),
-        );
-    }
-    c.finish(
-        Reason::NodeNetworkValid,
-        format!(
-            "Subnets {} reach the control plane and AWS, and their VPC resolves DNS.",
-            list_bounded(&fine, 5)
-        ),
-    )
+    (fine, caveats)
 }
 
 /// The account that shared `subnet`'s VPC with this one (AWS RAM), when it is another account
@@ -424,27 +440,7 @@ fn subnet_path(
     ipv6: bool,
     associate: Option<bool>,
 ) -> Result<Path, Why> {
-    let tables = match &network.route_tables {
-        Observed::Found(t) => t.as_slice(),
-        Observed::Absent => &[],
-        Observed::Unknown(u) => {
-            return Err(Why::unobserved(
-                &format!("The route tables of {}", clip(&subnet.vpc_id, 64)),
-                u,
-            ));
-        }
-    };
-    let Some(table) = route_table_of(tables, &subnet.id) else {
-        return Err(Why::new(
-            Reason::NotObserved,
-            format!(
-                "No route table of {} applies to subnet {} (no explicit association and no main \
-                 table in the answer).",
-                clip(&subnet.vpc_id, 64),
-                clip(&subnet.id, 64)
-            ),
-        ));
-    };
+    let table = route_table_for(subnet, network)?;
     let public_ip = associate.unwrap_or(subnet.map_public_ip_on_launch);
     let shared_by = shared_by(ctx, subnet);
     let egress = egress(table, &network.nat_gateways, public_ip, ipv6, shared_by)?;
@@ -489,8 +485,53 @@ fn subnet_path(
             clip(owner, 32)
         )));
     }
-    let table_id = table.id.clone();
-    Ok(match egress {
+    Ok(broken_path(
+        egress,
+        &where_,
+        &missing,
+        &missing_text,
+        table.id.clone(),
+    ))
+}
+
+/// The route table that applies to `subnet`, or why it is not known.
+fn route_table_for<'a>(
+    subnet: &SubnetFacts,
+    network: &'a VpcNetworkFacts,
+) -> Result<&'a RouteTableFacts, Why> {
+    let tables = match &network.route_tables {
+        Observed::Found(t) => t.as_slice(),
+        Observed::Absent => &[],
+        Observed::Unknown(u) => {
+            return Err(Why::unobserved(
+                &format!("The route tables of {}", clip(&subnet.vpc_id, 64)),
+                u,
+            ));
+        }
+    };
+    route_table_of(tables, &subnet.id).ok_or_else(|| {
+        Why::new(
+            Reason::NotObserved,
+            format!(
+                "No route table of {} applies to subnet {} (no explicit association and no main \
+                 table in the answer).",
+                clip(&subnet.vpc_id, 64),
+                clip(&subnet.id, 64)
+            ),
+        )
+    })
+}
+
+/// The broken path of a subnet whose egress does not work and whose VPC lacks the `missing`
+/// endpoints: why, by what its default route is.
+fn broken_path(
+    egress: Egress,
+    where_: &str,
+    missing: &[String],
+    missing_text: &str,
+    table_id: String,
+) -> Path {
+    match egress {
         Egress::Blackholed(what) => Path::Broken(
             Reason::SubnetEgressBlackholed,
             format!(
@@ -529,5 +570,5 @@ fn subnet_path(
             ),
             table_id,
         ),
-    })
+    }
 }

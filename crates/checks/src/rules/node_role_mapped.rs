@@ -54,23 +54,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let access = access_entry_verdict(ctx, &node_shown);
 
     let mode = auth_mode(ctx);
-    let verdict = match &mode {
-        Ok(mode) => combine(*mode, &config_map, &access, &node_shown),
-        Err(why) => {
-            let all: Vec<Verdict> = AuthMode::ALL
-                .iter()
-                .map(|m| combine(*m, &config_map, &access, &node_shown))
-                .collect();
-            if all.iter().all(|v| v.status() == all[0].status())
-                && all[0].status() != ConditionStatus::Unknown
-            {
-                // Every mode agrees; API_AND_CONFIG_MAP (the eksctl default) words the message.
-                all[1].clone()
-            } else {
-                Verdict::Unknown(why.clone())
-            }
-        }
-    };
+    let verdict = verdict_in_mode(&mode, &config_map, &access, &node_shown);
 
     let mut subjects = vec![ctx.node_class_subject()];
     if let Ok(arn) = &node {
@@ -99,13 +83,53 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         Verdict::Unknown(why) => c.unknown(why.clone()),
     }
+    warn_aws_auth_skipped(&mut c, &node, parsed, &verdict, &mode);
+    c.finish(ok_reason, ok_message)
+}
+
+/// The verdict under the cluster's authentication mode; when that mode is not known, the one
+/// every mode agrees on, else Unknown.
+fn verdict_in_mode(
+    mode: &Result<AuthMode, Why>,
+    config_map: &Verdict,
+    access: &Verdict,
+    node_shown: &str,
+) -> Verdict {
+    match mode {
+        Ok(mode) => combine(*mode, config_map, access, node_shown),
+        Err(why) => {
+            let all: Vec<Verdict> = AuthMode::ALL
+                .iter()
+                .map(|m| combine(*m, config_map, access, node_shown))
+                .collect();
+            if all.iter().all(|v| v.status() == all[0].status())
+                && all[0].status() != ConditionStatus::Unknown
+            {
+                // Every mode agrees; API_AND_CONFIG_MAP (the eksctl default) words the message.
+                all[1].clone()
+            } else {
+                Verdict::Unknown(why.clone())
+            }
+        }
+    }
+}
+
+/// A warning for what the authenticator skips in aws-auth beyond what the condition reports,
+/// unless EKS ignores aws-auth altogether.
+fn warn_aws_auth_skipped(
+    c: &mut Check,
+    node: &Result<IamArn, Why>,
+    parsed: Option<&aws_auth::AwsAuth>,
+    verdict: &Verdict,
+    mode: &Result<AuthMode, Why>,
+) {
     // What the authenticator skips in aws-auth still hurts the identities mapped there, unless EKS
     // ignores aws-auth altogether; the node role's own entry was judged above.
-    if let Some(parsed) = &parsed {
+    if let Some(parsed) = parsed {
         // What the condition itself reports is not repeated: all of mapRoles unreadable, or the
         // node role's own entry read only in part.
         let reported = matches!(verdict, Verdict::Problem(Reason::AwsAuthMalformed, _));
-        let node_entry = node_entry_in_force(&node, parsed);
+        let node_entry = node_entry_in_force(node, parsed);
         let others: Vec<String> = parsed
             .problems
             .iter()
@@ -116,7 +140,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             })
             .map(|p| clip(&p.to_string(), 256).into_owned())
             .collect();
-        if !others.is_empty() && mode != Ok(AuthMode::Api) {
+        if !others.is_empty() && *mode != Ok(AuthMode::Api) {
             c.warn(
                 Warning::AwsAuthUnparsable,
                 format!(
@@ -131,7 +155,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             );
         }
     }
-    c.finish(ok_reason, ok_message)
 }
 
 fn combine(mode: AuthMode, config_map: &Verdict, access: &Verdict, node: &str) -> Verdict {

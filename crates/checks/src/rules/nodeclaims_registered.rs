@@ -70,34 +70,7 @@ pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
     stuck.sort();
     stuck.dedup_by(|a, b| a.0 == b.0);
 
-    // Karpenter's own evidence, which outlives the NodeClaims it deleted for not registering.
-    for pool in ctx.facts.cluster.node_pools.found().into_iter().flatten() {
-        let unhealthy = pool
-            .status
-            .as_ref()
-            .and_then(|s| find_condition(&s.conditions, "NodeRegistrationHealthy"))
-            .filter(|c| ConditionStatus::parse(&c.status) == ConditionStatus::False);
-        if let Some(condition) = unhealthy {
-            let name = pool.metadata.name.as_deref().unwrap_or_default();
-            let said = condition
-                .message
-                .as_deref()
-                .filter(|m| !m.is_empty())
-                .map(|m| format!(": {}", clip(m, 256)))
-                .unwrap_or_default();
-            c.fail(
-                Reason::NodeClaimsNotRegistering,
-                format!(
-                    "Karpenter reports NodeRegistrationHealthy=False on NodePool {} ({}{said}): \
-                     its recent nodes failed to register. {}",
-                    clip(name, 128),
-                    clip(condition.reason.as_deref().unwrap_or("no reason"), 64),
-                    likely_cause(others)
-                ),
-                vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)],
-            );
-        }
-    }
+    fail_registration_unhealthy(ctx, &mut c, others);
 
     let launched = claims.len();
     if !stuck.is_empty() {
@@ -132,6 +105,39 @@ pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
             human(timeout)
         ),
     )
+}
+
+/// False for each NodePool Karpenter reports NodeRegistrationHealthy=False on: its evidence,
+/// which outlives the NodeClaims it deleted for not registering.
+fn fail_registration_unhealthy(ctx: &Context, c: &mut Check, others: &[Outcome]) {
+    // Karpenter's own evidence, which outlives the NodeClaims it deleted for not registering.
+    for pool in ctx.facts.cluster.node_pools.found().into_iter().flatten() {
+        let unhealthy = pool
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.conditions, "NodeRegistrationHealthy"))
+            .filter(|c| ConditionStatus::parse(&c.status) == ConditionStatus::False);
+        if let Some(condition) = unhealthy {
+            let name = pool.metadata.name.as_deref().unwrap_or_default();
+            let said = condition
+                .message
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {}", clip(m, 256)))
+                .unwrap_or_default();
+            c.fail(
+                Reason::NodeClaimsNotRegistering,
+                format!(
+                    "Karpenter reports NodeRegistrationHealthy=False on NodePool {} ({}{said}): \
+                     its recent nodes failed to register. {}",
+                    clip(name, 128),
+                    clip(condition.reason.as_deref().unwrap_or("no reason"), 64),
+                    likely_cause(others)
+                ),
+                vec![ctx.node_class_subject(), SubjectRef::new("NodePool", name)],
+            );
+        }
+    }
 }
 
 fn likely_cause(others: &[Outcome]) -> String {

@@ -66,15 +66,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Observed::Absent => &[],
         Observed::Found(groups) => groups,
     };
-    let mut selected: Vec<&SecurityGroupFacts> = groups
-        .iter()
-        .filter(|g| terms.iter().any(|t| term_matches(t, g)))
-        .collect();
-    // EC2 never repeats an id; if an adapter did, the sort keeps the choice order-independent.
-    selected.sort_by(|a, b| {
-        (&a.id, &a.name, &a.vpc_id, &a.tags).cmp(&(&b.id, &b.name, &b.vpc_id, &b.tags))
-    });
-    selected.dedup_by(|a, b| a.id == b.id);
+    let selected = selected_groups(groups, terms);
     if selected.is_empty() {
         let what = if terms.is_empty() {
             "The EC2NodeClass has no security-group selector terms".to_owned()
@@ -92,15 +84,53 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         return c.finish(Reason::SecurityGroupsValid, "");
     }
     let ids: Vec<&str> = selected.iter().map(|g| g.id.as_str()).collect();
-    let sg_subjects = |gs: &[&SecurityGroupFacts]| {
-        let mut s = vec![node_class.clone()];
-        s.extend(
-            gs.iter()
-                .map(|g| SubjectRef::new("SecurityGroup", g.id.as_str())),
-        );
-        s
-    };
+    let subjects = |gs: &[&SecurityGroupFacts]| sg_subjects(&node_class, gs);
+    judge_cluster_tags(ctx, &mut c, &selected, &ids, subjects);
+    fail_other_vpc(ctx, &mut c, &selected, subjects);
+    warn_status_stale(ctx, &mut c, &selected, &ids, subjects);
+    c.finish(
+        Reason::SecurityGroupsValid,
+        format!("The selector terms resolve to {}.", list_bounded(&ids, 5)),
+    )
+}
 
+/// The security groups any selector term matches, sorted by id and without repeats.
+fn selected_groups<'a>(
+    groups: &'a [SecurityGroupFacts],
+    terms: &[SelectorTerm],
+) -> Vec<&'a SecurityGroupFacts> {
+    let mut selected: Vec<&SecurityGroupFacts> = groups
+        .iter()
+        .filter(|g| terms.iter().any(|t| term_matches(t, g)))
+        .collect();
+    // EC2 never repeats an id; if an adapter did, the sort keeps the choice order-independent.
+    selected.sort_by(|a, b| {
+        (&a.id, &a.name, &a.vpc_id, &a.tags).cmp(&(&b.id, &b.name, &b.vpc_id, &b.tags))
+    });
+    selected.dedup_by(|a, b| a.id == b.id);
+    selected
+}
+
+/// The class and the security groups, as a finding's subjects.
+fn sg_subjects(node_class: &SubjectRef, gs: &[&SecurityGroupFacts]) -> Vec<SubjectRef> {
+    let mut s = vec![node_class.clone()];
+    s.extend(
+        gs.iter()
+            .map(|g| SubjectRef::new("SecurityGroup", g.id.as_str())),
+    );
+    s
+}
+
+/// The groups' cluster tags: False for a group tagged for another cluster only, a warning when
+/// none or several carry this cluster's tag; Unknown when the cluster's name is not known and a
+/// group is tagged for some cluster.
+fn judge_cluster_tags(
+    ctx: &Context,
+    c: &mut Check,
+    selected: &[&SecurityGroupFacts],
+    ids: &[&str],
+    sg_subjects: impl Fn(&[&SecurityGroupFacts]) -> Vec<SubjectRef>,
+) {
     match &ctx.cluster_name {
         Ok(cluster) => {
             let own_tag = format!("{CLUSTER_TAG_PREFIX}{cluster}");
@@ -132,10 +162,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                     Warning::NoSecurityGroupTaggedForCluster,
                     format!(
                         "None of the selected security groups ({}) carries {}.",
-                        list_bounded(&ids, 5),
+                        list_bounded(ids, 5),
                         clip(&own_tag, 160)
                     ),
-                    sg_subjects(&selected),
+                    sg_subjects(selected),
                 ),
                 1 => {}
                 n => c.warn(
@@ -156,7 +186,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             }
         }
     }
+}
 
+/// False for each group in another VPC than the cluster's.
+fn fail_other_vpc(
+    ctx: &Context,
+    c: &mut Check,
+    selected: &[&SecurityGroupFacts],
+    sg_subjects: impl Fn(&[&SecurityGroupFacts]) -> Vec<SubjectRef>,
+) {
     // A group in another VPC than the cluster's: Karpenter reports this only after a launch
     // failed (`SecurityGroupSubnetVPCMismatch`, aws/karpenter-provider-aws #9090).
     match &ctx.facts.aws.eks_cluster {
@@ -185,7 +223,16 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         // No EKS cluster of that name: ClusterIdentityUnique says so.
         Observed::Absent => {}
     }
+}
 
+/// A warning when Karpenter's status.securityGroups differs from what the terms resolve to now.
+fn warn_status_stale(
+    ctx: &Context,
+    c: &mut Check,
+    selected: &[&SecurityGroupFacts],
+    ids: &[&str],
+    sg_subjects: impl Fn(&[&SecurityGroupFacts]) -> Vec<SubjectRef>,
+) {
     let in_status: BTreeSet<&str> = ctx
         .facts
         .cluster
@@ -203,15 +250,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 "Karpenter's status.securityGroups lists {}, but the selector terms now resolve to \
                  {}.",
                 list_bounded(&status_ids, 5),
-                list_bounded(&ids, 5)
+                list_bounded(ids, 5)
             ),
-            sg_subjects(&selected),
+            sg_subjects(selected),
         );
     }
-    c.finish(
-        Reason::SecurityGroupsValid,
-        format!("The selector terms resolve to {}.", list_bounded(&ids, 5)),
-    )
 }
 
 #[cfg(test)]

@@ -72,8 +72,61 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
         Selection::Subnets(s) => s,
     };
-    let subject = |s: &SubnetFacts| vec![node_class.clone(), SubjectRef::new("Subnet", &s.id)];
+    fail_other_vpc(ctx, &mut c, &node_class, &selected);
 
+    // Free addresses per zone: the roomiest subnet of each zone counts (Karpenter picks it).
+    let need = addresses_per_node(&ctx.facts.cluster.vpc_cni);
+    let zones = roomiest_per_zone(&selected);
+    let launchable = launchable_zones(ctx, &zones);
+    // Below the certain need a node launched there cannot work; below the warm pool it starts
+    // with fewer Pod addresses than the VPC CNI keeps ready, and Pods beyond them wait.
+    let below = |floor: u32| -> Vec<ZoneRoom> {
+        launchable
+            .iter()
+            .filter_map(|z| match zones.get(z) {
+                Some(Some((best, which))) if *best < floor => Some((*z, *best, *which)),
+                _ => None,
+            })
+            .collect()
+    };
+    let full = below(need.certain);
+    let short: Vec<ZoneRoom> = below(need.warm)
+        .into_iter()
+        .filter(|(z, _, _)| !full.iter().any(|(f, _, _)| f == z))
+        .collect();
+    let subjects = |zones: &[ZoneRoom]| zone_subjects(&node_class, &selected, zones);
+    report_zones_short(&mut c, &need, &full, &short, launchable.len(), subjects);
+
+    let ids: Vec<&str> = selected.iter().map(|s| s.id.as_str()).collect();
+    let zone_names: Vec<&str> = launchable
+        .iter()
+        .copied()
+        .filter(|z| !full.iter().any(|(f, _, _)| f == z))
+        .collect();
+    c.finish(
+        Reason::SubnetsValid,
+        format!(
+            "Subnets {} exist in the cluster's VPC, with room to launch a node in {} (a node \
+             needs {} for certain; {}).",
+            list_bounded(&ids, 5),
+            list_bounded(&zone_names, 6),
+            certain(need.certain),
+            need.basis
+        ),
+    )
+}
+
+/// A zone, the most free addresses a selected subnet in it has, and that subnet.
+type ZoneRoom<'a> = (&'a str, u32, &'a SubnetFacts);
+
+/// False for each selected subnet in another VPC than the cluster's.
+fn fail_other_vpc(
+    ctx: &Context,
+    c: &mut Check,
+    node_class: &SubjectRef,
+    selected: &[&SubnetFacts],
+) {
+    let subject = |s: &SubnetFacts| vec![node_class.clone(), SubjectRef::new("Subnet", &s.id)];
     // Subnets in another VPC than the cluster's.
     match &ctx.facts.aws.cluster_vpc {
         Observed::Found(vpc) => {
@@ -96,11 +149,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         // No such EKS cluster: ClusterIdentityUnique reports it.
         Observed::Absent => {}
     }
+}
 
-    // Free addresses per zone: the roomiest subnet of each zone counts (Karpenter picks it).
-    let need = addresses_per_node(&ctx.facts.cluster.vpc_cni);
+/// Each zone's roomiest selected subnet with its free addresses; `None` when a subnet of the
+/// zone has an unknown free count, so the zone is not provably full.
+fn roomiest_per_zone<'a>(
+    selected: &[&'a SubnetFacts],
+) -> BTreeMap<&'a str, Option<(u32, &'a SubnetFacts)>> {
     let mut zones: BTreeMap<&str, Option<(u32, &SubnetFacts)>> = BTreeMap::new();
-    for subnet in &selected {
+    for subnet in selected.iter().copied() {
         let entry = zones
             .entry(subnet.zone.as_str())
             .or_insert(Some((0, subnet)));
@@ -114,6 +171,15 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             _ => {}
         }
     }
+    zones
+}
+
+/// The subnets' zones some NodePool of the class admits, or all of them when none does or the
+/// NodePools are not known.
+fn launchable_zones<'a>(
+    ctx: &Context,
+    zones: &BTreeMap<&'a str, Option<(u32, &SubnetFacts)>>,
+) -> BTreeSet<&'a str> {
     let admitted: BTreeSet<&str> = match &ctx.facts.cluster.node_pools {
         Observed::Found(pools) if !pools.is_empty() => zones
             .keys()
@@ -125,52 +191,58 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     // NodePools that admit none of the subnets' zones launch nothing at all
     // (`InstanceTypesAvailable` says so); what holds of the subnets then holds of every zone,
     // as when the NodePools are not known.
-    let launchable: BTreeSet<&str> = if admitted.is_empty() {
+    if admitted.is_empty() {
         zones.keys().copied().collect()
     } else {
         admitted
-    };
-    // Below the certain need a node launched there cannot work; below the warm pool it starts
-    // with fewer Pod addresses than the VPC CNI keeps ready, and Pods beyond them wait.
-    let below = |floor: u32| -> Vec<(&str, u32, &SubnetFacts)> {
-        launchable
-            .iter()
-            .filter_map(|z| match zones.get(z) {
-                Some(Some((best, which))) if *best < floor => Some((*z, *best, *which)),
-                _ => None,
-            })
-            .collect()
-    };
-    let full = below(need.certain);
-    let short: Vec<(&str, u32, &SubnetFacts)> = below(need.warm)
-        .into_iter()
-        .filter(|(z, _, _)| !full.iter().any(|(f, _, _)| f == z))
-        .collect();
-    let zone_text = |(zone, best, which): &(&str, u32, &SubnetFacts)| {
-        format!(
-            "{} (at most {best} free, in {})",
-            clip(zone, 64),
-            clip(&which.id, 64)
-        )
-    };
-    let zone_subjects = |full: &[(&str, u32, &SubnetFacts)]| {
-        let mut s = vec![node_class.clone()];
-        s.extend(
-            full.iter()
-                .flat_map(|(zone, _, _)| selected.iter().filter(move |x| x.zone == *zone))
-                .map(|x| SubjectRef::new("Subnet", &x.id)),
-        );
-        s.truncate(crate::verdict::MAX_SUBJECTS);
-        s
-    };
-    let certain = |n: u32| {
-        if n == 1 {
-            "its own address".to_owned()
-        } else {
-            format!("{n} addresses (its own and one for a Pod)")
-        }
-    };
-    if !full.is_empty() && full.len() == launchable.len() {
+    }
+}
+
+/// A zone for a message: its name, its most free addresses and the subnet that has them.
+fn zone_text((zone, best, which): &ZoneRoom) -> String {
+    format!(
+        "{} (at most {best} free, in {})",
+        clip(zone, 64),
+        clip(&which.id, 64)
+    )
+}
+
+/// The class and every selected subnet in the zones, as a finding's subjects.
+fn zone_subjects(
+    node_class: &SubjectRef,
+    selected: &[&SubnetFacts],
+    full: &[ZoneRoom],
+) -> Vec<SubjectRef> {
+    let mut s = vec![node_class.clone()];
+    s.extend(
+        full.iter()
+            .flat_map(|(zone, _, _)| selected.iter().filter(move |x| x.zone == *zone))
+            .map(|x| SubjectRef::new("Subnet", &x.id)),
+    );
+    s.truncate(crate::verdict::MAX_SUBJECTS);
+    s
+}
+
+/// The addresses a node needs for certain, in words.
+fn certain(n: u32) -> String {
+    if n == 1 {
+        "its own address".to_owned()
+    } else {
+        format!("{n} addresses (its own and one for a Pod)")
+    }
+}
+
+/// False when every launchable zone is out of addresses, else a warning for each zone that is
+/// and for each with fewer than a started node takes.
+fn report_zones_short(
+    c: &mut Check,
+    need: &crate::vpc_cni::NodeAddressNeed,
+    full: &[ZoneRoom],
+    short: &[ZoneRoom],
+    launchable: usize,
+    zone_subjects: impl Fn(&[ZoneRoom]) -> Vec<SubjectRef>,
+) {
+    if !full.is_empty() && full.len() == launchable {
         let texts: Vec<String> = full.iter().map(zone_text).collect();
         c.fail(
             Reason::SubnetsOutOfAddresses,
@@ -181,10 +253,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
                 certain(need.certain),
                 need.basis
             ),
-            zone_subjects(&full),
+            zone_subjects(full),
         );
     } else {
-        for zone in &full {
+        for zone in full {
             c.warn(
                 Warning::ZoneSubnetsLowOnAddresses,
                 format!(
@@ -198,7 +270,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             );
         }
     }
-    for zone in &short {
+    for zone in short {
         c.warn(
             Warning::ZoneSubnetsLowOnAddresses,
             format!(
@@ -211,22 +283,4 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             zone_subjects(std::slice::from_ref(zone)),
         );
     }
-
-    let ids: Vec<&str> = selected.iter().map(|s| s.id.as_str()).collect();
-    let zone_names: Vec<&str> = launchable
-        .iter()
-        .copied()
-        .filter(|z| !full.iter().any(|(f, _, _)| f == z))
-        .collect();
-    c.finish(
-        Reason::SubnetsValid,
-        format!(
-            "Subnets {} exist in the cluster's VPC, with room to launch a node in {} (a node \
-             needs {} for certain; {}).",
-            list_bounded(&ids, 5),
-            list_bounded(&zone_names, 6),
-            certain(need.certain),
-            need.basis
-        ),
-    )
 }

@@ -98,12 +98,66 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 
 /// Judges one key that exists; true when it is usable.
 fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKeyFacts) -> bool {
-    let subjects = || {
-        vec![
-            ctx.node_class_subject(),
-            SubjectRef::new("KMSKey", crate::clip(&k.arn, 256)),
-        ]
+    if !state_usable(ctx, c, shown, origin, k) {
+        return false;
+    }
+    if k.manager.eq_ignore_ascii_case("AWS") {
+        // AWS-managed keys' policies admit EC2 in their own account; they cannot be changed.
+        return true;
+    }
+    let Some(document) = key_policy(ctx, c, shown, origin, k) else {
+        return false;
     };
+    let Some(region) = ctx.facts.aws.region.as_deref() else {
+        c.unknown(Why::new(
+            Reason::RegionUnknown,
+            "The region is unknown, so kms:ViaService for EC2 cannot be decided.",
+        ));
+        return false;
+    };
+    let Some(account) = ctx.facts.aws.account.found() else {
+        let why = match ctx.facts.aws.account.unobserved() {
+            Some(u) => Why::unobserved("The operator's AWS account", u),
+            None => Why::new(Reason::NotObserved, "The AWS account is not known."),
+        };
+        c.unknown(why);
+        return false;
+    };
+    let Some(policy) = parsed_policy(c, shown, document, &account.partition) else {
+        return false;
+    };
+    let root = format!("arn:{}:iam::{}:root", account.partition, account.account_id);
+    let controller = controller_role_arn(ctx);
+    let verdicts = judge_actions(
+        k,
+        &policy,
+        &root,
+        controller.as_ref(),
+        region,
+        &account.account_id,
+    );
+    report_verdicts(
+        c,
+        shown,
+        origin,
+        region,
+        controller.as_deref(),
+        verdicts,
+        || key_subjects(ctx, k),
+    )
+}
+
+/// The class and the key, as a finding's subjects.
+fn key_subjects(ctx: &Context, k: &KmsKeyFacts) -> Vec<SubjectRef> {
+    vec![
+        ctx.node_class_subject(),
+        SubjectRef::new("KMSKey", crate::clip(&k.arn, 256)),
+    ]
+}
+
+/// Whether the key's state lets EC2 use it: False when disabled, pending deletion or without
+/// key material, Unknown in a transient state.
+fn state_usable(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKeyFacts) -> bool {
     let state_reason = match k.state.as_str() {
         "Enabled" => None,
         "Disabled" => Some((Reason::KmsKeyDisabled, "is disabled")),
@@ -128,22 +182,29 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                 "KMS key {shown} ({origin}) {what}: every node of this EC2NodeClass terminates \
                  seconds after launch (Client.InternalError)."
             ),
-            subjects(),
+            key_subjects(ctx, k),
         );
         return false;
     }
-    if k.manager.eq_ignore_ascii_case("AWS") {
-        // AWS-managed keys' policies admit EC2 in their own account; they cannot be changed.
-        return true;
-    }
-    let document = match &k.policy {
-        Observed::Found(d) => d,
+    true
+}
+
+/// The key's policy document, or why it is not known.
+fn key_policy<'k>(
+    ctx: &Context,
+    c: &mut Check,
+    shown: &str,
+    origin: &str,
+    k: &'k KmsKeyFacts,
+) -> Option<&'k String> {
+    match &k.policy {
+        Observed::Found(d) => Some(d),
         Observed::Absent => {
             c.unknown(Why::new(
                 Reason::NotObserved,
                 format!("KMS key {shown} ({origin}) returned no key policy."),
             ));
-            return false;
+            None
         }
         Observed::Unknown(u) => {
             let other_account = key_account(&k.arn)
@@ -155,24 +216,19 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                 &format!("The key policy of KMS key {shown}{other_account}"),
                 u,
             ));
-            return false;
+            None
         }
-    };
-    let Some(region) = ctx.facts.aws.region.as_deref() else {
-        c.unknown(Why::new(
-            Reason::RegionUnknown,
-            "The region is unknown, so kms:ViaService for EC2 cannot be decided.",
-        ));
-        return false;
-    };
-    let Some(account) = ctx.facts.aws.account.found() else {
-        let why = match ctx.facts.aws.account.unobserved() {
-            Some(u) => Why::unobserved("The operator's AWS account", u),
-            None => Why::new(Reason::NotObserved, "The AWS account is not known."),
-        };
-        c.unknown(why);
-        return false;
-    };
+    }
+}
+
+/// The key policy parsed, with each bare account id as principal read as that account's root
+/// (IAM's policy grammar); Unknown when it cannot be parsed.
+fn parsed_policy(
+    c: &mut Check,
+    shown: &str,
+    document: &str,
+    partition: &str,
+) -> Option<iam_policy::Policy> {
     let mut policy = match iam_policy::parse(document) {
         Ok(p) => p,
         Err(e) => {
@@ -184,33 +240,51 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                     crate::clip(&e.0, 256)
                 ),
             ));
-            return false;
+            return None;
         }
     };
-    let root = format!("arn:{}:iam::{}:root", account.partition, account.account_id);
     // A bare account id as principal means the account's root (IAM's policy grammar).
     for s in &mut policy.statements {
         if let Some(p) = &mut s.principals {
             for a in &mut p.aws {
                 if a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit()) {
-                    *a = format!("arn:{}:iam::{a}:root", account.partition);
+                    *a = format!("arn:{partition}:iam::{a}:root");
                 }
             }
         }
     }
-    let controller = controller_role_arn(ctx);
-    let mut candidates = vec![Principal::Aws(root.clone())];
-    if let Some(arn) = &controller {
+    Some(policy)
+}
+
+/// The actions EC2 needs on a key that are denied by its policy, denied by the controller's
+/// IAM policies, or undecided, each worded for a message.
+#[derive(Default)]
+struct KeyVerdicts {
+    denied: Vec<String>,
+    denied_by_iam: Vec<String>,
+    undecided: Vec<String>,
+}
+
+/// Judges each action EC2 needs on key `k` for the account root and the controller's role, by
+/// the key policy, the controller's grants and, where the policy defers to IAM, its IAM policies.
+fn judge_actions(
+    k: &KmsKeyFacts,
+    policy: &iam_policy::Policy,
+    root: &str,
+    controller: Option<&String>,
+    region: &str,
+    account_id: &str,
+) -> KeyVerdicts {
+    let mut candidates = vec![Principal::Aws(root.to_owned())];
+    if let Some(arn) = controller {
         candidates.push(Principal::Aws(arn.clone()));
     }
-    let context = ec2_use_context(region, &account.account_id);
+    let context = ec2_use_context(region, account_id);
     let named = [Named {
         name: "key policy default",
-        policy: &policy,
+        policy,
     }];
-    let mut denied = Vec::new();
-    let mut denied_by_iam = Vec::new();
-    let mut undecided = Vec::new();
+    let mut v = KeyVerdicts::default();
     for action in EC2_KMS_ACTIONS {
         let decisions: Vec<Decision> = candidates
             .iter()
@@ -234,7 +308,8 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
         let by_controller = decisions.get(1).is_some_and(Decision::is_allowed);
         if let Some(at) = explicit {
             let at: Vec<String> = at.iter().map(ToString::to_string).collect();
-            denied.push(format!("{action} (denied by {})", at.join(", ")));
+            v.denied
+                .push(format!("{action} (denied by {})", at.join(", ")));
         } else if by_controller {
             continue;
         } else if by_root
@@ -244,36 +319,49 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
             // The key policy allows the account root: IAM policies decide (the KMS developer
             // guide's "Allows access to the AWS account and enables IAM policies"), so the
             // controller's role must be allowed by its own (aws/karpenter-provider-aws #3767).
-            match delegated_to_iam(k, controller.as_deref(), action) {
+            match delegated_to_iam(k, controller.map(String::as_str), action) {
                 IamAnswer::Allowed => {}
-                IamAnswer::Denied(by) => denied_by_iam.push(format!("{action} ({by})")),
-                IamAnswer::Undecided(why) => undecided.push(format!("{action}: {why}")),
+                IamAnswer::Denied(by) => v.denied_by_iam.push(format!("{action} ({by})")),
+                IamAnswer::Undecided(why) => v.undecided.push(format!("{action}: {why}")),
             }
-        } else if let Some(grant) = controller
-            .as_ref()
-            .and_then(|_| controller_grant(&k.controller_grants, action))
+        } else if let Some(grant) =
+            controller.and_then(|_| controller_grant(&k.controller_grants, action))
         {
             // A grant lets the controller use the key beyond the key policy (an explicit deny
             // in the policy would still win, and was handled above).
             match grant {
                 GrantAnswer::Granted => continue,
-                GrantAnswer::Undecided(why) => undecided.push(format!("{action}: {why}")),
+                GrantAnswer::Undecided(why) => v.undecided.push(format!("{action}: {why}")),
             }
         } else if let Some(Decision::Undecided(why)) = decisions
             .iter()
             .find(|d| matches!(d, Decision::Undecided(_)))
         {
-            undecided.push(format!("{action}: {}", why.join("; ")));
-        } else if controller.is_none() && names_specific_principals(&policy, &root) {
-            undecided.push(format!(
+            v.undecided.push(format!("{action}: {}", why.join("; ")));
+        } else if controller.is_none() && names_specific_principals(policy, root) {
+            v.undecided.push(format!(
                 "{action}: allowed only to named principals, and the Karpenter controller's \
                  role is not known"
             ));
         } else {
-            denied.push(action.to_owned());
+            v.denied.push(action.to_owned());
         }
     }
-    if !denied.is_empty() {
+    v
+}
+
+/// Words the verdicts on a key: False when its policy or the controller's IAM policies deny
+/// an action EC2 needs, Unknown when one is undecided; true when the key is usable.
+fn report_verdicts(
+    c: &mut Check,
+    shown: &str,
+    origin: &str,
+    region: &str,
+    controller: Option<&str>,
+    v: KeyVerdicts,
+    subjects: impl Fn() -> Vec<SubjectRef>,
+) -> bool {
+    if !v.denied.is_empty() {
         c.fail(
             Reason::KmsKeyPolicyDeniesEc2,
             format!(
@@ -282,13 +370,13 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                  controller's role (by the key policy or a grant), nor through \
                  ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate seconds after \
                  launch (Client.InternalError).",
-                crate::wording::list_bounded(&denied, 3)
+                crate::wording::list_bounded(&v.denied, 3)
             ),
             subjects(),
         );
         return false;
     }
-    if !denied_by_iam.is_empty() {
+    if !v.denied_by_iam.is_empty() {
         c.fail(
             Reason::KmsKeyNotAllowedForController,
             format!(
@@ -296,19 +384,19 @@ fn check_key(ctx: &Context, c: &mut Check, shown: &str, origin: &str, k: &KmsKey
                  policies, and those of the Karpenter controller's role {} do not allow {} on it \
                  through ec2.{region}.amazonaws.com. Nodes of this EC2NodeClass terminate \
                  seconds after launch (Client.InternalError).",
-                crate::clip(controller.as_deref().unwrap_or_default(), 256),
-                crate::wording::list_bounded(&denied_by_iam, 3)
+                crate::clip(controller.unwrap_or_default(), 256),
+                crate::wording::list_bounded(&v.denied_by_iam, 3)
             ),
             subjects(),
         );
         return false;
     }
-    if !undecided.is_empty() {
+    if !v.undecided.is_empty() {
         c.unknown(Why::new(
             Reason::PolicyUndecided,
             format!(
                 "Whether the key policy of KMS key {shown} lets EC2 use it is undecided: {}.",
-                crate::clip(&crate::wording::list_bounded(&undecided, 2), 512)
+                crate::clip(&crate::wording::list_bounded(&v.undecided, 2), 512)
             ),
         ));
         return false;

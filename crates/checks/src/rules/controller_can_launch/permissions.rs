@@ -101,6 +101,8 @@ pub(super) fn check_permissions(
     Verified { what, decided_by }
 }
 
+/// Asks each question of the controller's role and reports the denied and undecided ones;
+/// what decided the answers, empty when none could be had.
 fn check_answers(
     ctx: &Context,
     c: &mut Check,
@@ -109,82 +111,112 @@ fn check_answers(
     inputs: &Inputs,
 ) -> &'static str {
     let questions = inputs.questions();
-    let (answers, decided_by): (Vec<Answer>, &'static str) =
-        match &ctx.facts.aws.controller_permissions {
-            None => {
-                c.unknown(Why::new(
-                    Reason::NotObserved,
-                    "The controller role's permissions have not been asked about yet.",
-                ));
-                return "";
-            }
-            Some(PermissionFacts {
-                simulated: Observed::Found(decisions),
-                ..
-            }) => (
-                questions.iter().map(|q| simulated(q, decisions)).collect(),
-                "decided by IAM's policy simulator",
-            ),
-            Some(PermissionFacts {
-                simulated,
-                policies,
-            }) => {
-                let sim_why = match simulated {
-                    Observed::Unknown(u) => format!(
-                        "IAM's policy simulator could not be asked ({})",
-                        clip(&u.detail, 256)
-                    ),
-                    _ => "IAM's policy simulator gave no answer".into(),
-                };
-                match policies {
-                    Some(Observed::Found(policies)) => (
-                        local(inputs, &questions, policies),
-                        "evaluated from the role's own policies, as IAM's simulator could not be \
+    let Some((answers, decided_by)) = answers_of(ctx, c, role, subjects, inputs, &questions) else {
+        return "";
+    };
+    let denied = denied_of(c, role, &questions, answers);
+    report_denied(ctx, c, role, subjects, &denied, decided_by);
+    decided_by
+}
+
+/// The answers to the questions, from IAM's policy simulator or else from the role's own
+/// policies, with what decided them; `None` (and the finding why) when there are none.
+fn answers_of(
+    ctx: &Context,
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    subjects: &[SubjectRef],
+    inputs: &Inputs,
+    questions: &[Question],
+) -> Option<(Vec<Answer>, &'static str)> {
+    match &ctx.facts.aws.controller_permissions {
+        None => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                "The controller role's permissions have not been asked about yet.",
+            ));
+            None
+        }
+        Some(PermissionFacts {
+            simulated: Observed::Found(decisions),
+            ..
+        }) => Some((
+            questions.iter().map(|q| simulated(q, decisions)).collect(),
+            "decided by IAM's policy simulator",
+        )),
+        Some(PermissionFacts {
+            simulated,
+            policies,
+        }) => {
+            let sim_why = match simulated {
+                Observed::Unknown(u) => format!(
+                    "IAM's policy simulator could not be asked ({})",
+                    clip(&u.detail, 256)
+                ),
+                _ => "IAM's policy simulator gave no answer".into(),
+            };
+            match policies {
+                Some(Observed::Found(policies)) => Some((
+                    local(inputs, questions, policies),
+                    "evaluated from the role's own policies, as IAM's simulator could not be \
                      asked; service control policies are not visible this way",
-                    ),
-                    Some(Observed::Unknown(u)) => {
-                        let why = Why::unobserved(
-                            &format!("The policies of role {}", clip(&role.arn, 256)),
-                            u,
-                        );
-                        c.unknown(Why::new(
-                            why.reason,
-                            format!("{sim_why}, and {}", why.message),
-                        ));
-                        return "";
-                    }
-                    Some(Observed::Absent) => {
-                        c.fail(
-                            Reason::ControllerRoleNotFound,
-                            format!(
-                                "Role {} vanished while its policies were read.",
-                                clip(&role.arn, 256)
-                            ),
-                            subjects.to_vec(),
-                        );
-                        return "";
-                    }
-                    None => {
-                        let why = match simulated {
-                            Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", u),
-                            _ => Why::new(
-                                Reason::NotObserved,
-                                "IAM's policy simulation has no answer yet.",
-                            ),
-                        };
-                        c.unknown(why);
-                        return "";
-                    }
+                )),
+                Some(Observed::Unknown(u)) => {
+                    let why = Why::unobserved(
+                        &format!("The policies of role {}", clip(&role.arn, 256)),
+                        u,
+                    );
+                    c.unknown(Why::new(
+                        why.reason,
+                        format!("{sim_why}, and {}", why.message),
+                    ));
+                    None
+                }
+                Some(Observed::Absent) => {
+                    c.fail(
+                        Reason::ControllerRoleNotFound,
+                        format!(
+                            "Role {} vanished while its policies were read.",
+                            clip(&role.arn, 256)
+                        ),
+                        subjects.to_vec(),
+                    );
+                    None
+                }
+                None => {
+                    let why = match simulated {
+                        Observed::Unknown(u) => Why::unobserved("IAM's policy simulation", u),
+                        _ => Why::new(
+                            Reason::NotObserved,
+                            "IAM's policy simulation has no answer yet.",
+                        ),
+                    };
+                    c.unknown(why);
+                    None
                 }
             }
-        };
-    let group_reason = |q: &Question| match (q.group, q.action) {
+        }
+    }
+}
+
+/// The reason a denied answer to `q` is reported under.
+fn group_reason(q: &Question) -> Reason {
+    match (q.group, q.action) {
         (_, PASS_ROLE) => Reason::ControllerCannotPassNodeRole,
         (Group::InstanceProfile, _) => Reason::ControllerCannotManageInstanceProfiles,
         (Group::Launch, _) => Reason::ControllerCannotLaunchInstances,
         (Group::AmiParameters, _) => Reason::ControllerCannotReadAmiParameters,
         (Group::Images, _) => Reason::ControllerCannotDescribeImages,
-    };
+    }
+}
+
+/// The denied answers, each worded with its reason; Unknown for each undecided or unasked one.
+fn denied_of(
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    questions: &[Question],
+    answers: Vec<Answer>,
+) -> Vec<(Reason, String)> {
     let mut denied: Vec<(Reason, String)> = Vec::new();
     for (q, a) in questions.iter().zip(answers) {
         match a {
@@ -216,6 +248,19 @@ fn check_answers(
             Answer::Unasked(why) => c.unknown(why),
         }
     }
+    denied
+}
+
+/// False for each reason with denied actions, in a fixed order; a warning instead for image
+/// reads while Karpenter keeps launching from the images it resolved before.
+fn report_denied(
+    ctx: &Context,
+    c: &mut Check,
+    role: &ControllerRoleFacts,
+    subjects: &[SubjectRef],
+    denied: &[(Reason, String)],
+    decided_by: &str,
+) {
     for reason in [
         Reason::ControllerCannotPassNodeRole,
         Reason::ControllerCannotManageInstanceProfiles,
@@ -264,7 +309,6 @@ fn check_answers(
             subjects.to_vec(),
         );
     }
-    decided_by
 }
 
 fn simulated(q: &Question, decisions: &[crate::facts::SimulatedDecision]) -> Answer {

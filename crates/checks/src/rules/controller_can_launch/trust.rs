@@ -70,41 +70,8 @@ pub fn check_irsa_trust(
     let Some(policy) = trust_policy(c, role, subjects) else {
         return;
     };
-    let role_arn = arn::parse_iam(&role.arn).ok();
-    let (partition, account) = role_arn
-        .as_ref()
-        .map(|a| (a.partition.clone(), a.account.clone()))
-        .unwrap_or_else(|| ("aws".into(), String::new()));
-    let trusted_providers: Vec<String> = policy
-        .statements
-        .iter()
-        .filter(|s| s.allow)
-        .filter_map(|s| s.principals.as_ref())
-        .flat_map(|p| p.federated.iter().cloned())
-        .filter(|f| f.contains(":oidc-provider/"))
-        .collect();
-    // The provider the cluster's issuer needs, when DescribeCluster told the issuer.
-    let issuer = ctx
-        .facts
-        .aws
-        .eks_cluster
-        .found()
-        .and_then(|e| e.oidc_issuer.as_deref())
-        .map(issuer_host_path)
-        .filter(|i| !i.is_empty());
-    let candidates: Vec<(String, String)> = match issuer {
-        Some(host_path) => vec![(
-            format!("arn:{partition}:iam::{account}:oidc-provider/{host_path}"),
-            host_path.to_owned(),
-        )],
-        None => trusted_providers
-            .iter()
-            .filter_map(|p| {
-                let (_, host_path) = p.split_once(":oidc-provider/")?;
-                Some((p.clone(), host_path.to_owned()))
-            })
-            .collect(),
-    };
+    let trusted_providers = trusted_oidc_providers(&policy);
+    let candidates = oidc_candidates(ctx, role, &trusted_providers);
     if candidates.is_empty() {
         c.fail(
             Reason::ControllerTrustMismatch,
@@ -117,6 +84,94 @@ pub fn check_irsa_trust(
         );
         return;
     }
+    if oidc_providers_missing(ctx, c, &candidates, sa, subjects) {
+        return;
+    }
+    let wanted_sub = format!("system:serviceaccount:{}", sa.replace('/', ":"));
+    let Some(undecided) = web_identity_undecided(&policy, role, &candidates, &wanted_sub, audience)
+    else {
+        return;
+    };
+    if !undecided.is_empty() {
+        c.unknown(Why::new(
+            Reason::PolicyUndecided,
+            format!(
+                "Whether the trust policy of role {} admits {sa} cannot be decided: {}.",
+                clip(&role.arn, 256),
+                clip(&list_bounded(&undecided, 2), 512)
+            ),
+        ));
+        return;
+    }
+    let admits = what_trust_admits(&policy, &trusted_providers);
+    c.fail(
+        Reason::ControllerTrustMismatch,
+        format!(
+            "The trust policy of role {} {admits}, not {wanted_sub} (aud {audience}) through {}, \
+             so the controller's IRSA credentials never work.",
+            clip(&role.arn, 256),
+            candidates[0].0
+        ),
+        subjects.to_vec(),
+    );
+}
+
+/// The OIDC providers the trust policy's Allow statements name as federated principals.
+fn trusted_oidc_providers(policy: &iam_policy::Policy) -> Vec<String> {
+    policy
+        .statements
+        .iter()
+        .filter(|s| s.allow)
+        .filter_map(|s| s.principals.as_ref())
+        .flat_map(|p| p.federated.iter().cloned())
+        .filter(|f| f.contains(":oidc-provider/"))
+        .collect()
+}
+
+/// The OIDC providers (ARN, issuer host and path) IRSA may come through: the one the cluster's
+/// issuer needs when DescribeCluster told it, else those the trust policy names.
+fn oidc_candidates(
+    ctx: &Context,
+    role: &ControllerRoleFacts,
+    trusted_providers: &[String],
+) -> Vec<(String, String)> {
+    let role_arn = arn::parse_iam(&role.arn).ok();
+    let (partition, account) = role_arn
+        .as_ref()
+        .map(|a| (a.partition.clone(), a.account.clone()))
+        .unwrap_or_else(|| ("aws".into(), String::new()));
+    // The provider the cluster's issuer needs, when DescribeCluster told the issuer.
+    let issuer = ctx
+        .facts
+        .aws
+        .eks_cluster
+        .found()
+        .and_then(|e| e.oidc_issuer.as_deref())
+        .map(issuer_host_path)
+        .filter(|i| !i.is_empty());
+    match issuer {
+        Some(host_path) => vec![(
+            format!("arn:{partition}:iam::{account}:oidc-provider/{host_path}"),
+            host_path.to_owned(),
+        )],
+        None => trusted_providers
+            .iter()
+            .filter_map(|p| {
+                let (_, host_path) = p.split_once(":oidc-provider/")?;
+                Some((p.clone(), host_path.to_owned()))
+            })
+            .collect(),
+    }
+}
+
+/// False when IAM has none of the candidate OIDC providers; true when it failed.
+fn oidc_providers_missing(
+    ctx: &Context,
+    c: &mut Check,
+    candidates: &[(String, String)],
+    sa: &str,
+    subjects: &[SubjectRef],
+) -> bool {
     match &ctx.facts.aws.oidc_providers {
         Observed::Found(providers) => {
             let missing: Vec<&str> = candidates
@@ -133,23 +188,34 @@ pub fn check_irsa_trust(
                     ),
                     subjects.to_vec(),
                 );
-                return;
+                return true;
             }
         }
         Observed::Unknown(u) => c.unknown(Why::unobserved("The account's IAM OIDC providers", u)),
         Observed::Absent => {}
     }
-    let wanted_sub = format!("system:serviceaccount:{}", sa.replace('/', ":"));
+    false
+}
+
+/// Whether the trust policy lets the service account assume the role through a candidate
+/// provider: `None` when one allows it, else why it is undecided (empty when denied).
+fn web_identity_undecided(
+    policy: &iam_policy::Policy,
+    role: &ControllerRoleFacts,
+    candidates: &[(String, String)],
+    wanted_sub: &str,
+    audience: &str,
+) -> Option<Vec<String>> {
     let mut undecided = Vec::new();
-    for (provider, host_path) in &candidates {
+    for (provider, host_path) in candidates {
         let context = RequestContext::new()
-            .with_value(&format!("{host_path}:sub"), &wanted_sub)
+            .with_value(&format!("{host_path}:sub"), wanted_sub)
             .with_value(&format!("{host_path}:aud"), audience);
         let principal = Principal::Federated(provider.clone());
         match iam_policy::evaluate(
             &[Named {
                 name: "the trust policy",
-                policy: &policy,
+                policy,
             }],
             &Request {
                 principal: Some(&principal),
@@ -158,22 +224,17 @@ pub fn check_irsa_trust(
                 context: &context,
             },
         ) {
-            Decision::Allowed(_) => return,
+            Decision::Allowed(_) => return None,
             Decision::Undecided(why) => undecided.extend(why),
             Decision::ExplicitDeny(_) | Decision::ImplicitDeny => {}
         }
     }
-    if !undecided.is_empty() {
-        c.unknown(Why::new(
-            Reason::PolicyUndecided,
-            format!(
-                "Whether the trust policy of role {} admits {sa} cannot be decided: {}.",
-                clip(&role.arn, 256),
-                clip(&list_bounded(&undecided, 2), 512)
-            ),
-        ));
-        return;
-    }
+    Some(undecided)
+}
+
+/// What the trust policy admits instead, for a message: its `sub` conditions, else its
+/// providers.
+fn what_trust_admits(policy: &iam_policy::Policy, trusted_providers: &[String]) -> String {
     // Say what the trust admits instead: its `sub` conditions and providers.
     let subs: Vec<String> = policy
         .statements
@@ -182,21 +243,11 @@ pub fn check_irsa_trust(
         .filter(|cond| cond.key.to_ascii_lowercase().ends_with(":sub"))
         .flat_map(|cond| cond.values.iter().map(|v| clip(v, 128).into_owned()))
         .collect();
-    let admits = if subs.is_empty() {
-        format!("trusts {}", list_bounded(&trusted_providers, 2))
+    if subs.is_empty() {
+        format!("trusts {}", list_bounded(trusted_providers, 2))
     } else {
         format!("admits only {}", list_bounded(&subs, 3))
-    };
-    c.fail(
-        Reason::ControllerTrustMismatch,
-        format!(
-            "The trust policy of role {} {admits}, not {wanted_sub} (aud {audience}) through {}, \
-             so the controller's IRSA credentials never work.",
-            clip(&role.arn, 256),
-            candidates[0].0
-        ),
-        subjects.to_vec(),
-    );
+    }
 }
 
 pub fn check_pod_identity_trust(

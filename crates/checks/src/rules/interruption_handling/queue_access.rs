@@ -59,30 +59,8 @@ pub fn check_policy(
     rules: &[&EventRuleFacts],
     subjects: &[SubjectRef],
 ) {
-    let Some(document) = queue.policy.as_deref().filter(|d| !d.trim().is_empty()) else {
-        c.fail(
-            Reason::InterruptionQueuePolicyMissing,
-            format!(
-                "Queue {} has no policy, so EventBridge may not send it messages.",
-                clip(&queue.arn, 256)
-            ),
-            subjects.to_vec(),
-        );
+    let Some(policy) = queue_policy(c, queue, subjects) else {
         return;
-    };
-    let policy = match iam_policy::parse(document) {
-        Ok(p) => p,
-        Err(e) => {
-            c.fail(
-                Reason::InterruptionQueuePolicyMissing,
-                format!(
-                    "The policy of queue {} cannot be read ({e}), so it grants EventBridge nothing.",
-                    clip(&queue.arn, 256)
-                ),
-                subjects.to_vec(),
-            );
-            return;
-        }
     };
     let account = account(ctx);
     let ask = |service: &str, source_arn: Option<&str>| {
@@ -143,6 +121,39 @@ pub fn check_policy(
             ),
             subjects.to_vec(),
         );
+    }
+}
+
+/// The queue's policy parsed; False (and `None`) when it has none or it cannot be read.
+fn queue_policy(
+    c: &mut Check,
+    queue: &QueueFacts,
+    subjects: &[SubjectRef],
+) -> Option<iam_policy::Policy> {
+    let Some(document) = queue.policy.as_deref().filter(|d| !d.trim().is_empty()) else {
+        c.fail(
+            Reason::InterruptionQueuePolicyMissing,
+            format!(
+                "Queue {} has no policy, so EventBridge may not send it messages.",
+                clip(&queue.arn, 256)
+            ),
+            subjects.to_vec(),
+        );
+        return None;
+    };
+    match iam_policy::parse(document) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            c.fail(
+                Reason::InterruptionQueuePolicyMissing,
+                format!(
+                    "The policy of queue {} cannot be read ({e}), so it grants EventBridge nothing.",
+                    clip(&queue.arn, 256)
+                ),
+                subjects.to_vec(),
+            );
+            None
+        }
     }
 }
 
@@ -242,35 +253,8 @@ fn check_key_policy(
     rules: &[&EventRuleFacts],
     unusable: &dyn Fn(&mut Check, String),
 ) {
-    let document = match &key.policy {
-        Observed::Found(d) => d,
-        Observed::Absent => {
-            unusable(c, "which has no key policy".into());
-            return;
-        }
-        Observed::Unknown(u) => {
-            c.unknown(Why::unobserved(
-                &format!(
-                    "The key policy of the interruption queue's KMS key {}",
-                    clip(&key.arn, 256)
-                ),
-                u,
-            ));
-            return;
-        }
-    };
-    let policy = match iam_policy::parse(document) {
-        Ok(p) => p,
-        Err(e) => {
-            c.unknown(Why::new(
-                Reason::PolicyUndecided,
-                format!(
-                    "The key policy of {} cannot be read ({e}).",
-                    clip(&key.arn, 256)
-                ),
-            ));
-            return;
-        }
+    let Some(policy) = key_policy(c, key, unusable) else {
+        return;
     };
     let account = account(ctx);
     let principal = Principal::Service(EVENTS.to_owned());
@@ -329,5 +313,44 @@ fn check_key_policy(
                 clip(&list_bounded(&undecided, 2), 512)
             ),
         ));
+    }
+}
+
+/// The key's policy parsed; `None` (and the finding why) when it has none, is not known or
+/// cannot be read.
+fn key_policy(
+    c: &mut Check,
+    key: &KmsKeyFacts,
+    unusable: &dyn Fn(&mut Check, String),
+) -> Option<iam_policy::Policy> {
+    let document = match &key.policy {
+        Observed::Found(d) => d,
+        Observed::Absent => {
+            unusable(c, "which has no key policy".into());
+            return None;
+        }
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved(
+                &format!(
+                    "The key policy of the interruption queue's KMS key {}",
+                    clip(&key.arn, 256)
+                ),
+                u,
+            ));
+            return None;
+        }
+    };
+    match iam_policy::parse(document) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            c.unknown(Why::new(
+                Reason::PolicyUndecided,
+                format!(
+                    "The key policy of {} cannot be read ({e}).",
+                    clip(&key.arn, 256)
+                ),
+            ));
+            None
+        }
     }
 }
