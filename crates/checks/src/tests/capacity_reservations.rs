@@ -7,7 +7,8 @@ use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, Setting, UnknownCause};
 use karpenter_health_api::ConditionType;
 
-fn reservations(f: &Facts) -> (String, String, String, Vec<String>) {
+/// (status, reason, message, warnings) of `CapacityReservationsUsable`.
+pub(super) fn reservations(f: &Facts) -> (String, String, String, Vec<String>) {
     condition_of(f, ConditionType::CapacityReservationsUsable)
 }
 
@@ -267,36 +268,5 @@ fn reserved_capacity_that_cannot_be_had_launches_nothing_from_reserved_only_node
     assert!(
         warnings.is_empty() && !message.contains("warning"),
         "{message}"
-    );
-}
-
-/// The reservations are of a type the reserved-only NodePool does not allow: Karpenter has no
-/// reserved offering it may use, and `InstanceTypesAvailable` names the requirement that leaves
-/// nothing and the reservations (`CapacityReservationsUsable` judges the selection itself, usable here).
-#[test]
-fn reservations_of_a_type_the_node_pool_excludes_leave_it_nothing() {
-    let f = Facts::healthy()
-        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
-        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["r7i"]);
-    let (status, reason, message, _) = condition_of(&f, ConditionType::InstanceTypesAvailable);
-    assert_eq!(
-        (status.as_str(), reason.as_str()),
-        ("False", "NoInstanceTypeMatchesRequirements"),
-        "{message}"
-    );
-    assert!(
-        message.contains("instance-family In [r7i]")
-            && message.contains("only reserved capacity")
-            && message.contains("m5.large in us-west-2a"),
-        "{message}"
-    );
-    assert_eq!(reservations(&f).0, "True", "the selection itself is usable");
-    // The reserved type allowed: True.
-    let fits = Facts::healthy()
-        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
-        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m5"]);
-    assert_eq!(
-        condition_of(&fits, ConditionType::InstanceTypesAvailable).0,
-        "True"
     );
 }

@@ -1,6 +1,8 @@
 //! Scenarios of `InstanceTypesAvailable` beyond one sentence per reason: narrow NodePools that
-//! can still launch stay True, and what was not seen stays Unknown. Pure.
+//! can still launch stay True, reservations of a type a reserved-only NodePool excludes leave it
+//! nothing, and what was not seen stays Unknown. Pure.
 
+use super::capacity_reservations::reservations;
 use super::reasons::condition_of;
 use crate::facts::{Facts, Observed, UnknownCause};
 use crate::testing::*;
@@ -410,5 +412,36 @@ fn the_architecture_check_waits_for_karpenters_answer_for_the_current_generation
     assert_eq!(
         status, "True",
         "AMIsReady speaks for generation 1: {message}"
+    );
+}
+
+/// The reservations are of a type the reserved-only NodePool does not allow: Karpenter has no
+/// reserved offering it may use, and `InstanceTypesAvailable` names the requirement that leaves
+/// nothing and the reservations (`CapacityReservationsUsable` judges the selection itself, usable here).
+#[test]
+fn reservations_of_a_type_the_node_pool_excludes_leave_it_nothing() {
+    let f = Facts::healthy()
+        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["r7i"]);
+    let (status, reason, message, _) = condition_of(&f, ConditionType::InstanceTypesAvailable);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "NoInstanceTypeMatchesRequirements"),
+        "{message}"
+    );
+    assert!(
+        message.contains("instance-family In [r7i]")
+            && message.contains("only reserved capacity")
+            && message.contains("m5.large in us-west-2a"),
+        "{message}"
+    );
+    assert_eq!(reservations(&f).0, "True", "the selection itself is usable");
+    // The reserved type allowed: True.
+    let fits = Facts::healthy()
+        .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+        .with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m5"]);
+    assert_eq!(
+        condition_of(&fits, ConditionType::InstanceTypesAvailable).0,
+        "True"
     );
 }

@@ -1,17 +1,55 @@
-//! Crate-level tests: table-driven reason tests, field-failure scenarios and properties. Pure.
+//! Crate-level tests: one file of scenarios per condition, named like its rule module in
+//! `rules/` (`structure.rs` holds them to that), and the cross-cutting ones: one sentence per
+//! reason, properties over arbitrary facts, the rendered status and what is observed when. Pure.
 
 mod amis;
-mod aws_auth_scenarios;
 mod capacity_reservations;
+mod cluster_identity;
+mod controller_can_launch;
 mod drift;
-mod identity;
+mod instance_profile;
 mod instance_types;
-mod interruption;
+mod interruption_handling;
+mod karpenter_status;
+mod karpenter_version;
+mod labels_allowed;
 mod limits;
-mod network;
+mod metadata_options;
+mod node_network;
+mod node_role;
+mod node_role_mapped;
+mod nodeclaims_registered;
 mod observation;
 mod properties;
 mod reasons;
-mod scenarios;
+mod rendering;
+mod security_groups;
 mod strategies;
-mod volumes_and_versions;
+mod structure;
+mod subnets;
+mod volume_encryption;
+
+use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
+
+/// The (condition, reason) of every False condition, Ready excluded.
+pub(super) fn failures(status: &KarpenterHealthStatus) -> Vec<(String, String)> {
+    status
+        .conditions
+        .iter()
+        .filter(|c| c.status == "False" && c.type_ != "Ready")
+        .map(|c| (c.type_.clone(), c.reason.clone()))
+        .collect()
+}
+
+/// A (condition, reason) as `failures` lists it.
+pub(super) fn pair(ty: ConditionType, reason: Reason) -> (String, String) {
+    (ty.as_str().to_owned(), reason.as_str().to_owned())
+}
+
+/// The message of condition `ty`, empty when it is absent.
+pub(super) fn message(status: &KarpenterHealthStatus, ty: ConditionType) -> &str {
+    status
+        .condition(ty)
+        .map(|c| c.message.as_str())
+        .unwrap_or_default()
+}

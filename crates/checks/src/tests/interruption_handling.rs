@@ -1,6 +1,6 @@
-//! `InterruptionHandlingReady` on setups real accounts have: rules that cannot matter yet for the
-//! class (the Terraform module's four rules under Karpenter 1.10+, no spot), rules on a custom
-//! event bus, and queues encrypted with SSE-KMS. Pure.
+//! Scenarios of `InterruptionHandlingReady` on setups real accounts have: rules that cannot matter
+//! yet for the class (the Terraform module's four rules under Karpenter 1.10+, no spot), rules on a
+//! custom event bus, and queues encrypted with SSE-KMS. Pure.
 
 use super::reasons::status;
 use crate::facts::{EventRuleFacts, Facts, Observed, QueueFacts};

@@ -1,9 +1,11 @@
-//! aws-auth read as EKS's authenticator reads it, as whole setups: what a broken entry, a broken
-//! mapUsers, or several entries for the node role do to NodeRoleMapped. Pure.
+//! Scenarios of `NodeRoleMapped`: aws-auth read as EKS's authenticator reads it (what a broken
+//! entry, a broken mapUsers, or several entries for the node role do), the controller role mapped
+//! instead of the node role, and an unknown authentication mode. Pure.
 
 use super::reasons::status;
-use super::scenarios::{failures, message, pair};
+use super::{failures, message, pair};
 use crate::facts::{AwsAuthData, Facts, Observed, UnknownCause};
+use crate::testing::*;
 use karpenter_health_api::{ConditionType, Reason};
 
 const NODE_ENTRY: &str = "- rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-demo
@@ -138,4 +140,63 @@ fn a_malformed_aws_auth_beside_a_working_access_entry_is_a_warning() {
     let status = status(&facts);
     assert!(failures(&status).is_empty());
     assert_eq!(status.findings[0].reason, "AwsAuthUnparsable");
+}
+
+#[test]
+fn the_controller_role_mapped_instead_of_the_node_role_fails_mapping_and_explains_registration() {
+    // Issue #6659: nodes launch but never join.
+    let facts = Facts::healthy()
+        .with_map_roles(&node_mapping(&role_arn(CONTROLLER_ROLE)))
+        .with_node_claim(node_claim("default-x7k2p", "i-0stuck", 25, false));
+    let status = status(&facts);
+    assert_eq!(
+        failures(&status),
+        vec![
+            pair(
+                ConditionType::NodeRoleMapped,
+                Reason::ControllerRoleMappedInstead
+            ),
+            pair(
+                ConditionType::NodeClaimsRegistered,
+                Reason::NodeClaimsNotRegistering
+            ),
+        ]
+    );
+    let m = message(&status, ConditionType::NodeRoleMapped);
+    assert!(
+        m.contains(CONTROLLER_ROLE) && m.contains(&role_arn(NODE_ROLE)),
+        "{m}"
+    );
+    let m = message(&status, ConditionType::NodeClaimsRegistered);
+    assert!(m.contains("default-x7k2p"), "{m}");
+    assert!(
+        m.contains("Likely cause: NodeRoleMapped=False (ControllerRoleMappedInstead)"),
+        "{m}"
+    );
+}
+
+#[test]
+fn with_the_authentication_mode_unknown_only_agreement_between_modes_concludes() {
+    let eks_unknown =
+        |f: &mut Facts| f.aws.eks_cluster = unknown(crate::facts::UnknownCause::Throttled);
+    // aws-auth and an access entry both admit the node: True in every mode.
+    let both = Facts::healthy()
+        .with_access_entry("EC2_LINUX")
+        .with(eks_unknown);
+    assert_eq!(
+        status(&both)
+            .condition(ConditionType::NodeRoleMapped)
+            .map(|c| c.status.clone()),
+        Some("True".into())
+    );
+    // Only aws-auth admits it: API mode would refuse, so Unknown.
+    let only_aws_auth = Facts::healthy().with(eks_unknown);
+    let status = status(&only_aws_auth);
+    let c = status
+        .condition(ConditionType::NodeRoleMapped)
+        .expect("present");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("Unknown", "AwsThrottled")
+    );
 }

@@ -1,6 +1,7 @@
-//! `ControllerCanLaunch`'s identity across accounts and audiences: an IRSA token audience other
-//! than `sts.amazonaws.com`, a Pod Identity association with a target role, a controller role of
-//! another account. Pure.
+//! Scenarios of `ControllerCanLaunch`: its identity across accounts and audiences (an IRSA token
+//! audience other than `sts.amazonaws.com`, a Pod Identity association with a target role, a
+//! controller role of another account), and its permissions judged from simulated and local
+//! policies. Pure.
 
 use super::reasons::status;
 use crate::facts::{Facts, Observed, UnknownCause};

@@ -1,0 +1,107 @@
+//! Scenarios of `KarpenterVersionCompatible` beyond one sentence per reason: where the Kubernetes
+//! version comes from, conversion webhooks the API server never calls, and stored versions. Pure.
+
+use super::reasons::status;
+use crate::facts::{Facts, Observed, UnknownCause};
+use crate::testing::*;
+use karpenter_health_api::ConditionType;
+
+fn version(f: &Facts) -> (String, String, String) {
+    let s = status(f);
+    let c = s
+        .condition(ConditionType::KarpenterVersionCompatible)
+        .unwrap();
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+#[test]
+fn the_kubernetes_version_falls_back_to_the_api_server_and_says_so() {
+    let f = Facts::healthy().with(|f| f.aws.eks_cluster = unknown(UnknownCause::AccessDenied));
+    let (s, r, m) = version(&f);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "KarpenterVersionSupported"),
+        "{m}"
+    );
+    assert!(m.contains("/version"), "{m}");
+    let (_, _, m) = version(&Facts::healthy());
+    assert!(m.contains("EKS DescribeCluster"), "{m}");
+    let blind = f.with(|f| f.cluster.apiserver_version = unknown(UnknownCause::AccessDenied));
+    let (s, r, m) = version(&blind);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("Unknown", "AwsAccessDenied"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_conversion_webhook_the_api_server_never_calls_is_a_warning_not_a_failure() {
+    let leftover = |served: &[&str]| {
+        let served: Vec<String> = served.iter().map(|v| (*v).to_owned()).collect();
+        Facts::healthy()
+            .with_crd("nodepools.karpenter.sh", |c| {
+                c.conversion_service = Some("kube-system/karpenter".into());
+                c.served_versions = served.clone();
+            })
+            .with(|f| {
+                f.cluster
+                    .service_endpoints
+                    .insert("kube-system/karpenter".into(), Observed::Absent);
+            })
+    };
+    // One version served and stored: never called, so only a warning.
+    let f = leftover(&["v1"]);
+    let (s, r, m) = version(&f);
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "KarpenterVersionSupported"),
+        "{m}"
+    );
+    let st = status(&f);
+    let warning = st
+        .findings
+        .iter()
+        .find(|w| w.reason == "UnusedConversionWebhookUnreachable")
+        .expect("a warning");
+    assert!(
+        warning.message.contains("nodepools.karpenter.sh"),
+        "{}",
+        warning.message
+    );
+    // Its Service's endpoints unknown: still no Unknown, since it is never called.
+    let unseen = leftover(&["v1"]).with(|f| {
+        f.cluster.service_endpoints.clear();
+    });
+    assert_eq!(version(&unseen).0, "True");
+    // A second served version: the API server converts through it, so it fails for real.
+    let (s, r, m) = version(&leftover(&["v1", "v1beta1"]));
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("False", "WebhookServiceMissing"),
+        "{m}"
+    );
+}
+
+#[test]
+fn stored_v1beta1_is_only_stale_from_karpenter_1_1_and_webhooks_with_ready_endpoints_pass() {
+    let stored = Facts::healthy()
+        .with_crd("nodepools.karpenter.sh", |c| {
+            c.stored_versions.push("v1beta1".into());
+            c.conversion_service = Some("kube-system/karpenter".into());
+        })
+        .with(|f| {
+            f.cluster
+                .service_endpoints
+                .insert("kube-system/karpenter".into(), Observed::Found(1));
+        });
+    let (s, r, m) = version(&stored.clone().with_karpenter_version("1.0.8"));
+    // 1.0.8 on Kubernetes 1.29, v1beta1 stored, conversion webhook served: all fine.
+    assert_eq!(
+        (s.as_str(), r.as_str()),
+        ("True", "KarpenterVersionSupported"),
+        "{m}"
+    );
+    let (s, r, _) = version(&stored);
+    assert_eq!((s.as_str(), r.as_str()), ("False", "StoredVersionsStale"));
+}
