@@ -92,7 +92,7 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
         // Point 1: an ordinary reservation selected (not interruptible: EC2 warns of no
         // interruption for it) leaves the fifth rule a warning. An interruptible one needs the
         // rule; Karpenter reports it in status.capacityReservations[].interruptible, which the
-        // v1.8.6 CRDs of this bed do not have (crates/checks tests/interruption.rs covers it).
+        // v1.8.6 CRDs of this bed do not have (crates/checks tests/interruption_handling.rs covers it).
         let zone = subnet_zone(&status)?;
         fx.patch_node_class_spec(
             json!({"capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}),
