@@ -28,6 +28,7 @@ mod state;
 mod stats;
 mod storm;
 mod storm_report;
+mod table;
 mod targets;
 mod timeline;
 mod transient;

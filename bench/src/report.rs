@@ -3,7 +3,8 @@
 
 use crate::plots::{LATENCY_PLOT, RSS_PLOT};
 use crate::results::{Edit, Results};
-use crate::stats::{Summary, median, summary};
+use crate::stats::{median, summary};
+use crate::table::{edit_stats, f, row};
 use crate::targets;
 use std::fmt::Write as _;
 
@@ -12,50 +13,8 @@ pub const TARGET_P99_MS: f64 = 300.0;
 pub const TARGET_RSS_MIB: f64 = 64.0;
 pub const TARGET_COLD_START_S: f64 = 10.0;
 
-pub fn f(v: f64, digits: usize) -> String {
-    if v.is_finite() {
-        // `+ 0.0` turns a negative zero into zero.
-        format!("{:.digits$}", v + 0.0)
-    } else {
-        "–".into()
-    }
-}
-
-pub fn row(out: &mut String, name: &str, s: &Summary, digits: usize) {
-    let _ = writeln!(
-        out,
-        "| {name} | {} | {} | {} | {} | {} | {} |",
-        s.n,
-        f(s.p50, digits),
-        f(s.p90, digits),
-        f(s.p99, digits),
-        f(s.max, digits),
-        f(s.mean, digits)
-    );
-}
-
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "–".into(), |v| f(v, digits))
-}
-
-/// Latency summaries over the edits, for reuse by the report and the caller.
-pub struct EditStats {
-    pub first: Summary,
-    pub last: Summary,
-    pub own_watch: Summary,
-    pub write_rtt: Summary,
-    pub timed_out: usize,
-}
-
-pub fn edit_stats(edits: &[Edit]) -> EditStats {
-    let pick = |g: fn(&Edit) -> Option<f64>| -> Vec<f64> { edits.iter().filter_map(g).collect() };
-    EditStats {
-        first: summary(&pick(|e| e.first_ms)),
-        last: summary(&pick(|e| e.last_ms)),
-        own_watch: summary(&pick(|e| e.own_watch_ms)),
-        write_rtt: summary(&pick(|e| Some(e.write_rtt_ms))),
-        timed_out: edits.iter().filter(|e| e.timed_out).count(),
-    }
 }
 
 /// The Markdown block of one run.

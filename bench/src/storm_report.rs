@@ -1,8 +1,8 @@
 //! The storm section of the bench's Markdown report: one column per storm, then the aws-auth edits
 //! of all storms as latency series. Pure, no IO.
 
-use crate::report::{edit_stats, f, row};
 use crate::results::{Edit, Results, Storm};
+use crate::table::{edit_stats, f, row};
 use std::fmt::Write as _;
 
 /// One row of the storm table: a measure and its cell for each storm.

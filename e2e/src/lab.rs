@@ -84,7 +84,13 @@ impl Lab {
         spec: Option<impl FnOnce(&Fixture) -> Value>,
     ) -> Result<Self> {
         let release = release();
-        let fx = Fixture::seed_for_lab(test, region, release.trim_start_matches('v')).await?;
+        let fx = Fixture::seed_for_lab(
+            test,
+            region,
+            release.trim_start_matches('v'),
+            KUBERNETES_VERSION,
+        )
+        .await?;
         if let Some(spec) = spec {
             fx.patch_node_class_spec(spec(&fx)).await?;
         }

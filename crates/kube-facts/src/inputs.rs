@@ -177,6 +177,7 @@ pub struct Inputs {
 
 impl Inputs {
     /// The inputs of a cluster whose Karpenter is where `targets` says.
+    #[allow(clippy::too_many_lines)] // The declaration table: one input per entry.
     pub fn of(targets: &WatchTargets) -> Self {
         use Selection::{All, Fields, Named};
         let karpenter = Some(targets.karpenter_namespace.as_str());

@@ -305,29 +305,7 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
         .metadata
         .take("metadata", &mut wrong)
         .unwrap_or_default();
-    let metadata = ObjectMeta {
-        name: meta.name.take("metadata.name", &mut wrong),
-        resource_version: meta
-            .resource_version
-            .take("metadata.resourceVersion", &mut wrong),
-        uid: meta.uid.take("metadata.uid", &mut wrong),
-        creation_timestamp: meta
-            .creation_timestamp
-            .take("metadata.creationTimestamp", &mut wrong),
-        deletion_timestamp: meta
-            .deletion_timestamp
-            .take("metadata.deletionTimestamp", &mut wrong),
-        labels: meta
-            .labels
-            .take("metadata.labels", &mut wrong)
-            .and_then(|labels| {
-                labels
-                    .0
-                    .take(&format!("metadata.labels.{NODE_POOL_LABEL}"), &mut wrong)
-            })
-            .map(|pool| [(NODE_POOL_LABEL.to_owned(), pool)].into()),
-        ..ObjectMeta::default()
-    };
+    let metadata = lean_metadata(meta, &mut wrong);
     let spec = wire.spec.take("spec", &mut wrong).unwrap_or_default();
     let node_class_ref = spec
         .node_class_ref
@@ -341,38 +319,10 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
                 .unwrap_or_default(),
             ..NodeClassRef::default()
         });
-    let status = wire.status.take("status", &mut wrong).map(|status| {
-        let conditions = status
-            .conditions
-            .take("status.conditions", &mut wrong)
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let path = format!("status.conditions[{i}]");
-                let c = c.take(&path, &mut wrong)?;
-                let type_ = c.type_.take(&format!("{path}.type"), &mut wrong)?;
-                KEPT_CONDITIONS
-                    .contains(&type_.as_str())
-                    .then(|| KarpenterCondition {
-                        status: c
-                            .status
-                            .take(&format!("{path}.status"), &mut wrong)
-                            .unwrap_or_default(),
-                        last_transition_time: c
-                            .last_transition_time
-                            .take(&format!("{path}.lastTransitionTime"), &mut wrong),
-                        type_,
-                        ..KarpenterCondition::default()
-                    })
-            })
-            .collect();
-        NodeClaimStatus {
-            provider_id: status.provider_id.take("status.providerID", &mut wrong),
-            node_name: status.node_name.take("status.nodeName", &mut wrong),
-            conditions,
-        }
-    });
+    let status = wire
+        .status
+        .take("status", &mut wrong)
+        .map(|status| lean_status(status, &mut wrong));
     if !wrong.is_empty() {
         return Err(InvalidObject {
             error: wrong.join("; "),
@@ -394,6 +344,68 @@ fn lean(wire: WireClaim) -> Result<NodeClaim, InvalidObject> {
     claim.metadata = metadata;
     claim.status = status;
     Ok(claim)
+}
+
+/// The metadata the index reads of a NodeClaim; the fields of the wrong type are added to `wrong`.
+fn lean_metadata(meta: WireMeta, wrong: &mut Vec<String>) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name.take("metadata.name", wrong),
+        resource_version: meta
+            .resource_version
+            .take("metadata.resourceVersion", wrong),
+        uid: meta.uid.take("metadata.uid", wrong),
+        creation_timestamp: meta
+            .creation_timestamp
+            .take("metadata.creationTimestamp", wrong),
+        deletion_timestamp: meta
+            .deletion_timestamp
+            .take("metadata.deletionTimestamp", wrong),
+        labels: meta
+            .labels
+            .take("metadata.labels", wrong)
+            .and_then(|labels| {
+                labels
+                    .0
+                    .take(&format!("metadata.labels.{NODE_POOL_LABEL}"), wrong)
+            })
+            .map(|pool| [(NODE_POOL_LABEL.to_owned(), pool)].into()),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The status the index reads of a NodeClaim (the conditions it keeps); the fields of the wrong
+/// type are added to `wrong`.
+fn lean_status(status: WireStatus, wrong: &mut Vec<String>) -> NodeClaimStatus {
+    let conditions = status
+        .conditions
+        .take("status.conditions", wrong)
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let path = format!("status.conditions[{i}]");
+            let c = c.take(&path, wrong)?;
+            let type_ = c.type_.take(&format!("{path}.type"), wrong)?;
+            KEPT_CONDITIONS
+                .contains(&type_.as_str())
+                .then(|| KarpenterCondition {
+                    status: c
+                        .status
+                        .take(&format!("{path}.status"), wrong)
+                        .unwrap_or_default(),
+                    last_transition_time: c
+                        .last_transition_time
+                        .take(&format!("{path}.lastTransitionTime"), wrong),
+                    type_,
+                    ..KarpenterCondition::default()
+                })
+        })
+        .collect();
+    NodeClaimStatus {
+        provider_id: status.provider_id.take("status.providerID", wrong),
+        node_name: status.node_name.take("status.nodeName", wrong),
+        conditions,
+    }
 }
 
 #[cfg(test)]

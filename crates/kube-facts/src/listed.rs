@@ -3,10 +3,12 @@
 //! the same [`Sources`] the operator's caches produce. Does IO (list calls).
 
 use crate::api_errors::cause_of_api_error;
+use crate::disruption_events::{DisruptionEventIndex, SharedDisruptionEvents};
 use crate::inputs::{Input, Inputs, WatchTargets};
 use crate::node_claims::{NodeClaimIndex, SharedClaims};
 use crate::pending_pods::{PendingPodIndex, SharedPendingPods};
 use crate::snapshot::Sources;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_checks::facts::Observed;
 use kube::api::ListParams;
@@ -73,6 +75,7 @@ where
 /// Reads every input the checks need besides the EC2NodeClasses ([`Inputs`]), concurrently.
 pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
     let inputs = Inputs::of(targets);
+    let (i, c) = (&inputs, client);
     let (
         node_pools,
         node_claims,
@@ -85,63 +88,32 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         node_pool_crd,
         aws_node_daemonset,
     ) = futures::join!(
-        observe_list(inputs.node_pools.cluster_api(client), &inputs.node_pools),
-        observe_list(inputs.node_claims.cluster_api(client), &inputs.node_claims),
-        observe_list(inputs.pending_pods.api(client), &inputs.pending_pods),
-        observe_list(
-            inputs.disruption_events.api(client),
-            &inputs.disruption_events
-        ),
-        observe_named(inputs.aws_auth.api(client), &inputs.aws_auth),
+        observe_list(i.node_pools.cluster_api(c), &i.node_pools),
+        observe_list(i.node_claims.cluster_api(c), &i.node_claims),
+        observe_list(i.pending_pods.api(c), &i.pending_pods),
+        observe_list(i.disruption_events.api(c), &i.disruption_events),
+        observe_named(i.aws_auth.api(c), &i.aws_auth),
+        observe_named(i.karpenter_deployment.api(c), &i.karpenter_deployment),
         observe_named(
-            inputs.karpenter_deployment.api(client),
-            &inputs.karpenter_deployment
+            i.karpenter_service_account.api(c),
+            &i.karpenter_service_account
         ),
         observe_named(
-            inputs.karpenter_service_account.api(client),
-            &inputs.karpenter_service_account
+            i.aws_node_service_account.api(c),
+            &i.aws_node_service_account
         ),
-        observe_named(
-            inputs.aws_node_service_account.api(client),
-            &inputs.aws_node_service_account
-        ),
-        observe_named(
-            inputs.node_pool_crd.cluster_api(client),
-            &inputs.node_pool_crd
-        ),
-        observe_named(
-            inputs.aws_node_daemonset.api(client),
-            &inputs.aws_node_daemonset
-        ),
+        observe_named(i.node_pool_crd.cluster_api(c), &i.node_pool_crd),
+        observe_named(i.aws_node_daemonset.api(c), &i.aws_node_daemonset),
     );
     let (node_claim_crd, node_class_crd, validating, mutating, endpoints, version) = futures::join!(
-        observe_named(
-            inputs.node_claim_crd.cluster_api(client),
-            &inputs.node_claim_crd
-        ),
-        observe_named(
-            inputs.node_class_crd.cluster_api(client),
-            &inputs.node_class_crd
-        ),
-        observe_list(
-            inputs.validating_webhooks.cluster_api(client),
-            &inputs.validating_webhooks
-        ),
-        observe_list(
-            inputs.mutating_webhooks.cluster_api(client),
-            &inputs.mutating_webhooks
-        ),
-        observe_list(inputs.endpoints.api(client), &inputs.endpoints),
+        observe_named(i.node_claim_crd.cluster_api(c), &i.node_claim_crd),
+        observe_named(i.node_class_crd.cluster_api(c), &i.node_class_crd),
+        observe_list(i.validating_webhooks.cluster_api(c), &i.validating_webhooks),
+        observe_list(i.mutating_webhooks.cluster_api(c), &i.mutating_webhooks),
+        observe_list(i.endpoints.api(c), &i.endpoints),
         client.apiserver_version(),
     );
-    let mut karpenter_crds = Observed::Found(Vec::new());
-    for crd in [&node_pool_crd, &node_claim_crd, &node_class_crd] {
-        match (crd, &mut karpenter_crds) {
-            (Observed::Unknown(u), _) => karpenter_crds = Observed::Unknown(u.clone()),
-            (Observed::Found(Some(c)), Observed::Found(all)) => all.push(c.clone()),
-            _ => {}
-        }
-    }
+    let karpenter_crds = karpenter_crds_of([node_pool_crd.clone(), node_claim_crd, node_class_crd]);
     let webhooks = crate::snapshot::webhooks_of_configurations(validating, mutating);
     let apiserver_version = match version {
         Ok(info) => Observed::Found(info.git_version),
@@ -149,21 +121,19 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             Observed::unknown(cause_of_api_error(&error), format!("GET /version: {error}"))
         }
     };
-    let node_claims = node_claims.map(|claims| {
-        SharedClaims::listed(NodeClaimIndex::of_listed(claims.iter().map(AsRef::as_ref)))
-    });
-    let pending_pods = pending_pods
-        .map(|pods| SharedPendingPods::listed(PendingPodIndex::of(pods.iter().map(AsRef::as_ref))));
-    let disruption_events = disruption_events.map(|events| {
-        crate::disruption_events::SharedDisruptionEvents::listed(
-            crate::disruption_events::DisruptionEventIndex::of(events.iter().map(AsRef::as_ref)),
-        )
-    });
     Sources {
         node_pools,
-        node_claims,
-        pending_pods,
-        disruption_events,
+        node_claims: node_claims.map(|claims| {
+            SharedClaims::listed(NodeClaimIndex::of_listed(claims.iter().map(AsRef::as_ref)))
+        }),
+        pending_pods: pending_pods.map(|pods| {
+            SharedPendingPods::listed(PendingPodIndex::of(pods.iter().map(AsRef::as_ref)))
+        }),
+        disruption_events: disruption_events.map(|events| {
+            SharedDisruptionEvents::listed(DisruptionEventIndex::of(
+                events.iter().map(AsRef::as_ref),
+            ))
+        }),
         // Read by `with_drains`, once the threshold is known.
         drains: crate::drain::DrainReads::default(),
         aws_auth,
@@ -178,6 +148,22 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         apiserver_version,
         aws_node_daemonset,
     }
+}
+
+/// Karpenter's installed CRDs, from the three named reads: unknown (as the last unknown read
+/// says) while any of them is.
+fn karpenter_crds_of(
+    crds: [Observed<Option<Arc<CustomResourceDefinition>>>; 3],
+) -> Observed<Vec<Arc<CustomResourceDefinition>>> {
+    let mut karpenter_crds = Observed::Found(Vec::new());
+    for crd in crds {
+        match (crd, &mut karpenter_crds) {
+            (Observed::Unknown(u), _) => karpenter_crds = Observed::Unknown(u),
+            (Observed::Found(Some(c)), Observed::Found(all)) => all.push(c),
+            _ => {}
+        }
+    }
+    karpenter_crds
 }
 
 /// `sources` with the drains of the NodeClaims it lists as terminating since `before` or

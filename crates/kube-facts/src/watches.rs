@@ -100,6 +100,42 @@ where
     (reader, changed_objects(events).boxed())
 }
 
+/// Starts reflected watches of inputs, each keeping its health in `health`.
+struct Watching<'a> {
+    client: &'a Client,
+    health: &'a WatchHealth,
+}
+
+impl Watching<'_> {
+    /// A watch of a namespaced input (in its namespace, else in all).
+    fn namespaced<K>(&self, input: &Input<K>) -> (Store<K>, Touched<K>)
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + Debug
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        reflected(input.api(self.client), input, self.health)
+    }
+
+    /// A watch of a cluster-scoped input.
+    fn cluster<K>(&self, input: &Input<K>) -> (Store<K>, Touched<K>)
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+            + Clone
+            + Debug
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        reflected(input.cluster_api(self.client), input, self.health)
+    }
+}
+
 /// Watches straight into a compact index (no object store): an object is held as the few
 /// hundred bytes the checks read of it. Yields what each change affects; changes that affect
 /// nothing the checks read yield nothing.
@@ -222,41 +258,23 @@ impl KubeFacts {
             &i.disruption_events,
             &health,
         );
-        let (aws_auth, aws_auth_stream) = reflected(i.aws_auth.api(c), &i.aws_auth, &health);
-        let (karpenter_deployment, deployment_stream) = reflected(
-            i.karpenter_deployment.api(c),
-            &i.karpenter_deployment,
-            &health,
-        );
-        let (karpenter_service_account, karpenter_sa_stream) = reflected(
-            i.karpenter_service_account.api(c),
-            &i.karpenter_service_account,
-            &health,
-        );
-        let (aws_node_service_account, aws_node_sa_stream) = reflected(
-            i.aws_node_service_account.api(c),
-            &i.aws_node_service_account,
-            &health,
-        );
-        let (node_pool_crd, node_pool_crd_stream) =
-            reflected(i.node_pool_crd.cluster_api(c), &i.node_pool_crd, &health);
-        let (node_claim_crd, node_claim_crd_stream) =
-            reflected(i.node_claim_crd.cluster_api(c), &i.node_claim_crd, &health);
-        let (node_class_crd, node_class_crd_stream) =
-            reflected(i.node_class_crd.cluster_api(c), &i.node_class_crd, &health);
-        let (validating_webhooks, validating_stream) = reflected(
-            i.validating_webhooks.cluster_api(c),
-            &i.validating_webhooks,
-            &health,
-        );
-        let (mutating_webhooks, mutating_stream) = reflected(
-            i.mutating_webhooks.cluster_api(c),
-            &i.mutating_webhooks,
-            &health,
-        );
-        let (endpoints, endpoints_stream) = reflected(i.endpoints.api(c), &i.endpoints, &health);
-        let (aws_node_daemonset, aws_node_daemonset_stream) =
-            reflected(i.aws_node_daemonset.api(c), &i.aws_node_daemonset, &health);
+        let w = Watching {
+            client,
+            health: &health,
+        };
+        let (aws_auth, aws_auth_stream) = w.namespaced(&i.aws_auth);
+        let (karpenter_deployment, deployment_stream) = w.namespaced(&i.karpenter_deployment);
+        let (karpenter_service_account, karpenter_sa_stream) =
+            w.namespaced(&i.karpenter_service_account);
+        let (aws_node_service_account, aws_node_sa_stream) =
+            w.namespaced(&i.aws_node_service_account);
+        let (node_pool_crd, node_pool_crd_stream) = w.cluster(&i.node_pool_crd);
+        let (node_claim_crd, node_claim_crd_stream) = w.cluster(&i.node_claim_crd);
+        let (node_class_crd, node_class_crd_stream) = w.cluster(&i.node_class_crd);
+        let (validating_webhooks, validating_stream) = w.cluster(&i.validating_webhooks);
+        let (mutating_webhooks, mutating_stream) = w.cluster(&i.mutating_webhooks);
+        let (endpoints, endpoints_stream) = w.namespaced(&i.endpoints);
+        let (aws_node_daemonset, aws_node_daemonset_stream) = w.namespaced(&i.aws_node_daemonset);
         let facts = Self {
             node_pools,
             node_claims,

@@ -19,14 +19,14 @@ use futures::stream::BoxStream;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
 use karpenter_health_aws::Changed;
-use karpenter_health_kube_facts::KubeFacts;
 use karpenter_health_kube_facts::disruption_events::EventsTouched;
 use karpenter_health_kube_facts::node_claims::ClaimsTouched;
 use karpenter_health_kube_facts::pending_pods::PodPins;
+use karpenter_health_kube_facts::{KubeFacts, Triggers};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
 use std::sync::{Arc, Mutex};
@@ -167,53 +167,240 @@ async fn run_controller(
     shutdown: SharedShutdown,
 ) -> anyhow::Result<()> {
     let (kube_facts, inputs) = KubeFacts::new(&client, &config.watch_targets());
-    // The API server's /version: the Kubernetes version where EKS cannot be read. It changes
-    // only with a control-plane upgrade, so it is re-read every ten minutes, not per reconcile.
-    let _version_refresh = {
-        let (facts, client) = (kube_facts.clone(), client.clone());
-        AbortOnDrop(tokio::spawn(async move {
-            loop {
-                facts.refresh_apiserver_version(&client).await;
-                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
-            }
-        }))
-    };
-    // What holds NodeClaims stuck terminating: their Nodes' Pods and PodDisruptionBudgets,
-    // read anew every refresh interval while any is (no call otherwise); a changed answer
-    // re-evaluates the NodeClaim's class in the bulk lane.
+    let _version_refresh = spawn_version_refresh(&kube_facts, &client);
     let (drain_changes, drain_changed) = futures::channel::mpsc::unbounded::<Vec<String>>();
-    let _drain_refresh = {
-        let (facts, client) = (kube_facts.clone(), client.clone());
-        let (after, every) = (
-            config.settings().terminating_long_after,
-            config.refresh_interval,
-        );
-        AbortOnDrop(tokio::spawn(async move {
-            loop {
-                let Some(changed) = facts
-                    .refresh_drains(&client, jiff::Timestamp::now() - after)
-                    .await
-                else {
-                    // The NodeClaims are not listed yet.
-                    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-                    continue;
-                };
-                if !changed.is_empty() && drain_changes.unbounded_send(changed).is_err() {
-                    return;
-                }
-                tokio::time::sleep(every).await;
-            }
-        }))
-    };
+    let _drain_refresh = spawn_drain_refresh(&kube_facts, &client, &config, drain_changes);
     let metrics = process.metrics.clone();
     metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
     let written = WrittenStatuses::default();
-    let own_writes = written.clone();
-    // A deleted or hand-edited KarpenterHealth is put back at once, but the watch events of this
-    // process's own status writes ask for nothing: each would run one more reconcile that finds
-    // nothing to do.
-    let health_stream = watcher(
+    let health_stream = health_watch(&client, written.clone(), health_writer);
+    let reporter = Reporter {
+        controller: "karpenter-health".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let triggered_at = TriggerTimes::default();
+    let writer = StatusWriter::new(
+        Api::all(client.clone()),
+        written.clone(),
+        metrics.clone(),
+        client.clone(),
+        reporter,
+        config.refresh_interval,
+    );
+    // No write may outlive leading: a late one could overwrite the next leader's.
+    let _close_writer = CloseWriter(writer.clone());
+    let ctx = Arc::new(shared_context(
+        &client,
+        &config,
+        kube_facts.clone(),
+        aws.clone(),
+        &metrics,
+        healths,
+        Shared {
+            written: written.clone(),
+            triggered_at: triggered_at.clone(),
+            writer: writer.clone(),
+        },
+    ));
+
+    let (classes, controller, bulk_controller) = class_controllers(&client);
+    let (ready_facts, ready_classes) = (kube_facts.clone(), classes.clone());
+    process
+        .readiness
+        .set_caches(move || ready_facts.is_ready() && !ready_classes.is_empty_or_unsynced());
+    tracing::info!("karpenter-health operator started");
+    let triggers = ClassTriggers::new(classes, kube_facts, triggered_at);
+    let (user_controller, storms) = user_changes(controller, health_stream, inputs, &triggers);
+    let user_lane = user_controller
+        .with_config(ControllerConfig::default().concurrency(config.concurrency))
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            |class, ctx| reconcile(class, ctx, Lane::User),
+            error_policy,
+            ctx.clone(),
+        );
+    let bulk_lane = bulk_controller
+        // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced
+        // per class. A NodeClaim change asks for its own class, or for every class when it
+        // changes which instances are claimed (the instance sweep of ClusterIdentityUnique).
+        .reconcile_on(bulk_triggers(
+            storms.node_claims,
+            storms.pending_pods,
+            storms.disruption_events,
+            &triggers,
+            config.bulk_trigger_interval,
+        ))
+        // An AWS answer refreshed in the background that differs from the one a class was
+        // evaluated with re-evaluates that class (the fact store's stale-while-revalidate).
+        .reconcile_on(aws_changes(&aws, &triggers))
+        .reconcile_on(drain_classes(drain_changed, &triggers))
+        .with_config(ControllerConfig::default().concurrency(config.concurrency))
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            |class, ctx| reconcile(class, ctx, Lane::Bulk),
+            error_policy,
+            ctx,
+        );
+    reconcile_until_stopped(
+        futures::stream::select(user_lane, bulk_lane),
+        shutdown,
+        &writer,
+    )
+    .await;
+    metrics.set_leader(false);
+    tracing::info!("karpenter-health operator stopped");
+    Ok(())
+}
+
+/// Runs both lanes' reconciles until the shutdown, then cancels those still in flight past the
+/// grace and flushes the status writer.
+async fn reconcile_until_stopped<S, E>(lanes: S, shutdown: SharedShutdown, writer: &StatusWriter)
+where
+    S: futures::Stream<
+            Item = Result<(ObjectRef<GuardedClass>, kube::runtime::controller::Action), E>,
+        >,
+    E: std::fmt::Display,
+{
+    let reconciling = lanes.for_each(|result| async move {
+        match result {
+            Ok((object, _)) => tracing::debug!(node_class = %object.name, "reconciled"),
+            Err(error) => tracing::debug!(%error, "reconcile trigger or reconcile failed"),
+        }
+    });
+    // kube-runtime's graceful shutdown waits for every reconcile in flight, and one waiting on
+    // AWS retries takes up to an operation's timeout: past the grace they are cancelled.
+    if unless_stopped(reconciling, shutdown, RECONCILE_GRACE)
+        .await
+        .is_none()
+    {
+        tracing::info!(grace = ?RECONCILE_GRACE, "reconciles still in flight were cancelled");
+    }
+    if !writer.flush(WRITER_FLUSH).await {
+        tracing::info!(grace = ?WRITER_FLUSH, "status writes still pending were dropped");
+    }
+}
+
+/// What the reconciles share with the status writer and the triggers.
+struct Shared {
+    written: WrittenStatuses,
+    triggered_at: TriggerTimes,
+    writer: Arc<StatusWriter>,
+}
+
+/// The context every reconcile of this leader term shares.
+fn shared_context(
+    client: &Client,
+    config: &OperatorConfig,
+    kube_facts: KubeFacts,
+    aws: AwsPort,
+    metrics: &Arc<Metrics>,
+    healths: Store<KarpenterHealth>,
+    shared: Shared,
+) -> Context {
+    Context {
+        client: client.clone(),
+        settings: config.settings(),
+        overrides: config.overrides(),
+        config: config.clone(),
+        kube_facts,
+        aws,
+        metrics: metrics.clone(),
+        healths,
+        written: shared.written,
+        triggered_at: shared.triggered_at,
+        generation_seen: Mutex::default(),
+        evidence: Mutex::default(),
+        failures: Mutex::default(),
+        writer: shared.writer,
+        class_locks: Mutex::default(),
+    }
+}
+
+/// An EC2NodeClass as watched: a malformed one is kept as the error that names it.
+type GuardedClass = DeserializeGuard<EC2NodeClass>;
+/// A controller over the EC2NodeClasses.
+type ClassController = Controller<GuardedClass>;
+
+/// The EC2NodeClass cache and the two lanes' controllers over it: the user lane, fed by the class
+/// watch, and the bulk lane, a controller of its own over the same classes, fed only by storms
+/// and background AWS refreshes, so a user's change never queues behind them.
+///
+/// Every input stream (the class watch, the health watch and each kube-facts watch) backs off on
+/// its own errors. The controller's shared trigger backoff would instead sleep for every error of
+/// any input, growing to 30 s per error: after an API-server outage, where each of the nine
+/// watches reports a few errors, it held back all triggers (and so every cache update) for
+/// minutes while the status looked current. It is therefore switched off.
+fn class_controllers(client: &Client) -> (Store<GuardedClass>, ClassController, ClassController) {
+    let node_classes: Api<DeserializeGuard<EC2NodeClass>> = Api::all(client.clone());
+    let (classes, class_writer) = reflector::store();
+    let class_stream = watcher(node_classes, watcher::Config::default())
+        .default_backoff()
+        .reflect(class_writer)
+        .applied_objects();
+    let controller =
+        Controller::for_stream(class_stream, classes.clone()).trigger_backoff(NoSharedBackoff);
+    let bulk_controller = Controller::for_stream(
+        futures::stream::pending::<Result<DeserializeGuard<EC2NodeClass>, watcher::Error>>(),
+        classes.clone(),
+    )
+    .trigger_backoff(NoSharedBackoff);
+    (classes, controller, bulk_controller)
+}
+
+/// Re-reads the API server's /version, the Kubernetes version where EKS cannot be read. It
+/// changes only with a control-plane upgrade, so every ten minutes, not per reconcile.
+fn spawn_version_refresh(kube_facts: &KubeFacts, client: &Client) -> AbortOnDrop {
+    let (facts, client) = (kube_facts.clone(), client.clone());
+    AbortOnDrop(tokio::spawn(async move {
+        loop {
+            facts.refresh_apiserver_version(&client).await;
+            tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+        }
+    }))
+}
+
+/// Reads what holds NodeClaims stuck terminating (their Nodes' Pods and PodDisruptionBudgets)
+/// anew every refresh interval while any is (no call otherwise), and sends the NodeClaims whose
+/// answer changed, to re-evaluate their classes in the bulk lane.
+fn spawn_drain_refresh(
+    kube_facts: &KubeFacts,
+    client: &Client,
+    config: &OperatorConfig,
+    drain_changes: futures::channel::mpsc::UnboundedSender<Vec<String>>,
+) -> AbortOnDrop {
+    let (facts, client) = (kube_facts.clone(), client.clone());
+    let (after, every) = (
+        config.settings().terminating_long_after,
+        config.refresh_interval,
+    );
+    AbortOnDrop(tokio::spawn(async move {
+        loop {
+            let Some(changed) = facts
+                .refresh_drains(&client, jiff::Timestamp::now() - after)
+                .await
+            else {
+                // The NodeClaims are not listed yet.
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                continue;
+            };
+            if !changed.is_empty() && drain_changes.unbounded_send(changed).is_err() {
+                return;
+            }
+            tokio::time::sleep(every).await;
+        }
+    }))
+}
+
+/// The KarpenterHealth watch, reflected into `health_writer`'s store. A deleted or hand-edited
+/// KarpenterHealth is put back at once, but the watch events of this process's own status writes
+/// ask for nothing: each would run one more reconcile that finds nothing to do.
+fn health_watch(
+    client: &Client,
+    own_writes: WrittenStatuses,
+    health_writer: reflector::store::Writer<KarpenterHealth>,
+) -> impl futures::Stream<Item = Result<KarpenterHealth, watcher::Error>> + Send + 'static {
+    watcher(
         Api::<KarpenterHealth>::all(client.clone()),
         watcher::Config::default(),
     )
@@ -234,160 +421,73 @@ async fn run_controller(
             Ok(_) => None,
             Err(error) => Some(Err(error)),
         })
-    });
-    let reporter = Reporter {
-        controller: "karpenter-health".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let triggered_at = TriggerTimes::default();
-    let writer = StatusWriter::new(
-        Api::all(client.clone()),
-        written.clone(),
-        metrics.clone(),
-        client.clone(),
-        reporter,
-        config.refresh_interval,
-    );
-    // No write may outlive leading: a late one could overwrite the next leader's.
-    let _close_writer = CloseWriter(writer.clone());
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        settings: config.settings(),
-        overrides: config.overrides(),
-        config: config.clone(),
-        kube_facts: kube_facts.clone(),
-        aws: aws.clone(),
-        metrics: metrics.clone(),
-        healths,
-        written: written.clone(),
-        triggered_at: triggered_at.clone(),
-        generation_seen: Mutex::default(),
-        evidence: Mutex::default(),
-        failures: Mutex::default(),
-        writer: writer.clone(),
-        class_locks: Mutex::default(),
-    });
+    })
+}
 
-    // Every input stream (this one, the health watch and each kube-facts watch) backs off on its
-    // own errors. The controller's shared trigger backoff would instead sleep for every error of
-    // any input, growing to 30 s per error: after an API-server outage, where each of the nine
-    // watches reports a few errors, it held back all triggers (and so every cache update) for
-    // minutes while the status looked current. It is therefore switched off.
-    let node_classes: Api<DeserializeGuard<EC2NodeClass>> = Api::all(client.clone());
-    let (classes, class_writer) = reflector::store();
-    let class_stream = watcher(node_classes, watcher::Config::default())
-        .default_backoff()
-        .reflect(class_writer)
-        .applied_objects();
-    let controller =
-        Controller::for_stream(class_stream, classes.clone()).trigger_backoff(NoSharedBackoff);
-    // The bulk lane: a controller of its own over the same classes, fed only by storms and
-    // background AWS refreshes, so a user's change never queues behind them.
-    let bulk_controller = Controller::for_stream(
-        futures::stream::pending::<Result<DeserializeGuard<EC2NodeClass>, watcher::Error>>(),
-        classes.clone(),
-    )
-    .trigger_backoff(NoSharedBackoff);
-
-    {
-        let ready_facts = kube_facts.clone();
-        let ready_classes = classes.clone();
-        process
-            .readiness
-            .set_caches(move || ready_facts.is_ready() && !ready_classes.is_empty_or_unsynced());
-    }
-
-    tracing::info!("karpenter-health operator started");
-    let triggers = ClassTriggers::new(classes, kube_facts, triggered_at);
-    let user_lane = controller
+/// The user lane's triggers: the class's KarpenterHealth, its NodePools, and every input a
+/// user changes that every class reads (aws-auth, the controller, the CRDs, webhooks, the CNI);
+/// the storms' inputs are returned for the bulk lane.
+fn user_changes(
+    controller: Controller<DeserializeGuard<EC2NodeClass>>,
+    health_stream: impl futures::Stream<Item = Result<KarpenterHealth, watcher::Error>> + Send + 'static,
+    inputs: Triggers,
+    triggers: &ClassTriggers,
+) -> (Controller<DeserializeGuard<EC2NodeClass>>, StormInputs) {
+    let Triggers {
+        node_pools,
+        node_claims,
+        pending_pods,
+        disruption_events,
+        aws_auth,
+        karpenter_deployment,
+        service_accounts,
+        node_pool_crd,
+        validating_webhooks,
+        mutating_webhooks,
+        endpoints,
+        aws_node_daemonset,
+        inputs_changed,
+    } = inputs;
+    let controller = controller
         // A KarpenterHealth has the name of its class.
         .watches_stream(
             health_stream,
             triggers.mapper(|_, health: KarpenterHealth| vec![health.name_any()]),
         )
         .watches_stream(
-            inputs.node_pools,
+            node_pools,
             triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
         )
-        .watches_stream(inputs.aws_auth, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(aws_auth, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(
-            inputs.karpenter_deployment,
+            karpenter_deployment,
             triggers.mapper(|t, _| t.all_classes()),
         )
-        .watches_stream(
-            inputs.service_accounts,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
-        .watches_stream(
-            inputs.node_pool_crd,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
+        .watches_stream(service_accounts, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(node_pool_crd, triggers.mapper(|t, _| t.all_classes()))
         // Webhooks and their Services' endpoints: every class's KarpenterVersionCompatible.
-        .watches_stream(
-            inputs.validating_webhooks,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
-        .watches_stream(
-            inputs.mutating_webhooks,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
-        .watches_stream(inputs.endpoints, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(
-            inputs.aws_node_daemonset,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
+        .watches_stream(validating_webhooks, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(mutating_webhooks, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(endpoints, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(aws_node_daemonset, triggers.mapper(|t, _| t.all_classes()))
         // An input becoming observable (its first list, even an empty one), or turning unknown
         // after a lasting watch failure, or recovering, re-evaluates every class at once.
-        .reconcile_all_on(inputs.inputs_changed)
-        .with_config(ControllerConfig::default().concurrency(config.concurrency))
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            |class, ctx| reconcile(class, ctx, Lane::User),
-            error_policy,
-            ctx.clone(),
-        );
-    let bulk_lane = bulk_controller
-        // NodeClaims and pending Pods come in storms (a scale-up): their requests are coalesced
-        // per class. A NodeClaim change asks for its own class, or for every class when it
-        // changes which instances are claimed (the instance sweep of ClusterIdentityUnique).
-        .reconcile_on(bulk_triggers(
-            inputs.node_claims,
-            inputs.pending_pods,
-            inputs.disruption_events,
-            &triggers,
-            config.bulk_trigger_interval,
-        ))
-        // An AWS answer refreshed in the background that differs from the one a class was
-        // evaluated with re-evaluates that class (the fact store's stale-while-revalidate).
-        .reconcile_on(aws_changes(&aws, &triggers))
-        .reconcile_on(drain_classes(drain_changed, &triggers))
-        .with_config(ControllerConfig::default().concurrency(config.concurrency))
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            |class, ctx| reconcile(class, ctx, Lane::Bulk),
-            error_policy,
-            ctx,
-        );
-    let reconciling = futures::stream::select(user_lane, bulk_lane).for_each(|result| async move {
-        match result {
-            Ok((object, _)) => tracing::debug!(node_class = %object.name, "reconciled"),
-            Err(error) => tracing::debug!(%error, "reconcile trigger or reconcile failed"),
-        }
-    });
-    // kube-runtime's graceful shutdown waits for every reconcile in flight, and one waiting on
-    // AWS retries takes up to an operation's timeout: past the grace they are cancelled.
-    if unless_stopped(reconciling, shutdown, RECONCILE_GRACE)
-        .await
-        .is_none()
-    {
-        tracing::info!(grace = ?RECONCILE_GRACE, "reconciles still in flight were cancelled");
-    }
-    if !writer.flush(WRITER_FLUSH).await {
-        tracing::info!(grace = ?WRITER_FLUSH, "status writes still pending were dropped");
-    }
-    metrics.set_leader(false);
-    tracing::info!("karpenter-health operator stopped");
-    Ok(())
+        .reconcile_all_on(inputs_changed);
+    (
+        controller,
+        StormInputs {
+            node_claims,
+            pending_pods,
+            disruption_events,
+        },
+    )
+}
+
+/// The inputs that change in storms (a scale-up), for the bulk lane.
+struct StormInputs {
+    node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
+    pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
+    disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
 }
 
 /// Whether `health` holds what this process last wrote for it (up to `lastEvaluated`): then the
