@@ -178,6 +178,8 @@ impl Document {
     }
 }
 
+/// What a parsed document is, by its `apiVersion` and `kind`: one of the Karpenter kinds, aws-auth,
+/// a workload (whose Pod template lint reads), or anything else.
 fn classify(value: &serde_yaml::Value, text: &str, offset: usize, first_line: usize) -> Object {
     let serde_yaml::Value::Mapping(map) = value else {
         return Object::Invalid {
@@ -207,22 +209,38 @@ fn classify(value: &serde_yaml::Value, text: &str, offset: usize, first_line: us
             &typed("karpenter.sh/v1 NodeClaim"),
         )
         .map_or_else(|e| e, |o| Object::NodeClaim(Box::new(o))),
-        ("v1", "ConfigMap") => {
-            let cm = match parse::<ConfigMap>(text, offset, first_line, &typed("v1 ConfigMap")) {
-                Ok(cm) => cm,
-                Err(e) => return e,
-            };
-            // Rendered charts often leave the namespace to `kubectl apply -n`.
-            let ns = cm.metadata.namespace.as_deref().unwrap_or("kube-system");
-            if cm.metadata.name.as_deref() != Some("aws-auth") || ns != "kube-system" {
-                return Object::Other;
-            }
-            let data = cm.data.unwrap_or_default();
-            Object::AwsAuth(AwsAuthData::new(
-                data.get("mapRoles").cloned(),
-                data.get("mapUsers").cloned(),
-            ))
-        }
+        ("v1", "ConfigMap") => config_map(text, offset, first_line, &typed("v1 ConfigMap")),
+        _ => workload_of_kind(api_version, kind, text, offset, first_line),
+    }
+}
+
+/// A ConfigMap: aws-auth when it is kube-system's `aws-auth`, anything else otherwise.
+fn config_map(text: &str, offset: usize, first_line: usize, unreadable: &str) -> Object {
+    let cm = match parse::<ConfigMap>(text, offset, first_line, unreadable) {
+        Ok(cm) => cm,
+        Err(e) => return e,
+    };
+    // Rendered charts often leave the namespace to `kubectl apply -n`.
+    let ns = cm.metadata.namespace.as_deref().unwrap_or("kube-system");
+    if cm.metadata.name.as_deref() != Some("aws-auth") || ns != "kube-system" {
+        return Object::Other;
+    }
+    let data = cm.data.unwrap_or_default();
+    Object::AwsAuth(AwsAuthData::new(
+        data.get("mapRoles").cloned(),
+        data.get("mapUsers").cloned(),
+    ))
+}
+
+/// A workload kind with the path to its Pod template's spec, anything else otherwise.
+fn workload_of_kind(
+    api_version: &str,
+    kind: &str,
+    text: &str,
+    offset: usize,
+    first_line: usize,
+) -> Object {
+    match (api_version, kind) {
         ("v1", "Pod") => workload::<Pod>(text, offset, first_line, "Pod", &["spec"], |p| {
             (p.metadata, p.spec)
         }),

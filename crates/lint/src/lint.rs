@@ -11,7 +11,7 @@ use crate::model::{Anchor, Finding, Rule};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionStatus, Reason, Severity as EngineSeverity};
 use karpenter_health_checks::arn::{self, IamArn};
-use karpenter_health_checks::aws_auth::{AwsAuth, MAP_ROLES, MAP_USERS};
+use karpenter_health_checks::aws_auth::{AwsAuth, MAP_ROLES, MAP_USERS, RoleMapping};
 use karpenter_health_checks::facts::{
     AwsFacts, ClusterFacts, KarpenterFacts, Observed, UnknownCause,
 };
@@ -378,8 +378,6 @@ impl Roles {
 fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Found> {
     let lines = EntryLines::new(doc, parsed);
     let mut out = Vec::new();
-    // Entries whose problems an error finding already names.
-    let mut reported: BTreeSet<usize> = BTreeSet::new();
     if let Some(e) = parsed.map_roles_unreadable() {
         out.push((
             Rule::Reason(Reason::AwsAuthMalformed),
@@ -390,6 +388,31 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
             lines.line(MAP_ROLES, None, e.line),
         ));
     }
+    let entries = node_entry_findings(parsed, roles, &lines, &mut out);
+    if let Some(found) = controller_instead_finding(parsed, roles, &lines, &entries.controller) {
+        out.push(found);
+    }
+    out.extend(skipped_part_findings(parsed, &lines, &entries.reported));
+    out
+}
+
+/// What the walk over `mapRoles` leaves for the findings after it.
+struct NodeEntries<'p> {
+    /// The controller role's entries that admit nodes.
+    controller: Vec<&'p RoleMapping>,
+    /// Entries whose problems an error finding already names.
+    reported: BTreeSet<usize>,
+}
+
+/// The findings on each `mapRoles` entry that admits nodes or names a known node role (the
+/// controller's own entries are set aside for [`controller_instead_finding`]).
+fn node_entry_findings<'p>(
+    parsed: &'p AwsAuth,
+    roles: &Roles,
+    lines: &EntryLines<'_>,
+    out: &mut Vec<Found>,
+) -> NodeEntries<'p> {
+    let mut reported: BTreeSet<usize> = BTreeSet::new();
     let mut controller_entries = Vec::new();
     for entry in &parsed.map_roles {
         let Ok(mapped) = arn::parse_iam(&entry.rolearn) else {
@@ -429,26 +452,49 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
             out.push((Rule::Reason(reason), message, line));
         }
     }
-    if let Some(last) = controller_entries.last() {
-        // As the rule: a mistake when a node role goes unmapped (or none is known to be mapped).
-        let in_force = |r: &RoleRef| {
-            parsed.map_roles.iter().any(|e| {
-                arn::parse_iam(&e.rolearn).is_ok_and(|m| r.matches(&m) && !m.has_path())
-                    && parsed.role_in_force(&e.rolearn).map(|f| f.entry) == Some(e.entry)
-            })
-        };
-        let unmapped: Vec<&RoleRef> = roles.node.iter().filter(|r| !in_force(r)).collect();
-        if roles.node.is_empty() || !unmapped.is_empty() {
-            let node_shown = match unmapped.first() {
-                Some(r) => r.shown(),
-                None => "the node role".to_owned(),
-            };
-            let (reason, message) =
-                node_mapping::controller_mapped_instead(&controller_entries, &node_shown);
-            let line = lines.line(MAP_ROLES, Some(last.entry), None);
-            out.push((Rule::Reason(reason), message, line));
-        }
+    NodeEntries {
+        controller: controller_entries,
+        reported,
     }
+}
+
+/// The controller role mapped as a node role, on its last such entry: as the rule, a mistake
+/// when a node role goes unmapped (or none is known to be mapped).
+fn controller_instead_finding(
+    parsed: &AwsAuth,
+    roles: &Roles,
+    lines: &EntryLines<'_>,
+    controller_entries: &[&RoleMapping],
+) -> Option<Found> {
+    let last = controller_entries.last()?;
+    let in_force = |r: &RoleRef| {
+        parsed.map_roles.iter().any(|e| {
+            arn::parse_iam(&e.rolearn).is_ok_and(|m| r.matches(&m) && !m.has_path())
+                && parsed.role_in_force(&e.rolearn).map(|f| f.entry) == Some(e.entry)
+        })
+    };
+    let unmapped: Vec<&RoleRef> = roles.node.iter().filter(|r| !in_force(r)).collect();
+    if !roles.node.is_empty() && unmapped.is_empty() {
+        return None;
+    }
+    let node_shown = match unmapped.first() {
+        Some(r) => r.shown(),
+        None => "the node role".to_owned(),
+    };
+    let (reason, message) =
+        node_mapping::controller_mapped_instead(controller_entries, &node_shown);
+    let line = lines.line(MAP_ROLES, Some(last.entry), None);
+    Some((Rule::Reason(reason), message, line))
+}
+
+/// The authenticator's skipped parts as warnings, but for those an error finding already names
+/// (all of an unreadable `mapRoles`, or an entry `reported`).
+fn skipped_part_findings(
+    parsed: &AwsAuth,
+    lines: &EntryLines<'_>,
+    reported: &BTreeSet<usize>,
+) -> Vec<Found> {
+    let mut out = Vec::new();
     for p in &parsed.problems {
         let whole_map_roles = p.key == MAP_ROLES && p.entry.is_none();
         let already = p.key == MAP_ROLES && p.entry.is_some_and(|e| reported.contains(&e));

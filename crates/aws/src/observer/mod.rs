@@ -102,7 +102,7 @@ struct Inner {
     simulations: Cache<Simulation, Vec<SimulatedDecision>>,
     /// The simulations asked lately, newest last: a class whose question differs from one of
     /// them only in values the role's policies cannot tell apart shares its answer
-    /// (`controller.rs`).
+    /// (`controller/simulation.rs`).
     asked: std::sync::Mutex<std::collections::VecDeque<Simulation>>,
     /// Inline policy documents by role name.
     inline_policies: Cache<String, Vec<karpenter_health_checks::facts::PolicyDocument>>,

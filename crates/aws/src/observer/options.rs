@@ -23,7 +23,7 @@ pub struct ObserverOptions {
     ///
     /// IAM's answers about the controller role's permissions (policy simulations, the role's own
     /// policies). Classes whose questions differ only in names the role's policies cannot tell
-    /// apart share one simulation (`controller.rs`), but classes with their own node role or
+    /// apart share one simulation (`controller/simulation.rs`), but classes with their own node role or
     /// tags ask their own, so at `ttl` many such classes would spend the IAM rate budget
     /// (0.5 calls a second) every minute. Permissions change rarely; a change shows within this
     /// long.
