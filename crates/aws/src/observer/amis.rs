@@ -14,7 +14,7 @@
 //!
 //! Provides the facts `ami_parameters` and `images`.
 
-use super::facts::{FactRead, note};
+use super::fact_read::{FactRead, note};
 use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;
 use crate::ports::Service;

@@ -4,7 +4,7 @@
 //!
 //! Provides the facts `security_groups`, `cluster_instances` and `open_capacity_reservations`.
 
-use super::facts::Conditional;
+use super::fact_read::Conditional;
 use super::shared::union_of_reads;
 use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;

@@ -5,7 +5,7 @@
 //! Provides the facts `eks_cluster` and `node_role_access_entries`.
 
 use super::AwsObserver;
-use super::facts::Conditional;
+use super::fact_read::Conditional;
 use super::iam::{RoleReads, path_stripped_role_arn};
 use super::shared::{Paged, because, not_observed};
 use crate::cache::Read;

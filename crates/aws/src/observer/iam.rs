@@ -8,7 +8,7 @@
 //! is asked as given; IAM's `ValidationError` for a name it cannot hold is its answer that no
 //! such object exists. Nothing is answered without a call.
 
-use super::facts::{FactRead, note};
+use super::fact_read::{FactRead, note};
 use super::shared::{Paged, because, good, not_observed};
 use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;

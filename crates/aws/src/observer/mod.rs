@@ -14,6 +14,7 @@ mod construct;
 mod controller;
 mod ec2;
 mod eks;
+mod fact_read;
 mod facts;
 mod iam;
 mod interruption;

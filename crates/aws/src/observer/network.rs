@@ -10,7 +10,7 @@
 //! Provides the facts `subnets`, `cluster_vpc` and `vpc_networks`.
 
 use super::AwsObserver;
-use super::facts::AsIs;
+use super::fact_read::AsIs;
 use super::shared::{because, not_observed, union_of_reads};
 use crate::cache::{Cache, Read};
 use crate::ports::{Ec2Api, Filter, Page, PortResult, Service, VpcAttribute};

@@ -7,7 +7,8 @@
 //! answer it needs.
 
 use super::controller::{EarlierAnswers, controller_role_arn};
-use super::facts::{AsIs, FactReads};
+use super::fact_read::AsIs;
+use super::facts::FactReads;
 use super::{AwsObserver, AwsRequest};
 use futures::join;
 

@@ -5,7 +5,7 @@
 //!
 //! Provides the facts `pod_identity_roles` and `pod_identity_via`.
 
-use super::facts::{FactRead, note};
+use super::fact_read::{FactRead, note};
 use super::shared::{Paged, because, good, no_cluster, not_observed};
 use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;

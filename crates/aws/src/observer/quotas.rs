@@ -5,7 +5,7 @@
 //!
 //! Provides the fact `vcpu_quotas`.
 
-use super::facts::FactRead;
+use super::fact_read::FactRead;
 use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;
 use crate::ports::Service;

@@ -5,7 +5,7 @@
 //! Provides the facts `oidc_providers` and `spot_service_linked_role`.
 
 use crate::cache::Read;
-use crate::observer::facts::{Conditional, Unlisted, mapped};
+use crate::observer::fact_read::{Conditional, Unlisted, mapped};
 use crate::observer::{AwsObserver, AwsRequest};
 use crate::ports::{RoleData, Service};
 

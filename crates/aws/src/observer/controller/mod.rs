@@ -18,7 +18,7 @@ mod simulation;
 
 pub use simulation::simulations;
 
-use super::facts::{AsIs, FactRead, mapped};
+use super::fact_read::{AsIs, FactRead, mapped};
 use super::iam::RoleReads;
 use super::pod_identity::EffectiveRoles;
 use super::shared::because;
