@@ -2,11 +2,11 @@
 //! by every watched object that affects it, and by a periodic refresh for AWS-side changes; serves
 //! the probes and metrics beside it. Does IO.
 
-use crate::coalesce::coalesce;
 use crate::config::OperatorConfig;
 use crate::context::{AwsPort, Context};
 use crate::crd;
 use crate::http::{self, Probes};
+use crate::lanes::{aws_changes, bulk_triggers, drain_classes, health_watch, user_changes};
 use crate::leader::{self, SharedShutdown};
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
@@ -16,19 +16,15 @@ use crate::shutdown::{RECONCILE_GRACE, WRITER_FLUSH, unless_stopped};
 use crate::triggers::{ClassTriggers, NoSharedBackoff, StoreReady, TriggerTimes};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use karpenter_health_api::KarpenterHealth;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use karpenter_health_api::{KarpenterHealth, KarpenterHealthStatus};
-use karpenter_health_aws::Changed;
-use karpenter_health_kube_facts::disruption_events::EventsTouched;
-use karpenter_health_kube_facts::node_claims::ClaimsTouched;
-use karpenter_health_kube_facts::pending_pods::PodPins;
-use karpenter_health_kube_facts::{KubeFacts, Triggers};
+use karpenter_health_kube_facts::KubeFacts;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -318,9 +314,9 @@ fn shared_context(
 }
 
 /// An EC2NodeClass as watched: a malformed one is kept as the error that names it.
-type GuardedClass = DeserializeGuard<EC2NodeClass>;
+pub(crate) type GuardedClass = DeserializeGuard<EC2NodeClass>;
 /// A controller over the EC2NodeClasses.
-type ClassController = Controller<GuardedClass>;
+pub(crate) type ClassController = Controller<GuardedClass>;
 
 /// The EC2NodeClass cache and the two lanes' controllers over it: the user lane, fed by the class
 /// watch, and the bulk lane, a controller of its own over the same classes, fed only by storms
@@ -390,208 +386,6 @@ fn spawn_drain_refresh(
             tokio::time::sleep(every).await;
         }
     }))
-}
-
-/// The KarpenterHealth watch, reflected into `health_writer`'s store. A deleted or hand-edited
-/// KarpenterHealth is put back at once, but the watch events of this process's own status writes
-/// ask for nothing: each would run one more reconcile that finds nothing to do.
-fn health_watch(
-    client: &Client,
-    own_writes: WrittenStatuses,
-    health_writer: reflector::store::Writer<KarpenterHealth>,
-) -> impl futures::Stream<Item = Result<KarpenterHealth, watcher::Error>> + Send + 'static {
-    watcher(
-        Api::<KarpenterHealth>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(health_writer)
-    .filter_map(move |event| {
-        futures::future::ready(match event {
-            Ok(watcher::Event::Apply(health) | watcher::Event::InitApply(health))
-                if is_own_write(&own_writes, &health) =>
-            {
-                None
-            }
-            Ok(
-                watcher::Event::Apply(health)
-                | watcher::Event::InitApply(health)
-                | watcher::Event::Delete(health),
-            ) => Some(Ok(health)),
-            Ok(_) => None,
-            Err(error) => Some(Err(error)),
-        })
-    })
-}
-
-/// The user lane's triggers: the class's KarpenterHealth, its NodePools, and every input a
-/// user changes that every class reads (aws-auth, the controller, the CRDs, webhooks, the CNI);
-/// the storms' inputs are returned for the bulk lane.
-fn user_changes(
-    controller: Controller<DeserializeGuard<EC2NodeClass>>,
-    health_stream: impl futures::Stream<Item = Result<KarpenterHealth, watcher::Error>> + Send + 'static,
-    inputs: Triggers,
-    triggers: &ClassTriggers,
-) -> (Controller<DeserializeGuard<EC2NodeClass>>, StormInputs) {
-    let Triggers {
-        node_pools,
-        node_claims,
-        pending_pods,
-        disruption_events,
-        aws_auth,
-        karpenter_deployment,
-        service_accounts,
-        node_pool_crd,
-        validating_webhooks,
-        mutating_webhooks,
-        endpoints,
-        aws_node_daemonset,
-        inputs_changed,
-    } = inputs;
-    let controller = controller
-        // A KarpenterHealth has the name of its class.
-        .watches_stream(
-            health_stream,
-            triggers.mapper(|_, health: KarpenterHealth| vec![health.name_any()]),
-        )
-        .watches_stream(
-            node_pools,
-            triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
-        )
-        .watches_stream(aws_auth, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(
-            karpenter_deployment,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
-        .watches_stream(service_accounts, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(node_pool_crd, triggers.mapper(|t, _| t.all_classes()))
-        // Webhooks and their Services' endpoints: every class's KarpenterVersionCompatible.
-        .watches_stream(validating_webhooks, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(mutating_webhooks, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(endpoints, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(aws_node_daemonset, triggers.mapper(|t, _| t.all_classes()))
-        // An input becoming observable (its first list, even an empty one), or turning unknown
-        // after a lasting watch failure, or recovering, re-evaluates every class at once.
-        .reconcile_all_on(inputs_changed);
-    (
-        controller,
-        StormInputs {
-            node_claims,
-            pending_pods,
-            disruption_events,
-        },
-    )
-}
-
-/// The inputs that change in storms (a scale-up), for the bulk lane.
-struct StormInputs {
-    node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
-    pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
-    disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
-}
-
-/// Whether `health` holds what this process last wrote for it (up to `lastEvaluated`): then the
-/// watch event is the echo of that write.
-fn is_own_write(written: &WrittenStatuses, health: &KarpenterHealth) -> bool {
-    let (Some(status), Ok(written)) = (health.status.as_ref(), written.lock()) else {
-        return false;
-    };
-    written.get(&health.name_any()).is_some_and(|mine| {
-        KarpenterHealthStatus {
-            last_evaluated: None,
-            ..mine.clone()
-        } == KarpenterHealthStatus {
-            last_evaluated: None,
-            ..status.clone()
-        }
-    })
-}
-
-/// The classes of the NodeClaims whose drain read anew differs from the one held.
-fn drain_classes(
-    changed: futures::channel::mpsc::UnboundedReceiver<Vec<String>>,
-    triggers: &ClassTriggers,
-) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
-    let triggers = triggers.clone();
-    changed
-        .flat_map(move |claims| {
-            let mut classes: Vec<String> = claims
-                .iter()
-                .flat_map(|claim| triggers.class_of_node_claim(claim))
-                .collect();
-            classes.sort();
-            classes.dedup();
-            triggers.stamp(&classes);
-            futures::stream::iter(classes.into_iter().map(|c| ObjectRef::new(&c)))
-        })
-        .boxed()
-}
-
-/// The classes NodeClaim and pending-Pod changes ask for, each stamped with its arrival time and
-/// coalesced per class to one reconcile per `interval`.
-fn bulk_triggers(
-    node_claims: BoxStream<'static, Result<ClaimsTouched, watcher::Error>>,
-    pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
-    disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
-    triggers: &ClassTriggers,
-    interval: std::time::Duration,
-) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
-    // Watch errors are the watches' own business (their health turns the facts Unknown).
-    let claim_triggers = triggers.clone();
-    let claim_classes = node_claims.filter_map(move |touched| {
-        futures::future::ready(touched.ok().map(|touched| match touched {
-            ClaimsTouched::Classes(classes) => classes,
-            ClaimsTouched::AllClasses => claim_triggers.all_classes(),
-        }))
-    });
-    let pod_triggers = triggers.clone();
-    let pod_classes = pending_pods.filter_map(move |pod| {
-        futures::future::ready(
-            pod.ok()
-                .map(|pod| pod_triggers.classes_of_pending_pod(&pod)),
-        )
-    });
-    let event_triggers = triggers.clone();
-    let event_classes = disruption_events.filter_map(move |touched| {
-        futures::future::ready(touched.ok().map(|touched| match touched {
-            EventsTouched::NodeClaim(claim) => event_triggers.class_of_node_claim(&claim),
-            EventsTouched::All => event_triggers.all_classes(),
-        }))
-    });
-    let stamping = triggers.clone();
-    let requests = futures::stream::select_all([
-        claim_classes.boxed(),
-        pod_classes.boxed(),
-        event_classes.boxed(),
-    ])
-    .map(move |classes| {
-        stamping.stamp(&classes);
-        classes
-    });
-    coalesce(requests, interval)
-        .map(|class| ObjectRef::new(&class))
-        .boxed()
-}
-
-/// The classes whose AWS answers changed, as reconcile requests.
-fn aws_changes(
-    aws: &AwsPort,
-    triggers: &ClassTriggers,
-) -> BoxStream<'static, ObjectRef<DeserializeGuard<EC2NodeClass>>> {
-    let Some(changes) = aws.source.changes() else {
-        return futures::stream::empty().boxed();
-    };
-    let triggers = triggers.clone();
-    changes
-        .flat_map(move |changed| {
-            let classes = match changed {
-                Changed::Readers(readers) => readers.iter().map(|r| r.to_string()).collect(),
-                Changed::Everyone => triggers.all_classes(),
-            };
-            triggers.stamp(&classes);
-            futures::stream::iter(classes.into_iter().map(|class| ObjectRef::new(&class)))
-        })
-        .boxed()
 }
 
 /// Serves /metrics, /livez and /readyz until `shutdown`.

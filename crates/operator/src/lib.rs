@@ -12,6 +12,7 @@ pub mod crd;
 pub mod error;
 pub mod health_object;
 pub mod http;
+pub mod lanes;
 pub mod leader;
 pub mod metrics;
 pub mod one_shot;
