@@ -100,6 +100,17 @@ where
     (reader, changed_objects(events).boxed())
 }
 
+/// What a reflected watch needs of its kind.
+trait Watchable:
+    Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static
+{
+}
+
+impl<K> Watchable for K where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static
+{
+}
+
 /// Starts reflected watches of inputs, each keeping its health in `health`.
 struct Watching<'a> {
     client: &'a Client,
@@ -110,13 +121,7 @@ impl Watching<'_> {
     /// A watch of a namespaced input (in its namespace, else in all).
     fn namespaced<K>(&self, input: &Input<K>) -> (Store<K>, Touched<K>)
     where
-        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + Debug
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        K: Watchable + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     {
         reflected(input.api(self.client), input, self.health)
     }
@@ -124,13 +129,7 @@ impl Watching<'_> {
     /// A watch of a cluster-scoped input.
     fn cluster<K>(&self, input: &Input<K>) -> (Store<K>, Touched<K>)
     where
-        K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
-            + Clone
-            + Debug
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        K: Watchable + Resource<Scope = k8s_openapi::ClusterResourceScope>,
     {
         reflected(input.cluster_api(self.client), input, self.health)
     }

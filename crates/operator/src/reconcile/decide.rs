@@ -184,15 +184,8 @@ pub fn needs_write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconcile::status_at;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-    fn status_at(seconds: i64) -> KarpenterHealthStatus {
-        let at = Time(jiff::Timestamp::from_second(seconds).unwrap());
-        KarpenterHealthStatus {
-            last_evaluated: Some(at.clone()),
-            ..KarpenterHealthStatus::pending(at, Some(1))
-        }
-    }
 
     #[test]
     fn a_cache_behind_this_writer_asks_for_no_write_a_foreign_edit_does() {

@@ -214,3 +214,13 @@ pub fn error_policy(
     ctx.metrics.reconcile_error(error.metric_label());
     Action::requeue(after)
 }
+
+/// A status with every check Pending, evaluated at `seconds`, for the steps' tests.
+#[cfg(test)]
+pub(crate) fn status_at(seconds: i64) -> KarpenterHealthStatus {
+    let at = Time(jiff::Timestamp::from_second(seconds).unwrap());
+    KarpenterHealthStatus {
+        last_evaluated: Some(at.clone()),
+        ..KarpenterHealthStatus::pending(at, Some(1))
+    }
+}

@@ -77,15 +77,7 @@ pub fn retry_after(retry: Retry, failures: u32, refresh: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-    fn status_at(seconds: i64) -> KarpenterHealthStatus {
-        let at = Time(jiff::Timestamp::from_second(seconds).unwrap());
-        KarpenterHealthStatus {
-            last_evaluated: Some(at.clone()),
-            ..KarpenterHealthStatus::pending(at, Some(1))
-        }
-    }
+    use crate::reconcile::status_at;
 
     #[test]
     fn transient_failures_back_off_exponentially_up_to_a_cap() {
