@@ -43,6 +43,9 @@ pub struct Verdict {
     pub status: KarpenterHealthStatus,
     /// Whether the status goes to the writer.
     pub write: bool,
+    /// Whether the server holds something else than the status (a re-created object, a hand
+    /// edit), whatever changed.
+    pub server_differs: bool,
     /// Whether AWS was read again to confirm a new False.
     pub reread: bool,
 }
@@ -97,6 +100,7 @@ where
         Verdict {
             status,
             write,
+            server_differs: differs,
             reread: reread_now,
         }
     }

@@ -143,6 +143,7 @@ async fn visit(
     let triggered_at = take_trigger_time(ctx, name);
     if verdict.write {
         tracing::debug!(
+            server_differs = verdict.server_differs,
             reread = verdict.reread,
             changed = ?decide::changed_conditions(held.on_server.as_ref(), &verdict.status),
             "deciding status"
