@@ -6,7 +6,6 @@
 //! ORed), pagination with `MaxResults`/`NextToken`, IAM markers, `NoSuchEntity`-style absence.
 //! Errors can be injected per operation, persistently or for the next N calls.
 
-use crate::observer::AwsFactsSource;
 use crate::ports::{
     CallError, Ec2Api, EksApi, ErrorKind, EventBus, EventsApi, Filter, IamApi, KmsApi,
     KmsGrantData, KmsKeyData, Page, PodIdentityRoles, PortResult, QueueAttributes, QuotasApi,
@@ -15,10 +14,9 @@ use crate::ports::{
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, AwsFacts, CapacityReservationFacts, EksClusterFacts,
-    EventRuleFacts, ImageFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeFacts,
-    NatGatewayFacts, RouteTableFacts, SecurityGroupFacts, SimulatedDecision, SubnetFacts,
-    VpcEndpointFacts,
+    AccessEntryFacts, AccountFacts, CapacityReservationFacts, EksClusterFacts, EventRuleFacts,
+    ImageFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeFacts, NatGatewayFacts,
+    RouteTableFacts, SecurityGroupFacts, SimulatedDecision, SubnetFacts, VpcEndpointFacts,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -363,5 +361,5 @@ fn page<T: Clone>(items: Vec<T>, size: usize, token: Option<String>) -> PortResu
 mod ec2;
 mod ports;
 
+pub use ports::event_bus_arn;
 use ports::unsupported;
-pub use ports::{FixedFacts, event_bus_arn};

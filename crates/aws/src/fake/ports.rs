@@ -356,36 +356,6 @@ impl StsApi for FakeAws {
     }
 }
 
-/// An [`AwsFactsSource`] that answers the same facts to every request (settable), for tests of
-/// the operator.
-#[derive(Debug, Default)]
-pub struct FixedFacts {
-    facts: Mutex<AwsFacts>,
-}
-
-impl FixedFacts {
-    pub fn new(facts: AwsFacts) -> Self {
-        Self {
-            facts: Mutex::new(facts),
-        }
-    }
-
-    pub fn set(&self, facts: AwsFacts) {
-        *self.facts.lock().unwrap_or_else(PoisonError::into_inner) = facts;
-    }
-}
-
-impl AwsFactsSource for FixedFacts {
-    fn observe<'a>(&'a self, _request: &'a crate::observer::AwsRequest) -> BoxFuture<'a, AwsFacts> {
-        let facts = self
-            .facts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        futures::future::ready(facts).boxed()
-    }
-}
-
 impl QuotasApi for FakeAws {
     fn get_service_quota<'a>(
         &'a self,
