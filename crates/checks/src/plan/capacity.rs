@@ -1,5 +1,5 @@
-//! What capacity a class's NodePools allow (spot, on-demand, reserved) and whether the installed
-//! Karpenter uses capacity reservations at all. Pure, no IO.
+//! What a class's NodePools admit (a label value; spot, on-demand or reserved capacity) and
+//! whether the installed Karpenter uses capacity reservations at all. Pure, no IO.
 
 use crate::facts::{Observed, Setting};
 use crate::plan::Context;
@@ -19,22 +19,28 @@ pub fn allows_spot(pool: &NodePool) -> bool {
 /// Whether `pool`'s requirements (and template labels) admit the capacity type `value`
 /// (`spot`, `on-demand`, `reserved`).
 pub fn allows_capacity_type(pool: &NodePool, value: &str) -> bool {
+    admits(pool, CAPACITY_TYPE, value)
+}
+
+/// Whether `pool` lets Karpenter give a node `key`=`value`: its template label for the key when it
+/// has one, else every requirement on the key (`In` lists it, `NotIn` does not, `DoesNotExist`
+/// never; `Exists` and operators that do not constrain strings, `Gt` and `Lt`, always).
+pub fn admits(pool: &NodePool, key: &str, value: &str) -> bool {
     let template = &pool.spec.template;
-    if let Some(label) = template.metadata.labels.get(CAPACITY_TYPE) {
+    if let Some(label) = template.metadata.labels.get(key) {
         return label == value;
     }
     template
         .spec
         .requirements
         .iter()
-        .filter(|r| r.key == CAPACITY_TYPE)
+        .filter(|r| r.key == key)
         .all(|r| {
             let listed = r.values.iter().any(|v| v == value);
             match r.operator.as_str() {
                 "In" => listed,
                 "NotIn" => !listed,
                 "DoesNotExist" => false,
-                // Exists, and operators that do not constrain strings (Gt, Lt).
                 _ => true,
             }
         })

@@ -22,38 +22,16 @@
 use crate::clip;
 use crate::facts::{Observed, SubnetFacts};
 use crate::plan::Context;
+use crate::plan::capacity::admits;
 use crate::plan::subnets::{Selection, selection};
 use crate::verdict::{Check, Outcome, Why};
 use crate::vpc_cni::addresses_per_node;
 use crate::warnings::Warning;
 use crate::wording::list_bounded;
-use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::{BTreeMap, BTreeSet};
 
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-
-/// Whether `pool` lets Karpenter launch into `zone` (its template label, then its requirements).
-fn pool_admits(pool: &NodePool, zone: &str) -> bool {
-    let template = &pool.spec.template;
-    if let Some(label) = template.metadata.labels.get(ZONE_LABEL) {
-        return label == zone;
-    }
-    template
-        .spec
-        .requirements
-        .iter()
-        .filter(|r| r.key == ZONE_LABEL)
-        .all(|r| {
-            let listed = r.values.iter().any(|v| v == zone);
-            match r.operator.as_str() {
-                "In" => listed,
-                "NotIn" => !listed,
-                "DoesNotExist" => false,
-                _ => true,
-            }
-        })
-}
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SubnetsReady, "subnets");
@@ -184,7 +162,7 @@ fn launchable_zones<'a>(
         Observed::Found(pools) if !pools.is_empty() => zones
             .keys()
             .copied()
-            .filter(|z| pools.iter().any(|p| pool_admits(p, z)))
+            .filter(|z| pools.iter().any(|p| admits(p, ZONE_LABEL, z)))
             .collect(),
         _ => BTreeSet::new(),
     };
