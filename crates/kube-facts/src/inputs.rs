@@ -99,25 +99,28 @@ impl<K: Resource<DynamicType = ()>> Input<K> {
         Api::all(client.clone())
     }
 
+    /// The field selector of the selection; `None` selects every object in scope.
+    fn field_selector(&self) -> Option<String> {
+        match &self.selection {
+            Selection::All => None,
+            Selection::Named(name) => Some(format!("metadata.name={name}")),
+            Selection::Fields(fields) => Some((*fields).to_owned()),
+        }
+    }
+
     /// The one-shot list's parameters.
     pub fn list_params(&self) -> ListParams {
-        match &self.selection {
-            Selection::All => ListParams::default(),
-            Selection::Named(name) => {
-                ListParams::default().fields(&format!("metadata.name={name}"))
-            }
-            Selection::Fields(fields) => ListParams::default().fields(fields),
+        match self.field_selector() {
+            Some(fields) => ListParams::default().fields(&fields),
+            None => ListParams::default(),
         }
     }
 
     /// The watch's configuration.
     pub fn watch_config(&self) -> watcher::Config {
-        match &self.selection {
-            Selection::All => watcher::Config::default(),
-            Selection::Named(name) => {
-                watcher::Config::default().fields(&format!("metadata.name={name}"))
-            }
-            Selection::Fields(fields) => watcher::Config::default().fields(fields),
+        match self.field_selector() {
+            Some(fields) => watcher::Config::default().fields(&fields),
+            None => watcher::Config::default(),
         }
     }
 }
