@@ -165,9 +165,10 @@ python3 "$testdata/check-render.py" dashboard "$chart/files/dashboard.json" "$tm
 promtool check rules "$tmp/dashboard-rules.yaml" >"$tmp/promtool.log" \
   || { cat "$tmp/promtool.log"; fail "a dashboard query does not parse as PromQL"; }
 
-# The chart's alerted condition types, its alert names in values.schema.json, the alerts' unit
-# tests and the README's alert table are checked against the vocabulary table
-# (crates/api/src/vocabulary.rs) by crates/api/tests/vocabulary_lists.rs, in make test-unit.
+# The chart's alerted condition types (_conditions.tpl), its alert names in values.schema.json,
+# the per-condition alert tests (tests/conditions.test.yaml) and the README's alert row are
+# generated from the vocabulary table (crates/api/src/vocabulary.rs) by `make generate`;
+# crates/checks/src/generated.rs fails in make test-unit when one is stale.
 python3 - "$chart/values.yaml" "$chart/README.md" <<'PY' || fail "the chart README's values table drifts from values.yaml"
 import re, sys, yaml
 values = yaml.safe_load(open(sys.argv[1]))

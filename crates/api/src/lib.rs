@@ -12,5 +12,5 @@ pub mod vocabulary;
 pub use conditions::{ConditionStatus, ConditionType, Reason, ReasonMeta, Severity, Warning};
 pub use health::{
     DetectedEnvironment, Finding, KarpenterHealth, KarpenterHealthSpec, KarpenterHealthStatus,
-    SubjectRef,
+    SubjectRef, custom_resource_definition,
 };

@@ -1,11 +1,11 @@
-//! The one vocabulary table of KarpenterHealth: per condition, its printer column, the reasons it
-//! may carry, the warnings its check reports and what the check cannot see. Pure data, no IO.
+//! The one vocabulary table of KarpenterHealth: per condition, its printer column, where its facts
+//! come from, the reasons it may carry, the warnings its check reports and what the check cannot
+//! see. Pure data, no IO.
 //!
-//! Everything that names conditions is generated from or checked against this table: the enums
-//! and their texts (the macros in `vocabulary/macros.rs`), docs/checks.md (`karpenter-health
-//! docs`), and by tests the CRD's printer columns (`health.rs`), the Helm chart's alerts, their
-//! unit tests and values schema (`tests/vocabulary_lists.rs`). Adding a condition here makes
-//! the compiler or a test name every other place that must follow.
+//! Everything that names conditions is generated from this table: the enums and their texts (the
+//! macros in `vocabulary/macros.rs`), the CRD's printer columns (`health.rs`), and by `make
+//! generate` docs/checks.md and the Helm chart's condition lists, alerts' unit tests and values
+//! schema (`karpenter_health_checks::generated`, whose test fails when a committed one is stale).
 
 #[macro_use]
 mod macros;
@@ -51,6 +51,10 @@ vocabulary! {
     /// The instance profile nodes launch with exists, is named correctly and holds the node role.
     InstanceProfileReady {
         column: "Profile",
+        facts_from {
+            cluster: "EC2NodeClass `spec.instanceProfile` / `status.instanceProfile`",
+            aws: "IAM `GetInstanceProfile`",
+        }
         reasons {
             InstanceProfileValid => True,
                 "The instance profile exists and holds the node role.",
@@ -79,6 +83,10 @@ vocabulary! {
     /// The node IAM role exists, trusts EC2 and has the policies a node needs.
     NodeRoleReady {
         column: "Role",
+        facts_from {
+            cluster: "EC2NodeClass `spec.role` (else the profile's role), `aws-node` ServiceAccount (IRSA)",
+            aws: "IAM `GetRole`, `ListAttachedRolePolicies`; EKS Pod Identity of `aws-node`",
+        }
         reasons {
             NodeRoleValid => True,
                 "The node role exists, trusts ec2.amazonaws.com and has the required policies.",
@@ -112,6 +120,10 @@ vocabulary! {
     /// Nodes using the node role are allowed to join the cluster (aws-auth or access entry).
     NodeRoleMapped {
         column: "Mapped",
+        facts_from {
+            cluster: "`kube-system/aws-auth` (read as the authenticator does), Karpenter ServiceAccount (IRSA role)",
+            aws: "EKS `DescribeCluster` (authentication mode), `ListAccessEntries`/`DescribeAccessEntry`, Pod Identity of the controller; STS `GetCallerIdentity`",
+        }
         reasons {
             NodeRoleMappedInAwsAuth => True,
                 "aws-auth maps the node role with the node username and groups.",
@@ -155,6 +167,10 @@ vocabulary! {
     /// The security-group selectors resolve to groups that belong to this cluster.
     SecurityGroupsReady {
         column: "SGs",
+        facts_from {
+            cluster: "EC2NodeClass `securityGroupSelectorTerms`",
+            aws: "EC2 `DescribeSecurityGroups` (one call per distinct term); EKS `DescribeCluster` (VPC)",
+        }
         reasons {
             SecurityGroupsValid => True,
                 "The selectors resolve to security groups of this cluster.",
@@ -185,6 +201,10 @@ vocabulary! {
     /// No other cluster shares this cluster's name, and Karpenter is configured with the real name.
     ClusterIdentityUnique {
         column: "Identity",
+        facts_from {
+            cluster: "Karpenter Deployment `CLUSTER_NAME`, `--cluster-name`, every NodeClaim's `providerID`",
+            aws: "EKS `DescribeCluster` (VPC); EC2 `DescribeInstances` by cluster tag",
+        }
         reasons {
             ClusterIdentityVerified => True,
                 "Karpenter uses the real cluster name and no foreign instance carries it.",
@@ -201,6 +221,10 @@ vocabulary! {
     /// The instance metadata options Karpenter sends are accepted by EC2 in this region.
     MetadataOptionsSupported {
         column: "Metadata",
+        facts_from {
+            cluster: "EC2NodeClass `metadataOptions`, Karpenter version (image tag or `--karpenter-version`)",
+            aws: "region of the AWS configuration",
+        }
         reasons {
             MetadataOptionsAccepted => True,
                 "EC2 in this region accepts the metadata options Karpenter sends.",
@@ -214,6 +238,10 @@ vocabulary! {
     /// No NodePool or pending workload uses a label the installed Karpenter rejects.
     LabelsAllowed {
         column: "Labels",
+        facts_from {
+            cluster: "NodePools (labels, requirements), pending Pods Karpenter provisions for (node selectors, affinity), the NodePool CRD's validation rules, else the Karpenter version",
+            aws: "—",
+        }
         reasons {
             NoRestrictedLabels => True,
                 "No NodePool or pending workload uses a label domain Karpenter rejects.",
@@ -232,6 +260,10 @@ vocabulary! {
     /// Karpenter's own EC2NodeClass status is current and does not contradict itself.
     KarpenterStatusConsistent {
         column: "KarpStatus",
+        facts_from {
+            cluster: "EC2NodeClass status conditions and generation",
+            aws: "—",
+        }
         reasons {
             KarpenterStatusCurrent => True,
                 "Karpenter's EC2NodeClass status is current and self-consistent.",
@@ -251,6 +283,10 @@ vocabulary! {
     /// Launched NodeClaims of this EC2NodeClass register as nodes in time.
     NodeClaimsRegistered {
         column: "Registered",
+        facts_from {
+            cluster: "NodeClaims of this class (`Launched`, `Registered`), NodePool `NodeRegistrationHealthy`",
+            aws: "—",
+        }
         reasons {
             NodeClaimsRegistering => True,
                 "Every launched NodeClaim registered within the threshold (or none is waiting).",
@@ -268,6 +304,10 @@ vocabulary! {
     /// the class's metadata options, and tag them on create.
     ControllerCanLaunch {
         column: "Controller",
+        facts_from {
+            cluster: "Karpenter ServiceAccount (IRSA annotation, `eks.amazonaws.com/audience`), Deployment (`DISABLE_DRY_RUN`), NodePools (a launch tag), EC2NodeClass `spec.role`/`spec.tags`/`spec.metadataOptions`/`amiSelectorTerms[].alias`",
+            aws: "IAM `GetRole` (controller; not for a role of another account), `ListOpenIDConnectProviders`, `SimulatePrincipalPolicy` (every resource a launch touches, in the context Karpenter's calls carry, and `ssm:GetParameter` on the public parameter an alias resolves through for the cluster's minor; `crates/checks/src/karpenter_permissions.rs`; shared among classes that differ only by name), `ListRolePolicies`/`GetRolePolicy`, `ListAttachedRolePolicies`, `GetPolicy`/`GetPolicyVersion` (whether classes may share a simulation; evaluated by `crates/checks/src/iam_policy.rs` when the simulator cannot be asked); EKS `DescribeCluster` (OIDC issuer), Pod Identity of the controller (its role and target role)",
+        }
         reasons {
             ControllerPermissionsVerified => True,
                 "The controller's role exists, trusts the controller's ServiceAccount and may pass the node role, manage instance profiles and launch instances.",
@@ -319,6 +359,10 @@ vocabulary! {
     /// class's nodes can get.
     InterruptionHandlingReady {
         column: "Interruption",
+        facts_from {
+            cluster: "Karpenter Deployment `INTERRUPTION_QUEUE` / `--interruption-queue`, NodePools (spot, reserved), EC2NodeClass `capacityReservationSelectorTerms`",
+            aws: "SQS `GetQueueUrl`, `GetQueueAttributes` (ARN, policy, `KmsMasterKeyId`); KMS `DescribeKey`, `GetKeyPolicy` of the queue's key; EventBridge `ListEventBuses`, `ListRuleNamesByTarget` per bus (and to each custom bus from the default one), `DescribeRule`",
+        }
         reasons {
             InterruptionHandlingConfigured => True,
                 "The interruption queue exists, accepts EventBridge's messages and is fed by enabled rules for every kind of event this class's nodes can get (kinds they cannot get yet are warnings).",
@@ -359,6 +403,10 @@ vocabulary! {
     /// Spot capacity a NodePool of this EC2NodeClass allows can launch (the EC2 Spot service-linked role exists).
     SpotReady {
         column: "Spot",
+        facts_from {
+            cluster: "NodePools of the class (`karpenter.sh/capacity-type`)",
+            aws: "IAM `GetRole AWSServiceRoleForEC2Spot`",
+        }
         reasons {
             SpotNotUsed => True,
                 "No NodePool of this EC2NodeClass allows spot capacity.",
@@ -376,6 +424,10 @@ vocabulary! {
     /// launch into has a subnet with the free addresses a node needs for certain.
     SubnetsReady {
         column: "Subnets",
+        facts_from {
+            cluster: "EC2NodeClass `status.subnets` (else `subnetSelectorTerms`), NodePools (`topology.kubernetes.io/zone`), `kube-system/aws-node` DaemonSet env (custom networking, IPv6, warm targets, prefix delegation)",
+            aws: "EC2 `DescribeSubnets` (one call per id set or distinct term); EKS `DescribeCluster` (VPC, else its subnets' VPC)",
+        }
         reasons {
             SubnetsValid => True,
                 "The selected subnets exist, are in the cluster's VPC, and a zone the class launches into has one with room for a node (zones without, or short of the VPC CNI's warm pool, are warnings).",
@@ -402,6 +454,10 @@ vocabulary! {
     /// gateway route, or the VPC endpoints a private cluster needs), and the VPC resolves DNS.
     NodeNetworkReady {
         column: "Network",
+        facts_from {
+            cluster: "EC2NodeClass `associatePublicIPAddress`, `userData` (a proxy)",
+            aws: "EC2 `DescribeSubnets` (`OwnerId`: a VPC shared by another account), `DescribeRouteTables`, `DescribeNatGateways`, `DescribeVpcEndpoints`, `DescribeVpcAttribute` (each once per VPC, whatever the number of classes); EKS `DescribeCluster` (IP family)",
+        }
         reasons {
             NodeNetworkValid => True,
                 "Every selected subnet routes to a NAT or internet gateway, or the VPC has the endpoints a private cluster needs, and the VPC resolves DNS.",
@@ -434,6 +490,10 @@ vocabulary! {
     /// leaves it to them).
     VolumeEncryptionReady {
         column: "Volumes",
+        facts_from {
+            cluster: "EC2NodeClass `spec.blockDeviceMappings[].ebs` (`encrypted`, `kmsKeyID`)",
+            aws: "EC2 `GetEbsEncryptionByDefault`, `GetEbsDefaultKmsKeyId` (once per account and region); KMS `DescribeKey`, `GetKeyPolicy` (once per key), `ListGrants` to the controller's role and IAM `SimulatePrincipalPolicy` of the controller's role on the key through EC2 (once per customer-managed key)",
+        }
         reasons {
             VolumeEncryptionNotUsed => True,
                 "No volume of this EC2NodeClass is encrypted with a KMS key (no key named, no encrypted volume, default encryption off), so there is nothing to check.",
@@ -470,6 +530,10 @@ vocabulary! {
     /// than the controller, no v1beta1 is left stored, and its webhooks reach a Service.
     KarpenterVersionCompatible {
         column: "Version",
+        facts_from {
+            cluster: "Karpenter Deployment (its version), the Karpenter CRDs (`storedVersions`, schema fields, conversion webhook), validating and mutating webhook configurations, Endpoints in Karpenter's namespace, the API server's `/version` (only where EKS cannot be read)",
+            aws: "EKS `DescribeCluster` (`version`)",
+        }
         reasons {
             KarpenterVersionSupported => True,
                 "Karpenter supports the cluster's Kubernetes version, its CRDs match the controller, no v1beta1 is stored and every webhook reaches a ready Service.",
@@ -501,6 +565,10 @@ vocabulary! {
     /// of the class's subnets, with an architecture of the class's AMIs.
     InstanceTypesAvailable {
         column: "Types",
+        facts_from {
+            cluster: "NodePools of the class (template labels, `requirements`), EC2NodeClass `status.amis[].requirements` (architectures), the class's subnets' zones",
+            aws: "EC2 `DescribeInstanceTypes`, `DescribeInstanceTypeOfferings` by availability zone (each once per region, whatever the number of classes, kept 6 h in the catalog family and revalidated on evidence)",
+        }
         reasons {
             InstanceTypesOffered => True,
                 "Every NodePool of this EC2NodeClass allows instance types EC2 offers in the zones of the class's subnets (or no NodePool uses the class).",
@@ -528,6 +596,10 @@ vocabulary! {
     /// standard instances the account's vCPU quota no longer has room for.
     LimitsLeaveRoom {
         column: "Limits",
+        facts_from {
+            cluster: "NodePools of the class (`spec.limits`, `status.resources`), pending Pods only this class can take",
+            aws: "the instance-type catalog above (the smallest type a NodePool allows), the instance sweep (this cluster's running standard instances and their lifecycle); Service Quotas `GetServiceQuota` for EC2's `L-1216C47A` and `L-34B43A08` (each once per account, in the account family)",
+        }
         reasons {
             NodePoolsHaveRoom => True,
                 "Some NodePool of this EC2NodeClass can still launch an instance type it allows under its spec.limits, or no Pod waits for one (a NodePool at its limits is a warning then).",
@@ -558,6 +630,10 @@ vocabulary! {
     /// what holds a drifted or terminating NodeClaim may go at any time), so it is never False.
     DriftCanBeReplaced {
         column: "Drift",
+        facts_from {
+            cluster: "NodeClaims of the class (`Drifted`, `deletionTimestamp`, `terminationGracePeriod`), NodePools (`spec.disruption.budgets` with their schedules), Karpenter's `DisruptionBlocked` Events on NodeClaims (a watch with a field selector, the newest Event per NodeClaim); for NodeClaims terminating longer than `KH_TERMINATING_LONG_AFTER`, the Pods on their Node and the PodDisruptionBudgets of those Pods' namespaces (listed, not watched: `kube-facts/src/drain.rs`)",
+            aws: "—",
+        }
         reasons {
             DriftReplaceable => True,
                 "No NodeClaim of this EC2NodeClass is drifted, or Karpenter replaces drifted NodeClaims as their NodePools' budgets allow; NodeClaims held by a budget that switches drift off (a decision) are the warning DriftHeldByBudget, never False.",
@@ -584,6 +660,10 @@ vocabulary! {
     /// published for the cluster's Kubernetes version, and `amiFamily` matches the images.
     AmisResolvable {
         column: "AMIs",
+        facts_from {
+            cluster: "EC2NodeClass `spec.amiSelectorTerms[].alias` and `[].id`, `spec.amiFamily`, `status.amis` (names, `deprecated`), the API server's `/version` (only where EKS has no such cluster)",
+            aws: "EKS `DescribeCluster` (`version`); SSM `GetParameter` on the public parameters the alias resolves through for the cluster's minor and, pinned, the next (up to 15 per alias, each once whatever the number of classes, kept 6 h in the catalog family and revalidated on evidence); EC2 `DescribeImages` on the id terms' images and `status.amis` (filter `image-id`, deprecated and disabled included; one call per set of ids, shared by classes with the same images, kept 1 h in the account family and revalidated on evidence)",
+        }
         reasons {
             AmisResolved => True,
                 "The EC2NodeClass's alias is published for the cluster's Kubernetes version, or the images Karpenter resolved are of the family amiFamily writes user data for (or not official EKS builds, which are not judged).",
@@ -632,6 +712,10 @@ vocabulary! {
     /// reservation, and one is in a zone the class has a subnet in.
     CapacityReservationsUsable {
         column: "Reserved",
+        facts_from {
+            cluster: "EC2NodeClass `spec.capacityReservationSelectorTerms`, `status.capacityReservations` and Karpenter's `CapacityReservationsReady`; NodePools of the class (`karpenter.sh/capacity-type`); the Karpenter Deployment (`FEATURE_GATES`, `--feature-gates`, its version for the default)",
+            aws: "the class's subnets (EC2 `DescribeSubnets`, already read for `SubnetsReady`); EC2 `DescribeCapacityReservations` (the account's active open reservations, once per account whatever the number of classes, in the account family), the instance-type catalog (which types a NodePool launches on demand)",
+        }
         reasons {
             NoCapacityReservationsSelected => True,
                 "The EC2NodeClass selects no capacity reservation (capacityReservationSelectorTerms is empty).",
@@ -672,6 +756,10 @@ vocabulary! {
     /// Summary: every other condition is True.
     Ready {
         column: "Ready",
+        facts_from {
+            cluster: "summary of the above",
+            aws: "—",
+        }
         reasons {
             AllChecksPassed => True,
                 "Every sub-condition is True.",

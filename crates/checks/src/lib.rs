@@ -12,6 +12,7 @@ pub mod arn;
 pub mod aws_auth;
 pub mod docs;
 pub mod facts;
+pub mod generated;
 pub mod iam_policy;
 pub mod karpenter_permissions;
 pub mod karpenter_versions;

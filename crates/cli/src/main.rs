@@ -9,8 +9,6 @@ mod report;
 
 use anyhow::Context as _;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
-use karpenter_health_api::KarpenterHealth;
-use kube::CustomResourceExt;
 
 /// Diagnoses Karpenter's AWS setup and publishes one KarpenterHealth per EC2NodeClass.
 #[derive(Debug, Parser)]
@@ -96,7 +94,10 @@ async fn run_command() -> anyhow::Result<()> {
     let cli = parse_cli(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Crd => {
-            print!("{}", serde_yaml::to_string(&KarpenterHealth::crd())?);
+            print!(
+                "{}",
+                serde_yaml::to_string(&karpenter_health_api::custom_resource_definition())?
+            );
             Ok(())
         }
         Command::Check(args) => {

@@ -86,7 +86,7 @@ pub async fn wait_until_served(
 
 pub async fn install(client: &Client) -> Result<(), Error> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = KarpenterHealth::crd();
+    let crd = karpenter_health_api::custom_resource_definition();
     let name = KarpenterHealth::crd_name();
     crds.patch(
         name,

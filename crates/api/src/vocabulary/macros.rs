@@ -3,7 +3,7 @@
 //! Pure, no IO.
 
 /// The whole table: the shared reasons, then one entry per condition with its printer column,
-/// its reasons, its warnings, what its check cannot see and the reasons it no longer sets. It
+/// where its facts come from, its reasons, its warnings, what its check cannot see and the reasons it no longer sets. It
 /// flattens the entries into the three lists below, so each enum keeps the table's order.
 macro_rules! vocabulary {
     (
@@ -14,6 +14,10 @@ macro_rules! vocabulary {
             $(#[doc = $doc:literal])*
             $condition:ident {
                 column: $column:literal,
+                facts_from {
+                    cluster: $cluster_facts:literal,
+                    aws: $aws_facts:literal,
+                }
                 reasons {
                     $($reason:ident => $status:ident, $meaning:literal, $remediation:literal;)+
                 }
@@ -28,7 +32,7 @@ macro_rules! vocabulary {
         )+
     ) => {
         condition_types! {
-            $($(#[doc = $doc])* $condition, $column,
+            $($(#[doc = $doc])* $condition, $column, $cluster_facts, $aws_facts,
                 optional_text!($($cannot_see)?),
                 [$($((stringify!($retired), $retired_note),)+)?];)+
         }
@@ -55,7 +59,7 @@ macro_rules! optional_text {
 }
 
 macro_rules! condition_types {
-    ($($(#[doc = $doc:literal])* $name:ident, $column:literal, $cannot_see:expr, $retired:expr;)+) => {
+    ($($(#[doc = $doc:literal])* $name:ident, $column:literal, $cluster_facts:literal, $aws_facts:literal, $cannot_see:expr, $retired:expr;)+) => {
         /// The condition types of a KarpenterHealth, all of positive polarity: `True` is healthy.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         pub enum ConditionType { $($(#[doc = $doc])* $name,)+ }
@@ -76,6 +80,16 @@ macro_rules! condition_types {
             /// The short header used in printer columns.
             pub fn column(self) -> &'static str {
                 match self { $(ConditionType::$name => $column,)+ }
+            }
+
+            /// What the check reads from the cluster (kube-facts), for the docs.
+            pub fn cluster_facts(self) -> &'static str {
+                match self { $(ConditionType::$name => $cluster_facts,)+ }
+            }
+
+            /// What the check reads from AWS (the aws adapter), for the docs; `—` for none.
+            pub fn aws_facts(self) -> &'static str {
+                match self { $(ConditionType::$name => $aws_facts,)+ }
             }
 
             /// What the check cannot see from where the operator stands: never a reason to say

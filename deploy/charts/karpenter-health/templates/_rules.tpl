@@ -12,12 +12,9 @@ in lower case). Only the replica holding the Lease exports conditions that are c
 the series of the leader (karpenter_health_leader == 1) and drops the per-replica labels, so a
 fail-over does not restart the alert's `for`.
 
-conditionTypes is every sub-condition of the vocabulary table (crates/api/src/vocabulary.rs), in
-its order; crates/api/tests/vocabulary_lists.rs fails when it drifts.
+The sub-conditions alerted on (karpenter-health.conditionTypes) are generated from the vocabulary
+table (crates/api/src/vocabulary.rs) into _conditions.tpl by `make generate`.
 */}}
-{{- define "karpenter-health.conditionTypes" -}}
-InstanceProfileReady NodeRoleReady NodeRoleMapped SecurityGroupsReady ClusterIdentityUnique MetadataOptionsSupported LabelsAllowed KarpenterStatusConsistent NodeClaimsRegistered ControllerCanLaunch InterruptionHandlingReady SpotReady SubnetsReady NodeNetworkReady VolumeEncryptionReady KarpenterVersionCompatible InstanceTypesAvailable LimitsLeaveRoom DriftCanBeReplaced AmisResolvable CapacityReservationsUsable
-{{- end -}}
 
 {{- define "karpenter-health.alert" -}}
 {{- $root := index . 0 -}}
