@@ -273,7 +273,6 @@ impl KarpenterHealthStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::CustomResourceExt;
 
     #[test]
     fn the_not_ready_summary_fits_its_column_and_counts_what_it_leaves_out() {

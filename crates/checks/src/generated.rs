@@ -21,8 +21,6 @@ pub struct Generated {
     pub render: fn(&str) -> Result<String, String>,
 }
 
-const CHART: &str = "deploy/charts/karpenter-health";
-
 /// Every generated file.
 pub const FILES: &[Generated] = &[
     Generated {
