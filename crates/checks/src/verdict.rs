@@ -4,6 +4,7 @@
 
 use crate::clip;
 use crate::facts::{UnknownCause, Unobserved};
+use crate::plan::Context;
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionStatus, ConditionType, Finding, Reason, Severity, SubjectRef};
 
@@ -240,6 +241,44 @@ mod tests {
             for &c in ConditionType::sub_conditions() {
                 assert!(reason.applies_to(c), "{reason} on {c}");
             }
+        }
+    }
+}
+
+/// How a rule runs: from the facts alone, or also from the outcomes of the rules before it in
+/// `ConditionType::sub_conditions()` order (registration problems are explained by those).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Run {
+    Alone(fn(&Context) -> Outcome),
+    AfterEarlier(fn(&Context, &[Outcome]) -> Outcome),
+}
+
+/// One rule: the sub-condition it decides and how it runs. Each rule module declares its own as
+/// `RULE`, and the crate's build script lists every module's `RULE` into `rules::RULES`, so the
+/// registry is no list kept by hand.
+#[derive(Debug)]
+pub(crate) struct Rule {
+    pub(crate) condition: ConditionType,
+    pub(crate) run: Run,
+}
+
+impl Rule {
+    /// A rule judged from the facts alone.
+    pub(crate) const fn alone(condition: ConditionType, check: fn(&Context) -> Outcome) -> Self {
+        Self {
+            condition,
+            run: Run::Alone(check),
+        }
+    }
+
+    /// A rule that also reads the outcomes of the rules before it.
+    pub(crate) const fn after_earlier(
+        condition: ConditionType,
+        check: fn(&Context, &[Outcome]) -> Outcome,
+    ) -> Self {
+        Self {
+            condition,
+            run: Run::AfterEarlier(check),
         }
     }
 }

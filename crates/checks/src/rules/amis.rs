@@ -23,7 +23,7 @@ use crate::plan::images::images_karpenter_keeps;
 
 use crate::facts::{AmiParameters, Observed};
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::ResolvedAmi;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason};
@@ -126,6 +126,9 @@ fn image_label(ami: &ResolvedAmi) -> String {
         None => ami.id.clone(),
     }
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::AmisResolvable, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::AmisResolvable, "amis");

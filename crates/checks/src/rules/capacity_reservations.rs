@@ -22,7 +22,7 @@
 use crate::facts::Observed;
 use crate::plan::Context;
 use crate::plan::capacity::{RESERVED_CAPACITY_GATE, reserved_capacity_enabled, reserved_only};
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::{NodePool, ResolvedCapacityReservation};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
@@ -34,6 +34,9 @@ const KARPENTER_CONDITION: &str = "CapacityReservationsReady";
 fn label(r: &ResolvedCapacityReservation) -> String {
     format!("{} ({} in {})", r.id, r.instance_type, r.availability_zone)
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::CapacityReservationsUsable, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(

@@ -11,7 +11,7 @@
 use crate::clip;
 use crate::facts::{InstanceFacts, Observed};
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::wording::{at, human, list_bounded};
 use karpenter_health_api::karpenter::NODEPOOL_LABEL;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -29,6 +29,9 @@ pub fn carries_cluster_name(instance: &InstanceFacts, cluster: &str) -> bool {
             .tags
             .contains_key(&format!("kubernetes.io/cluster/{cluster}"))
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::ClusterIdentityUnique, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::ClusterIdentityUnique, "cluster-identity");

@@ -17,7 +17,7 @@ use crate::arn;
 use crate::clip;
 use crate::facts::{KarpenterFacts, Observed};
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use permissions::check_permissions;
@@ -58,6 +58,9 @@ impl CredentialSource {
         }
     }
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::ControllerCanLaunch, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::ControllerCanLaunch, "controller-permissions");

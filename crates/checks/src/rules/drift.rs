@@ -20,7 +20,7 @@
 
 use crate::facts::{NodeClaimFacts, NodeDrain, Observed};
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use jiff::SignedDuration;
 use karpenter_health_api::karpenter::{Budget, NodePool};
@@ -190,6 +190,9 @@ fn expiry(claim: &NodeClaimFacts, now: jiff::Timestamp) -> String {
         None => "never expires (no expireAfter)".to_owned(),
     }
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::DriftCanBeReplaced, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::DriftCanBeReplaced, "drift-budgets");

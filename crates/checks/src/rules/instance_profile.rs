@@ -10,13 +10,16 @@ use crate::arn;
 use crate::clip;
 use crate::facts::Observed;
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
 
 /// IAM's pattern for instance profile names: `^[\w+=,.@-]{1,128}$`.
 pub fn is_valid_profile_name(name: &str) -> bool {
     arn::is_valid_iam_name(name, 128)
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::InstanceProfileReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::InstanceProfileReady, "instance-profile");

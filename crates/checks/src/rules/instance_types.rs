@@ -14,7 +14,7 @@
 use crate::facts::{InstanceTypeCatalog, Observed};
 use crate::plan::Context;
 use crate::pod_fit::NodeClaimTemplate;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -59,6 +59,9 @@ fn stranded_pods<'p>(
     }
     stranded
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::InstanceTypesAvailable, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::InstanceTypesAvailable, "instance-types");

@@ -17,7 +17,7 @@ use crate::facts::{Observed, Setting};
 use crate::plan::Context;
 use crate::plan::capacity::allows_spot;
 use crate::plan::request::queue_name;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use crate::{clip, wording::list_bounded};
 pub use event_rules::{EVENT_KINDS, EventKind, Need};
@@ -28,6 +28,9 @@ fn name_in(setting: &str) -> &str {
     let s = setting.trim().trim_end_matches('/');
     s.rsplit([':', '/']).next().unwrap_or(s)
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::InterruptionHandlingReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(

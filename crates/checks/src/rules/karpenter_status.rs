@@ -9,7 +9,7 @@
 use crate::clip;
 use crate::facts::Observed;
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome};
+use crate::verdict::{Check, Outcome, Rule};
 use crate::wording::{at, list_bounded};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason};
 
@@ -23,6 +23,9 @@ pub const KARPENTER_DEPENDENTS: &[&str] = &[
     "PlacementGroupReady",
     "CapacityReservationsReady",
 ];
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::KarpenterStatusConsistent, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::KarpenterStatusConsistent, "karpenter-status");

@@ -8,7 +8,7 @@
 use crate::facts::Observed;
 use crate::karpenter_versions::{self, CRD_FIELDS, Support};
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use semver::Version;
@@ -16,6 +16,9 @@ use std::collections::BTreeSet;
 
 /// The release that removed v1beta1 from Karpenter's CRDs.
 pub const V1BETA1_DROPPED: (u64, u64, u64) = (1, 1, 0);
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::KarpenterVersionCompatible, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(

@@ -13,7 +13,7 @@ use crate::clip;
 use crate::facts::Observed;
 use crate::labels::{KeyContext, LabelRules};
 use crate::plan::Context;
-use crate::verdict::{Check, MAX_SUBJECTS, Outcome, Why};
+use crate::verdict::{Check, MAX_SUBJECTS, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use crate::wording::list_bounded;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -85,6 +85,9 @@ fn key_uses(ctx: &Context) -> Vec<KeyUse> {
     }
     uses
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::LabelsAllowed, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::LabelsAllowed, "labels");

@@ -36,7 +36,7 @@ use crate::facts::{InstanceTypeFacts, Observed};
 use crate::plan::Context;
 use crate::plan::instance_types::{allowed, category_and_generation};
 use crate::pod_fit::NodeClaimTemplate;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
@@ -292,6 +292,9 @@ fn describe(name: &str, stop: &Stop) -> String {
         ),
     }
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::LimitsLeaveRoom, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::LimitsLeaveRoom, "node-pool-limits");

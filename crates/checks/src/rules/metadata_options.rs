@@ -7,7 +7,7 @@
 //! `eu-isoe-*` was removed from Karpenter's list (PR #8631) because EC2 accepts it there now.
 
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::{clip, version};
 use karpenter_health_api::{ConditionType, Reason};
 
@@ -17,6 +17,9 @@ pub fn rejects_http_protocol_ipv6(region: &str) -> bool {
         .iter()
         .any(|prefix| region.starts_with(prefix))
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::MetadataOptionsSupported, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::MetadataOptionsSupported, "metadata-options");

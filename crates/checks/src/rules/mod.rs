@@ -5,73 +5,63 @@
 //! facts makes the condition `False`; a fact that could not be observed makes it `Unknown` with
 //! the shared reason of its cause, never `False`; warnings are findings only.
 
-pub mod amis;
-pub mod capacity_reservations;
-pub mod cluster_identity;
-pub mod controller_can_launch;
-pub mod drift;
-pub mod instance_profile;
-pub mod instance_types;
-pub mod interruption_handling;
-pub mod karpenter_status;
-pub mod karpenter_version;
-pub mod labels_allowed;
-pub mod limits;
-pub mod metadata_options;
-pub mod node_network;
-pub mod node_role;
-pub mod node_role_mapped;
-pub mod nodeclaims_registered;
-pub mod security_groups;
-pub mod spot_ready;
-pub mod subnets;
-pub mod volume_encryption;
+// One module per `.rs` file of this directory: a new rule is a new file, and its `RULE` is
+// listed in `RULES` below by the build script.
+automod::dir!(pub "src/rules");
 
 use crate::facts::{Facts, Settings};
 use crate::plan::Context;
 use jiff::Timestamp;
 use karpenter_health_api::ConditionType;
+use std::sync::OnceLock;
 
 pub use crate::verdict::{Outcome, unknown_reason};
+use crate::verdict::{Rule, Run};
+
+/// Every rule, in the order of their file names; [`in_order`] puts them in the table's order.
+pub(crate) static RULES: &[&Rule] = include!(concat!(env!("OUT_DIR"), "/registered_rules.rs"));
+
+/// The rules in `ConditionType::sub_conditions()` order. A sub-condition without a rule, or
+/// with two, fails `every_sub_condition_has_exactly_one_rule`.
+fn in_order() -> &'static [&'static Rule] {
+    static ORDER: OnceLock<Vec<&'static Rule>> = OnceLock::new();
+    ORDER.get_or_init(|| {
+        ConditionType::sub_conditions()
+            .iter()
+            .filter_map(|ty| RULES.iter().copied().find(|rule| rule.condition == *ty))
+            .collect()
+    })
+}
 
 /// Runs every rule, in `ConditionType::sub_conditions()` order. `Ready` is folded by the
 /// renderer.
 pub fn evaluate_all(facts: &Facts, settings: &Settings, now: Timestamp) -> Vec<Outcome> {
     let ctx = Context::new(facts, settings, now);
-    let mut outcomes = vec![
-        instance_profile::check(&ctx),
-        node_role::check(&ctx),
-        node_role_mapped::check(&ctx),
-        security_groups::check(&ctx),
-        cluster_identity::check(&ctx),
-        metadata_options::check(&ctx),
-        labels_allowed::check(&ctx),
-        karpenter_status::check(&ctx),
-    ];
-    // Registration problems are explained by the other outcomes, so this rule runs last.
-    let registration = nodeclaims_registered::check(&ctx, &outcomes);
-    outcomes.push(registration);
-    // The controller's own wiring (issue 11): after registration in `ConditionType::ALL` order.
-    outcomes.push(controller_can_launch::check(&ctx));
-    outcomes.push(interruption_handling::check(&ctx));
-    outcomes.push(spot_ready::check(&ctx));
-    // Where nodes land (issue 12).
-    outcomes.push(subnets::check(&ctx));
-    outcomes.push(node_network::check(&ctx));
-    // What a launched node needs to boot and what this Karpenter needs to run (issue 12).
-    outcomes.push(volume_encryption::check(&ctx));
-    outcomes.push(karpenter_version::check(&ctx));
-    // Before a launch fails (issue 25): whether the NodePools leave any instance type.
-    outcomes.push(instance_types::check(&ctx));
-    outcomes.push(limits::check(&ctx));
-    outcomes.push(drift::check(&ctx));
-    outcomes.push(amis::check(&ctx));
-    outcomes.push(capacity_reservations::check(&ctx));
-    debug_assert!(
-        outcomes
-            .iter()
-            .map(|o| o.condition)
-            .eq(ConditionType::sub_conditions().iter().copied())
-    );
+    let mut outcomes = Vec::with_capacity(RULES.len());
+    for rule in in_order() {
+        let outcome = match rule.run {
+            Run::Alone(check) => check(&ctx),
+            Run::AfterEarlier(check) => check(&ctx, &outcomes),
+        };
+        debug_assert_eq!(outcome.condition, rule.condition);
+        outcomes.push(outcome);
+    }
     outcomes
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    #[test]
+    fn every_sub_condition_has_exactly_one_rule() {
+        for ty in ConditionType::sub_conditions() {
+            let rules = RULES.iter().filter(|rule| rule.condition == *ty).count();
+            assert_eq!(
+                rules, 1,
+                "{ty} has {rules} rules registered in rules::RULES"
+            );
+        }
+        assert_eq!(RULES.len(), ConditionType::sub_conditions().len());
+    }
 }

@@ -42,7 +42,7 @@ use crate::facts::{
 };
 use crate::plan::Context;
 use crate::plan::subnets::{Selection, selection};
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::wording::list_bounded;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::BTreeSet;
@@ -257,6 +257,9 @@ fn mentions_proxy(ctx: &Context) -> bool {
         .as_deref()
         .is_some_and(|u| u.to_ascii_lowercase().contains("proxy"))
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::NodeNetworkReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::NodeNetworkReady, "node-network");

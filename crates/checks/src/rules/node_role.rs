@@ -5,7 +5,7 @@
 use crate::facts::{Observed, RoleFacts};
 use crate::plan::request::AWS_NODE_SERVICE_ACCOUNT;
 use crate::plan::{Context, RoleName};
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use crate::{arn, clip, trust_policy};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -24,6 +24,9 @@ const ECR: [&str; 2] = [
     "AmazonEC2ContainerRegistryReadOnly",
 ];
 const SSM: &str = "AmazonSSMManagedInstanceCore";
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::NodeRoleReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::NodeRoleReady, "node-role");

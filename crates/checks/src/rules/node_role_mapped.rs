@@ -14,7 +14,7 @@ use crate::node_mapping::{
     node_entry_problem,
 };
 use crate::plan::{Context, RoleName};
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use crate::{clip, wording::list_bounded};
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
@@ -38,6 +38,9 @@ impl Verdict {
         }
     }
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::NodeRoleMapped, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::NodeRoleMapped, "node-role-mapping");

@@ -9,7 +9,7 @@ use crate::clip;
 use crate::facts::NodeClaimFacts;
 use crate::facts::Observed;
 use crate::plan::Context;
-use crate::verdict::{Check, MAX_SUBJECTS, Outcome, Why};
+use crate::verdict::{Check, MAX_SUBJECTS, Outcome, Rule, Why};
 use crate::wording::{at, human, list_bounded};
 use karpenter_health_api::karpenter::find_condition;
 use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
@@ -45,6 +45,9 @@ fn waiting_since(claim: &NodeClaimFacts) -> Option<jiff::Timestamp> {
         .or(launched.last_transition)
         .or(claim.created)
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::after_earlier(ConditionType::NodeClaimsRegistered, check);
 
 pub(crate) fn check(ctx: &Context, others: &[Outcome]) -> Outcome {
     let mut c = Check::new(

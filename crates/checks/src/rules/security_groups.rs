@@ -8,7 +8,7 @@
 
 use crate::facts::{Observed, SecurityGroupFacts};
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::warnings::Warning;
 use crate::wording::list_bounded;
 use crate::{clip, glob_match};
@@ -45,6 +45,9 @@ fn clusters_of(group: &SecurityGroupFacts) -> Vec<&str> {
         .filter_map(|k| k.strip_prefix(CLUSTER_TAG_PREFIX))
         .collect()
 }
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::SecurityGroupsReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SecurityGroupsReady, "security-groups");

@@ -8,8 +8,11 @@ use crate::facts::Observed;
 use crate::plan::Context;
 use crate::plan::capacity::allows_spot;
 use crate::plan::request::SPOT_SERVICE_LINKED_ROLE;
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::SpotReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SpotReady, "spot-service-linked-role");

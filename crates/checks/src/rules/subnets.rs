@@ -24,7 +24,7 @@ use crate::facts::{Observed, SubnetFacts};
 use crate::plan::Context;
 use crate::plan::capacity::admits;
 use crate::plan::subnets::{Selection, selection};
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use crate::vpc_cni::addresses_per_node;
 use crate::warnings::Warning;
 use crate::wording::list_bounded;
@@ -32,6 +32,9 @@ use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 use std::collections::{BTreeMap, BTreeSet};
 
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::SubnetsReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::SubnetsReady, "subnets");

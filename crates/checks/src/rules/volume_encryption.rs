@@ -13,8 +13,11 @@ use crate::plan::volume_keys::{
     AWS_MANAGED_EBS_ALIAS, DefaultKeyUse, EC2_KMS_ACTIONS, ec2_use_context,
     is_aws_managed_ebs_alias, volume_keys,
 };
-use crate::verdict::{Check, Outcome, Why};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+
+/// This rule, listed in the registry by the crate's build script.
+pub(crate) const RULE: Rule = Rule::alone(ConditionType::VolumeEncryptionReady, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
     let mut c = Check::new(ConditionType::VolumeEncryptionReady, "volume-encryption");

@@ -2,32 +2,10 @@
 //! `rules/` (`structure.rs` holds them to that), and the cross-cutting ones: one sentence per
 //! reason, properties over arbitrary facts, the rendered status and what is observed when. Pure.
 
-mod amis;
-mod capacity_reservations;
-mod cluster_identity;
-mod controller_can_launch;
-mod drift;
-mod instance_profile;
-mod instance_types;
-mod interruption_handling;
-mod karpenter_status;
-mod karpenter_version;
-mod labels_allowed;
-mod limits;
-mod metadata_options;
-mod node_network;
-mod node_role;
-mod node_role_mapped;
-mod nodeclaims_registered;
-mod observation;
-mod properties;
-mod reasons;
-mod rendering;
-mod security_groups;
+// One module per `.rs` file of this directory (a new condition's test file is declared by being
+// there), and the proptest strategies' folder.
+automod::dir!("src/tests");
 mod strategies;
-mod structure;
-mod subnets;
-mod volume_encryption;
 
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 
