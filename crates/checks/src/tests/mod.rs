@@ -2,6 +2,26 @@
 //! `rules/` (`structure.rs` holds them to that), and the cross-cutting ones: one sentence per
 //! reason, properties over arbitrary facts, the rendered status and what is observed when. Pure.
 
+/// One sentence per reason: `name: facts => Condition is Status because Reason;` becomes a test
+/// that evaluates the facts and expects that status and reason (`reasons::expect`). A condition's
+/// sentences live in its own test file; `reasons::every_reason_is_proven_by_a_sentence` reads
+/// every file of this folder and fails when a reason has none.
+macro_rules! sentences {
+    ($($name:ident: $facts:expr => $ty:ident is $status:ident because $reason:ident;)+) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::tests::reasons::expect(
+                    $facts,
+                    karpenter_health_api::ConditionType::$ty,
+                    karpenter_health_api::ConditionStatus::$status,
+                    karpenter_health_api::Reason::$reason,
+                );
+            }
+        )+
+    };
+}
+
 // One module per `.rs` file of this directory (a new condition's test file is declared by being
 // there), and the proptest strategies' folder.
 automod::dir!("src/tests");
