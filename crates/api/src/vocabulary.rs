@@ -9,6 +9,10 @@
 
 #[macro_use]
 mod macros;
+mod lab;
+
+pub use lab::Lab;
+use lab::*;
 
 vocabulary! {
     // Causes of Unknown shared by every sub-condition: each may be the reason of any of them.
@@ -78,6 +82,13 @@ vocabulary! {
                 "The instance profile holds a different role than the EC2NodeClass asks for.",
                 "Put spec.role's role into the profile, or fix spec.role.";
         }
+        lab {
+            InstanceProfileIsArn => Lab::Proven("lab_classic_failures::an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launches_nothing");
+            InstanceProfileNameInvalid => Lab::NotProven("the CRD's own rules refuse most such names before Karpenter sees them; the ARN case is proven (InstanceProfileIsArn).");
+            InstanceProfileNotFound => Lab::NotProven("EC2's refusal of a profile that does not exist is not emulated (only a name that is no IAM name is); Karpenter from 1.x does not ask IAM for a named profile.");
+            InstanceProfileHasNoRole => Lab::NotProven(KUBELET);
+            InstanceProfileRoleMismatch => Lab::NotProven(KUBELET);
+        }
     }
 
     /// The node IAM role exists, trusts EC2 and has the policies a node needs.
@@ -114,6 +125,13 @@ vocabulary! {
             NodeRoleMissingSsmPolicy =>
                 "The node role lacks AmazonSSMManagedInstanceCore, so nodes cannot be reached through SSM Session Manager.",
                 "Attach AmazonSSMManagedInstanceCore to the node role if you use SSM to debug nodes.";
+        }
+        lab {
+            NodeRoleNotFound => Lab::NotProven(NO_IAM);
+            NodeRoleIsArn => Lab::NotProven("the CRD's own rules refuse an ARN in spec.role on the releases the lab runs.");
+            NodeRoleNameTooLong => Lab::NotProven(NO_IAM);
+            NodeRoleTrustPolicyInvalid => Lab::NotProven(KUBELET);
+            NodeRoleMissingPolicies => Lab::NotProven(KUBELET);
         }
     }
 
@@ -162,6 +180,16 @@ vocabulary! {
                 "Fix the entries named in the message (each is named by its key and position), or migrate the identities to access entries.";
         }
         cannot_see: "Access entries created for a role that was re-created later (bound to the old role's id) look valid from the API.",
+        lab {
+            ControllerRoleMappedInstead => Lab::Proven("lab_classic_failures::aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered");
+            AwsAuthMissing => Lab::NotProven(KUBELET);
+            AwsAuthMalformed => Lab::NotProven(KUBELET);
+            NodeRoleNotMapped => Lab::NotProven(KUBELET);
+            NodeRoleMappedWithPath => Lab::NotProven(KUBELET);
+            NodeRoleMappingMissingGroups => Lab::NotProven(KUBELET);
+            NodeRoleMappingWrongUsername => Lab::NotProven(KUBELET);
+            AccessEntryWrongType => Lab::NotProven(KUBELET);
+        }
     }
 
     /// The security-group selectors resolve to groups that belong to this cluster.
@@ -196,6 +224,11 @@ vocabulary! {
                 "Karpenter's status.securityGroups differs from what the selector terms resolve to now, so new nodes and drift use an outdated set.",
                 "Wait for Karpenter's next security-group refresh (at most 5 minutes); if it persists, check Karpenter's logs.";
         }
+        lab {
+            SecurityGroupsNotFound => Lab::Proven("lab_reasons::a_security_group_selector_matching_nothing_launches_nothing");
+            SecurityGroupInOtherVpc => Lab::NotProven("EC2 refuses a launch with a security group of another VPC; moto does not, and the gap proxy does not emulate it yet.");
+            SecurityGroupTaggedForOtherCluster => Lab::NotProven("a claim about the other cluster's controller, which the lab does not run.");
+        }
     }
 
     /// No other cluster shares this cluster's name, and Karpenter is configured with the real name.
@@ -216,6 +249,10 @@ vocabulary! {
                 "Instances of another cluster carry this cluster's name; the two Karpenters will drift and terminate each other's nodes.",
                 "Give one of the clusters a different name (Karpenter's settings.clusterName and the EKS cluster).";
         }
+        lab {
+            ClusterNameSharedWithOtherCluster => Lab::Proven("lab_classic_failures::another_clusters_instances_under_the_same_name_are_terminated_by_karpenter");
+            KarpenterClusterNameMismatch => Lab::NotProven("a mismatch with the operator's own setting, not a claim about Karpenter's behaviour.");
+        }
     }
 
     /// The instance metadata options Karpenter sends are accepted by EC2 in this region.
@@ -232,6 +269,9 @@ vocabulary! {
             HttpProtocolIPv6UnsupportedInRegion => False,
                 "This isolated region rejects httpProtocolIPv6, which this Karpenter version always sends; no node launches.",
                 "Upgrade Karpenter to 1.7.0 or later, or remove the httpProtocolIPv6 default from the EC2NodeClass CRD.";
+        }
+        lab {
+            HttpProtocolIPv6UnsupportedInRegion => Lab::NotProven("only its True side: lab_classic_failures::in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_agrees shows 1.7 and later launching there while the bed refuses the option as EC2 does. The False side needs Karpenter before 1.7, which the Go module proxy does not serve.");
         }
     }
 
@@ -254,6 +294,9 @@ vocabulary! {
             RestrictedLabelOnSharedPod =>
                 "A pending Pod that NodePools of several EC2NodeClasses could take has a label key the installed Karpenter rejects in some of its required affinity terms or preferences only: if Karpenter uses that term, whichever class it picks cannot create the NodeClaim. (A rejected key in its node selector or in every required term fails every candidate class.)",
                 "Remove the key from the Pod's node selector and affinity (for kubernetes.io keys, Karpenter 1.9 and later accept them).";
+        }
+        lab {
+            RestrictedLabelDomain => Lab::Proven("lab_classic_failures::a_node_role_label_is_refused_where_karpenter_restricts_it_and_launched_where_not (refused on v1.8.6, launched on v1.14.1)");
         }
     }
 
@@ -278,6 +321,11 @@ vocabulary! {
                 "Karpenter has not reconciled the latest generation of the EC2NodeClass for too long.",
                 "Check that the Karpenter controller is running and its logs.";
         }
+        lab {
+            ValidationStuck => Lab::Proven("lab_classic_failures::an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launches_nothing");
+            ReadyContradictsDependents => Lab::NotProven(STATUS_TIMING);
+            StatusStale => Lab::NotProven(STATUS_TIMING);
+        }
     }
 
     /// Launched NodeClaims of this EC2NodeClass register as nodes in time.
@@ -294,6 +342,9 @@ vocabulary! {
             NodeClaimsNotRegistering => False,
                 "NodeClaims launched instances that did not register as nodes within the threshold.",
                 "Fix the cause named in the message (often NodeRoleMapped or the security groups), then delete the stuck NodeClaims.";
+        }
+        lab {
+            NodeClaimsNotRegistering => Lab::Proven("lab_classic_failures::aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered");
         }
     }
 
@@ -352,6 +403,17 @@ vocabulary! {
                 "Allow ssm:GetParameter on arn:<partition>:ssm:<region>::parameter/aws/service/* and ec2:DescribeImages as Karpenter's IAM policy does (AllowSSMReadActions, AllowRegionalReadActions) before the class is edited; if the message names a permissions boundary or SCP, lift the denial there.";
         }
         cannot_see: "Request keys only Karpenter's real call carries (instance types, the image's owner): a decision that needed one is Unknown. Of Karpenter's regional reads only ec2:DescribeImages is asked: a denial of its other Describe calls (subnets, security groups, instance types) is not seen. Roles in other accounts (an IRSA role or a Pod Identity target role elsewhere) are not read (Unknown `AwsOtherAccount`). Without IAM's simulator, service control policies are not visible. Classes whose questions differ only in the names Karpenter tags with (EC2NodeClass, NodePool, the instance profile it makes) share IAM's answer when the controller's own policies cannot tell those names apart and IAM allowed every question the check reads: a service control policy that treats EC2NodeClasses or NodePools differently by name alone is missed for the second class (a denial the check reads is never shared). The alias's parameter is asked for one architecture and variant (x86_64 standard for AL2023): a policy granting only some of Karpenter's paths may deny others; it is not asked while the cluster's Kubernetes version is unknown.",
+        lab {
+            ControllerRoleNotFound => Lab::NotProven(NO_IAM);
+            OidcProviderMissing => Lab::NotProven(NO_IAM);
+            ControllerTrustMismatch => Lab::NotProven(NO_IAM);
+            PodIdentityTrustMissing => Lab::NotProven(NO_IAM);
+            ControllerCannotPassNodeRole => Lab::NotProven(NO_IAM);
+            ControllerCannotManageInstanceProfiles => Lab::NotProven(NO_IAM);
+            ControllerCannotLaunchInstances => Lab::NotProven(NO_IAM);
+            ControllerCannotReadAmiParameters => Lab::NotProven(NO_IAM);
+            ControllerCannotDescribeImages => Lab::NotProven(NO_IAM);
+        }
     }
 
     /// Karpenter's interruption queue, when configured, exists, accepts EventBridge's messages
@@ -398,6 +460,13 @@ vocabulary! {
                 "Add sqs.amazonaws.com to the queue policy's Allow sqs:SendMessage statement, as Karpenter's CloudFormation template does.";
         }
         cannot_see: "Rules in other accounts that forward AWS's events to a custom bus here; EventBridge rule content filters beyond source and detail-type. Kinds of events the class's nodes cannot get yet (spot without spot NodePools, capacity reservations without reservations) are warnings.",
+        lab {
+            InterruptionQueueNotFound => Lab::Proven("lab_reasons::an_interruption_queue_sqs_does_not_have_is_never_read");
+            InterruptionQueueNotAName => Lab::NotProven(INTERRUPTION);
+            InterruptionQueuePolicyMissing => Lab::NotProven(INTERRUPTION);
+            InterruptionRulesMissing => Lab::NotProven(INTERRUPTION);
+            InterruptionQueueKeyUnusable => Lab::NotProven(INTERRUPTION);
+        }
     }
 
     /// Spot capacity a NodePool of this EC2NodeClass allows can launch (the EC2 Spot service-linked role exists).
@@ -417,6 +486,9 @@ vocabulary! {
             SpotServiceLinkedRoleMissing => False,
                 "A NodePool allows spot, but the account has no AWSServiceRoleForEC2Spot service-linked role, so spot launches fail and Karpenter silently falls back to on-demand.",
                 "Create it once per account: aws iam create-service-linked-role --aws-service-name spot.amazonaws.com.";
+        }
+        lab {
+            SpotServiceLinkedRoleMissing => Lab::NotProven(SPOT);
         }
     }
 
@@ -448,6 +520,11 @@ vocabulary! {
                 "Free addresses in the zone's subnets, add a larger subnet there and tag it for the selector, or lower the VPC CNI's warm targets.";
         }
         cannot_see: "Which instance types Karpenter will pick (the warm pool of the VPC CNI's default mode depends on them; 16 addresses are assumed); Cilium's ENI mode, which takes Pod addresses from VPC subnets. Only what a node needs for certain (one address, two where Pods take theirs from the node's subnet) makes it False.",
+        lab {
+            SubnetsNotFound => Lab::Proven("lab_reasons::a_subnet_selector_matching_nothing_launches_nothing");
+            SubnetInOtherVpc => Lab::NotProven(NETWORK);
+            SubnetsOutOfAddresses => Lab::NotProven(NETWORK);
+        }
     }
 
     /// From every selected subnet a node can reach the control plane and AWS (a NAT or internet
@@ -482,6 +559,13 @@ vocabulary! {
                 "Turn on both attributes: aws ec2 modify-vpc-attribute --enable-dns-support and --enable-dns-hostnames.";
         }
         cannot_see: "Anything past a route's target: transit gateways, peering, appliances and inspection endpoints (Gateway Load Balancer, Network Firewall) are not followed; security groups and network ACLs on the path; NAT gateways and endpoints that the owner of a shared (RAM) VPC holds.",
+        lab {
+            SubnetNoEgressRoute => Lab::NotProven(NETWORK);
+            SubnetEgressBlackholed => Lab::NotProven(NETWORK);
+            InternetGatewayWithoutPublicIp => Lab::NotProven(NETWORK);
+            VpcEndpointsMissing => Lab::NotProven(NETWORK);
+            VpcDnsDisabled => Lab::NotProven(NETWORK);
+        }
     }
 
     /// The KMS keys that encrypt this EC2NodeClass's EBS volumes (named in its block devices, or
@@ -524,6 +608,14 @@ vocabulary! {
                 "Allow the controller role those actions on the key's ARN with the condition kms:ViaService ec2.<region>.amazonaws.com, or name the role in the key policy; if the message names a boundary or SCP, lift the denial there.";
         }
         cannot_see: "Key policies of keys in other accounts (GetKeyPolicy is denied across accounts); the controller role's IAM permissions on a key without IAM's simulator; encryption-context constraints of grants.",
+        lab {
+            KmsKeyNotFound => Lab::NotProven(KMS);
+            KmsKeyDisabled => Lab::NotProven(KMS);
+            KmsKeyPendingDeletion => Lab::NotProven(KMS);
+            KmsKeyPendingImport => Lab::NotProven(KMS);
+            KmsKeyPolicyDeniesEc2 => Lab::NotProven(KMS);
+            KmsKeyNotAllowedForController => Lab::NotProven(KMS);
+        }
     }
 
     /// The installed Karpenter supports the cluster's Kubernetes version, its CRDs are not older
@@ -559,6 +651,12 @@ vocabulary! {
                 "A Karpenter CRD still names a conversion webhook whose Service is missing or has no ready endpoints (left over from Karpenter 1.0), but it serves and stores a single version, so the API server never calls it today. Serving or storing a second version again would make every conversion fail.",
                 "Remove the leftover: kubectl patch crd <name> --type=merge -p '{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}' (Karpenter 1.1 and later ship their CRDs without one).";
         }
+        lab {
+            KubernetesVersionUnsupported => Lab::NotProven("the lab runs one Kubernetes version (1.34), which both releases it builds support.");
+            CrdsOlderThanController => Lab::NotProven(VERSIONS);
+            StoredVersionsStale => Lab::NotProven(VERSIONS);
+            WebhookServiceMissing => Lab::NotProven(VERSIONS);
+        }
     }
 
     /// Every NodePool of this EC2NodeClass allows some instance type that EC2 offers in a zone
@@ -589,6 +687,11 @@ vocabulary! {
                 "Widen or correct the requirement the message names, or delete the NodePool if the others serve its Pods.";
         }
         cannot_see: "Requirements on keys it does not derive (GPU, accelerator, network, EBS bandwidth, hypervisor, zone id, OS), and unknown operators: they never remove a type, so a NodePool emptied only by them stays True; minValues is counted on the modelled keys only, under the Strict policy (a BestEffort or unread MIN_VALUES_POLICY never fails it). Reserved capacity is taken as offered only for the instance types and zones of the class's capacity reservations that are not expiring, once Karpenter's status lists them for the current generation with its ReservedCapacity gate on; otherwise (no usable reservation at all, which CapacityReservationsUsable judges, or not known) it is assumed available, and a reservation's available count is not read. Which types Karpenter would also drop (price, pods per node, kubelet reservations, insufficient capacity). An instance type AWS added since the catalog was read (at most 6 h ago, sooner on evidence about the class). Which NodePool a pending Pod may go to is judged from its node selector, required affinity and tolerations against each NodePool's taints, labels and requirements, never stricter than Karpenter (labels under Kubernetes, Karpenter and AWS-provider domains are taken as well-known, Gt and Lt admit everything); topology spread, Pod affinity, volumes and resources are not weighed, so a Pod another NodePool could not really take may leave an empty NodePool a warning.",
+        lab {
+            NoInstanceTypeMatchesRequirements => Lab::Proven("lab_reasons::requirements_no_instance_type_meets_launch_nothing");
+            RequiredZonesWithoutSubnets => Lab::Proven("lab_reasons::a_required_zone_without_a_subnet_launches_nothing");
+            NoInstanceTypeForAmiArchitecture => Lab::Proven("lab_reasons::an_architecture_the_images_are_not_built_for_launches_nothing");
+        }
     }
 
     /// No Pod that only this EC2NodeClass can take waits while every NodePool of the class is
@@ -623,6 +726,11 @@ vocabulary! {
                 "Request a quota increase in Service Quotas (EC2, L-1216C47A on-demand or L-34B43A08 spot) before the next scale-up.";
         }
         cannot_see: "Memory left below the smallest type (Karpenter's memory capacity is below the nominal size by an overhead not read), and resources other than cpu, memory and nodes (limits.nodes stops a NodePool at its count from Karpenter 1.11; with an older or unknown version only once the count is past it); vCPUs the account runs outside this cluster (the count is a lower bound); quotas of non-standard families (G, P, X, U, Inf, Trn, DL, HPC, Mac) and of reserved capacity. Which NodePools a waiting Pod may go to is judged from its node selector, required affinity and tolerations against each NodePool's taints, labels and requirements, never stricter than Karpenter; topology spread, Pod affinity, volumes and what fits beside other Pods are not weighed. Karpenter's Nominated Events are not read: a Pod counts once it has been unschedulable for KH_WAITING_ON_LIMITS_AFTER with no NodeClaim of the class registering, so a blocked Pod is False that much later, and not while another NodeClaim of the class registers.",
+        lab {
+            NodePoolLimitsReached => Lab::Proven("lab_reasons::pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_false");
+            NodePoolLimitsBelowSmallestInstance => Lab::NotProven("not scripted yet: the same refusal as NodePoolLimitsReached with a limit below one node.");
+            VcpuQuotaExhausted => Lab::NotProven("moto keeps no vCPU quota and never answers VcpuLimitExceeded.");
+        }
     }
 
     /// Drifted NodeClaims of this EC2NodeClass are replaced as their NodePools' disruption
@@ -705,6 +813,12 @@ vocabulary! {
                 "Narrow amiSelectorTerms to images of amiFamily's family.";
         }
         cannot_see: "Selector terms by ssmParameter (the parameter is not read); images whose name is not an official EKS build's (a build of one's own is never judged against amiFamily); when a deprecated image will be deregistered. EC2's answer about the images is up to an hour old (the account family), sooner on evidence (an edit of the class, a change of Karpenter's AMIsReady); images behind name and tag terms that EC2 drops are Karpenter's to replace, so they are only a warning. The controller's permissions to read the alias's parameter and to describe images are asked under ControllerCanLaunch. An alias Karpenter refuses at the cluster's version (al2 from 1.33, windows2025 before 1.35) is False only when the installed Karpenter refuses it (1.6, 1.9 and later) or its AMIsReady says UnsupportedAlias; with an older or unknown version it is judged by what its parameters resolve.",
+        lab {
+            AmiUnavailable => Lab::Proven("lab_reasons::an_image_ec2_no_longer_has_launches_nothing");
+            AmiAliasNotPublished => Lab::NotProven(AMI_CATALOGUE);
+            AmiAliasUnsupported => Lab::Proven("lab_reasons::an_al2_alias_is_refused_from_kubernetes_1_33_and_launches_nothing");
+            AmiFamilyMismatch => Lab::NotProven(AMI_CATALOGUE);
+        }
     }
 
     /// The capacity reservations this EC2NodeClass selects can take its launches: Karpenter uses
@@ -751,6 +865,11 @@ vocabulary! {
                 "Select the reservations in capacityReservationSelectorTerms and allow the reserved capacity type, or turn the gate off where open matching is wanted (settings.featureGates.reservedCapacity).";
         }
         cannot_see: "The selected reservations come from Karpenter's answer (status.capacityReservations), not EC2: a reservation that ended since Karpenter's last resolution (within a minute) is not seen. Whether a selected reservation's instance type is one a NodePool allows is InstanceTypesAvailable's to say; the selected reservations' available count is not read. Open reservations of other accounts shared with this one, open reservations bought within the hour (the account family's period), and open reservations another EC2NodeClass selects (their status is not read with this class's).",
+        lab {
+            ReservedCapacityDisabled => Lab::NotProven(RESERVATIONS);
+            CapacityReservationsNotFound => Lab::NotProven(RESERVATIONS);
+            CapacityReservationsOnlyInZonesWithoutSubnets => Lab::NotProven(RESERVATIONS);
+        }
     }
 
     /// Summary: every other condition is True.
@@ -770,6 +889,47 @@ vocabulary! {
             MultipleChecksUnknown => Unknown,
                 "No sub-condition is False, and the Unknown ones have more than one reason.",
                 "See the Unknown conditions listed in the message and in `notReady`.";
+        }
+        lab {
+            MultipleChecksFailed => Lab::NotProven(SUMMARY);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::ConditionStatus;
+
+    #[test]
+    fn every_reason_that_can_be_false_says_whether_the_lab_proves_it() {
+        for &reason in Reason::ALL {
+            if reason.meta().status == ConditionStatus::False {
+                assert!(
+                    reason.lab().is_some(),
+                    "{reason} has no `lab` entry in its condition of vocabulary.rs"
+                );
+            }
+        }
+        let proven = Reason::ALL
+            .iter()
+            .filter(|r| matches!(r.lab(), Some(Lab::Proven(_))))
+            .count();
+        assert!(
+            proven >= 13,
+            "the five classic failures and at least eight more: {proven}"
+        );
+    }
+
+    #[test]
+    fn a_lab_entry_is_a_reason_of_its_own_condition() {
+        for &reason in Reason::ALL {
+            if let Some(condition) = reason.lab_entry_of() {
+                assert!(
+                    reason.applies_to(condition),
+                    "{reason}'s lab entry is under {condition}, not its own condition"
+                );
+            }
         }
     }
 }

@@ -3,10 +3,10 @@
 //! (a test compares it with the committed file).
 
 use crate::facts::UnknownCause;
-use crate::lab_coverage::Lab;
 use crate::verdict::unknown_reason;
 use crate::warnings::Warning;
 use karpenter_health_api::conditions::ReasonScope;
+use karpenter_health_api::vocabulary::Lab;
 use karpenter_health_api::{ConditionType, Reason};
 use std::fmt::Write;
 
@@ -215,7 +215,7 @@ fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
         let _ = writeln!(w, "- Status: `{}`", meta.status);
         let _ = writeln!(w, "- Meaning: {}", text(meta.meaning));
         let _ = writeln!(w, "- Remediation: {}", text(meta.remediation));
-        match crate::lab_coverage::lab(reason) {
+        match reason.lab() {
             Some(Lab::Proven(test)) => {
                 let _ = writeln!(
                     w,

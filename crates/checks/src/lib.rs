@@ -16,7 +16,6 @@ pub mod generated;
 pub mod iam_policy;
 pub mod karpenter_permissions;
 pub mod karpenter_versions;
-pub mod lab_coverage;
 pub mod labels;
 pub mod node_mapping;
 pub mod plan;

@@ -3,7 +3,8 @@
 //! Pure, no IO.
 
 /// The whole table: the shared reasons, then one entry per condition with its printer column,
-/// where its facts come from, its reasons, its warnings, what its check cannot see and the reasons it no longer sets. It
+/// where its facts come from, its reasons, its warnings, what its check cannot see, the reasons it no longer sets and what the lab
+/// proves of its False reasons. It
 /// flattens the entries into the three lists below, so each enum keeps the table's order.
 macro_rules! vocabulary {
     (
@@ -28,6 +29,9 @@ macro_rules! vocabulary {
                 $(retired {
                     $($retired:ident => $retired_note:literal;)+
                 })?
+                $(lab {
+                    $($lab_reason:ident => $lab:expr;)+
+                })?
             }
         )+
     ) => {
@@ -44,6 +48,28 @@ macro_rules! vocabulary {
         }
         warnings! {
             $($($($warning => $condition, $warning_meaning, $warning_remediation;)+)?)+
+        }
+        impl Reason {
+            /// What the lab says of this reason, when its condition's entry has a word on it
+            /// (every reason that can be False has: a test holds the table to it).
+            pub fn lab(self) -> Option<$crate::vocabulary::Lab> {
+                match self {
+                    $($($(Reason::$lab_reason => Some($lab),)+)?)+
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+
+            /// The condition whose `lab` entry names this reason, for the test that holds each
+            /// entry to its own condition's reasons.
+            #[cfg(test)]
+            fn lab_entry_of(self) -> Option<ConditionType> {
+                match self {
+                    $($($(Reason::$lab_reason => Some(ConditionType::$condition),)+)?)+
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
         }
     };
 }

@@ -1,0 +1,40 @@
+//! What the lab (the real Karpenter controller on its bed, `e2e/tests/lab_*.rs`) says of each
+//! reason that can be False: proven in a scenario where the controller is seen doing what the
+//! reason's message says, beside its healthy twin, or not proven and why. The vocabulary table
+//! gives each condition's entries; docs/checks.md shows them. Pure data, no IO.
+
+/// What the lab says of one reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lab {
+    /// Proven by this e2e test (`file::function`).
+    Proven(&'static str),
+    /// Not proven against the real controller, for this reason.
+    NotProven(&'static str),
+}
+
+// Why the lab cannot prove a family of reasons, shared by the table's entries.
+pub(super) const NO_IAM: &str = "moto enforces no IAM policy and keeps no permissions boundary or SCP, so \
+    the real controller is never refused; the verdict is proven against IAM's documented \
+    evaluation by the gap proxy's simulator (operator_controller_wiring) instead.";
+pub(super) const KUBELET: &str = "what the instance and its kubelet do with this setup (join, authenticate, \
+    pull images) is the node stand-in's to say, not the real kubelet's; the lab can only be told \
+    that a node never joins, which the aws-auth scenario shows.";
+pub(super) const NETWORK: &str = "moto launches instances whatever their subnet's routes, endpoints, DNS or \
+    free addresses, and the stand-in makes their Nodes regardless: the failure happens on the \
+    node, which the lab does not run.";
+pub(super) const KMS: &str = "moto launches instances whose volumes use any key and never terminates them \
+    with Client.InternalError; EC2's key checks are not emulated.";
+pub(super) const INTERRUPTION: &str = "moto's EventBridge does not deliver EC2's events to the queue, so \
+    what Karpenter misses without them cannot be observed; a missing queue is proven instead \
+    (InterruptionQueueNotFound).";
+pub(super) const SPOT: &str = "moto launches spot capacity without the service-linked role; EC2's refusal \
+    and Karpenter's fallback to on-demand are not emulated.";
+pub(super) const VERSIONS: &str = "the lab runs the CRDs of the release it builds on one Kubernetes version; \
+    older CRDs, stored versions and webhooks of earlier releases are not reproduced.";
+pub(super) const STATUS_TIMING: &str = "a contradiction or lag in Karpenter's status needs a controller \
+    that misbehaves or stops; the real one in the lab does neither.";
+pub(super) const AMI_CATALOGUE: &str = "the gap proxy publishes the current EKS image parameters only; \
+    releases AWS never built, and the images of another family, are not in its catalogue.";
+pub(super) const RESERVATIONS: &str = "moto has no capacity reservations; the gap proxy answers \
+    DescribeCapacityReservations from test data, which Karpenter reads but cannot launch into.";
+pub(super) const SUMMARY: &str = "a summary of other conditions, not a claim about Karpenter.";
