@@ -7,23 +7,18 @@
 //! where EKS has no such cluster does the API server's version decide.
 //! One key per parameter name, shared by every class with the same alias, in the catalog family
 //! (AWS publishes images for a minor once; a new minor's appear within the period, or at once on
-//! evidence). Also EC2 DescribeImages on the class's images: one call per set of ids, shared by
-//! every class with the same images (in calls of 200 ids, EC2's limit per filter), in the account family (a deprecation is set days ahead; an
-//! image deregistered or re-enabled changes Karpenter's AMIsReady, which revalidates at once).
-//! Does IO (through the SSM and EC2 ports).
+//! evidence). The class's images are read by `providers/images.rs`. Does IO (through the SSM
+//! port).
 //!
-//! Provides the facts `ami_parameters` and `images`.
+//! Provides the fact `ami_parameters`.
 
 use super::fact_read::{FactRead, note};
 use super::{AwsObserver, AwsRequest, StaleFact};
 use crate::cache::Read;
 use crate::ports::Service;
 use futures::future::join_all;
-use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, ImageFacts, Observed};
+use karpenter_health_checks::facts::{AmiParameters, EksClusterFacts, Observed};
 use karpenter_health_checks::plan::ami_alias::{Alias, minor_of};
-
-/// The most values EC2 takes in one filter (DescribeImages `image-id`).
-const IMAGE_IDS_PER_CALL: usize = 200;
 
 /// The parameters as read, with the minor they were built for.
 pub(super) struct AmiReads {
@@ -102,15 +97,6 @@ impl AwsObserver {
         }
     }
 
-    /// Provider of `images`, read when the class has images to describe.
-    pub(super) async fn images_fact(&self, request: &AwsRequest) -> Option<Read<Vec<ImageFacts>>> {
-        if request.image_ids.is_empty() {
-            None
-        } else {
-            Some(self.images(&request.image_ids).await)
-        }
-    }
-
     /// The parameters `alias` needs, once the cluster's minor is known from `eks` or
     /// `apiserver_version`.
     async fn ami_parameters(
@@ -151,32 +137,6 @@ impl AwsObserver {
             kubernetes_minor: Ok(minor),
             reads,
         }
-    }
-
-    /// The images among `ids` EC2 has for the account (`ids` sorted, as the request gives them).
-    async fn images(&self, ids: &[String]) -> Read<Vec<ImageFacts>> {
-        let this = self.clone();
-        let key = ids.to_vec();
-        self.inner
-            .images
-            .get(key.clone(), move || async move {
-                let ec2 = &this.inner.ec2;
-                // EC2 takes at most 200 values per filter: more ids are asked in several calls.
-                let mut all = Vec::new();
-                for chunk in key.chunks(IMAGE_IDS_PER_CALL) {
-                    let read = this
-                        .all_pages(Service::Ec2, "DescribeImages", &chunk.join(","), |token| {
-                            ec2.describe_images(chunk, token)
-                        })
-                        .await?;
-                    match read {
-                        Some(images) => all.extend(images),
-                        None => return Ok(None),
-                    }
-                }
-                Ok(Some(all))
-            })
-            .await
     }
 
     async fn ssm_parameter(&self, name: &str) -> Read<String> {

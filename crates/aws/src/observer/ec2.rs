@@ -2,16 +2,16 @@
 //! so node classes sharing a term share its call) and the sweep of the cluster's Karpenter
 //! instances (cached per cluster). Does IO (through the EC2 port); the filter builders are pure.
 //!
-//! Provides the facts `security_groups`, `cluster_instances` and `open_capacity_reservations`.
+//! Provides the facts `security_groups` and `cluster_instances`.
 
+use super::AwsObserver;
 use super::fact_read::Conditional;
 use super::shared::union_of_reads;
-use super::{AwsObserver, AwsRequest};
 use crate::cache::Read;
 use crate::ports::{Filter, Service};
 use futures::future::join_all;
 use karpenter_health_api::karpenter::SelectorTerm;
-use karpenter_health_checks::facts::{CapacityReservationFacts, InstanceFacts, SecurityGroupFacts};
+use karpenter_health_checks::facts::{InstanceFacts, SecurityGroupFacts};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Instance states worth knowing: terminated instances are gone (and linger in answers for an
@@ -158,33 +158,4 @@ impl AwsObserver {
     }
 }
 
-impl AwsObserver {
-    /// Provider of `open_capacity_reservations`, read when a NodePool uses the class.
-    pub(super) async fn open_capacity_reservations_fact(
-        &self,
-        request: &AwsRequest,
-    ) -> Option<Read<Vec<CapacityReservationFacts>>> {
-        if request.instance_types {
-            Some(self.open_capacity_reservations().await)
-        } else {
-            None
-        }
-    }
-
-    /// The account's active open capacity reservations in the region: one key shared by every
-    /// class, in the account family (a reservation bought shows within the hour, or at once on
-    /// evidence). Whether Karpenter's launches still fall into them is the check's question.
-    async fn open_capacity_reservations(&self) -> Read<Vec<CapacityReservationFacts>> {
-        let this = self.clone();
-        self.inner
-            .open_reservations
-            .get((), move || async move {
-                let ec2 = &this.inner.ec2;
-                this.all_pages(Service::Ec2, "DescribeCapacityReservations", "", |token| {
-                    ec2.describe_open_capacity_reservations(token)
-                })
-                .await
-            })
-            .await
-    }
-}
+impl AwsObserver {}

@@ -8,37 +8,37 @@
 //! (`fact_read.rs`).
 //!
 //! Adding an AWS fact:
-//! 1. its field in `AwsFacts` (checks crate);
-//! 2. its provider in the service module, answering a [`FactRead`] whose `Field` is the field's
-//!    type (most answer a [`Read`], an `Option` of one when it is not always asked, or a
-//!    [`Conditional`] read);
-//! 3. one row in `fact_list!` below: the field and the type its provider answers;
-//! 4. its call in the stage of `observe.rs` whose answers it needs (the compiler names the
-//!    missing field there);
-//! 5. for a new AWS API, the port method (`ports.rs`, the SDK and the fake) and its cache: a field
-//!    of `Inner` (`mod.rs`), built in `construct.rs` and listed in `revalidate.rs`.
+//! - one that needs only the request and the answers of the first three stages (most do): its
+//!   field in `AwsFacts` (checks crate) and one file in `providers/`, named like the field, with
+//!   its cache and its read (`providers.rs` says what the file declares). Nothing else.
+//! - one that later reads depend on: its field, its provider in the service module, one row in
+//!   `fact_list!` below, its call in the stage of `observe.rs` whose answers it needs, and its
+//!   cache in `Inner` (`mod.rs`), `construct.rs` and `revalidate.rs`.
 //!
-//! Nothing else: the current facts, the last good facts and the stale notes follow from the row.
+//! For a new AWS API, also the port method (`ports.rs`, the SDK and the fake) and its action in
+//! `deploy/iam-policy.json`.
 
 use super::StaleFact;
 use super::fact_read::{AsIs, Conditional, FactRead, Unlisted};
 use crate::cache::Read;
 use karpenter_health_checks::facts::{
-    AccessEntryFacts, AccountFacts, AwsFacts, CapacityReservationFacts, ControllerRoleFacts,
-    EbsEncryptionFacts, EksClusterFacts, ImageFacts, InstanceFacts, InstanceProfileFacts,
-    InstanceTypeCatalog, KmsKeyFacts, Observed, PermissionFacts, QueueFacts, SecurityGroupFacts,
-    SubnetFacts, VpcNetworkFacts,
+    AccessEntryFacts, AccountFacts, AwsFacts, ControllerRoleFacts, EbsEncryptionFacts,
+    EksClusterFacts, InstanceFacts, InstanceProfileFacts, InstanceTypeCatalog, KmsKeyFacts,
+    Observed, PermissionFacts, QueueFacts, SecurityGroupFacts, SubnetFacts, VpcNetworkFacts,
 };
 use std::collections::BTreeMap;
 
-/// Declares [`FactReads`], one member per `AwsFacts` field, and derives the three views of an
-/// observation from it. Listing a field twice, or leaving one out, does not compile: the
-/// `AwsFacts` literals below name every field.
+/// Declares [`FactReads`], one member per listed `AwsFacts` field plus the providers of
+/// `providers/`, and derives the three views of an observation from it. Listing a field twice
+/// does not compile; a field neither listed nor provided by a file of `providers/` fails
+/// `every_aws_fact_has_exactly_one_row_in_the_fact_list`.
 macro_rules! fact_list {
     ($($field:ident: $read:ty,)*) => {
-        /// What the providers read for one EC2NodeClass, one member per `AwsFacts` field.
+        /// What the providers read for one EC2NodeClass, one member per `AwsFacts` field, and
+        /// what the providers of `providers/` read.
         pub(super) struct FactReads {
             $(pub(super) $field: $read,)*
+            pub(super) providers: super::providers::Reads,
         }
 
         impl FactReads {
@@ -48,18 +48,24 @@ macro_rules! fact_list {
 
             /// What to evaluate: unknown where the latest read failed.
             pub(super) fn current(&self) -> AwsFacts {
-                AwsFacts { $($field: self.$field.current(),)* }
+                let mut facts = AwsFacts { $($field: self.$field.current(),)* ..AwsFacts::default() };
+                self.providers.current_into(&mut facts);
+                facts
             }
 
             /// The last found/absent answer of every fact.
             pub(super) fn last_good(&self) -> AwsFacts {
-                AwsFacts { $($field: self.$field.last_good(),)* }
+                let mut facts = AwsFacts { $($field: self.$field.last_good(),)* ..AwsFacts::default() };
+                self.providers.last_good_into(&mut facts);
+                facts
             }
 
-            /// The facts that are unknown now but have an older good answer.
+            /// The facts that are unknown now but have an older good answer: the list's in its
+            /// order, then those of `providers/`.
             pub(super) fn stale(&self) -> Vec<StaleFact> {
                 let mut stale = Vec::new();
                 $(self.$field.note_stale(stringify!($field), &mut stale);)*
+                self.providers.note_stale(&mut stale);
                 stale
             }
         }
@@ -88,9 +94,7 @@ fact_list! {
     vpc_networks: AsIs<BTreeMap<String, Observed<VpcNetworkFacts>>>,
     instance_types: Option<Read<InstanceTypeCatalog>>,
     vcpu_quotas: Option<super::quotas::QuotaReads>,
-    open_capacity_reservations: Option<Read<Vec<CapacityReservationFacts>>>,
     ami_parameters: Option<super::amis::AmiReads>,
-    images: Option<Read<Vec<ImageFacts>>>,
     ebs_encryption: Option<Read<EbsEncryptionFacts>>,
     kms_keys: BTreeMap<String, Read<KmsKeyFacts>>,
 }
@@ -112,6 +116,7 @@ mod tests {
     #[test]
     fn every_aws_fact_has_exactly_one_row_in_the_fact_list() {
         let mut listed: Vec<&str> = FactReads::FIELDS.to_vec();
+        listed.extend(super::super::providers::Reads::FIELDS);
         listed.sort_unstable();
         let before = listed.len();
         listed.dedup();

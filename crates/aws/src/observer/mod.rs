@@ -22,6 +22,7 @@ mod network;
 mod observe;
 mod options;
 mod pod_identity;
+mod providers;
 mod quotas;
 mod request;
 mod revalidate;
@@ -133,10 +134,8 @@ struct Inner {
     service_quotas: Cache<&'static str, f64>,
     /// SSM parameter values by name (`amis.rs`), in the catalog family.
     ssm_parameters: Cache<String, String>,
-    /// The account's active open capacity reservations (`ec2.rs`), in the account family.
-    open_reservations: Cache<(), Vec<karpenter_health_checks::facts::CapacityReservationFacts>>,
-    /// The images of a class, by their sorted ids (`amis.rs`), in the account family.
-    images: Cache<Vec<String>, Vec<karpenter_health_checks::facts::ImageFacts>>,
+    /// The caches of the providers of `providers/`, each declared by its file.
+    providers: providers::Caches,
     /// Every cache's changed answers.
     changes: Arc<Changes>,
 }

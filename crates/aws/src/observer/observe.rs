@@ -3,12 +3,14 @@
 //!
 //! The stages, and the order of the reads within each, are those the facts depend on: the
 //! cluster and the node role before the access entries, the Pod Identity associations before the
-//! controller's role, and so on. A new fact's provider goes into the first stage that has every
-//! answer it needs.
+//! controller's role, and so on. The providers of `providers/` all read in the last stage, from
+//! the request and the earlier answers; a provider that later reads depend on goes into the first
+//! stage that has every answer it needs.
 
 use super::controller::{EarlierAnswers, controller_role_arn};
 use super::fact_read::AsIs;
 use super::facts::FactReads;
+use super::providers::Reads;
 use super::{AwsObserver, AwsRequest};
 use futures::join;
 
@@ -57,9 +59,8 @@ impl AwsObserver {
             (ebs_encryption, kms_keys),
             instance_types,
             vcpu_quotas,
-            open_capacity_reservations,
             ami_parameters,
-            images,
+            providers,
         ) = join!(
             self.controller_facts(request, controller_arn.as_deref(), earlier),
             self.oidc_providers_fact(request),
@@ -68,9 +69,8 @@ impl AwsObserver {
             self.volume_facts(request, controller_arn.as_deref()),
             self.instance_types_fact(request),
             self.vcpu_quotas_fact(request),
-            self.open_capacity_reservations_fact(request),
             self.ami_parameters_fact(request, eks),
-            self.images_fact(request),
+            Reads::read(self, request, earlier, &self.inner.providers),
         );
         FactReads {
             region: AsIs(self.inner.region.clone()),
@@ -93,11 +93,10 @@ impl AwsObserver {
             vpc_networks,
             instance_types,
             vcpu_quotas,
-            open_capacity_reservations,
             ami_parameters,
-            images,
             ebs_encryption,
             kms_keys,
+            providers,
         }
     }
 }

@@ -16,7 +16,7 @@ impl AwsObserver {
     /// re-evaluates it. Answers read in the last [`REVALIDATE_MIN_AGE`] are left alone.
     pub fn revalidate(&self, reader: &str) -> usize {
         let i = &self.inner;
-        let caches: [&dyn Revalidate; 29] = [
+        let listed: [&dyn Revalidate; 27] = [
             &i.account,
             &i.profiles,
             &i.roles,
@@ -47,12 +47,12 @@ impl AwsObserver {
             &i.service_quotas,
             // An alias's parameters: Karpenter's AMIsReady changing is evidence about them.
             &i.ssm_parameters,
-            &i.open_reservations,
-            // A class's images: its spec or Karpenter's AMIsReady changing is evidence.
-            &i.images,
         ];
-        caches
-            .iter()
+        // The caches of the providers of `providers/` (the open reservations; a class's images,
+        // on which its spec or Karpenter's AMIsReady changing is evidence).
+        listed
+            .into_iter()
+            .chain(i.providers.all())
             .map(|c| c.revalidate(reader, REVALIDATE_MIN_AGE))
             .sum()
     }

@@ -67,6 +67,7 @@ fn unobserved(detail: &str) -> Unobserved {
 }
 
 /// The answers the permission questions are built from, read before them.
+#[derive(Clone, Copy)]
 pub(super) struct EarlierAnswers<'a> {
     pub(super) account: &'a Read<AccountFacts>,
     pub(super) node_role: &'a RoleReads,
