@@ -416,3 +416,27 @@ fn a_deprecation_within_thirty_days_is_a_warning_and_one_later_is_not() {
     );
     assert!(!amis(&past).3.contains(&"AmiDeprecationAhead".to_owned()));
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_published_alias_is_amis_resolved:
+            Facts::healthy() => AmisResolvable is True because AmisResolved;
+        a_pinned_alias_never_built_for_the_cluster_version_is_ami_alias_not_published:
+            Facts::healthy()
+                .with_ami_alias("al2023@v20230101", "1.29", |_| Observed::Absent)
+                .with_no_images_resolved()
+            => AmisResolvable is False because AmiAliasNotPublished;
+        an_al2_alias_at_kubernetes_1_33_is_ami_alias_unsupported:
+            Facts::healthy().with_ami_alias("al2@latest", "1.33", |_| Observed::Found("ami-0al2".into()))
+            => AmisResolvable is False because AmiAliasUnsupported;
+        al2023_user_data_on_bottlerocket_images_is_ami_family_mismatch:
+            Facts::healthy().with_ami_family("AL2023", &["bottlerocket-aws-k8s-1.29-x86_64-v1.20.0-abcdef12"])
+            => AmisResolvable is False because AmiFamilyMismatch;
+        every_image_named_by_id_deregistered_is_ami_unavailable:
+            Facts::healthy().with_image_ids(&["ami-0gone"], Vec::new())
+            => AmisResolvable is False because AmiUnavailable;
+    }
+}

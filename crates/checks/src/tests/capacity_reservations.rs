@@ -270,3 +270,27 @@ fn reserved_capacity_that_cannot_be_had_launches_nothing_from_reserved_only_node
         "{message}"
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        no_selector_terms_is_no_capacity_reservations_selected:
+            Facts::healthy() => CapacityReservationsUsable is True because NoCapacityReservationsSelected;
+        an_active_reservation_in_a_subnet_zone_is_capacity_reservations_selected:
+            Facts::healthy().with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+            => CapacityReservationsUsable is True because CapacityReservationsSelected;
+        the_gate_off_with_reserved_only_pools_is_reserved_capacity_disabled:
+            Facts::healthy()
+                .with_capacity_reservations(&[("cr-0a", "us-west-2a", "active")], &["reserved"])
+                .with_feature_gates(Setting::Value("ReservedCapacity=false".into()))
+            => CapacityReservationsUsable is False because ReservedCapacityDisabled;
+        a_selector_matching_nothing_for_reserved_only_pools_is_capacity_reservations_not_found:
+            Facts::healthy().with_capacity_reservations(&[], &["reserved"])
+            => CapacityReservationsUsable is False because CapacityReservationsNotFound;
+        reservations_only_where_the_class_has_no_subnet_is_capacity_reservations_only_in_zones_without_subnets:
+            Facts::healthy().with_capacity_reservations(&[("cr-0c", "us-west-2c", "active")], &["reserved"])
+            => CapacityReservationsUsable is False because CapacityReservationsOnlyInZonesWithoutSubnets;
+    }
+}

@@ -54,3 +54,25 @@ fn an_unclaimed_young_instance_with_the_eks_vpc_unknown_is_unknown() {
         ("Unknown", "AwsThrottled")
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_matching_name_and_only_claimed_instances_are_cluster_identity_verified:
+            Facts::healthy() => ClusterIdentityUnique is True because ClusterIdentityVerified;
+        no_eks_cluster_with_karpenters_cluster_name_is_karpenter_cluster_name_mismatch:
+            Facts::healthy().with(|f| f.aws.eks_cluster = Observed::Absent)
+            => ClusterIdentityUnique is False because KarpenterClusterNameMismatch;
+        an_operator_told_another_cluster_name_than_karpenter_is_karpenter_cluster_name_mismatch:
+            Facts::healthy().with(|f| f.cluster.configured_cluster_name = Some("demo-prod".into()))
+            => ClusterIdentityUnique is False because KarpenterClusterNameMismatch;
+        an_unclaimed_instance_with_this_name_in_another_vpc_is_cluster_name_shared_with_other_cluster:
+            Facts::healthy().with_cluster_instance(instance("i-0foreign", CLUSTER, "vpc-0other", 3))
+            => ClusterIdentityUnique is False because ClusterNameSharedWithOtherCluster;
+        an_unclaimed_instance_older_than_garbage_collection_is_cluster_name_shared_with_other_cluster:
+            Facts::healthy().with_cluster_instance(instance("i-0survivor", CLUSTER, VPC, 90))
+            => ClusterIdentityUnique is False because ClusterNameSharedWithOtherCluster;
+    }
+}

@@ -320,3 +320,60 @@ fn describing_images_is_asked_of_every_class() {
         assert!(message.contains("ec2:DescribeImages"), "{message}");
     }
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_controller_role_trusting_its_service_account_and_allowed_everything_is_controller_permissions_verified:
+            Facts::healthy() => ControllerCanLaunch is True because ControllerPermissionsVerified;
+        a_service_account_without_irsa_or_pod_identity_is_controller_identity_not_found:
+            Facts::healthy().with(|f| if let Observed::Found(k) = &mut f.cluster.karpenter { k.controller_role_arn = None })
+            => ControllerCanLaunch is Unknown because ControllerIdentityNotFound;
+        an_irsa_annotation_naming_a_missing_role_is_controller_role_not_found:
+            Facts::healthy().with(|f| f.aws.controller_role = Some(Observed::Absent))
+            => ControllerCanLaunch is False because ControllerRoleNotFound;
+        a_cluster_without_its_iam_oidc_provider_is_oidc_provider_missing:
+            Facts::healthy().with(|f| f.aws.oidc_providers = Observed::Found(Vec::new()))
+            => ControllerCanLaunch is False because OidcProviderMissing;
+        a_controller_role_of_another_account_is_aws_other_account_never_not_found:
+            Facts::healthy().with(|f| {
+                if let Observed::Found(k) = &mut f.cluster.karpenter {
+                    k.controller_role_arn = Some("arn:aws:iam::999988887777:role/KarpenterController".into());
+                }
+                // IAM's GetRole looked the name up in the operator's own account.
+                f.aws.controller_role = Some(Observed::Absent);
+            })
+            => ControllerCanLaunch is Unknown because AwsOtherAccount;
+        an_irsa_trust_naming_another_service_account_is_controller_trust_mismatch:
+            Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+                r.assume_role_policy_document = Some(irsa_trust_policy("karpenter/karpenter"));
+            })
+            => ControllerCanLaunch is False because ControllerTrustMismatch;
+        a_pod_identity_role_trusting_only_ec2_is_pod_identity_trust_missing:
+            Facts::healthy().with(|f| {
+                if let Observed::Found(k) = &mut f.cluster.karpenter { k.controller_role_arn = None }
+                f.aws.pod_identity_roles.insert(KARPENTER_SERVICE_ACCOUNT.into(), Observed::Found(Some(role_arn(CONTROLLER_ROLE))));
+                if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
+                    r.assume_role_policy_document = Some(trust_policy_for("ec2.amazonaws.com"));
+                }
+            })
+            => ControllerCanLaunch is False because PodIdentityTrustMissing;
+        a_simulated_implicit_deny_of_pass_role_is_controller_cannot_pass_node_role:
+            Facts::healthy().with_simulated("iam:PassRole", |d| d.decision = "implicitDeny".into())
+            => ControllerCanLaunch is False because ControllerCannotPassNodeRole;
+        an_scp_denying_create_instance_profile_is_controller_cannot_manage_instance_profiles:
+            Facts::healthy().with_simulated("iam:CreateInstanceProfile", |d| { d.decision = "explicitDeny".into(); d.denied_by_organizations = true; })
+            => ControllerCanLaunch is False because ControllerCannotManageInstanceProfiles;
+        a_boundary_denying_run_instances_is_controller_cannot_launch_instances:
+            Facts::healthy().with_simulated("ec2:RunInstances", |d| { d.decision = "implicitDeny".into(); d.denied_by_boundary = true; })
+            => ControllerCanLaunch is False because ControllerCannotLaunchInstances;
+        a_controller_denied_the_alias_parameter_is_controller_cannot_read_ami_parameters:
+            Facts::healthy().with_simulated("ssm:GetParameter", |d| d.decision = "implicitDeny".into()).with_no_images_resolved()
+            => ControllerCanLaunch is False because ControllerCannotReadAmiParameters;
+        an_scp_denying_describe_images_is_controller_cannot_describe_images:
+            Facts::healthy().with_simulated("ec2:DescribeImages", |d| { d.decision = "explicitDeny".into(); d.denied_by_organizations = true; }).with_no_images_resolved()
+            => ControllerCanLaunch is False because ControllerCannotDescribeImages;
+    }
+}

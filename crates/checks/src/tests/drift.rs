@@ -327,3 +327,13 @@ fn karpenters_own_blocked_events_name_what_holds_drifted_node_claims() {
         .with_disruption_blocked(pdb, 3);
     assert_eq!(drift(&held).3, ["DriftHeldByBudget"]);
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        nothing_drifted_is_drift_replaceable:
+            Facts::healthy() => DriftCanBeReplaced is True because DriftReplaceable;
+    }
+}

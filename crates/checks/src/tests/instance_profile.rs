@@ -37,3 +37,31 @@ fn the_arn_instance_profile_fails_instance_profile_ready_with_the_name_to_use() 
         "{m}"
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_generated_profile_holding_spec_role_is_instance_profile_valid:
+            Facts::healthy() => InstanceProfileReady is True because InstanceProfileValid;
+        spec_role_before_karpenter_wrote_status_instance_profile_is_instance_profile_not_resolved:
+            Facts::healthy().with(|f| { if let Some(s) = f.cluster.node_class.status.as_mut() { s.instance_profile = None } f.aws.instance_profile = None })
+            => InstanceProfileReady is Unknown because InstanceProfileNotResolved;
+        spec_instance_profile_given_as_an_arn_is_instance_profile_is_arn:
+            Facts::healthy().with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/KarpenterNodeInstanceProfile", false)
+            => InstanceProfileReady is False because InstanceProfileIsArn;
+        spec_instance_profile_with_a_space_is_instance_profile_name_invalid:
+            Facts::healthy().with_instance_profile_spec("my profile", false)
+            => InstanceProfileReady is False because InstanceProfileNameInvalid;
+        spec_instance_profile_absent_from_iam_is_instance_profile_not_found:
+            Facts::healthy().with_instance_profile_spec("KarpenterNodeInstanceProfile", false)
+            => InstanceProfileReady is False because InstanceProfileNotFound;
+        a_profile_without_a_role_is_instance_profile_has_no_role:
+            Facts::healthy().with(|f| if let Some(Observed::Found(p)) = &mut f.aws.instance_profile { p.roles.clear() })
+            => InstanceProfileReady is False because InstanceProfileHasNoRole;
+        a_profile_holding_another_role_than_spec_role_is_instance_profile_role_mismatch:
+            Facts::healthy().with(|f| if let Some(Observed::Found(p)) = &mut f.aws.instance_profile { p.roles[0].name = "SomeoneElsesRole".into() })
+            => InstanceProfileReady is False because InstanceProfileRoleMismatch;
+    }
+}

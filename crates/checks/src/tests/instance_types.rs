@@ -445,3 +445,22 @@ fn reservations_of_a_type_the_node_pool_excludes_leave_it_nothing() {
         "True"
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        node_pools_allowing_offered_types_are_instance_types_offered:
+            Facts::healthy() => InstanceTypesAvailable is True because InstanceTypesOffered;
+        a_family_no_zone_offers_is_no_instance_type_matches_requirements:
+            Facts::healthy().with_pool_requirement("karpenter.k8s.aws/instance-family", "In", &["m9"])
+            => InstanceTypesAvailable is False because NoInstanceTypeMatchesRequirements;
+        a_zone_without_a_subnet_of_the_class_is_required_zones_without_subnets:
+            Facts::healthy().with_pool_requirement("topology.kubernetes.io/zone", "In", &["us-west-2c"])
+            => InstanceTypesAvailable is False because RequiredZonesWithoutSubnets;
+        amd64_types_for_arm64_amis_are_no_instance_type_for_ami_architecture:
+            Facts::healthy().with_ami_architectures(&["arm64"])
+            => InstanceTypesAvailable is False because NoInstanceTypeForAmiArchitecture;
+    }
+}

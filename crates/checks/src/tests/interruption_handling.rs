@@ -351,3 +351,31 @@ fn the_aws_managed_sqs_key_is_unusable_by_name_or_alias_arn() {
         );
     }
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_queue_with_its_policy_and_every_rule_is_interruption_handling_configured:
+            Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(healthy_queue())))
+            => InterruptionHandlingReady is True because InterruptionHandlingConfigured;
+        no_queue_is_interruption_handling_disabled:
+            Facts::healthy() => InterruptionHandlingReady is True because InterruptionHandlingDisabled;
+        a_queue_given_as_an_arn_is_interruption_queue_not_a_name:
+            Facts::healthy().with_interruption_queue("arn:aws:sqs:us-west-2:111122223333:demo-interruptions", None)
+            => InterruptionHandlingReady is False because InterruptionQueueNotAName;
+        a_queue_sqs_does_not_have_is_interruption_queue_not_found:
+            Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Absent))
+            => InterruptionHandlingReady is False because InterruptionQueueNotFound;
+        a_queue_without_a_policy_is_interruption_queue_policy_missing:
+            Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { policy: None, ..healthy_queue() })))
+            => InterruptionHandlingReady is False because InterruptionQueuePolicyMissing;
+        a_queue_encrypted_with_the_aws_managed_sqs_key_is_interruption_queue_key_unusable:
+            Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { kms_master_key_id: Some("alias/aws/sqs".into()), ..healthy_queue() })))
+            => InterruptionHandlingReady is False because InterruptionQueueKeyUnusable;
+        a_queue_without_rules_is_interruption_rules_missing:
+            Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts { rules: Observed::Found(Vec::new()), ..healthy_queue() })))
+            => InterruptionHandlingReady is False because InterruptionRulesMissing;
+    }
+}

@@ -53,3 +53,22 @@ fn status_stale_needs_evidence_of_how_long_the_lag_lasted() {
         ),]
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_reconciled_consistent_karpenter_status_is_karpenter_status_current:
+            Facts::healthy() => KarpenterStatusConsistent is True because KarpenterStatusCurrent;
+        validation_unknown_for_an_hour_under_instance_profile_ready_true_is_validation_stuck:
+            Facts::healthy().with_karpenter_condition(karpenter_condition("ValidationSucceeded", "Unknown", mins_ago(60)))
+            => KarpenterStatusConsistent is False because ValidationStuck;
+        ready_true_beside_subnets_ready_false_is_ready_contradicts_dependents:
+            Facts::healthy().with_karpenter_condition(karpenter_condition("SubnetsReady", "False", mins_ago(5)))
+            => KarpenterStatusConsistent is False because ReadyContradictsDependents;
+        a_status_two_generations_behind_for_an_hour_is_status_stale:
+            Facts::healthy().with(|f| { f.cluster.node_class.metadata.generation = Some(3); f.cluster.node_class_generation_seen_at = Some(mins_ago(60)); })
+            => KarpenterStatusConsistent is False because StatusStale;
+    }
+}

@@ -105,3 +105,29 @@ fn stored_v1beta1_is_only_stale_from_karpenter_1_1_and_webhooks_with_ready_endpo
     let (s, r, _) = version(&stored);
     assert_eq!((s.as_str(), r.as_str()), ("False", "StoredVersionsStale"));
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        karpenter_1_8_on_kubernetes_1_29_is_karpenter_version_supported:
+            Facts::healthy() => KarpenterVersionCompatible is True because KarpenterVersionSupported;
+        karpenter_1_0_1_on_kubernetes_1_31_is_kubernetes_version_unsupported:
+            Facts::healthy().with_karpenter_version("1.0.1").with(|f| if let Observed::Found(e) = &mut f.aws.eks_cluster { e.version = Some("1.31".into()) })
+            => KarpenterVersionCompatible is False because KubernetesVersionUnsupported;
+        kubernetes_newer_than_the_matrix_is_kubernetes_version_not_in_matrix:
+            Facts::healthy().with(|f| if let Observed::Found(e) = &mut f.aws.eks_cluster { e.version = Some("1.99".into()) })
+            => KarpenterVersionCompatible is Unknown because KubernetesVersionNotInMatrix;
+        a_nodepool_crd_without_status_nodes_under_1_8_6_is_crds_older_than_controller:
+            Facts::healthy().with_crd("nodepools.karpenter.sh", |c| { c.fields.remove("status.nodes"); })
+            => KarpenterVersionCompatible is False because CrdsOlderThanController;
+        a_stored_v1beta1_on_1_8_is_stored_versions_stale:
+            Facts::healthy().with_crd("nodeclaims.karpenter.sh", |c| c.stored_versions.push("v1beta1".into()))
+            => KarpenterVersionCompatible is False because StoredVersionsStale;
+        a_conversion_webhook_of_a_crd_serving_two_versions_to_a_missing_service_is_webhook_service_missing:
+            Facts::healthy().with_crd("nodepools.karpenter.sh", |c| { c.conversion_service = Some("kube-system/karpenter".into()); c.served_versions.push("v1beta1".into()); })
+                .with(|f| { f.cluster.service_endpoints.insert("kube-system/karpenter".into(), Observed::Absent); })
+            => KarpenterVersionCompatible is False because WebhookServiceMissing;
+    }
+}

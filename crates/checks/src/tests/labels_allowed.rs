@@ -243,3 +243,16 @@ fn an_unreadable_crd_leaves_only_what_every_rule_set_rejects_proven() {
         )]
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        well_known_labels_only_are_no_restricted_labels:
+            Facts::healthy() => LabelsAllowed is True because NoRestrictedLabels;
+        a_nodepool_label_in_karpenter_sh_is_restricted_label_domain:
+            Facts::healthy().with(|f| { f.cluster.node_pools.found_mut().unwrap()[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
+            => LabelsAllowed is False because RestrictedLabelDomain;
+    }
+}

@@ -350,3 +350,23 @@ fn a_node_count_limit_stops_as_the_installed_karpenter_stops_it() {
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(limits(&at("1.8.6", "4")).1, "NodePoolLimitsReached");
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_node_pool_under_its_limits_is_node_pools_have_room:
+            Facts::healthy().with_pool_usage(&[("cpu", "1000"), ("memory", "1000Gi")], &[("cpu", "8"), ("memory", "32Gi")], true)
+            => LimitsLeaveRoom is True because NodePoolsHaveRoom;
+        cpu_used_up_while_a_pod_waits_is_node_pool_limits_reached:
+            Facts::healthy().with_pool_usage(&[("cpu", "16")], &[("cpu", "16")], true)
+            => LimitsLeaveRoom is False because NodePoolLimitsReached;
+        a_quota_the_running_m5_large_fills_is_vcpu_quota_exhausted:
+            Facts::healthy().with_vcpu_quotas(Observed::Found(2.0), Observed::Found(64.0))
+            => LimitsLeaveRoom is False because VcpuQuotaExhausted;
+        one_cpu_left_below_two_vcpu_types_is_node_pool_limits_below_smallest_instance:
+            Facts::healthy().with_pool_usage(&[("cpu", "1")], &[], true)
+            => LimitsLeaveRoom is False because NodePoolLimitsBelowSmallestInstance;
+    }
+}

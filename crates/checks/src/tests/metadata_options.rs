@@ -51,3 +51,16 @@ fn the_isolated_region_without_a_known_version_is_unknown_not_false() {
         ("Unknown", "AwsAccessDenied")
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_commercial_region_is_metadata_options_accepted:
+            Facts::healthy() => MetadataOptionsSupported is True because MetadataOptionsAccepted;
+        karpenter_1_6_in_us_isob_east_1_is_http_protocol_ipv6_unsupported_in_region:
+            Facts::healthy().with_region("us-isob-east-1").with_karpenter_version("v1.6.2")
+            => MetadataOptionsSupported is False because HttpProtocolIPv6UnsupportedInRegion;
+    }
+}

@@ -206,3 +206,31 @@ fn a_shared_vpcs_unlisted_nat_gateway_and_endpoints_are_never_proven_missing() {
         ("False", "SubnetEgressBlackholed")
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        subnets_behind_an_available_nat_gateway_are_node_network_valid:
+            Facts::healthy() => NodeNetworkReady is True because NodeNetworkValid;
+        a_default_route_to_a_transit_gateway_is_node_egress_not_inspected:
+            Facts::healthy().with_network(NetworkChange::TransitGateway)
+            => NodeNetworkReady is True because NodeEgressNotInspected;
+        a_private_subnet_without_nat_or_endpoints_is_subnet_no_egress_route:
+            Facts::healthy().with_network(NetworkChange::NoEgress)
+            => NodeNetworkReady is False because SubnetNoEgressRoute;
+        a_route_to_a_failed_nat_gateway_is_subnet_egress_blackholed:
+            Facts::healthy().with_network(NetworkChange::NatFailed)
+            => NodeNetworkReady is False because SubnetEgressBlackholed;
+        an_internet_gateway_route_without_public_addresses_is_internet_gateway_without_public_ip:
+            Facts::healthy().with_network(NetworkChange::IgwWithoutPublicIp)
+            => NodeNetworkReady is False because InternetGatewayWithoutPublicIp;
+        a_private_subnet_lacking_the_ssm_endpoint_is_vpc_endpoints_missing:
+            Facts::healthy().with_network(NetworkChange::SomeEndpoints)
+            => NodeNetworkReady is False because VpcEndpointsMissing;
+        dns_host_names_off_is_vpc_dns_disabled:
+            Facts::healthy().with_network(NetworkChange::DnsHostnamesOff)
+            => NodeNetworkReady is False because VpcDnsDisabled;
+    }
+}

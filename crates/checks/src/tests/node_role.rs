@@ -109,3 +109,36 @@ fn roles_from_eks_pod_identity_count_like_irsa_and_unknown_associations_never_fa
         )]
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_role_trusting_ec2_with_all_policies_is_node_role_valid:
+            Facts::healthy() => NodeRoleReady is True because NodeRoleValid;
+        a_profile_without_a_role_leaves_the_node_role_not_resolved:
+            Facts::healthy().with_instance_profile_spec("KarpenterNodeInstanceProfile", true)
+                .with(|f| { f.aws.node_role = None; if let Some(Observed::Found(p)) = &mut f.aws.instance_profile { p.roles.clear() } })
+            => NodeRoleReady is Unknown because NodeRoleNotResolved;
+        a_role_absent_from_iam_is_node_role_not_found:
+            Facts::healthy().with(|f| f.aws.node_role = Some(Observed::Absent))
+            => NodeRoleReady is False because NodeRoleNotFound;
+        a_role_given_as_an_arn_is_node_role_is_arn:
+            Facts::healthy().with(|f| f.cluster.node_class.spec.role = Some(role_arn(NODE_ROLE)))
+            => NodeRoleReady is False because NodeRoleIsArn;
+        a_role_name_of_65_characters_is_node_role_name_too_long:
+            Facts::healthy().with(|f| { f.cluster.node_class.spec.role = Some(format!("KarpenterNodeRole-{}", "c".repeat(47))); f.aws.node_role = Some(Observed::Absent) })
+            => NodeRoleReady is False because NodeRoleNameTooLong;
+        a_role_trusting_only_lambda_is_node_role_trust_policy_invalid:
+            Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.node_role { r.assume_role_policy_document = Some(trust_policy_for("lambda.amazonaws.com")) })
+            => NodeRoleReady is False because NodeRoleTrustPolicyInvalid;
+        a_role_with_an_unreadable_trust_policy_is_node_role_trust_policy_invalid:
+            Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.node_role { r.assume_role_policy_document = Some("%7B%7D".into()) })
+            => NodeRoleReady is False because NodeRoleTrustPolicyInvalid;
+        a_role_without_the_worker_node_policy_is_node_role_missing_policies:
+            Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.node_role {
+                r.attached_policy_arns = Observed::Found(vec![managed_policy_arn("AmazonEKS_CNI_Policy"), managed_policy_arn("AmazonEC2ContainerRegistryReadOnly")]) })
+            => NodeRoleReady is False because NodeRoleMissingPolicies;
+    }
+}

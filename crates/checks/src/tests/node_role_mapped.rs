@@ -200,3 +200,43 @@ fn with_the_authentication_mode_unknown_only_agreement_between_modes_concludes()
         ("Unknown", "AwsThrottled")
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        an_aws_auth_entry_with_node_username_and_groups_is_node_role_mapped_in_aws_auth:
+            Facts::healthy() => NodeRoleMapped is True because NodeRoleMappedInAwsAuth;
+        an_ec2_linux_access_entry_in_api_mode_is_node_role_has_access_entry:
+            Facts::healthy().with_authentication_mode(Some("API")).with_access_entry("EC2_LINUX")
+            => NodeRoleMapped is True because NodeRoleHasAccessEntry;
+        a_config_map_cluster_without_aws_auth_is_aws_auth_missing:
+            Facts::healthy().with_authentication_mode(None).with(|f| f.cluster.aws_auth = Observed::Absent)
+            => NodeRoleMapped is False because AwsAuthMissing;
+        an_aws_auth_with_broken_yaml_is_aws_auth_malformed:
+            Facts::healthy().with_authentication_mode(Some("CONFIG_MAP")).with_map_roles("- rolearn: [unclosed\n")
+            => NodeRoleMapped is False because AwsAuthMalformed;
+        an_aws_auth_mapping_only_other_roles_is_node_role_not_mapped:
+            Facts::healthy().with_map_roles(&node_mapping(&role_arn("SomeOtherRole")))
+            => NodeRoleMapped is False because NodeRoleNotMapped;
+        api_mode_ignores_a_correct_aws_auth_and_is_node_role_not_mapped:
+            Facts::healthy().with_authentication_mode(Some("API"))
+            => NodeRoleMapped is False because NodeRoleNotMapped;
+        the_controller_role_mapped_as_a_node_is_controller_role_mapped_instead:
+            Facts::healthy().with_map_roles(&node_mapping(&role_arn(CONTROLLER_ROLE)))
+            => NodeRoleMapped is False because ControllerRoleMappedInstead;
+        the_node_role_mapped_with_its_iam_path_is_node_role_mapped_with_path:
+            Facts::healthy().with_map_roles(&node_mapping(&format!("arn:aws:iam::{ACCOUNT}:role/karpenter/{NODE_ROLE}")))
+            => NodeRoleMapped is False because NodeRoleMappedWithPath;
+        a_node_mapping_without_system_bootstrappers_is_node_role_mapping_missing_groups:
+            Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n", role_arn(NODE_ROLE)))
+            => NodeRoleMapped is False because NodeRoleMappingMissingGroups;
+        a_node_mapping_with_a_fixed_username_is_node_role_mapping_wrong_username:
+            Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: karpenter-node\n  groups: [system:bootstrappers, system:nodes]\n", role_arn(NODE_ROLE)))
+            => NodeRoleMapped is False because NodeRoleMappingWrongUsername;
+        a_standard_access_entry_for_the_node_role_is_access_entry_wrong_type:
+            Facts::healthy().with_access_entry("STANDARD")
+            => NodeRoleMapped is False because AccessEntryWrongType;
+    }
+}

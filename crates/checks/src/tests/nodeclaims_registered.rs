@@ -70,3 +70,16 @@ fn registration_is_timed_from_the_registered_condition_and_deleting_claims_are_s
         "an absolute time, never an age: {m}"
     );
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        a_registered_nodeclaim_is_nodeclaims_registering:
+            Facts::healthy() => NodeClaimsRegistered is True because NodeClaimsRegistering;
+        a_nodeclaim_launched_an_hour_ago_and_still_unregistered_is_nodeclaims_not_registering:
+            Facts::healthy().with_node_claim(node_claim("default-stuck", "i-0stuck", 60, false))
+            => NodeClaimsRegistered is False because NodeClaimsNotRegistering;
+    }
+}

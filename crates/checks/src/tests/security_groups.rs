@@ -17,3 +17,25 @@ fn no_cluster_tagged_group_is_a_warning_only() {
     assert!(status.conditions.iter().all(|c| c.status == "True"));
     assert_eq!(status.findings[0].reason, "NoSecurityGroupTaggedForCluster");
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        selectors_resolving_to_one_cluster_tagged_group_are_security_groups_valid:
+            Facts::healthy() => SecurityGroupsReady is True because SecurityGroupsValid;
+        selectors_matching_nothing_are_security_groups_not_found:
+            Facts::healthy().with(|f| f.aws.security_groups = Observed::Found(vec![security_group("sg-0unrelated", &[("team", "x")])]))
+            => SecurityGroupsReady is False because SecurityGroupsNotFound;
+        a_selected_group_tagged_only_for_another_cluster_is_security_group_tagged_for_other_cluster:
+            Facts::healthy().with(|f| f.aws.security_groups = Observed::Found(vec![
+                security_group(SECURITY_GROUP, &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/demo", "owned")]),
+                security_group("sg-0prod", &[("karpenter.sh/discovery", CLUSTER), ("kubernetes.io/cluster/prod", "owned")]),
+            ]))
+            => SecurityGroupsReady is False because SecurityGroupTaggedForOtherCluster;
+        a_selected_group_in_another_vpc_is_security_group_in_other_vpc:
+            Facts::healthy().with(|f| if let Observed::Found(groups) = &mut f.aws.security_groups { groups[0].vpc_id = Some("vpc-0elsewhere".into()) })
+            => SecurityGroupsReady is False because SecurityGroupInOtherVpc;
+    }
+}

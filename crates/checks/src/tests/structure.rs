@@ -5,10 +5,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// Rule modules with no scenario test yet (their reasons are proven by sentences in `reasons.rs`
-/// only). Each must still lack its file: once the file exists, drop the name here.
-const WITHOUT_SCENARIOS: &[&str] = &["spot_ready"];
-
 /// The names, without `.rs`, of the Rust files in this crate's `src/<folder>`, `mod.rs` aside.
 fn files_of(folder: &str) -> BTreeSet<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(folder);
@@ -34,7 +30,6 @@ fn every_rule_module_has_a_test_file_of_the_same_name() {
     let files = files_of("tests");
     let missing: Vec<String> = rules
         .iter()
-        .filter(|rule| !WITHOUT_SCENARIOS.contains(&rule.as_str()))
         .filter(|rule| !files.contains(*rule))
         .map(|rule| format!("src/tests/{rule}.rs"))
         .collect();
@@ -43,14 +38,4 @@ fn every_rule_module_has_a_test_file_of_the_same_name() {
         "rule modules in src/rules/ without their test file: create {}",
         missing.join(", ")
     );
-    for rule in WITHOUT_SCENARIOS {
-        assert!(
-            rules.contains(*rule),
-            "{rule} in WITHOUT_SCENARIOS is no rule module"
-        );
-        assert!(
-            !files.contains(*rule),
-            "src/tests/{rule}.rs exists: drop {rule} from WITHOUT_SCENARIOS"
-        );
-    }
 }

@@ -142,3 +142,22 @@ fn a_deleted_subnet_still_in_karpenter_status_is_named() {
     assert_eq!((st.as_str(), reason.as_str()), ("False", "SubnetsNotFound"));
     assert!(message.contains("subnet-0gone"), "{message}");
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        subnets_in_the_cluster_vpc_with_room_are_subnets_valid:
+            Facts::healthy() => SubnetsReady is True because SubnetsValid;
+        selector_terms_matching_no_subnet_are_subnets_not_found:
+            Facts::healthy().with_network(NetworkChange::NoSubnets)
+            => SubnetsReady is False because SubnetsNotFound;
+        a_subnet_in_another_vpc_is_subnet_in_other_vpc:
+            Facts::healthy().with_network(NetworkChange::OtherVpc)
+            => SubnetsReady is False because SubnetInOtherVpc;
+        every_zone_below_a_node_worth_of_addresses_is_subnets_out_of_addresses:
+            Facts::healthy().with_network(NetworkChange::AllZonesFull)
+            => SubnetsReady is False because SubnetsOutOfAddresses;
+    }
+}

@@ -321,3 +321,50 @@ fn a_key_policy_naming_the_controller_or_a_grant_needs_no_iam_permission() {
         volumes(&Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(key)));
     assert_eq!(st, "True", "{message}");
 }
+
+/// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
+mod by_reason {
+    use crate::tests::reasons::prelude::*;
+
+    sentences! {
+        volumes_encrypted_by_nothing_are_volume_encryption_not_used:
+            Facts::healthy().with(|f| {
+                f.cluster.node_class.spec.block_device_mappings = vec![karpenter_health_api::karpenter::BlockDeviceMapping {
+                    device_name: Some("/dev/xvda".into()),
+                    ebs: Some(karpenter_health_api::karpenter::BlockDevice { encrypted: Some(false), kms_key_id: None }),
+                }];
+            })
+            => VolumeEncryptionReady is True because VolumeEncryptionNotUsed;
+        the_aws_managed_default_key_is_volume_encryption_keys_usable:
+            Facts::healthy() => VolumeEncryptionReady is True because VolumeEncryptionKeysUsable;
+        a_named_key_absent_from_kms_is_kms_key_not_found:
+            Facts::healthy().with_volume_key("alias/gone", Observed::Absent)
+            => VolumeEncryptionReady is False because KmsKeyNotFound;
+        a_disabled_key_is_kms_key_disabled:
+            Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Disabled", &default_key_policy())))
+            => VolumeEncryptionReady is False because KmsKeyDisabled;
+        a_key_scheduled_for_deletion_is_kms_key_pending_deletion:
+            Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "PendingDeletion", &default_key_policy())))
+            => VolumeEncryptionReady is False because KmsKeyPendingDeletion;
+        a_key_without_material_is_kms_key_pending_import:
+            Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "PendingImport", &default_key_policy())))
+            => VolumeEncryptionReady is False because KmsKeyPendingImport;
+        a_key_being_created_is_kms_key_state_transient:
+            Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Creating", &default_key_policy())))
+            => VolumeEncryptionReady is Unknown because KmsKeyStateTransient;
+        a_key_left_to_iam_policies_that_do_not_allow_the_controller_is_kms_key_not_allowed_for_controller:
+            Facts::healthy().with_volume_key(KMS_KEY, Observed::Found({
+                let mut key = kms_key(KMS_KEY, "Enabled", &default_key_policy());
+                if let Observed::Found(decisions) = &mut key.controller_iam {
+                    for d in decisions.iter_mut().filter(|d| d.action == "kms:CreateGrant") {
+                        d.decision = "implicitDeny".into();
+                    }
+                }
+                key
+            }))
+            => VolumeEncryptionReady is False because KmsKeyNotAllowedForController;
+        a_key_policy_for_lambda_only_is_kms_key_policy_denies_ec2:
+            Facts::healthy().with_volume_key(KMS_KEY, Observed::Found(kms_key(KMS_KEY, "Enabled", LAMBDA_ONLY_KEY_POLICY)))
+            => VolumeEncryptionReady is False because KmsKeyPolicyDeniesEc2;
+    }
+}
