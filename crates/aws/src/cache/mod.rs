@@ -270,6 +270,14 @@ pub trait Revalidate {
     fn revalidate(&self, reader: &str, min_age: Duration) -> usize;
 }
 
+/// A provider that reads through caches it shares with others (`observer/providers/`) has none
+/// of its own to revalidate: the shared ones are revalidated where they are declared.
+impl Revalidate for () {
+    fn revalidate(&self, _reader: &str, _min_age: Duration) -> usize {
+        0
+    }
+}
+
 impl<K, V> Revalidate for Cache<K, V>
 where
     K: Send + 'static,

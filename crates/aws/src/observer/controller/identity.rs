@@ -1,11 +1,12 @@
 //! IAM identity reads: a role by name (GetRole, through the shared role cache) and the account's
-//! OIDC providers (ListOpenIDConnectProviders), read when the controller uses IRSA; also the spot
-//! service-linked role for `SpotReady`. Does IO (through the IAM port), every read cached.
+//! OIDC providers (ListOpenIDConnectProviders), read when the controller uses IRSA. Does IO
+//! (through the IAM port), every read cached.
 //!
-//! Provides the facts `oidc_providers` and `spot_service_linked_role`.
+//! Provides the fact `oidc_providers` (the spot service-linked role is read through the role
+//! cache by `providers/spot_service_linked_role.rs`).
 
 use crate::cache::Read;
-use crate::observer::fact_read::{Conditional, Unlisted, mapped};
+use crate::observer::fact_read::{Conditional, Unlisted};
 use crate::observer::{AwsObserver, AwsRequest};
 use crate::ports::{RoleData, Service};
 
@@ -25,22 +26,6 @@ impl AwsObserver {
             None
         };
         Unlisted(Conditional::if_asked(read))
-    }
-
-    /// Provider of `spot_service_linked_role`: its ARN, read when a NodePool allows spot.
-    pub(in crate::observer) async fn spot_service_linked_role(
-        &self,
-        request: &AwsRequest,
-    ) -> Unlisted<Option<Read<String>>> {
-        let read = if request.spot_service_linked_role {
-            Some(
-                self.role(karpenter_health_checks::plan::request::SPOT_SERVICE_LINKED_ROLE)
-                    .await,
-            )
-        } else {
-            None
-        };
-        Unlisted(read.map(|role| mapped(role, |role| role.arn)))
     }
 
     /// A role by name, through the shared role cache.
