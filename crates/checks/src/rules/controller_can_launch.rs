@@ -169,6 +169,28 @@ fn controller_role<'a>(
             ));
             None
         }
+        // Nor is it proven missing while the operator's own account is not known: the ARN may
+        // name another account.
+        Some(Observed::Absent) if ctx.facts.aws.account.found().is_none() => {
+            let why = match &ctx.facts.aws.account {
+                Observed::Unknown(u) => Why::unobserved(
+                    &format!(
+                        "IAM has no role {} in the operator's account, but that account",
+                        clip(role_arn, 256)
+                    ),
+                    u,
+                ),
+                _ => Why::new(
+                    Reason::NotObserved,
+                    format!(
+                        "IAM has no role {} in the operator's account, but that account is not                          known, so the role may be of another account.",
+                        clip(role_arn, 256)
+                    ),
+                ),
+            };
+            c.unknown(why);
+            None
+        }
         Some(Observed::Absent) => {
             c.fail(
                 Reason::ControllerRoleNotFound,

@@ -418,7 +418,7 @@ fn a_deprecation_within_thirty_days_is_a_warning_and_one_later_is_not() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -272,7 +272,7 @@ fn reserved_capacity_that_cannot_be_had_launches_nothing_from_reserved_only_node
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

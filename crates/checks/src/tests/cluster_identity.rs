@@ -56,7 +56,7 @@ fn an_unclaimed_young_instance_with_the_eks_vpc_unknown_is_unknown() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

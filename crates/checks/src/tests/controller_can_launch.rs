@@ -322,7 +322,7 @@ fn describing_images_is_asked_of_every_class() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {
@@ -346,6 +346,17 @@ mod by_reason {
                 f.aws.controller_role = Some(Observed::Absent);
             })
             => ControllerCanLaunch is Unknown because AwsOtherAccount;
+        // Found by the property tests starting from the sentence above: without the operator's
+        // own account, GetRole's "no such role" may be about another account's role.
+        a_missing_controller_role_while_the_own_account_is_unknown_is_unknown_never_not_found:
+            Facts::healthy().with(|f| {
+                if let Observed::Found(k) = &mut f.cluster.karpenter {
+                    k.controller_role_arn = Some("arn:aws:iam::999988887777:role/KarpenterController".into());
+                }
+                f.aws.controller_role = Some(Observed::Absent);
+                f.aws.account = Observed::unknown(UnknownCause::AccessDenied, "sts:GetCallerIdentity denied");
+            })
+            => ControllerCanLaunch is Unknown because AwsAccessDenied;
         an_irsa_trust_naming_another_service_account_is_controller_trust_mismatch:
             Facts::healthy().with(|f| if let Some(Observed::Found(r)) = &mut f.aws.controller_role {
                 r.assume_role_policy_document = Some(irsa_trust_policy("karpenter/karpenter"));

@@ -329,7 +329,7 @@ fn karpenters_own_blocked_events_name_what_holds_drifted_node_claims() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -39,7 +39,7 @@ fn the_arn_instance_profile_fails_instance_profile_ready_with_the_name_to_use() 
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -447,7 +447,7 @@ fn reservations_of_a_type_the_node_pool_excludes_leave_it_nothing() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -353,7 +353,7 @@ fn the_aws_managed_sqs_key_is_unusable_by_name_or_alias_arn() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

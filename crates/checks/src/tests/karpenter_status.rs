@@ -55,7 +55,7 @@ fn status_stale_needs_evidence_of_how_long_the_lag_lasted() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -107,7 +107,7 @@ fn stored_v1beta1_is_only_stale_from_karpenter_1_1_and_webhooks_with_ready_endpo
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

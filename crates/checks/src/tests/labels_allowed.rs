@@ -245,7 +245,7 @@ fn an_unreadable_crd_leaves_only_what_every_rule_set_rejects_proven() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

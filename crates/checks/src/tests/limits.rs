@@ -352,7 +352,7 @@ fn a_node_count_limit_stops_as_the_installed_karpenter_stops_it() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

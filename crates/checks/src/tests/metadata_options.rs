@@ -53,7 +53,7 @@ fn the_isolated_region_without_a_known_version_is_unknown_not_false() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -4,10 +4,13 @@
 
 /// One sentence per reason: `name: facts => Condition is Status because Reason;` becomes a test
 /// that evaluates the facts and expects that status and reason (`reasons::expect`). A condition's
-/// sentences live in its own test file; `reasons::every_reason_is_proven_by_a_sentence` reads
-/// every file of this folder and fails when a reason has none.
+/// sentences live in its own test file, in a module `by_reason`; `reasons::every_reason_is_proven_
+/// by_a_sentence` reads every file of this folder and fails when a reason has none. The build
+/// script lists every file's `SENTENCES` into [`SENTENCE_FACTS`].
 macro_rules! sentences {
     ($($name:ident: $facts:expr => $ty:ident is $status:ident because $reason:ident;)+) => {
+        /// The facts of every sentence here, which the property tests also start from.
+        pub(crate) const SENTENCES: &[fn() -> $crate::facts::Facts] = &[$(|| $facts),+];
         $(
             #[test]
             fn $name() {
@@ -21,6 +24,11 @@ macro_rules! sentences {
         )+
     };
 }
+
+/// The facts of every sentence of every test file (their `by_reason::SENTENCES`, listed by the
+/// crate's build script): the property tests start from them as well as from healthy facts.
+pub(crate) const SENTENCE_FACTS: &[&[fn() -> crate::facts::Facts]] =
+    include!(concat!(env!("OUT_DIR"), "/registered_sentences.rs"));
 
 // One module per `.rs` file of this directory (a new condition's test file is declared by being
 // there), and the proptest strategies' folder.

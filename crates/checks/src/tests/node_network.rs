@@ -208,7 +208,7 @@ fn a_shared_vpcs_unlisted_nat_gateway_and_endpoints_are_never_proven_missing() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

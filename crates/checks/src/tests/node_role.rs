@@ -111,7 +111,7 @@ fn roles_from_eks_pod_identity_count_like_irsa_and_unknown_associations_never_fa
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

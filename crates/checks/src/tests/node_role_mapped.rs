@@ -202,7 +202,7 @@ fn with_the_authentication_mode_unknown_only_agreement_between_modes_concludes()
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

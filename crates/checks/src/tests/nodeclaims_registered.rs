@@ -72,7 +72,7 @@ fn registration_is_timed_from_the_registered_condition_and_deleting_claims_are_s
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -12,7 +12,7 @@ use karpenter_health_api::{
 
 /// What the sentences of every test file use (a glob, so a file uses what it needs).
 pub(super) mod prelude {
-    pub(crate) use crate::facts::{Facts, Observed, Setting};
+    pub(crate) use crate::facts::{Facts, Observed, Setting, UnknownCause};
     pub(crate) use crate::testing::*;
 }
 
@@ -72,62 +72,67 @@ fn break_aws(f: &mut Facts, cause: UnknownCause) {
     f.aws.node_role = Some(unknown(cause));
 }
 
-sentences! {
-    // Shared Unknown causes.
-    an_iam_access_denied_makes_node_role_ready_unknown_with_aws_access_denied:
-        Facts::healthy().with(|f| break_aws(f, UnknownCause::AccessDenied))
-        => NodeRoleReady is Unknown because AwsAccessDenied;
-    a_throttled_security_group_lookup_makes_security_groups_ready_unknown_with_aws_throttled:
-        Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
-        => SecurityGroupsReady is Unknown because AwsThrottled;
-    an_unreachable_iam_makes_instance_profile_ready_unknown_with_aws_unavailable:
-        Facts::healthy().with(|f| f.aws.instance_profile = Some(unknown(UnknownCause::Unavailable)))
-        => InstanceProfileReady is Unknown because AwsUnavailable;
-    an_endpoint_without_access_entries_in_api_mode_makes_node_role_mapped_unknown_with_aws_unsupported:
-        Facts::healthy().with_authentication_mode(Some("API"))
-            .with(|f| f.aws.node_role_access_entries = unknown(UnknownCause::Unsupported))
-        => NodeRoleMapped is Unknown because AwsUnsupported;
-    an_unsynced_aws_auth_watch_makes_node_role_mapped_unknown_with_not_observed:
-        Facts::healthy().with_authentication_mode(None)
-            .with(|f| f.cluster.aws_auth = unknown(UnknownCause::NotObserved))
-        => NodeRoleMapped is Unknown because NotObserved;
-    an_unreadable_karpenter_image_tag_in_an_isolated_region_is_karpenter_version_unknown:
-        Facts::healthy().with_region("us-iso-east-1").with_karpenter_version("latest")
-        => MetadataOptionsSupported is Unknown because KarpenterVersionUnknown;
-    karpenter_settings_without_a_cluster_name_make_cluster_identity_unknown_with_cluster_name_unknown:
-        Facts::healthy().with(|f| if let Observed::Found(k) = &mut f.cluster.karpenter { k.cluster_name = None })
-        => ClusterIdentityUnique is Unknown because ClusterNameUnknown;
-    an_operator_without_a_region_cannot_judge_metadata_options_and_says_region_unknown:
-        Facts::healthy().with(|f| f.aws.region = None)
-        => MetadataOptionsSupported is Unknown because RegionUnknown;
+/// The sentences of the shared causes and of `Ready`.
+pub(crate) mod by_reason {
+    use super::*;
 
-    an_unevaluable_condition_in_the_queue_policy_is_policy_undecided:
-        Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts {
-            policy: Some(r#"{"Statement":[{"Effect":"Allow","Principal":{"Service":"events.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}"#.into()),
-            ..healthy_queue()
-        })))
-        => InterruptionHandlingReady is Unknown because PolicyUndecided;
+    sentences! {
+        // Shared Unknown causes.
+        an_iam_access_denied_makes_node_role_ready_unknown_with_aws_access_denied:
+            Facts::healthy().with(|f| break_aws(f, UnknownCause::AccessDenied))
+            => NodeRoleReady is Unknown because AwsAccessDenied;
+        a_throttled_security_group_lookup_makes_security_groups_ready_unknown_with_aws_throttled:
+            Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
+            => SecurityGroupsReady is Unknown because AwsThrottled;
+        an_unreachable_iam_makes_instance_profile_ready_unknown_with_aws_unavailable:
+            Facts::healthy().with(|f| f.aws.instance_profile = Some(unknown(UnknownCause::Unavailable)))
+            => InstanceProfileReady is Unknown because AwsUnavailable;
+        an_endpoint_without_access_entries_in_api_mode_makes_node_role_mapped_unknown_with_aws_unsupported:
+            Facts::healthy().with_authentication_mode(Some("API"))
+                .with(|f| f.aws.node_role_access_entries = unknown(UnknownCause::Unsupported))
+            => NodeRoleMapped is Unknown because AwsUnsupported;
+        an_unsynced_aws_auth_watch_makes_node_role_mapped_unknown_with_not_observed:
+            Facts::healthy().with_authentication_mode(None)
+                .with(|f| f.cluster.aws_auth = unknown(UnknownCause::NotObserved))
+            => NodeRoleMapped is Unknown because NotObserved;
+        an_unreadable_karpenter_image_tag_in_an_isolated_region_is_karpenter_version_unknown:
+            Facts::healthy().with_region("us-iso-east-1").with_karpenter_version("latest")
+            => MetadataOptionsSupported is Unknown because KarpenterVersionUnknown;
+        karpenter_settings_without_a_cluster_name_make_cluster_identity_unknown_with_cluster_name_unknown:
+            Facts::healthy().with(|f| if let Observed::Found(k) = &mut f.cluster.karpenter { k.cluster_name = None })
+            => ClusterIdentityUnique is Unknown because ClusterNameUnknown;
+        an_operator_without_a_region_cannot_judge_metadata_options_and_says_region_unknown:
+            Facts::healthy().with(|f| f.aws.region = None)
+            => MetadataOptionsSupported is Unknown because RegionUnknown;
 
-    // Ready.
-    all_sub_conditions_true_is_all_checks_passed:
-        Facts::healthy() => Ready is True because AllChecksPassed;
-    one_false_sub_condition_names_its_reason_on_ready:
-        Facts::healthy().with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
-        => Ready is False because InstanceProfileIsArn;
-    false_sub_conditions_with_different_reasons_are_multiple_checks_failed:
-        Facts::healthy()
-            .with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
-            .with(|f| f.aws.security_groups = Observed::Found(vec![security_group("sg-0unrelated", &[("team", "x")])]))
-        => Ready is False because MultipleChecksFailed;
-    one_unknown_and_no_false_sub_condition_names_its_cause_on_ready:
-        Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
-        => Ready is Unknown because AwsThrottled;
-    unknown_sub_conditions_with_different_causes_are_multiple_checks_unknown:
-        Facts::healthy().with(|f| {
-            f.aws.security_groups = unknown(UnknownCause::Throttled);
-            f.aws.node_role = Some(unknown(UnknownCause::AccessDenied));
-        })
-        => Ready is Unknown because MultipleChecksUnknown;
+        an_unevaluable_condition_in_the_queue_policy_is_policy_undecided:
+            Facts::healthy().with_interruption_queue(QUEUE, Some(Observed::Found(crate::facts::QueueFacts {
+                policy: Some(r#"{"Statement":[{"Effect":"Allow","Principal":{"Service":"events.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}"#.into()),
+                ..healthy_queue()
+            })))
+            => InterruptionHandlingReady is Unknown because PolicyUndecided;
+
+        // Ready.
+        all_sub_conditions_true_is_all_checks_passed:
+            Facts::healthy() => Ready is True because AllChecksPassed;
+        one_false_sub_condition_names_its_reason_on_ready:
+            Facts::healthy().with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
+            => Ready is False because InstanceProfileIsArn;
+        false_sub_conditions_with_different_reasons_are_multiple_checks_failed:
+            Facts::healthy()
+                .with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
+                .with(|f| f.aws.security_groups = Observed::Found(vec![security_group("sg-0unrelated", &[("team", "x")])]))
+            => Ready is False because MultipleChecksFailed;
+        one_unknown_and_no_false_sub_condition_names_its_cause_on_ready:
+            Facts::healthy().with(|f| f.aws.security_groups = unknown(UnknownCause::Throttled))
+            => Ready is Unknown because AwsThrottled;
+        unknown_sub_conditions_with_different_causes_are_multiple_checks_unknown:
+            Facts::healthy().with(|f| {
+                f.aws.security_groups = unknown(UnknownCause::Throttled);
+                f.aws.node_role = Some(unknown(UnknownCause::AccessDenied));
+            })
+            => Ready is Unknown because MultipleChecksUnknown;
+    }
 }
 
 #[test]

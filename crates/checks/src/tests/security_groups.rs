@@ -19,7 +19,7 @@ fn no_cluster_tagged_group_is_a_warning_only() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -1,7 +1,7 @@
 //! The scenarios of `rules/spot_ready.rs`: its sentences, one per reason. Pure.
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

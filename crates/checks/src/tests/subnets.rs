@@ -144,7 +144,7 @@ fn a_deleted_subnet_still_in_karpenter_status_is_named() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

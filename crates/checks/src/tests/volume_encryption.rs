@@ -323,7 +323,7 @@ fn a_key_policy_naming_the_controller_or_a_grant_needs_no_iam_permission() {
 }
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
-mod by_reason {
+pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
 
     sentences! {

@@ -500,13 +500,32 @@ pub(super) fn normalize(f: &mut Facts) {
     crate::testing::reask_simulator(f);
 }
 
+/// The facts of every sentence of every test file.
+fn sentences() -> Vec<fn() -> Facts> {
+    crate::tests::SENTENCE_FACTS
+        .iter()
+        .flat_map(|file| file.iter().copied())
+        .collect()
+}
+
+/// `base`'s facts with `mutations` applied.
+fn mutated(base: fn() -> Facts, mutations: &[Mutation]) -> Facts {
+    let mut f = base();
+    for m in mutations {
+        apply(&mut f, m);
+    }
+    normalize(&mut f);
+    f
+}
+
+/// Healthy facts with mutations, or the facts of a sentence of some test file, as they are or
+/// with mutations: every reason a sentence proves is reached, and its facts are held to the
+/// properties too.
 pub(super) fn facts() -> impl Strategy<Value = Facts> {
-    prop::collection::vec(mutation(), 0..10).prop_map(|mutations| {
-        let mut f = Facts::healthy();
-        for m in &mutations {
-            apply(&mut f, m);
-        }
-        normalize(&mut f);
-        f
-    })
+    let mutations = || prop::collection::vec(mutation(), 0..10);
+    prop_oneof![
+        2 => mutations().prop_map(|m| mutated(Facts::healthy, &m)),
+        1 => prop::sample::select(sentences()).prop_map(|s| mutated(s, &[])),
+        1 => (prop::sample::select(sentences()), mutations()).prop_map(|(s, m)| mutated(s, &m)),
+    ]
 }
