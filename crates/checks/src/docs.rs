@@ -10,7 +10,9 @@ use karpenter_health_api::vocabulary::Lab;
 use karpenter_health_api::{ConditionType, Reason};
 use std::fmt::Write;
 
-use crate::generated::REGENERATE;
+/// The command that writes docs/checks.md and every other file generated from the vocabulary
+/// table (`crate::generated`).
+pub const REGENERATE: &str = "make generate";
 
 /// The fragment of a `docs_anchor` (`docs/checks.md#fragment`).
 fn fragment(anchor: &str) -> &str {

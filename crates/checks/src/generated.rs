@@ -8,8 +8,7 @@ use karpenter_health_api::conditions::ConditionStatus;
 use karpenter_health_api::{ConditionType, Reason};
 use std::fmt::Write;
 
-/// The command that writes every generated file (and the CRD).
-pub const REGENERATE: &str = "make generate";
+pub use crate::docs::REGENERATE;
 
 /// One generated file: its path from the repository root and how its text is made.
 #[derive(Debug)]
