@@ -4,8 +4,9 @@
 //! read requests (the API server's audit log says so), and answers as a kubectl plugin. Does IO
 //! (API server, moto, child processes).
 //!
-//! Karpenter's state is written by hand here, not produced by the lab's real controller: the one-
-//! shot check is compared with the operator on one frozen state.
+//! One scenario per test, each on a class of its own; every test also fails when the reader made
+//! a request that is not a read. Karpenter's state is written by hand here, not produced by the
+//! lab's real controller: the one-shot check is compared with the operator on one frozen state.
 
 use anyhow::{Context as _, Result, bail};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
@@ -16,7 +17,7 @@ use karpenter_health_e2e::{Bed, apply_json, free_port, karpenter_health_binary};
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const READER: &str = "karpenter-health-reader";
 const READ_ONLY_ROLE: &str = "kh-e2e-read-only";
@@ -123,288 +124,360 @@ fn verdicts(status: &KarpenterHealthStatus) -> BTreeSet<(String, String, String)
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_agrees_with_the_operator_exits_by_the_worst_condition_and_only_reads() -> Result<()>
-{
-    let fx = Fixture::seed("chk", "eu-west-1", "1.8.6").await?;
-    bind_reader_read_only(&fx.admin).await?;
-    let outcome = scenario(&fx).await;
-    let unbound = unbind_reader(&fx.admin).await;
-    fx.finish(outcome.and(unbound)).await
+/// A seeded class, the reader bound read-only, and what a scenario needs to run `check` on it.
+struct Cli {
+    fx: Fixture,
+    binary: PathBuf,
+    /// Through the fixture's proxy, which serves what moto lacks (EC2 GetEbsDefaultKmsKeyId).
+    moto: String,
+    audit_log: PathBuf,
+    audit_from: u64,
 }
 
-async fn scenario(fx: &Fixture) -> Result<()> {
-    let binary = karpenter_health_binary()?;
-    // Through the fixture's proxy, which serves what moto lacks (EC2 GetEbsDefaultKmsKeyId).
-    let moto = fx.proxy.url();
-    let audit_log = fx.bed.dir.join("logs/audit.log");
-    let audit_from = audit::offset(&audit_log);
-    let class = fx.name.as_str();
-    let scope = [
-        "check",
-        "--node-class",
-        class,
-        "--karpenter-namespace",
-        class,
-        "--region",
-        &fx.region,
-    ];
-    let with = |more: &[&str]| -> Vec<String> {
+impl Cli {
+    /// Seeds a class named after `prefix` and binds the reader to read verbs only.
+    async fn seed(prefix: &str) -> Result<Self> {
+        let fx = Fixture::seed(prefix, "eu-west-1", "1.8.6").await?;
+        bind_reader_read_only(&fx.admin).await?;
+        let audit_log = fx.bed.dir.join("logs/audit.log");
+        Ok(Self {
+            binary: karpenter_health_binary()?,
+            moto: fx.proxy.url(),
+            audit_from: audit::offset(&audit_log),
+            audit_log,
+            fx,
+        })
+    }
+
+    /// `check` on the seeded class, then `more`.
+    fn args(&self, more: &[&str]) -> Vec<String> {
+        let fx = &self.fx;
+        let class = fx.name.as_str();
+        let scope = [
+            "check",
+            "--node-class",
+            class,
+            "--karpenter-namespace",
+            class,
+            "--region",
+            &fx.region,
+        ];
         scope
             .iter()
             .copied()
             .chain(more.iter().copied())
             .map(str::to_owned)
             .collect()
-    };
+    }
 
-    // The seeded setup is healthy: exit 0, every condition True.
-    let json_args = with(&["-o", "json"]);
-    let healthy = run(&binary, &args(&json_args), &fx.bed, &moto, &[]).await?;
-    let status = healthy.status()?;
-    assert_eq!(healthy.code, 0, "{}\n{}", summary(&status), healthy.stderr);
-    assert!(
-        status.conditions.iter().all(|c| c.status == "True"),
-        "{}",
-        summary(&status)
-    );
+    /// Runs `check` on the seeded class with `more` against `aws` (the fixture's when `None`).
+    async fn check(&self, more: &[&str], aws: Option<&str>) -> Result<Run> {
+        let aws = aws.unwrap_or(&self.moto);
+        run(
+            &self.binary,
+            &args(&self.args(more)),
+            &self.fx.bed,
+            aws,
+            &[],
+        )
+        .await
+    }
 
-    // AWS unreachable: nothing is proven False, the AWS-derived checks say why they cannot see.
-    let closed = format!("http://127.0.0.1:{}", free_port()?);
-    let blind = run(&binary, &args(&json_args), &fx.bed, &closed, &[]).await?;
-    let status = blind.status()?;
-    assert_eq!(blind.code, 2, "{}\n{}", summary(&status), blind.stderr);
-    let unknown: Vec<_> = status
-        .conditions
-        .iter()
-        .filter(|c| c.status == "Unknown" && c.type_ != ConditionType::Ready.as_str())
-        .collect();
-    assert!(!unknown.is_empty(), "{}", summary(&status));
-    for condition in &unknown {
-        assert_eq!(
-            condition.reason,
-            Reason::AwsUnavailable.as_str(),
+    /// The reader's requests since the seed.
+    fn requests(&self) -> Result<Vec<audit::Request>> {
+        audit::requests_since(&self.audit_log, self.audit_from, READER)
+    }
+
+    /// Fails `outcome` when the reader made any request but a read; unbinds it and cleans up.
+    async fn finish(self, outcome: Result<()>) -> Result<()> {
+        let only_reads = self.requests().and_then(|requests| {
+            let writes: Vec<_> = requests
+                .iter()
+                .filter(|r| !["get", "list", "watch"].contains(&r.verb.as_str()))
+                .collect();
+            if writes.is_empty() {
+                Ok(())
+            } else {
+                bail!("check wrote: {writes:?}")
+            }
+        });
+        let unbound = unbind_reader(&self.fx.admin).await;
+        self.fx.finish(outcome.and(only_reads).and(unbound)).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_class_exits_0_with_every_condition_true_and_check_only_reads() -> Result<()> {
+    let cli = Cli::seed("chkok").await?;
+    let outcome = async {
+        let healthy = cli.check(&["-o", "json"], None).await?;
+        let status = healthy.status()?;
+        assert_eq!(healthy.code, 0, "{}\n{}", summary(&status), healthy.stderr);
+        assert!(
+            status.conditions.iter().all(|c| c.status == "True"),
             "{}",
             summary(&status)
         );
-        assert!(
-            condition.message.contains("127.0.0.1") || condition.message.contains("connect"),
-            "the cause is named: {}",
-            condition.message
-        );
+        // The inputs were really read (and `finish` holds that nothing was written).
+        let requests = cli.requests()?;
+        for resource in [
+            "ec2nodeclasses",
+            "nodepools",
+            "nodeclaims",
+            "pods",
+            "configmaps",
+        ] {
+            assert!(
+                requests
+                    .iter()
+                    .any(|r| r.verb == "list" && r.resource == resource && r.code == 200),
+                "check lists {resource}: {requests:?}"
+            );
+        }
+        Ok(())
     }
-    assert!(
-        condition_is(
-            &status,
-            ConditionType::Ready,
-            "Unknown",
-            Reason::AwsUnavailable
-        ),
-        "{}",
-        summary(&status)
-    );
+    .await;
+    cli.finish(outcome).await
+}
 
-    // The user pastes the profile's ARN: check proves it, as the operator does.
-    fx.patch_node_class_spec(json!({"instanceProfile": fx.profile_arn}))
-        .await?;
-    let table = run(&binary, &args(&with(&[])), &fx.bed, &moto, &[]).await?;
-    assert_eq!(table.code, 1, "{table:?}");
-    let headline = format!("EC2NodeClass {class}  Ready=False  InstanceProfileIsArn");
-    assert!(table.stdout.starts_with(&headline), "{}", table.stdout);
-    let fix = Reason::InstanceProfileIsArn.meta().remediation;
-    assert!(
-        table
-            .stdout
-            .lines()
-            .any(|l| l.trim_start().starts_with("InstanceProfileReady") && l.ends_with(fix)),
-        "the failing condition with its fix: {}",
-        table.stdout
-    );
-    assert!(table.stdout.contains(&fx.profile_arn), "{}", table.stdout);
-    assert!(!table.stdout.contains('\u{1b}'), "NO_COLOR is honoured");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_aws_exits_2_and_every_aws_check_says_why_it_cannot_see() -> Result<()> {
+    let cli = Cli::seed("chkblind").await?;
+    let outcome = async {
+        let closed = format!("http://127.0.0.1:{}", free_port()?);
+        let blind = cli.check(&["-o", "json"], Some(&closed)).await?;
+        let status = blind.status()?;
+        assert_eq!(blind.code, 2, "{}\n{}", summary(&status), blind.stderr);
+        let unknown: Vec<_> = status
+            .conditions
+            .iter()
+            .filter(|c| c.status == "Unknown" && c.type_ != ConditionType::Ready.as_str())
+            .collect();
+        assert!(!unknown.is_empty(), "{}", summary(&status));
+        for condition in &unknown {
+            assert_eq!(
+                condition.reason,
+                Reason::AwsUnavailable.as_str(),
+                "{}",
+                summary(&status)
+            );
+            assert!(
+                condition.message.contains("127.0.0.1") || condition.message.contains("connect"),
+                "the cause is named: {}",
+                condition.message
+            );
+        }
+        assert!(
+            condition_is(
+                &status,
+                ConditionType::Ready,
+                "Unknown",
+                Reason::AwsUnavailable
+            ),
+            "{}",
+            summary(&status)
+        );
+        Ok(())
+    }
+    .await;
+    cli.finish(outcome).await
+}
 
-    let broken = run(&binary, &args(&json_args), &fx.bed, &moto, &[]).await?;
-    assert_eq!(broken.code, 1, "{broken:?}");
-    let from_check = broken.status()?;
-    let markdown = run(
-        &binary,
-        &args(&with(&["-o", "markdown"])),
-        &fx.bed,
-        &moto,
-        &[],
-    )
-    .await?;
-    assert!(
-        markdown.stdout.contains(&format!(
-            "## EC2NodeClass `{class}`: Ready False (InstanceProfileIsArn)"
-        )),
-        "{}",
-        markdown.stdout
-    );
-    let yaml = run(&binary, &args(&with(&["-o", "yaml"])), &fx.bed, &moto, &[]).await?;
-    let from_yaml: Value = serde_yaml::from_str(&yaml.stdout)?;
-    assert_eq!(from_yaml["kind"], "KarpenterHealthList");
-    let yaml_status: KarpenterHealthStatus =
-        serde_json::from_value(from_yaml["items"][0]["status"].clone())?;
-    // Two runs, so the times differ; the verdicts and findings may not.
-    assert_eq!(
-        verdicts(&yaml_status),
-        verdicts(&from_check),
-        "yaml and json"
-    );
-    assert_eq!(yaml_status.findings, from_check.findings, "yaml and json");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_arn_exits_1_in_every_format_and_check_agrees_with_the_operator() -> Result<()> {
+    let cli = Cli::seed("chkarn").await?;
+    let outcome = async {
+        let fx = &cli.fx;
+        let class = fx.name.as_str();
+        // The user pastes the profile's ARN: check proves it, as the operator does.
+        fx.patch_node_class_spec(json!({"instanceProfile": fx.profile_arn}))
+            .await?;
+        let table = cli.check(&[], None).await?;
+        assert_eq!(table.code, 1, "{table:?}");
+        let headline = format!("EC2NodeClass {class}  Ready=False  InstanceProfileIsArn");
+        assert!(table.stdout.starts_with(&headline), "{}", table.stdout);
+        let fix = Reason::InstanceProfileIsArn.meta().remediation;
+        assert!(
+            table
+                .stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with("InstanceProfileReady") && l.ends_with(fix)),
+            "the failing condition with its fix: {}",
+            table.stdout
+        );
+        assert!(table.stdout.contains(&fx.profile_arn), "{}", table.stdout);
+        assert!(!table.stdout.contains('\u{1b}'), "NO_COLOR is honoured");
 
-    // The operator, reading the same cluster and AWS, reaches the same verdicts.
-    let operator = fx.start_operator(None, false).await?;
-    // Its first evaluation may precede its first lists (conditions then Unknown, NotObserved);
-    // check lists before it evaluates, so compare once every watch has listed.
-    let from_operator = fx
-        .wait_status(
-            "InstanceProfileReady=False(InstanceProfileIsArn) with every watch listed",
-            |s| {
-                condition_is(
-                    s,
-                    ConditionType::InstanceProfileReady,
-                    "False",
-                    Reason::InstanceProfileIsArn,
-                ) && s.conditions.iter().all(|c| c.reason != "NotObserved")
-            },
-        )
-        .await;
-    operator.stop().await?;
-    assert_eq!(
-        verdicts(&from_check),
-        verdicts(&from_operator?),
-        "check and the operator disagree"
-    );
+        let broken = cli.check(&["-o", "json"], None).await?;
+        assert_eq!(broken.code, 1, "{broken:?}");
+        let from_check = broken.status()?;
+        let markdown = cli.check(&["-o", "markdown"], None).await?;
+        assert!(
+            markdown.stdout.contains(&format!(
+                "## EC2NodeClass `{class}`: Ready False (InstanceProfileIsArn)"
+            )),
+            "{}",
+            markdown.stdout
+        );
+        let yaml = cli.check(&["-o", "yaml"], None).await?;
+        let from_yaml: Value = serde_yaml::from_str(&yaml.stdout)?;
+        assert_eq!(from_yaml["kind"], "KarpenterHealthList");
+        let yaml_status: KarpenterHealthStatus =
+            serde_json::from_value(from_yaml["items"][0]["status"].clone())?;
+        // Two runs, so the times differ; the verdicts and findings may not.
+        assert_eq!(
+            verdicts(&yaml_status),
+            verdicts(&from_check),
+            "yaml and json"
+        );
+        assert_eq!(yaml_status.findings, from_check.findings, "yaml and json");
 
-    // Could not run: no such EC2NodeClass; no AWS credentials; no cluster.
-    let missing = run(
-        &binary,
-        &[
-            "check",
-            "--node-class",
-            "no-such-class",
-            "--region",
-            &fx.region,
-        ],
-        &fx.bed,
-        &moto,
-        &[],
-    )
-    .await?;
-    assert_eq!(missing.code, 3, "{missing:?}");
-    assert!(
-        missing
-            .stderr
-            .contains("EC2NodeClass no-such-class does not exist"),
-        "{missing:?}"
-    );
+        // The operator, reading the same cluster and AWS, reaches the same verdicts.
+        let operator = fx.start_operator(None, false).await?;
+        // Its first evaluation may precede its first lists (conditions then Unknown,
+        // NotObserved); check lists before it evaluates, so compare once every watch has listed.
+        let from_operator = fx
+            .wait_status(
+                "InstanceProfileReady=False(InstanceProfileIsArn) with every watch listed",
+                |s| {
+                    condition_is(
+                        s,
+                        ConditionType::InstanceProfileReady,
+                        "False",
+                        Reason::InstanceProfileIsArn,
+                    ) && s.conditions.iter().all(|c| c.reason != "NotObserved")
+                },
+            )
+            .await;
+        operator.stop().await?;
+        assert_eq!(
+            verdicts(&from_check),
+            verdicts(&from_operator?),
+            "check and the operator disagree"
+        );
+        Ok(())
+    }
+    .await;
+    cli.finish(outcome).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_exits_3_without_the_class_aws_credentials_or_a_cluster() -> Result<()> {
+    let cli = Cli::seed("chkcannot").await?;
     let home = tempfile_dir("check-home")?;
-    let no_credentials = run(
-        &binary,
-        &args(&json_args),
-        &fx.bed,
-        &moto,
-        &[
-            ("AWS_ACCESS_KEY_ID", ""),
-            ("AWS_SECRET_ACCESS_KEY", ""),
-            ("HOME", home.to_str().unwrap_or_default()),
-        ],
-    )
-    .await?;
-    assert_eq!(no_credentials.code, 3, "{no_credentials:?}");
-    assert!(
-        no_credentials.stderr.contains("no AWS credentials"),
-        "{no_credentials:?}"
-    );
-    let no_cluster = home.join("kubeconfig");
-    std::fs::write(
-        &no_cluster,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{}'}}}}]\n\
-             users: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n\
-             current-context: x\n",
-            free_port()?
-        ),
-    )?;
-    let unreachable = run(
-        &binary,
-        &args(&with(&[
-            "--kubeconfig",
-            no_cluster.to_str().unwrap_or_default(),
-        ])),
-        &fx.bed,
-        &moto,
-        &[],
-    )
-    .await?;
-    assert_eq!(unreachable.code, 3, "{unreachable:?}");
-    assert!(
-        unreachable.stderr.contains("could not run"),
-        "{unreachable:?}"
-    );
-
-    // As a kubectl plugin: kubectl finds `kubectl-karpenter_health` on PATH and runs it.
-    let plugins = tempfile_dir("check-plugin")?;
-    let plugin = plugins.join("kubectl-karpenter_health");
-    std::os::unix::fs::symlink(&binary, &plugin)?;
-    let path = format!(
-        "{}:{}",
-        plugins.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut kubectl_args = vec!["karpenter-health"];
-    kubectl_args.extend(args(&json_args));
-    let via_kubectl = run(
-        Path::new("kubectl"),
-        &kubectl_args,
-        &fx.bed,
-        &moto,
-        &[("PATH", &path)],
-    )
-    .await?;
-    assert_eq!(via_kubectl.code, 1, "{via_kubectl:?}");
-    assert_eq!(verdicts(&via_kubectl.status()?), verdicts(&from_check));
-    let help = run(
-        Path::new("kubectl"),
-        &["karpenter-health", "check", "--help"],
-        &fx.bed,
-        &moto,
-        &[("PATH", &path)],
-    )
-    .await?;
-    assert!(
-        help.stdout
-            .contains("Usage: kubectl karpenter-health check [OPTIONS]"),
-        "{help:?}"
-    );
-
-    // Every request the reader made was a read, and the inputs were really read.
-    let requests = audit::requests_since(&audit_log, audit_from, READER)?;
-    let writes: Vec<_> = requests
-        .iter()
-        .filter(|r| !["get", "list", "watch"].contains(&r.verb.as_str()))
-        .collect();
-    assert!(writes.is_empty(), "check wrote: {writes:?}");
-    for resource in [
-        "ec2nodeclasses",
-        "nodepools",
-        "nodeclaims",
-        "pods",
-        "configmaps",
-    ] {
+    let outcome = async {
+        let fx = &cli.fx;
+        let missing = run(
+            &cli.binary,
+            &[
+                "check",
+                "--node-class",
+                "no-such-class",
+                "--region",
+                &fx.region,
+            ],
+            &fx.bed,
+            &cli.moto,
+            &[],
+        )
+        .await?;
+        assert_eq!(missing.code, 3, "{missing:?}");
         assert!(
-            requests
-                .iter()
-                .any(|r| r.verb == "list" && r.resource == resource && r.code == 200),
-            "check lists {resource}: {requests:?}"
+            missing
+                .stderr
+                .contains("EC2NodeClass no-such-class does not exist"),
+            "{missing:?}"
         );
+        let no_credentials = run(
+            &cli.binary,
+            &args(&cli.args(&["-o", "json"])),
+            &fx.bed,
+            &cli.moto,
+            &[
+                ("AWS_ACCESS_KEY_ID", ""),
+                ("AWS_SECRET_ACCESS_KEY", ""),
+                ("HOME", home.to_str().unwrap_or_default()),
+            ],
+        )
+        .await?;
+        assert_eq!(no_credentials.code, 3, "{no_credentials:?}");
+        assert!(
+            no_credentials.stderr.contains("no AWS credentials"),
+            "{no_credentials:?}"
+        );
+        let no_cluster = home.join("kubeconfig");
+        std::fs::write(
+            &no_cluster,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{}'}}}}]\n\
+                 users: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n\
+                 current-context: x\n",
+                free_port()?
+            ),
+        )?;
+        let unreachable = cli
+            .check(&["--kubeconfig", no_cluster.to_str().unwrap_or_default()], None)
+            .await?;
+        assert_eq!(unreachable.code, 3, "{unreachable:?}");
+        assert!(
+            unreachable.stderr.contains("could not run"),
+            "{unreachable:?}"
+        );
+        Ok(())
     }
-    for dir in [home, plugins] {
-        let _ = std::fs::remove_dir_all(dir);
+    .await;
+    let _ = std::fs::remove_dir_all(home);
+    cli.finish(outcome).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_runs_as_a_kubectl_plugin_with_the_same_verdicts() -> Result<()> {
+    let cli = Cli::seed("chkplugin").await?;
+    let plugins = tempfile_dir("check-plugin")?;
+    let outcome = async {
+        // kubectl finds `kubectl-karpenter_health` on PATH and runs it.
+        let plugin = plugins.join("kubectl-karpenter_health");
+        std::os::unix::fs::symlink(&cli.binary, &plugin)?;
+        let path = format!(
+            "{}:{}",
+            plugins.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let direct = cli.check(&["-o", "json"], None).await?;
+        let mut kubectl_args = vec!["karpenter-health"];
+        let json_args = cli.args(&["-o", "json"]);
+        kubectl_args.extend(args(&json_args));
+        let via_kubectl = run(
+            Path::new("kubectl"),
+            &kubectl_args,
+            &cli.fx.bed,
+            &cli.moto,
+            &[("PATH", &path)],
+        )
+        .await?;
+        assert_eq!(via_kubectl.code, direct.code, "{via_kubectl:?}");
+        assert_eq!(
+            verdicts(&via_kubectl.status()?),
+            verdicts(&direct.status()?)
+        );
+        let help = run(
+            Path::new("kubectl"),
+            &["karpenter-health", "check", "--help"],
+            &cli.fx.bed,
+            &cli.moto,
+            &[("PATH", &path)],
+        )
+        .await?;
+        assert!(
+            help.stdout
+                .contains("Usage: kubectl karpenter-health check [OPTIONS]"),
+            "{help:?}"
+        );
+        Ok(())
     }
-    Ok(())
+    .await;
+    let _ = std::fs::remove_dir_all(plugins);
+    cli.finish(outcome).await
 }
 
 fn args(v: &[String]) -> Vec<&str> {
