@@ -122,6 +122,10 @@ python3 "$testdata/check-render.py" absent "$tmp/all-no-monitoring.yaml" \
   || fail "ServiceMonitor/PrometheusRule rendered without the Prometheus Operator API"
 { grep -q '^kind: ServiceMonitor' "$tmp/all.yaml" && grep -q '^kind: PrometheusRule' "$tmp/all.yaml"; } \
   || fail "ServiceMonitor/PrometheusRule missing with --api-versions monitoring.coreos.com/v1"
+render kh "$chart" "${required[@]}" --set rbac.aggregateToView=false >"$tmp/no-view.yaml"
+if grep -q 'aggregate-to-view' "$tmp/no-view.yaml"; then
+  fail "rbac.aggregateToView=false still renders the aggregated read-only ClusterRole"
+fi
 for off in off OFF; do
   refused "settings.httpAddress=$off (the probes need the endpoints)" "would turn off /livez and /readyz" \
     render kh "$chart" "${required[@]}" --set "settings.httpAddress=$off"
@@ -309,6 +313,20 @@ pdb = live[("PodDisruptionBudget", "karpenter-health")]
 assert pdb["apiVersion"] in ("policy/v1beta1", "policy/v1") and pdb["spec"]["maxUnavailable"] == 1
 print(f"install: {len(live)} live objects match the render")
 PY
+  # Whoever may view the cluster may read KarpenterHealth, through the built-in view role into
+  # which the bed's controller manager aggregates the chart's read-only role; and may not write it.
+  kubectl create clusterrolebinding kh-chart-test-viewer --clusterrole=view --user=kh-chart-test-viewer >/dev/null
+  for _ in $(seq 1 30); do
+    kubectl auth can-i list karpenterhealths.karpenter-health.io --as=kh-chart-test-viewer >/dev/null 2>&1 && break
+    sleep 1
+  done
+  kubectl auth can-i list karpenterhealths.karpenter-health.io --as=kh-chart-test-viewer >/dev/null 2>&1 \
+    || fail "a user bound to view cannot list karpenterhealths: the read-only role is not aggregated into view"
+  if kubectl auth can-i patch karpenterhealths.karpenter-health.io/status --as=kh-chart-test-viewer >/dev/null 2>&1; then
+    fail "a user bound to view may patch a KarpenterHealth's status"
+  fi
+  kubectl delete clusterrolebinding kh-chart-test-viewer >/dev/null
+  echo "install: a user bound to view may get and list KarpenterHealth, and not write it"
   # The bed has no kubelet: no Pod runs here, the objects themselves are what is checked.
   "$helm" uninstall karpenter-health --namespace kube-system >"$tmp/uninstall.log" 2>&1 \
     || { cat "$tmp/uninstall.log"; fail "helm uninstall"; }
@@ -316,6 +334,7 @@ PY
     if kubectl -n kube-system get "$object" >/dev/null 2>&1; then fail "helm uninstall left kube-system/$object"; fi
   done
   if kubectl get clusterrole/karpenter-health >/dev/null 2>&1; then fail "helm uninstall left the ClusterRole"; fi
+  if kubectl get clusterrole/karpenter-health-view >/dev/null 2>&1; then fail "helm uninstall left the view ClusterRole"; fi
   kubectl get crd karpenterhealths.karpenter-health.io >/dev/null \
     || fail "the CRD must survive helm uninstall (Helm never deletes crds/)"
   echo "bed: install created ${#expect[@]} namespaced objects + ClusterRole/Binding as rendered; uninstall removed them, the CRD stays"

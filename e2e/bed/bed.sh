@@ -242,10 +242,11 @@ ARGS
   # The controllers the tests and Karpenter's behaviour rely on: namespaces and their default
   # ServiceAccount (no Pod is admitted without it), garbage collection of owned objects, the
   # disruption controller's PodDisruptionBudget status, workloads (Deployments to Pods) and the
-  # removal of Pods whose Node is gone. Node lifecycle stays off: the bed's Nodes have no kubelet,
-  # and their readiness is the node stand-in's to say.
+  # removal of Pods whose Node is gone, and the aggregation of labelled ClusterRoles into view,
+  # edit and admin (the chart's read-only role). Node lifecycle stays off: the bed's Nodes have no
+  # kubelet, and their readiness is the node stand-in's to say.
   "$kcm" --kubeconfig "$dir/kubeconfig" \
-    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption,deployment,replicaset,statefulset,daemonset,job,podgc \
+    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption,deployment,replicaset,statefulset,daemonset,job,podgc,clusterrole-aggregation \
     --leader-elect=false --service-account-private-key-file "$dir/pki/sa.key" \
     --root-ca-file "$dir/pki/ca.crt" --bind-address 127.0.0.1 --secure-port 0 \
     > "$dir/logs/kube-controller-manager.log" 2>&1 &

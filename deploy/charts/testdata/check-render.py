@@ -127,6 +127,15 @@ def check_default(path):
     check(not any(r.get("resourceNames") == ["karpenterhealths.karpenter-health.io"]
                   for r in rbac_rules(objs, "ClusterRole", "karpenter-health")),
           "default: no CRD write rules without settings.installCRD")
+    view = objs[("ClusterRole", "karpenter-health-view")]
+    labels = view["metadata"]["labels"]
+    for role in ["view", "edit", "admin"]:
+        check(labels.get(f"rbac.authorization.k8s.io/aggregate-to-{role}") == "true",
+              f"default: the read-only role aggregates into {role}: {labels}")
+    check(view["rules"] == [{"apiGroups": ["karpenter-health.io"],
+                             "resources": ["karpenterhealths", "karpenterhealths/status"],
+                             "verbs": ["get", "list", "watch"]}],
+          f"default: viewers may only read KarpenterHealth: {view['rules']}")
 
 
 def check_all(path):
