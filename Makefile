@@ -191,9 +191,6 @@ demo: deps ## start the bed, seed broken Karpenter setups, run the operator, sho
 generate: crds ## regenerate what the vocabulary table makes: docs/checks.md, the chart's condition lists and alert tests, the CRD (a unit test fails when one drifts)
 	$(CARGO) run --quiet --locked -p karpenter-health-checks --example generate
 
-.PHONY: docs
-docs: generate ## the same as generate (kept for habit)
-
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZ_SECONDS (installs cargo-fuzz from crates.io if missing)
