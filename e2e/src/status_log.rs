@@ -8,41 +8,87 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::{Arc, Mutex, PoisonError};
 
+/// The resource version of each write delivered, with its status if it had one.
+type Writes = Arc<Mutex<Vec<(String, Option<KarpenterHealthStatus>)>>>;
+
 #[derive(Debug)]
 pub struct StatusLog {
-    seen: Arc<Mutex<Vec<KarpenterHealthStatus>>>,
+    seen: Writes,
+    api: Api<KarpenterHealth>,
+    name: String,
     task: tokio::task::JoinHandle<()>,
 }
+
+/// How long `stop` waits for the watch to deliver the write the API server holds now.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl StatusLog {
     /// Starts recording the statuses of KarpenterHealth `name`.
     pub fn start(client: &kube::Client, name: &str) -> Self {
-        let seen: Arc<Mutex<Vec<KarpenterHealthStatus>>> = Arc::default();
+        let seen: Writes = Arc::default();
         let api: Api<KarpenterHealth> = Api::all(client.clone());
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let sink = seen.clone();
+        let watched = api.clone();
         let task = tokio::spawn(async move {
-            let mut stream = watcher(api, config)
+            let mut stream = watcher(watched, config)
                 .default_backoff()
                 .applied_objects()
                 .boxed();
             while let Some(event) = stream.next().await {
-                if let Ok(health) = event
-                    && let Some(status) = health.status
-                {
+                if let Ok(health) = event {
+                    let version = health.metadata.resource_version.unwrap_or_default();
                     sink.lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .push(status);
+                        .push((version, health.status));
                 }
             }
         });
-        Self { seen, task }
+        Self {
+            seen,
+            api,
+            name: name.to_owned(),
+            task,
+        }
     }
 
-    /// Stops recording and returns every status seen, oldest first.
-    pub fn stop(self) -> Vec<KarpenterHealthStatus> {
+    /// Stops recording and returns every status seen, oldest first. A test usually stops right
+    /// after its own read saw a status, which this watch may not have delivered yet: it first
+    /// waits (up to `CATCH_UP`) until the watch has delivered the write the API server holds now.
+    pub async fn stop(self) -> Vec<KarpenterHealthStatus> {
+        if let Ok(Some(now)) = self.api.get_opt(&self.name).await
+            && let Some(version) = now.metadata.resource_version
+        {
+            let deadline = tokio::time::Instant::now() + CATCH_UP;
+            while !self.delivered(&version) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
         self.task.abort();
         std::mem::take(&mut *self.seen.lock().unwrap_or_else(PoisonError::into_inner))
+            .into_iter()
+            .filter_map(|(_, status)| status)
+            .collect()
+    }
+
+    /// Stops recording and fails if `ty` was False in any status seen: the setups the log
+    /// covered all work.
+    pub async fn assert_never_false(self, ty: karpenter_health_api::ConditionType) {
+        for held in self.stop().await {
+            let c = held.condition(ty);
+            assert!(
+                c.is_none_or(|c| c.status != "False"),
+                "{ty} False on a setup that works: {c:?}"
+            );
+        }
+    }
+
+    fn delivered(&self, version: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(seen, _)| seen == version)
     }
 }
 

@@ -108,7 +108,7 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
         lab.wait_node_claim("Initialized", LAUNCH).await?;
         lab.fx.wait_healthy("once the profile is named").await?;
         let generation = lab.fx.node_class().await?.metadata.generation;
-        let held = log.stop();
+        let held = log.stop().await;
         ensure!(
             held.iter()
                 .filter(|s| s.node_class_generation == generation)
@@ -244,7 +244,7 @@ async fn a_node_role_label_is_refused_where_karpenter_restricts_it_and_launched_
                 .await?;
             lab.wait_node_claim("Initialized", LAUNCH).await?;
             lab.fx.wait_healthy("with the Pod's node served").await?;
-            for held in log.stop() {
+            for held in log.stop().await {
                 ensure!(
                     !condition_is(
                         &held,
@@ -364,7 +364,7 @@ async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_ag
             .map(|c| c.message.clone())
             .unwrap_or_default();
         ensure!(said.contains("no longer sends httpProtocolIPv6"), "{said}");
-        for held in log.stop() {
+        for held in log.stop().await {
             ensure!(
                 !condition_is(&held, ConditionType::MetadataOptionsSupported, "False", Reason::HttpProtocolIPv6UnsupportedInRegion),
                 "False while Karpenter launched"

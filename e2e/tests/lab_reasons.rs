@@ -336,7 +336,7 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
         lab.wait_node_claim("Initialized", LAUNCH).await?;
         lab.wait_pod_bound("web", LAUNCH).await?;
         lab.fx.wait_healthy("with the first node up").await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             ensure!(
                 !condition_is(&held, ConditionType::LimitsLeaveRoom, "False", Reason::NodePoolLimitsReached),
                 "False during the scale-up that reached the limit"
@@ -481,7 +481,7 @@ async fn an_alias_that_stops_resolving_leaves_karpenter_launching_from_its_image
         lab.workload("web", "500m").await?;
         lab.wait_node_claim("Initialized", LAUNCH).await?;
         lab.karpenter_condition("AMIsReady", "True").await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             ensure!(
                 !condition_is(
                     &held,
@@ -652,7 +652,7 @@ async fn the_drift_freeze_of_a_budget_holds_the_node_claim_until_it_expires() ->
                 >= k8s_openapi::jiff::SignedDuration::try_from(EXPIRE_AFTER)?,
             "deleted before its expiry: created {created}, deleted {expired_at}"
         );
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::DriftCanBeReplaced);
             ensure!(
                 c.is_none_or(|c| c.status != "False"),

@@ -125,7 +125,7 @@ async fn an_alias_aws_never_built_for_the_cluster_version_is_ami_alias_not_publi
             c.message
         );
         no_false(
-            &log.stop(),
+            &log.stop().await,
             "for releases published for the cluster's version",
         );
 
@@ -150,7 +150,7 @@ async fn an_alias_aws_never_built_for_the_cluster_version_is_ami_alias_not_publi
                 .is_some_and(|c| c.status == "Unknown" && c.reason == "AwsAccessDenied")
         })
         .await?;
-        let held = log.stop();
+        let held = log.stop().await;
         fx.proxy.clear_faults();
         let denied = from_first_unknown(&held, ConditionType::AmisResolvable)
             .context("an Unknown status")?;
@@ -188,7 +188,7 @@ async fn ami_family_user_data_for_another_familys_images_is_ami_family_mismatch(
         fx.karpenter_reports_ready().await?;
         wait_true_saying(&fx, "resolved image is an EKS build of another family").await?;
         tokio::time::sleep(REFRESH * 2).await;
-        no_false(&log.stop(), "for a shared image of another account");
+        no_false(&log.stop().await, "for a shared image of another account");
 
         // AL2's bootstrap.sh user data on an official AL2023 build: nodes never join. EC2 has
         // it (registered in moto's account under the name its builder gives it).
@@ -274,7 +274,7 @@ async fn images_named_by_id_that_ec2_no_longer_has_are_ami_unavailable() -> Resu
             warnings(s).contains(&"AmiSomeUnavailable")
         })
         .await?;
-        no_false(&log.stop(), "while one image selected by id remains");
+        no_false(&log.stop().await, "while one image selected by id remains");
 
         // The other is deregistered: nothing the terms name can launch.
         fx.aws.deregister_image(&a).await?;

@@ -387,7 +387,7 @@ async fn aws_denying_the_new_reads_is_unknown_with_the_cause_never_false() -> Re
         tokio::time::sleep(REFRESH * 2).await;
         proxy.clear_faults();
         fx.wait_healthy("once AWS answers again").await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             for ty in [
                 ConditionType::ControllerCanLaunch,
                 ConditionType::InterruptionHandlingReady,

@@ -172,7 +172,7 @@ async fn a_node_claim_stuck_terminating_names_the_budget_or_pod_that_holds_it() 
         })
         .await?;
         fx.wait_healthy("once the NodeClaim is gone").await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::DriftCanBeReplaced);
             ensure!(
                 c.is_none_or(|c| c.status == "True"),

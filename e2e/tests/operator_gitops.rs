@@ -109,6 +109,7 @@ async fn kubectl_wait_and_argo_cds_health_check_read_the_status() -> Result<()> 
         // The first status the operator wrote: every check Pending.
         let pending = log
             .stop()
+            .await
             .into_iter()
             .find(|s| ready_reason(s).is_some_and(|(_, reason)| reason == "Pending"))
             .context("the watch saw no Pending status")?;

@@ -99,7 +99,7 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
             let status = wait_true_after(&fx, what, &before).await?;
             before = message(&status, ConditionType::InstanceTypesAvailable).to_owned();
         }
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::InstanceTypesAvailable);
             assert!(
                 c.is_none_or(|c| c.status != "False"),
@@ -179,7 +179,7 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
                 .is_some_and(|c| c.status == "Unknown" && c.reason == "AwsAccessDenied")
         })
         .await?;
-        let held = log.stop();
+        let held = log.stop().await;
         fx.proxy.clear_faults();
         // The first status after the edit may still hold the False of the catalog read before;
         // from the first Unknown on, none is False while EC2 denies.
@@ -269,7 +269,7 @@ async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Resu
         fx.unjudged_pod("web", json!({"karpenter.sh/nodepool": fx.name}))
             .await?;
         tokio::time::sleep(REFRESH * 2).await;
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::LimitsLeaveRoom);
             assert!(
                 c.is_none_or(|c| c.status != "False"),
@@ -359,7 +359,7 @@ async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Resu
         })
         .await?;
         tokio::time::sleep(REFRESH * 2).await;
-        let held = log.stop();
+        let held = log.stop().await;
         let first_true = held
             .iter()
             .position(|s| limits_is(s, "True", false))
@@ -498,7 +498,7 @@ async fn drift_switched_off_by_a_budget_is_a_warning_never_false() -> Result<()>
         set_budgets(&fx, json!([{"nodes": "10%"}])).await?;
         fx.wait_healthy("once the budget lets drift through again").await?;
         // Whatever the budgets said, the condition was never False on the way.
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::DriftCanBeReplaced);
             assert!(
                 c.is_none_or(|c| c.status != "False"),

@@ -56,16 +56,6 @@ fn short_of_the_warm_pool(s: &karpenter_health_api::KarpenterHealthStatus) -> bo
             .any(|f| f.reason == "ZoneSubnetsLowOnAddresses")
 }
 
-fn never_false(log: StatusLog, ty: ConditionType) {
-    for held in log.stop() {
-        let c = held.condition(ty);
-        assert!(
-            c.is_none_or(|c| c.status != "False"),
-            "{ty} False on a setup that launches fine: {c:?}"
-        );
-    }
-}
-
 async fn delete_aws_node(fx: &Fixture) -> Result<()> {
     match Api::<DaemonSet>::namespaced(fx.admin.clone(), "kube-system")
         .delete("aws-node", &DeleteParams::default())
@@ -124,7 +114,7 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
             })
             .await?;
         assert!(message(&status, ConditionType::SubnetsReady).contains(&subnet));
-        never_false(log, ConditionType::SubnetsReady);
+        log.assert_never_false(ConditionType::SubnetsReady).await;
 
         // Other workloads' ENIs take all but one address of the /28: a node and one Pod no
         // longer fit where Pods take addresses from the node's subnet.
@@ -233,7 +223,7 @@ async fn a_private_subnet_without_a_nat_route_fails_until_the_vpc_endpoints_exis
             .await?;
         let text = message(&status, ConditionType::NodeNetworkReady);
         assert!(text.contains(&inspection), "names the endpoint: {text}");
-        never_false(log, ConditionType::NodeNetworkReady);
+        log.assert_never_false(ConditionType::NodeNetworkReady).await;
         fx.aws.delete_default_route(&fx.route_table).await?;
         let endpoints = fx
             .aws
@@ -303,7 +293,7 @@ async fn aws_denying_the_network_reads_is_unknown_with_the_cause_never_false() -
         tokio::time::sleep(REFRESH * 2).await;
         proxy.clear_faults();
         fx.wait_healthy("once AWS answers again").await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             for c in held.conditions.iter().filter(|c| c.type_ != "Ready") {
                 assert!(
                     c.status != "False",

@@ -57,7 +57,7 @@ async fn the_cni_role_from_pod_identity_is_honoured_and_an_unreadable_associatio
             .message;
         assert!(message.contains("Pod Identity"), "{message}");
         tokio::time::sleep(REFRESH * 2).await;
-        for held in log.stop() {
+        for held in log.stop().await {
             let node_role = held.condition(ConditionType::NodeRoleReady);
             assert!(
                 node_role.is_none_or(|c| c.status != "False"),

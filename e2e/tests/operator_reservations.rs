@@ -80,7 +80,7 @@ async fn reserved_only_node_pools_without_a_usable_reservation_are_capacity_rese
                 .any(|f| f.reason == "OpenCapacityReservationsSkipped")
         })
         .await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::CapacityReservationsUsable);
             assert!(
                 c.is_none_or(|c| c.status == "True"),
@@ -115,7 +115,7 @@ async fn reserved_only_node_pools_without_a_usable_reservation_are_capacity_rese
             "{text}"
         );
         tokio::time::sleep(REFRESH * 2).await;
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::CapacityReservationsUsable);
             assert!(
                 c.is_none_or(|c| c.status != "False"),

@@ -130,7 +130,7 @@ async fn aws_throttled_or_unreachable_makes_the_aws_checks_unknown_with_the_caus
         .await?;
         fx.wait_healthy("once AWS is reachable again").await?;
 
-        let seen = log.stop();
+        let seen = log.stop().await;
         let false_at: Vec<String> = seen
             .iter()
             .filter(|s| s.conditions.iter().any(|c| c.status == "False"))
@@ -208,7 +208,7 @@ async fn the_operator_rides_out_an_api_server_restart_and_keeps_status_correct()
             })
             .await?;
         assert_eq!(summary(&after), summary(&before));
-        let seen = log.stop();
+        let seen = log.stop().await;
         let changed: Vec<String> = seen
             .iter()
             .map(summary)

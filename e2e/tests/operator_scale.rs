@@ -132,7 +132,7 @@ async fn ten_thousand_node_claims_never_read_as_unclaimed_instances_through_star
         tokio::time::sleep(Duration::from_secs(5)).await;
         second.stop().await?;
 
-        let statuses = log.stop();
+        let statuses = log.stop().await;
         ensure!(!statuses.is_empty(), "the watch saw no status");
         for status in &statuses {
             let held_false: Vec<String> = status

@@ -24,17 +24,6 @@ use karpenter_health_e2e::{apply_json, wait_for};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-/// Fails if `ty` was False in any status the log saw: the setups it covered all work.
-fn never_false(log: StatusLog, ty: ConditionType) {
-    for held in log.stop() {
-        let c = held.condition(ty);
-        assert!(
-            c.is_none_or(|c| c.status != "False"),
-            "{ty} False on a setup that works: {c:?}"
-        );
-    }
-}
-
 fn is(s: &KarpenterHealthStatus, ty: ConditionType, status: &str, reason: &str) -> bool {
     s.condition(ty)
         .is_some_and(|c| c.status == status && c.reason == reason)
@@ -187,7 +176,7 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
             .await?;
         fx.wait_healthy("with the default bus forwarding to the custom bus")
             .await?;
-        never_false(log, ConditionType::InterruptionHandlingReady);
+        log.assert_never_false(ConditionType::InterruptionHandlingReady).await;
 
         // Point 10: the queue is encrypted with the AWS managed key for SQS.
         use aws_sdk_sqs::types::QueueAttributeName::{KmsMasterKeyId, Policy};
@@ -283,7 +272,7 @@ async fn scps_a_key_left_to_iam_and_what_a_launch_touches() -> Result<()> {
         assert!(text.contains("ec2:InstanceType"), "{text}");
         proxy.set_service_control_policies(Vec::new());
         fx.wait_healthy("without SCPs").await?;
-        never_false(log, ConditionType::ControllerCanLaunch);
+        log.assert_never_false(ConditionType::ControllerCanLaunch).await;
 
         // Point 11: without the statement for the images, security groups and subnets a launch
         // uses, Karpenter cannot launch.
@@ -396,7 +385,7 @@ async fn irsa_audiences_roles_of_other_accounts_and_pod_identity_target_roles() 
             .await?;
         let text = message(&status, ConditionType::ControllerCanLaunch);
         assert!(text.contains("999988887777"), "{text}");
-        never_false(log, ConditionType::ControllerCanLaunch);
+        log.assert_never_false(ConditionType::ControllerCanLaunch).await;
 
         // EKS Pod Identity with a target role: the association's role assumes the controller
         // role, whose trust admits that role.
@@ -449,7 +438,7 @@ async fn irsa_audiences_roles_of_other_accounts_and_pod_identity_target_roles() 
             },
         )
         .await?;
-        never_false(log, ConditionType::ControllerCanLaunch);
+        log.assert_never_false(ConditionType::ControllerCanLaunch).await;
 
         // Back to IRSA as seeded.
         fx.proxy.set_pod_identity(&fx.cluster, Vec::new());

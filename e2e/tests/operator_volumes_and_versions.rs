@@ -138,7 +138,7 @@ async fn a_disabled_kms_key_and_a_key_policy_without_ec2_fail_volume_encryption(
         tokio::time::sleep(REFRESH * 2).await;
         fx.proxy.clear_faults();
         fx.wait_healthy("once AWS answers again").await?;
-        for held in log.stop() {
+        for held in log.stop().await {
             let c = held.condition(ConditionType::VolumeEncryptionReady);
             assert!(
                 c.is_none_or(|c| c.status != "False"),
