@@ -188,8 +188,9 @@ demo: deps ## start the bed, seed broken Karpenter setups, run the operator, sho
 	@bash e2e/demo.sh
 
 .PHONY: generate
-generate: crds ## regenerate what the vocabulary table makes: docs/checks.md, the chart's condition lists and alert tests, the CRD (a unit test fails when one drifts)
+generate: crds ## regenerate what the vocabulary table makes: docs/checks.md, the chart's condition lists and alert tests, the CRD; and the IAM policy templates (a unit test fails when one drifts)
 	$(CARGO) run --quiet --locked -p karpenter-health-checks --example generate
+	$(CARGO) run --quiet --locked -p karpenter-health-aws --example generate_policies
 
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz

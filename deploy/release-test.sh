@@ -12,6 +12,7 @@ version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$r
 expected=(
   "karpenter-health-$version.oci.tar" "karpenter-health-$version.oci.tar.digest"
   "karpenter-health-$version.cdx.json" "karpenter-health-$version.tgz" iam-policy.json
+  iam-policy-pod-identity.json
   kubectl-karpenter_health-linux-amd64.tar.gz karpenter-health.yaml
 )
 for file in "${expected[@]}"; do

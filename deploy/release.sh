@@ -5,7 +5,8 @@
 #   karpenter-health-<v>.oci.tar.digest     its digests
 #   karpenter-health-<v>.cdx.json           the SBOM (CycloneDX, from Cargo.lock)
 #   karpenter-health-<v>.tgz                the Helm chart (helm package; version and appVersion <v>)
-#   iam-policy.json                         the operator's read-only IAM policy
+#   iam-policy.json                         the operator's IAM policy template (IRSA; envsubst)
+#   iam-policy-pod-identity.json            the same for one EKS Pod Identity role of many clusters
 #   kubectl-karpenter_health-linux-amd64.tar.gz   the kubectl plugin for krew
 #   karpenter-health.yaml                   the krew manifest, filled with version, URLs and sha256
 #   SHA256SUMS                              the checksums of all of the above
@@ -43,7 +44,7 @@ cp "$archive" "$archive.digest" "$sbom" "$out/"
 "$helm" package deploy/charts/karpenter-health --version "$version" --app-version "$version" \
   --destination "$out" >/dev/null || die "helm package failed"
 
-cp deploy/iam-policy.json "$out/"
+cp deploy/iam-policy.json deploy/iam-policy-pod-identity.json "$out/"
 
 # The kubectl plugin: the release binary under krew's name, in a reproducible tarball.
 platform="linux-amd64"

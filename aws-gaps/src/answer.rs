@@ -63,6 +63,22 @@ async fn answer(
         None => {}
     }
 
+    let refused = {
+        let mut state = lock(&state);
+        let refused = state
+            .enforced
+            .as_ref()
+            .filter(|e| call.access_key.as_deref() == Some(e.access_key.as_str()))
+            .and_then(|e| e.refuses(&call, &body));
+        if let Some(refused) = &refused {
+            state.refused.push(refused.clone());
+        }
+        refused.is_some()
+    };
+    if refused {
+        return Ok(aws_error(&call.service, Fault::AccessDenied));
+    }
+
     if call.service == "eks"
         && matches!(
             call.operation.as_str(),

@@ -24,6 +24,8 @@ pub(super) struct Call {
     pub(super) principal: Option<String>,
     /// EKS ListPodIdentityAssociations: the `namespace` and `serviceAccount` query parameters.
     pub(super) service_account: Option<(String, String)>,
+    /// The SigV4 scope's access key id: who signed the request.
+    pub(super) access_key: Option<String>,
 }
 
 /// The form parameters of an awsQuery body, decoded.
@@ -66,6 +68,7 @@ pub(super) fn identify<B>(req: &Request<B>, body: &[u8]) -> Call {
         cluster: None,
         principal: None,
         service_account: None,
+        access_key: scope(0),
     };
     if let Some(target) = req
         .headers()

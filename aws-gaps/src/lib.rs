@@ -121,6 +121,10 @@ struct State {
     listings: paging::Listings,
     /// The instance types moto lists, by region (fixed data), for emulated offerings.
     catalogue_names: BTreeMap<String, Arc<Vec<String>>>,
+    /// The caller held to an identity policy, if any (`simulator/enforce.rs`).
+    enforced: Option<simulator::Enforced>,
+    /// The (action, resource) pairs the enforced policy refused, in order.
+    refused: Vec<(String, String)>,
 }
 
 /// The running proxy; stops when dropped.
@@ -300,6 +304,29 @@ impl FaultProxy {
             architecture: "x86_64".into(),
             public: false,
         });
+    }
+
+    /// Hold requests signed with `access_key` to the identity policy `document`, as IAM would:
+    /// what it does not allow is refused with the service's access-denied error. `tags` are the
+    /// caller's session tags (EKS Pod Identity's `eks-cluster-name`, ...), which fill the
+    /// policy's `${aws:PrincipalTag/...}` variables. Fails on a policy the simulator cannot read.
+    pub fn enforce_identity_policy(
+        &self,
+        access_key: &str,
+        document: &str,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let enforced =
+            simulator::Enforced::new(access_key, document, tags).map_err(anyhow::Error::msg)?;
+        let mut state = lock(&self.state);
+        state.enforced = Some(enforced);
+        state.refused.clear();
+        Ok(())
+    }
+
+    /// What the enforced policy refused so far: (action, resource), in order.
+    pub fn refused(&self) -> Vec<(String, String)> {
+        lock(&self.state).refused.clone()
     }
 
     /// Serve IAM's SimulatePrincipalPolicy from the roles' policies in moto (which lacks it).

@@ -21,6 +21,7 @@
 #[cfg(test)]
 mod answer_tests;
 mod condition;
+mod enforce;
 #[cfg(test)]
 mod matcher_tests;
 mod policy;
@@ -28,6 +29,7 @@ mod policy;
 use super::aws_wire::xml_escape;
 use anyhow::{Context as _, Result};
 use condition::Context;
+pub(super) use enforce::Enforced;
 use percent_encoding::percent_decode_str;
 use policy::{Decision, Matched, Outcome, Policies, Request};
 use std::collections::BTreeMap;

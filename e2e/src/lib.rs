@@ -151,9 +151,21 @@ impl Bed {
         endpoint: &str,
         region: &str,
     ) -> Result<aws_config::SdkConfig> {
+        self.aws_config_signed_as(endpoint, region, BED_ACCESS_KEY)
+            .await
+    }
+
+    /// [`Bed::aws_config_at`] signing with `access_key`, so the gap proxy can tell this caller
+    /// from the others (and hold it to a policy).
+    pub async fn aws_config_signed_as(
+        &self,
+        endpoint: &str,
+        region: &str,
+        access_key: &str,
+    ) -> Result<aws_config::SdkConfig> {
         // moto accepts any credentials; static ones keep the host's own out of the tests.
         let credentials =
-            aws_credential_types::Credentials::new("testing", "testing", None, None, "bed");
+            aws_credential_types::Credentials::new(access_key, "testing", None, None, "bed");
         Ok(aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(region.to_owned()))
             .endpoint_url(endpoint)
@@ -162,6 +174,9 @@ impl Bed {
             .await)
     }
 }
+
+/// The access key everything in the bed signs with unless a test names another.
+pub const BED_ACCESS_KEY: &str = "testing";
 
 async fn client_from(path: &Path) -> Result<kube::Client> {
     let kubeconfig = Kubeconfig::read_from(path)?;

@@ -223,7 +223,8 @@ async fn a_private_subnet_without_a_nat_route_fails_until_the_vpc_endpoints_exis
             .await?;
         let text = message(&status, ConditionType::NodeNetworkReady);
         assert!(text.contains(&inspection), "names the endpoint: {text}");
-        log.assert_never_false(ConditionType::NodeNetworkReady).await;
+        log.assert_never_false(ConditionType::NodeNetworkReady)
+            .await;
         fx.aws.delete_default_route(&fx.route_table).await?;
         let endpoints = fx
             .aws

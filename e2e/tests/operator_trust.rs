@@ -176,7 +176,8 @@ async fn interruption_rules_custom_buses_arn_conditions_and_encrypted_queues() -
             .await?;
         fx.wait_healthy("with the default bus forwarding to the custom bus")
             .await?;
-        log.assert_never_false(ConditionType::InterruptionHandlingReady).await;
+        log.assert_never_false(ConditionType::InterruptionHandlingReady)
+            .await;
 
         // Point 10: the queue is encrypted with the AWS managed key for SQS.
         use aws_sdk_sqs::types::QueueAttributeName::{KmsMasterKeyId, Policy};
@@ -272,7 +273,8 @@ async fn scps_a_key_left_to_iam_and_what_a_launch_touches() -> Result<()> {
         assert!(text.contains("ec2:InstanceType"), "{text}");
         proxy.set_service_control_policies(Vec::new());
         fx.wait_healthy("without SCPs").await?;
-        log.assert_never_false(ConditionType::ControllerCanLaunch).await;
+        log.assert_never_false(ConditionType::ControllerCanLaunch)
+            .await;
 
         // Point 11: without the statement for the images, security groups and subnets a launch
         // uses, Karpenter cannot launch.
@@ -385,7 +387,8 @@ async fn irsa_audiences_roles_of_other_accounts_and_pod_identity_target_roles() 
             .await?;
         let text = message(&status, ConditionType::ControllerCanLaunch);
         assert!(text.contains("999988887777"), "{text}");
-        log.assert_never_false(ConditionType::ControllerCanLaunch).await;
+        log.assert_never_false(ConditionType::ControllerCanLaunch)
+            .await;
 
         // EKS Pod Identity with a target role: the association's role assumes the controller
         // role, whose trust admits that role.
@@ -438,7 +441,8 @@ async fn irsa_audiences_roles_of_other_accounts_and_pod_identity_target_roles() 
             },
         )
         .await?;
-        log.assert_never_false(ConditionType::ControllerCanLaunch).await;
+        log.assert_never_false(ConditionType::ControllerCanLaunch)
+            .await;
 
         // Back to IRSA as seeded.
         fx.proxy.set_pod_identity(&fx.cluster, Vec::new());

@@ -25,7 +25,7 @@ vocabulary! {
             "Check the operator's RBAC and logs; the condition resolves once the fact is observed.";
         AwsAccessDenied => Unknown,
             "An AWS call the check needs was denied, so the check could not run.",
-            "Grant the operator's IAM role the read permissions listed in deploy/iam-policy.json.";
+            "Grant the operator's IAM role the policy `karpenter-health iam-policy` prints for this cluster (template: deploy/iam-policy.json).";
         AwsThrottled => Unknown,
             "AWS throttled a call the check needs, or the operator's own rate limit for that API held it back; the class is evaluated again within a minute.",
             "Nothing to fix if brief; if persistent, raise the refresh interval or find the account's noisy client.";

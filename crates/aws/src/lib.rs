@@ -14,6 +14,7 @@ pub mod fake;
 pub mod limits;
 pub mod metrics;
 pub mod observer;
+pub mod policy;
 pub mod ports;
 pub mod sdk;
 

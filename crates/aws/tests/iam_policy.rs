@@ -1,6 +1,7 @@
-//! The shipped IAM policy (deploy/iam-policy.json) grants exactly the calls the adapter makes:
-//! a full observation against the fake, with every optional read asked for, makes each granted
-//! action at least once and no other. Reads the policy file (IO in a test only).
+//! The operator's IAM policy, in every variant `karpenter-health iam-policy` prints and as the
+//! shipped templates (deploy/iam-policy*.json) hold it, grants exactly the calls the adapter
+//! makes: a full observation against the fake, with every optional read asked for, makes each
+//! granted action at least once and no other. Reads the template files (IO in a test only).
 
 // This test uses only part of the shared fixture.
 #[allow(dead_code)]
@@ -13,17 +14,56 @@ use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
 use karpenter_health_checks::plan::volume_keys::{DefaultKeyUse, VolumeKeys};
 use std::collections::BTreeSet;
 
-const POLICY: &str = include_str!("../../../deploy/iam-policy.json");
+use karpenter_health_aws::policy::{
+    Credentials, PolicyScope, TEMPLATES, granted_actions, operator_policy, render,
+};
 
-fn granted() -> BTreeSet<String> {
-    let policy: serde_json::Value = serde_json::from_str(POLICY).expect("policy JSON");
-    policy["Statement"]
-        .as_array()
-        .expect("statements")
-        .iter()
-        .flat_map(|s| s["Action"].as_array().cloned().unwrap_or_default())
-        .filter_map(|a| a.as_str().map(str::to_owned))
-        .collect()
+/// Every variant of the policy: both credentials, a named queue, an exact controller role, every
+/// region.
+fn variants() -> Vec<(String, serde_json::Value)> {
+    let mut all = Vec::new();
+    for credentials in [Credentials::Irsa, Credentials::PodIdentity] {
+        let base = PolicyScope {
+            partition: "aws".into(),
+            account: "123456789012".into(),
+            region: "us-west-2".into(),
+            cluster_name: CLUSTER.into(),
+            controller_role: "KarpenterController*".into(),
+            interruption_queue: None,
+            credentials,
+        };
+        for scope in [
+            base.clone(),
+            PolicyScope {
+                interruption_queue: Some("interruptions".into()),
+                controller_role: role_arn("/", "KarpenterControllerRole"),
+                region: "*".into(),
+                ..base.clone()
+            },
+            PolicyScope::placeholders(credentials),
+        ] {
+            all.push((format!("{scope:?}"), operator_policy(&scope)));
+        }
+    }
+    for (path, _) in TEMPLATES {
+        let text = std::fs::read_to_string(format!("../../{path}"))
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let shipped: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        all.push(((*path).to_owned(), shipped));
+    }
+    all
+}
+
+#[test]
+fn the_shipped_templates_are_current() {
+    for (path, credentials) in TEMPLATES {
+        let text = std::fs::read_to_string(format!("../../{path}")).unwrap_or_default();
+        assert!(
+            text == render(&operator_policy(&PolicyScope::placeholders(*credentials))),
+            "{path} is stale: run `make generate`"
+        );
+    }
 }
 
 #[tokio::test]
@@ -78,12 +118,31 @@ async fn the_shipped_policy_grants_exactly_the_calls_the_adapter_makes() {
         .iter()
         .map(|c| format!("{}:{}", c.service, c.operation))
         .collect();
-    let granted = granted();
-    let missing: Vec<&String> = made.difference(&granted).collect();
-    let unused: Vec<&String> = granted.difference(&made).collect();
-    assert!(
-        missing.is_empty(),
-        "calls the policy does not grant: {missing:?}"
-    );
-    assert!(unused.is_empty(), "granted but never called: {unused:?}");
+    for (variant, policy) in variants() {
+        let granted = granted_actions(&policy);
+        let missing: Vec<&String> = made.difference(&granted).collect();
+        let unused: Vec<&String> = granted.difference(&made).collect();
+        assert!(
+            missing.is_empty(),
+            "{variant}: calls the policy does not grant: {missing:?}"
+        );
+        assert!(
+            unused.is_empty(),
+            "{variant}: granted but never called: {unused:?}"
+        );
+    }
+}
+
+#[test]
+fn docs_say_what_each_statement_costs() {
+    let policy = operator_policy(&PolicyScope::placeholders(Credentials::Irsa));
+    let sids: BTreeSet<&str> = policy["Statement"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .filter_map(|s| s["Sid"].as_str())
+        .collect();
+    let documented: BTreeSet<&str> =
+        karpenter_health_checks::docs::iam_scoping_statements().collect();
+    assert_eq!(sids, documented, "crates/checks/src/docs.rs IAM_SCOPING");
 }

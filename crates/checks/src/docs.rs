@@ -25,6 +25,7 @@ pub fn docs_markdown() -> String {
     intro(&mut out);
     summary(&mut out);
     unknown_causes(&mut out);
+    iam_scoping(&mut out);
     for &ty in ConditionType::ALL {
         condition_section(&mut out, ty);
     }
@@ -151,6 +152,113 @@ fn unknown_causes(w: &mut String) {
     }
     let _ = writeln!(w);
     reason_list(w, |r| r.meta().scope == ReasonScope::AnySubCondition);
+}
+
+/// What each statement of the operator's IAM policy (`karpenter_health_aws::policy`, printed by
+/// `karpenter-health iam-policy`) grants, and which verdict a grant narrower than the setup
+/// needs turns `AwsAccessDenied`. Rows name the statements by `Sid`; a test in the AWS crate
+/// keeps them in step with the policy.
+const IAM_SCOPING: &[(&str, &str, &str)] = &[
+    (
+        "RegionalReadsWithoutResource",
+        "EC2 `Describe*` and EBS defaults, EventBridge `ListEventBuses`/`ListRuleNamesByTarget` on `*`, only in the cluster's region (`aws:RequestedRegion`; none with `--region '*'`)",
+        "these calls take no resource, so nothing narrower exists; another region turns `SubnetsReady`, `SecurityGroupsReady`, `NodeNetworkReady`, `ClusterIdentityUnique`, `InstanceTypesAvailable`, `AmisResolvable`, `CapacityReservationsUsable`, `VolumeEncryptionReady` and `InterruptionHandlingReady` Unknown",
+    ),
+    (
+        "GlobalReadsWithoutResource",
+        "IAM `ListOpenIDConnectProviders`, STS `GetCallerIdentity` on `*` (IAM and STS are signed for the global region, so no region condition)",
+        "without the provider list `ControllerCanLaunch` cannot tell an IRSA role's provider exists",
+    ),
+    (
+        "ReadRoles",
+        "IAM `GetRole`, `ListRolePolicies`, `GetRolePolicy`, `ListAttachedRolePolicies` on the account's roles",
+        "node roles, the controller's and the VPC CNI's may have any name and path; a grant on one path turns `NodeRoleReady`, `ControllerCanLaunch`, `SpotReady` (the Spot service-linked role) or `NodeNetworkReady` Unknown for a role outside it",
+    ),
+    (
+        "ReadInstanceProfiles",
+        "IAM `GetInstanceProfile` on the account's instance profiles",
+        "a profile outside a narrower grant turns `InstanceProfileReady` Unknown",
+    ),
+    (
+        "ReadManagedPolicies",
+        "IAM `GetPolicy`, `GetPolicyVersion` on the account's and AWS's managed policies",
+        "`NodeRoleReady` and the controller's own-policy reading (when the simulator cannot be asked) become Unknown",
+    ),
+    (
+        "SimulateTheKarpenterControllerRoleOnly",
+        "IAM `SimulatePrincipalPolicy` on the Karpenter controller role only (`--controller-role`, default `KarpenterController*`)",
+        "a controller role the pattern misses is not simulated: `ControllerCanLaunch` then judges from the role's own policies, which cannot show service control policies (some decisions are `PolicyUndecided`), and `VolumeEncryptionReady` is Unknown for a customer-managed key whose policy leaves the controller's use to IAM policies",
+    ),
+    (
+        "ReadThisCluster",
+        "EKS `DescribeCluster`, `ListAccessEntries`, `ListPodIdentityAssociations` on this cluster (with Pod Identity: the cluster the session tag `eks-cluster-name` names)",
+        "any other cluster is refused; this one's refusal turns most conditions Unknown",
+    ),
+    (
+        "ReadThisClustersAccessEntries",
+        "EKS `DescribeAccessEntry` on this cluster's access entries",
+        "`NodeRoleMapped` Unknown for a cluster that maps nodes by access entry",
+    ),
+    (
+        "ReadThisClustersPodIdentityAssociations",
+        "EKS `DescribePodIdentityAssociation` on this cluster's associations",
+        "`ControllerCanLaunch` and `NodeNetworkReady` Unknown where Pod Identity gives the role",
+    ),
+    (
+        "ReadTheInterruptionQueue",
+        "SQS `GetQueueUrl`, `GetQueueAttributes` on the interruption queue (`--interruption-queue`, default: named after the cluster)",
+        "a queue named otherwise than the policy says turns `InterruptionHandlingReady` Unknown: print the policy with `--interruption-queue`",
+    ),
+    (
+        "ReadInterruptionRules",
+        "EventBridge `DescribeRule` on the account's rules in the region",
+        "`InterruptionHandlingReady` Unknown for rules outside a narrower grant",
+    ),
+    (
+        "ReadVolumeKeys",
+        "KMS `DescribeKey`, `GetKeyPolicy`, `ListGrants` on the account's keys in the region",
+        "a key of another account (cross-account EBS or queue encryption) turns `VolumeEncryptionReady` or `InterruptionHandlingReady` Unknown; add its ARN to the statement to judge it",
+    ),
+    (
+        "ReadEc2Quotas",
+        "Service Quotas `GetServiceQuota` on EC2's quotas in the region",
+        "`LimitsLeaveRoom` leaves the vCPU quotas out of its judgement (it blames only what it read)",
+    ),
+    (
+        "ResolveAmiAliases",
+        "SSM `GetParameter` on AWS's public parameters (`parameter/aws/service/*`), as Karpenter's own policy grants it; never the account's own parameters",
+        "none: an alias resolves only through public parameters",
+    ),
+];
+
+fn iam_scoping(w: &mut String) {
+    let _ = writeln!(
+        w,
+        "## The operator's IAM policy, and what each scoping costs
+"
+    );
+    let _ = writeln!(
+        w,
+        "`karpenter-health iam-policy --cluster-name <name> --account-id <id> --region <region>` \
+         prints the policy for one cluster; `--pod-identity` prints one role's policy for many \
+         clusters, each EKS Pod Identity session seeing only the cluster its \
+         `eks-cluster-name` session tag names. `deploy/iam-policy.json` and \
+         `deploy/iam-policy-pod-identity.json` hold the same with `${{AWS_PARTITION}}`, \
+         `${{AWS_ACCOUNT_ID}}`, `${{AWS_REGION}}` and `${{CLUSTER_NAME}}` placeholders \
+         (for `envsubst`). A grant narrower than a setup needs never turns a condition \
+         False: the read is refused and the condition is [`AwsAccessDenied`](#awsaccessdenied).\n"
+    );
+    let _ = writeln!(w, "| Statement | Grants | A narrower grant costs |");
+    let _ = writeln!(w, "|---|---|---|");
+    for (sid, grants, costs) in IAM_SCOPING {
+        let _ = writeln!(w, "| `{sid}` | {grants} | {costs} |");
+    }
+    let _ = writeln!(w);
+}
+
+/// The statements [`IAM_SCOPING`] describes, by `Sid`.
+pub fn iam_scoping_statements() -> impl Iterator<Item = &'static str> {
+    IAM_SCOPING.iter().map(|(sid, _, _)| *sid)
 }
 
 /// One condition: what `True` means, what it cannot see, its reasons (current and retired) and

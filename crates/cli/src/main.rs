@@ -1,10 +1,11 @@
 //! The karpenter-health command line: `run` the operator, `check` a cluster once, print the
-//! `crd`; installed as `kubectl-karpenter_health` it is a kubectl plugin. Does IO.
+//! `crd` and the `iam-policy`; installed as `kubectl-karpenter_health` it is a kubectl plugin. Does IO.
 #![forbid(unsafe_code)]
 // A function over 80 lines (clippy.toml) is cut along what its parts decide; tests are exempt.
 #![warn(clippy::too_many_lines)]
 
 mod check;
+mod iam_policy;
 mod report;
 
 use anyhow::Context as _;
@@ -36,6 +37,9 @@ enum Command {
     Check(Box<check::CheckArgs>),
     /// Print the KarpenterHealth CRD as YAML.
     Crd,
+    /// Print the IAM policy the operator's role needs, scoped to one cluster (or, with
+    /// --pod-identity, to the cluster each Pod Identity session names).
+    IamPolicy(iam_policy::IamPolicyArgs),
     /// Lint manifests offline (no cluster, no AWS): exit 1 on findings at or above --fail-on.
     Lint(karpenter_health_lint::LintArgs),
 }
@@ -98,6 +102,10 @@ async fn run_command() -> anyhow::Result<()> {
                 "{}",
                 serde_yaml::to_string(&karpenter_health_api::custom_resource_definition())?
             );
+            Ok(())
+        }
+        Command::IamPolicy(args) => {
+            print!("{}", iam_policy::policy_text(&args));
             Ok(())
         }
         Command::Check(args) => {
