@@ -2,17 +2,20 @@
 # `make release-test`: runs `make release`'s script and checks what it wrote: every artifact there
 # and in SHA256SUMS, which verifies; the chart's version and appVersion are the crates'; the krew
 # manifest names the plugin tarball's checksum and version, without placeholders; the plugin
-# inside runs.
+# inside runs; the LICENSE is in the folder, the chart, the plugin tarball and the image; and the
+# changelog check refuses a version without entries.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fail() { echo "FAIL: release-test: $*" >&2; exit 1; }
 
 out="$(bash "$repo/deploy/release.sh")" || fail "deploy/release.sh failed"
+work_changelog="$(mktemp)"
+trap 'rm -f "$work_changelog"' EXIT
 version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml")"
 expected=(
   "karpenter-health-$version.oci.tar" "karpenter-health-$version.oci.tar.digest"
   "karpenter-health-$version.cdx.json" "karpenter-health-$version.tgz" iam-policy.json
-  iam-policy-pod-identity.json
+  iam-policy-pod-identity.json LICENSE CHANGELOG.md
   kubectl-karpenter_health-linux-amd64.tar.gz karpenter-health.yaml
 )
 for file in "${expected[@]}"; do
@@ -25,6 +28,28 @@ chart="$(tar -xzOf "$out/karpenter-health-$version.tgz" karpenter-health/Chart.y
 grep -qx "version: $version" <<<"$chart" || fail "the chart's version is not $version"
 grep -qx "appVersion: $version" <<<"$chart" || fail "the chart's appVersion is not $version"
 
+tar -tzf "$out/karpenter-health-$version.tgz" | grep -qx karpenter-health/LICENSE \
+  || fail "the chart package carries no LICENSE"
+tar -tzf "$out/kubectl-karpenter_health-linux-amd64.tar.gz" | grep -qx LICENSE \
+  || fail "the plugin tarball carries no LICENSE"
+grep -q "from: LICENSE" "$out/karpenter-health.yaml" || fail "krew does not install the LICENSE"
+oci="$(mktemp -d)"
+tar -xf "$out/karpenter-health-$version.oci.tar" -C "$oci"
+found=""
+for layer in "$oci"/blobs/sha256/*; do
+  if tar -tf "$layer" 2>/dev/null | grep -qx 'LICENSE\|\./LICENSE'; then found=yes; fi
+done
+rm -rf "$oci"
+[ -n "$found" ] || fail "the image carries no /LICENSE"
+# A version the changelog does not describe is refused before anything is built.
+printf '# Changelog\n\n## [%s]\n\n- the release being tested\n' "$version" > "$work_changelog"
+bash "$repo/deploy/changelog-check.sh" "$version" "$work_changelog" \
+  || fail "changelog-check refused a section with an entry"
+printf '# Changelog\n\n## [%s]\n\n## [0.0.1]\n\n- older\n' "$version" > "$work_changelog"
+if bash "$repo/deploy/changelog-check.sh" "$version" "$work_changelog" 2>/dev/null; then
+  fail "changelog-check accepted an empty section for $version"
+fi
+
 manifest="$out/karpenter-health.yaml"
 plugin_sha="$(sha256sum < "$out/kubectl-karpenter_health-linux-amd64.tar.gz" | cut -d' ' -f1)"
 grep -q "sha256: $plugin_sha" "$manifest" || fail "the krew manifest does not name the plugin's sha256"
@@ -32,7 +57,7 @@ grep -q "version: v$version" "$manifest" || fail "the krew manifest is not for v
 if grep -q 'SHA256_\|vVERSION' "$manifest"; then fail "the krew manifest keeps placeholders"; fi
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$work_changelog"' EXIT
 tar -xzf "$out/kubectl-karpenter_health-linux-amd64.tar.gz" -C "$work"
 "$work/kubectl-karpenter_health" --version | grep -q "$version" \
   || fail "the plugin in the tarball does not run as version $version"

@@ -5,6 +5,8 @@
 #   karpenter-health-<v>.oci.tar.digest     its digests
 #   karpenter-health-<v>.cdx.json           the SBOM (CycloneDX, from Cargo.lock)
 #   karpenter-health-<v>.tgz                the Helm chart (helm package; version and appVersion <v>)
+#   LICENSE, CHANGELOG.md                   the license (also in the chart, plugin and image) and
+#                                           the changes, which must have a section for <v>
 #   iam-policy.json                         the operator's IAM policy template (IRSA; envsubst)
 #   iam-policy-pod-identity.json            the same for one EKS Pod Identity role of many clusters
 #   kubectl-karpenter_health-linux-amd64.tar.gz   the kubectl plugin for krew
@@ -26,6 +28,7 @@ log() { echo "release: $*" >&2; }
 die() { echo "release: FAIL: $*" >&2; exit 1; }
 
 version="$image_version"
+bash deploy/changelog-check.sh "$version" || die "CHANGELOG.md has no section for $version"
 out="${KH_RELEASE_DIR:-$target_dir/dist/$version}"
 case "$out" in /*) ;; *) out="$repo_root/$out" ;; esac
 helm="${HELM:-$cache_root/bin/helm}"
@@ -40,20 +43,26 @@ epoch="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 digest="$(bash image/build.sh)" || die "the image build failed"
 cp "$archive" "$archive.digest" "$sbom" "$out/"
 
-# The chart, versioned like the crates.
-"$helm" package deploy/charts/karpenter-health --version "$version" --app-version "$version" \
+# The chart, versioned like the crates, packaged from a copy that carries the license.
+staging="$(mktemp -d)"
+trap 'rm -rf "$staging"' EXIT
+cp -r deploy/charts/karpenter-health "$staging/chart"
+cp LICENSE "$staging/chart/LICENSE"
+"$helm" package "$staging/chart" --version "$version" --app-version "$version" \
   --destination "$out" >/dev/null || die "helm package failed"
 
-cp deploy/iam-policy.json deploy/iam-policy-pod-identity.json "$out/"
+cp LICENSE CHANGELOG.md deploy/iam-policy.json deploy/iam-policy-pod-identity.json "$out/"
 
-# The kubectl plugin: the release binary under krew's name, in a reproducible tarball.
+# The kubectl plugin: the release binary under krew's name and the license, in a reproducible
+# tarball.
 platform="linux-amd64"
-plugin_dir="$(mktemp -d)"
-trap 'rm -rf "$plugin_dir"' EXIT
+plugin_dir="$staging/plugin"
+mkdir -p "$plugin_dir"
 install -m 0755 "$target_dir/release/karpenter-health" "$plugin_dir/kubectl-karpenter_health"
+install -m 0644 LICENSE "$plugin_dir/LICENSE"
 plugin="$out/kubectl-karpenter_health-$platform.tar.gz"
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
-  -C "$plugin_dir" -cf - kubectl-karpenter_health | gzip -n -9 > "$plugin"
+  -C "$plugin_dir" -cf - kubectl-karpenter_health LICENSE | gzip -n -9 > "$plugin"
 plugin_sha="$(sha256sum < "$plugin" | cut -d' ' -f1)"
 
 # The krew manifest: the template's platform entry for this platform only, filled in.

@@ -62,6 +62,7 @@ rootfs="$context/rootfs"
 rm -rf "$context"
 mkdir -p "$rootfs/etc/ssl/certs"
 install -m 0755 "$binary" "$rootfs/karpenter-health"
+install -m 0644 "$repo_root/LICENSE" "$rootfs/LICENSE"
 
 # Every absolute path ldd prints: the libraries and the dynamic loader (PT_INTERP), each copied
 # (dereferenced) to the same path in the rootfs.

@@ -88,7 +88,8 @@ PY
 )" || fail "the SBOM $sbom is not the binary's CycloneDX BOM"
 diff -q "$work/sbom1" <(sha256sum < "$sbom") >/dev/null || fail "the SBOM differs between two builds"
 step "sbom: $sbom_check crates of Cargo.lock in $(basename "$sbom"), the same twice"
-# Exactly the expected files: the binary, ldd's libraries and the loader, the CA bundle, passwd, group.
+# Exactly the expected files: the binary, the license, ldd's libraries and the loader, the CA
+# bundle, passwd, group.
 blob_of() { # path inside the archive -> its content
   tar -xOf "$archive" "./$1"
 }
@@ -97,7 +98,7 @@ layers="$(blob_of "blobs/sha256/$manifest_digest" | python3 -c 'import json,sys;
 [ "$(wc -w <<<"$layers")" -eq 1 ] || fail "want one layer, got: $layers"
 blob_of "blobs/sha256/$layers" | tar -tzv > "$work/layer.txt" || fail "cannot list the image's layer"
 files="$(awk '$1 !~ /^d/ {print $NF}' "$work/layer.txt" | sed 's|^\./||; s|^|/|' | sort)"
-expected="$( { printf '/karpenter-health\n/etc/passwd\n/etc/group\n/etc/ssl/certs/ca-certificates.crt\n'
+expected="$( { printf '/karpenter-health\n/LICENSE\n/etc/passwd\n/etc/group\n/etc/ssl/certs/ca-certificates.crt\n'
   ldd "$target_dir/release/karpenter-health" | grep -o '/[^ ]*'; } | sort -u)"
 [ "$files" = "$expected" ] || fail "the image's files differ from the expected set:
 $(diff <(echo "$expected") <(echo "$files") || true)"

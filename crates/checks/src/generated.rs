@@ -104,8 +104,10 @@ fn condition_alert_tests() -> String {
                  summary: 'EC2NodeClass {class}: {ty} is False'\n        description: A check of \
                  {ty} ran and found a problem for EC2NodeClass {class}. `kubectl describe \
                  karpenterhealth {class}` names the reason and the fix.\n        runbook_url: \
-                 https://github.com/karpenter-health/karpenter-health/blob/main/docs/checks.md#{}\n",
-                reason.to_ascii_lowercase()
+                 https://github.com/karpenter-health/karpenter-health/blob/v{version}/docs/checks.md#{}\n",
+                reason.to_ascii_lowercase(),
+                // The chart's default runbooks are the docs of its appVersion, the workspace's.
+                version = env!("CARGO_PKG_VERSION"),
             )
         };
         let not_fired = |at: &str, alertname: &str| {

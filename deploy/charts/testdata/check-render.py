@@ -92,6 +92,9 @@ def check_default(path):
     check(dep["spec"]["replicas"] == 2, f"default: replicas 2, is {dep['spec']['replicas']}")
     pod = dep["spec"]["template"]["spec"]
     container, env = common_pod_checks(pod, SELECTOR, "default")
+    # The image is amd64 only: the default keeps it off other architectures.
+    check(pod.get("nodeSelector") == {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+          f"default: nodeSelector should hold the image to linux/amd64, is {pod.get('nodeSelector')!r}")
     check(pod["priorityClassName"] == "system-cluster-critical", "default: priorityClassName system-cluster-critical")
     check(container["image"] == "registry.example.com/karpenter-health:0.1.0",
           f"default: image is --set image.repository, the tag defaults to appVersion, is {container['image']}")
@@ -173,7 +176,9 @@ def check_all(path):
           f"all: extraVolumes in the Pod spec: {pod.get('volumes')}")
     check(container.get("volumeMounts") == [{"name": "ca-bundle", "mountPath": "/etc/ssl/corporate", "readOnly": True}],
           f"all: extraVolumeMounts in the container: {container.get('volumeMounts')}")
-    check(pod["nodeSelector"] == {"kubernetes.io/os": "linux", "node-role": "system"}, "all: nodeSelector")
+    # Helm merges a map value into the default: the arch guard stays unless set to null.
+    check(pod["nodeSelector"] == {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "node-role": "system"},
+          f"all: nodeSelector {pod['nodeSelector']!r}")
     check(len(pod["tolerations"]) == 2, "all: tolerations")
     check(pod["terminationGracePeriodSeconds"] == 45, "all: terminationGracePeriodSeconds")
     check(container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},

@@ -39,7 +39,9 @@ table (crates/api/src/vocabulary.rs) into _conditions.tpl by `make generate`.
 
 {{- define "karpenter-health.ruleGroups" -}}
 {{- $p := .Values.prometheusRule -}}
-{{- $docs := trimSuffix "/" $p.docsBaseURL -}}
+{{- $tree := printf "https://github.com/karpenter-health/karpenter-health/blob/v%s" .Chart.AppVersion -}}
+{{- $docs := trimSuffix "/" (default (printf "%s/docs/checks.md" $tree) $p.docsBaseURL) -}}
+{{- $operatorRunbook := default (printf "%s/deploy/charts/karpenter-health/README.md#karpenterhealthnoleader" $tree) $p.operatorRunbookURL -}}
 {{- $leader := "and on (instance) (karpenter_health_leader == 1)" -}}
 groups:
   - name: karpenter-health
@@ -58,5 +60,5 @@ groups:
       {{- with include "karpenter-health.alert" (list $ "KarpenterHealthConditionUnknown" $p.conditionUnknown $expr $summary $description $runbook) }}{{ . | nindent 6 }}{{ end }}
       {{- $summary := "No karpenter-health replica is reconciling" }}
       {{- $description := "No scraped karpenter-health replica holds the leader-election Lease (or none is scraped at all), so KarpenterHealth conditions are not kept current." }}
-      {{- with include "karpenter-health.alert" (list $ "KarpenterHealthNoLeader" $p.noLeader "absent(karpenter_health_leader == 1)" $summary $description $p.operatorRunbookURL) }}{{ . | nindent 6 }}{{ end }}
+      {{- with include "karpenter-health.alert" (list $ "KarpenterHealthNoLeader" $p.noLeader "absent(karpenter_health_leader == 1)" $summary $description $operatorRunbook) }}{{ . | nindent 6 }}{{ end }}
 {{- end -}}
