@@ -28,16 +28,18 @@ chart="$(tar -xzOf "$out/karpenter-health-$version.tgz" karpenter-health/Chart.y
 grep -qx "version: $version" <<<"$chart" || fail "the chart's version is not $version"
 grep -qx "appVersion: $version" <<<"$chart" || fail "the chart's appVersion is not $version"
 
-tar -tzf "$out/karpenter-health-$version.tgz" | grep -qx karpenter-health/LICENSE \
-  || fail "the chart package carries no LICENSE"
-tar -tzf "$out/kubectl-karpenter_health-linux-amd64.tar.gz" | grep -qx LICENSE \
-  || fail "the plugin tarball carries no LICENSE"
+# Listed first: with pipefail, grep -q closing the pipe early would fail tar's side.
+chart_files="$(tar -tzf "$out/karpenter-health-$version.tgz")"
+grep -qx karpenter-health/LICENSE <<<"$chart_files" || fail "the chart package carries no LICENSE"
+plugin_files="$(tar -tzf "$out/kubectl-karpenter_health-linux-amd64.tar.gz")"
+grep -qx LICENSE <<<"$plugin_files" || fail "the plugin tarball carries no LICENSE"
 grep -q "from: LICENSE" "$out/karpenter-health.yaml" || fail "krew does not install the LICENSE"
 oci="$(mktemp -d)"
 tar -xf "$out/karpenter-health-$version.oci.tar" -C "$oci"
 found=""
 for layer in "$oci"/blobs/sha256/*; do
-  if tar -tf "$layer" 2>/dev/null | grep -qx 'LICENSE\|\./LICENSE'; then found=yes; fi
+  listed="$(tar -tf "$layer" 2>/dev/null || true)"
+  if grep -qx 'LICENSE\|\./LICENSE' <<<"$listed"; then found=yes; fi
 done
 rm -rf "$oci"
 [ -n "$found" ] || fail "the image carries no /LICENSE"
