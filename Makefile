@@ -174,6 +174,12 @@ release-test: ## make release, then verify every artifact (checksums, chart and 
 	shellcheck -x deploy/release.sh deploy/release-test.sh deploy/argocd/test.sh
 	@bash deploy/release-test.sh
 
+.PHONY: terraform-test
+terraform-test: ## the Terraform example's policy module, applied offline, makes the policy iam-policy prints
+	@$(CARGO) build --quiet --locked -p karpenter-health
+	shellcheck -x deploy/terraform/test.sh deploy/changelog-check.sh
+	@bash deploy/terraform/test.sh
+
 .PHONY: image-test
 image-test: image ## the image on a bed of its own: digest twice, in-cluster config, probes, SIGTERM, Lease
 	@bash e2e/bed/install-chart-tools.sh
@@ -181,7 +187,7 @@ image-test: image ## the image on a bed of its own: digest twice, in-cluster con
 	@bash image/test.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check rbac-check e2e-list-check purity-check deny e2e chart-test image-test release-test ## everything CI runs
+test: deps fmt-check lint test-unit crds-check rbac-check e2e-list-check purity-check deny e2e chart-test terraform-test image-test release-test ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth
