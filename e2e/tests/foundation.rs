@@ -76,7 +76,19 @@ async fn crd_is_served_and_kubectl_shows_the_printer_columns() -> Result<()> {
         .unwrap_or_default()
         .split_whitespace()
         .collect();
-    assert_eq!(header, ["NAME", "READY", "REASON", "NOT", "READY", "AGE"]);
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "REASON",
+            "NOT",
+            "READY",
+            "LAST",
+            "EVALUATED",
+            "AGE"
+        ]
+    );
     let wide = kubectl(&bed, &["get", "kh", "fnd-columns", "-o", "wide"])?;
     assert!(
         wide.lines().next().unwrap_or_default().contains("PROFILE"),

@@ -39,7 +39,8 @@ pub struct KarpenterHealthSpec {
 /// The KarpenterHealth CRD as the operator installs it and `karpenter-health crd` prints it: the
 /// derive's schema with the printer columns of the vocabulary table (`#[kube(printcolumn)]` takes
 /// literals only, so they are added here rather than copied by hand): the summary, one hidden
-/// (`-o wide`) column per sub-condition in the table's order, the summary's message, the age.
+/// (`-o wide`) column per sub-condition in the table's order, the summary's message, when the
+/// checks last ran, the age.
 pub fn custom_resource_definition() -> CustomResourceDefinition {
     let mut crd = <KarpenterHealth as kube::CustomResourceExt>::crd();
     let status_of =
@@ -72,6 +73,13 @@ pub fn custom_resource_definition() -> CustomResourceDefinition {
         status_of(ConditionType::Ready, "message"),
         Some(1),
     ));
+    // How long ago the checks last ran: a stopped or removed operator leaves its last verdict
+    // behind, and this column is what tells it from a current one.
+    columns.push(CustomResourceColumnDefinition {
+        type_: "date".to_owned(),
+        description: Some("When the checks last ran".to_owned()),
+        ..column("Last Evaluated", ".status.lastEvaluated".to_owned(), None)
+    });
     columns.push(CustomResourceColumnDefinition {
         type_: "date".to_owned(),
         ..column("Age", ".metadata.creationTimestamp".to_owned(), None)
@@ -124,7 +132,8 @@ pub struct KarpenterHealthStatus {
 }
 
 /// The longest `notReady` summary: with `kubectl get`'s other default columns (name, Ready, a
-/// reason, age) it keeps a line within 120 columns for EC2NodeClass names up to 24 characters.
+/// reason, last evaluated, age) it keeps a line within 130 columns for EC2NodeClass names up to
+/// 24 characters.
 pub const MAX_NOT_READY_CHARS: usize = 40;
 
 /// Joins short condition names with commas, keeping as many as fit in `MAX_NOT_READY_CHARS` with
@@ -310,8 +319,22 @@ mod tests {
             .unwrap_or_default();
         let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names[..3], ["Ready", "Reason", "Not Ready"], "{names:?}");
-        assert_eq!(names[names.len() - 2..], ["Message", "Age"], "{names:?}");
-        let sub: Vec<(&str, &str, Option<i32>)> = columns[3..columns.len() - 2]
+        assert_eq!(
+            names[names.len() - 3..],
+            ["Message", "Last Evaluated", "Age"],
+            "{names:?}"
+        );
+        let evaluated = &columns[columns.len() - 2];
+        assert_eq!(
+            (
+                evaluated.json_path.as_str(),
+                evaluated.type_.as_str(),
+                evaluated.priority
+            ),
+            (".status.lastEvaluated", "date", None),
+            "shown by default, as an age"
+        );
+        let sub: Vec<(&str, &str, Option<i32>)> = columns[3..columns.len() - 3]
             .iter()
             .map(|c| (c.name.as_str(), c.json_path.as_str(), c.priority))
             .collect();

@@ -184,6 +184,7 @@ fn schema_alert_names(current: &str) -> Result<String, String> {
         .chain([
             "KarpenterHealthConditionUnknown".to_owned(),
             "KarpenterHealthNoLeader".to_owned(),
+            "KarpenterHealthStale".to_owned(),
         ])
         .collect();
     let last = names.len() - 1;

@@ -249,6 +249,11 @@ def check_all(path):
     leader = alerts["KarpenterHealthNoLeader"]
     check(leader["for"] == "15m" and leader["annotations"]["runbook_url"] == "https://docs.example.com/karpenter-health/no-leader",
           "all: noLeader and operatorRunbookURL")
+    stale = alerts["KarpenterHealthStale"]
+    check(stale["for"] == "20m" and stale["labels"]["severity"] == "critical"
+          and stale["expr"].endswith("> 3600")
+          and stale["annotations"]["runbook_url"] == "https://docs.example.com/karpenter-health/no-leader",
+          f"all: stale, staleAfterSeconds and operatorRunbookURL: {stale}")
     dash = objs[("ConfigMap", "kh-operator-dashboard")]
     check(dash["metadata"]["namespace"] == "monitoring" and dash["metadata"]["labels"].get("grafana_dashboard") == "1"
           and dash["metadata"]["annotations"].get("grafana_folder") == "Karpenter", "all: dashboard ConfigMap")

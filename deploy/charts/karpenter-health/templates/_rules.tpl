@@ -12,6 +12,10 @@ in lower case). Only the replica holding the Lease exports conditions that are c
 the series of the leader (karpenter_health_leader == 1) and drops the per-replica labels, so a
 fail-over does not restart the alert's `for`.
 
+KarpenterHealthStale reads the object itself, through kube-state-metrics' custom resource state
+(files/kube-state-metrics.yaml): it fires for a class whose checks stopped running, whether the
+operator is stuck, stopped or removed, where the operator's own series are simply absent.
+
 The sub-conditions alerted on (karpenter-health.conditionTypes) are generated from the vocabulary
 table (crates/api/src/vocabulary.rs) into _conditions.tpl by `make generate`.
 */}}
@@ -61,4 +65,9 @@ groups:
       {{- $summary := "No karpenter-health replica is reconciling" }}
       {{- $description := "No scraped karpenter-health replica holds the leader-election Lease (or none is scraped at all), so KarpenterHealth conditions are not kept current." }}
       {{- with include "karpenter-health.alert" (list $ "KarpenterHealthNoLeader" $p.noLeader "absent(karpenter_health_leader == 1)" $summary $description $operatorRunbook) }}{{ . | nindent 6 }}{{ end }}
+      {{- $expr := printf "time() - max without (instance, pod, job) (kube_karpenterhealth_status_last_evaluated) > %v" (int $p.staleAfterSeconds) }}
+      {{- $summary := "KarpenterHealth {{ $labels.name }}'s verdict is stale" }}
+      {{- $description := printf "The checks of EC2NodeClass {{ $labels.node_class }} last ran {{ $value | humanizeDuration }} ago (more than %ds): its conditions are not current. Is karpenter-health running (KarpenterHealthNoLeader), or was it removed?" (int $p.staleAfterSeconds) }}
+      {{- $staleRunbook := default (printf "%s/deploy/charts/karpenter-health/README.md#karpenterhealthstale" $tree) $p.operatorRunbookURL }}
+      {{- with include "karpenter-health.alert" (list $ "KarpenterHealthStale" $p.stale $expr $summary $description $staleRunbook) }}{{ . | nindent 6 }}{{ end }}
 {{- end -}}
