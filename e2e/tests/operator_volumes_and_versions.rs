@@ -261,3 +261,55 @@ async fn an_unsupported_kubernetes_version_and_a_leftover_conversion_webhook_fai
     .await;
     fx.finish(outcome).await
 }
+
+/// An EKS minor newer than the built-in compatibility matrix is Unknown, never False, until the
+/// operator is given the row at run time (`--kubernetes-compatibility`, the chart's
+/// `settings.kubernetesCompatibility`); the same build then judges it True and names the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compatibility_row_given_at_run_time_judges_a_kubernetes_newer_than_the_release()
+-> Result<()> {
+    let fx = Fixture::seed_on("compat", "us-east-2", "1.8.6", "1.37").await?;
+    let outcome: Result<()> = async {
+        let log = StatusLog::start(&fx.admin, &fx.name);
+        let operator = fx.start_operator(None, true).await?;
+        let status = fx
+            .wait_status("1.37 not in the matrix", |s| {
+                s.condition(ConditionType::KarpenterVersionCompatible)
+                    .is_some_and(|c| c.reason == "KubernetesVersionNotInMatrix")
+            })
+            .await?;
+        let text = message(&status, ConditionType::KarpenterVersionCompatible);
+        assert!(
+            text.contains("Kubernetes 1.37") && text.contains("--kubernetes-compatibility 1.37="),
+            "{text}"
+        );
+        operator.stop().await?;
+
+        let rows =
+            karpenter_health_checks::karpenter_versions::parse_compatibility_override("1.37=1.8.0")
+                .map_err(anyhow::Error::msg)?;
+        let operator = fx
+            .start_operator_with(None, |config| {
+                config.evaluation.kubernetes_compatibility = rows;
+            })
+            .await?;
+        let status = fx
+            .wait_status("1.37 judged from the given row", |s| {
+                s.condition(ConditionType::KarpenterVersionCompatible)
+                    .is_some_and(|c| c.status == "True")
+            })
+            .await?;
+        let text = message(&status, ConditionType::KarpenterVersionCompatible);
+        assert!(
+            text.contains("Karpenter 1.8.6 supports Kubernetes 1.37")
+                && text.contains("the compatibility rows this operator was given"),
+            "{text}"
+        );
+        operator.stop().await?;
+        log.assert_never_false(ConditionType::KarpenterVersionCompatible)
+            .await;
+        Ok(())
+    }
+    .await;
+    fx.finish(outcome).await
+}

@@ -635,7 +635,7 @@ vocabulary! {
                 "Upgrade Karpenter (controller and CRDs) to at least the version the message names, before or with the cluster upgrade.";
             KubernetesVersionNotInMatrix => Unknown,
                 "The cluster's Kubernetes version is newer (or older) than the compatibility matrix this karpenter-health knows, so it cannot say whether Karpenter supports it.",
-                "Check the karpenter.sh compatibility page by hand, and upgrade karpenter-health.";
+                "Look the version up on the karpenter.sh compatibility page and give the row at run time (--kubernetes-compatibility 1.<minor>=<first Karpenter release>, chart settings.kubernetesCompatibility), or upgrade karpenter-health.";
             CrdsOlderThanController => False,
                 "The installed Karpenter CRDs lack schema fields the controller's release writes or reads, so the API server prunes them: the CRDs were not upgraded with the controller.",
                 "Apply the CRDs of the controller's release (the karpenter-crd chart, or the chart's crds/ directory: helm does not upgrade CRDs).";

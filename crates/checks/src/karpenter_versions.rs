@@ -30,22 +30,86 @@ pub const COMPATIBILITY: &[(u64, (u64, u64, u64))] = &[
 /// What the matrix says about one Kubernetes version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Support {
-    /// Karpenter from this release on supports it.
-    From(Version),
-    /// The matrix has no row for it (newer than, or older than, what it knows).
+    /// Karpenter from this release on supports it, as the table named says.
+    From(Version, Table),
+    /// Neither table has a row for it (newer than, or older than, what they know).
     NotInMatrix,
 }
 
-/// The first Karpenter release supporting Kubernetes `1.<minor>`.
-pub fn first_supporting(major: u64, minor: u64) -> Support {
+/// Which compatibility table a row came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// [`COMPATIBILITY`], as this release of karpenter-health was built with it.
+    BuiltIn,
+    /// The rows the operator was started with (`--kubernetes-compatibility`), so a Kubernetes
+    /// minor newer than this release needs no new release; they win over built-in rows.
+    Override,
+}
+
+impl Table {
+    /// How a message names the table.
+    pub fn named(self) -> &'static str {
+        match self {
+            Table::BuiltIn => "karpenter.sh compatibility matrix, as built in",
+            Table::Override => {
+                "the compatibility rows this operator was given (--kubernetes-compatibility)"
+            }
+        }
+    }
+}
+
+/// Rows added at run time: Kubernetes minor (of major 1) → the first Karpenter release
+/// supporting it.
+pub type CompatibilityOverride = std::collections::BTreeMap<u64, Version>;
+
+/// The first Karpenter release supporting Kubernetes `1.<minor>`: the override's row if it has
+/// one, else the built-in table's.
+pub fn first_supporting(major: u64, minor: u64, rows: &CompatibilityOverride) -> Support {
     if major != 1 {
         return Support::NotInMatrix;
+    }
+    if let Some(first) = rows.get(&minor) {
+        return Support::From(first.clone(), Table::Override);
     }
     COMPATIBILITY
         .iter()
         .find(|(m, _)| *m == minor)
-        .map(|(_, (a, b, c))| Support::From(Version::new(*a, *b, *c)))
+        .map(|(_, (a, b, c))| Support::From(Version::new(*a, *b, *c), Table::BuiltIn))
         .unwrap_or(Support::NotInMatrix)
+}
+
+/// Reads override rows written `1.37=1.15.0,1.38=1.17.0` (spaces allowed); an error names the
+/// entry that cannot be read.
+pub fn parse_compatibility_override(text: &str) -> Result<CompatibilityOverride, String> {
+    let mut rows = CompatibilityOverride::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (kubernetes, karpenter) = entry.split_once('=').ok_or_else(|| {
+            format!("{entry:?}: want <kubernetes minor>=<karpenter version>, e.g. 1.37=1.15.0")
+        })?;
+        let minor = match parse_kubernetes_version(kubernetes.trim()) {
+            Some((1, minor))
+                if kubernetes.trim().trim_start_matches('v').split('.').count() == 2 =>
+            {
+                minor
+            }
+            _ => {
+                return Err(format!(
+                    "{entry:?}: {:?} is not a Kubernetes minor version such as 1.37",
+                    kubernetes.trim()
+                ));
+            }
+        };
+        let version = Version::parse(karpenter.trim().trim_start_matches('v')).map_err(|e| {
+            format!(
+                "{entry:?}: {:?} is not a Karpenter release such as 1.15.0 ({e})",
+                karpenter.trim()
+            )
+        })?;
+        if rows.insert(minor, version).is_some() {
+            return Err(format!("{entry:?}: Kubernetes 1.{minor} is given twice"));
+        }
+    }
+    Ok(rows)
 }
 
 /// Parses a Kubernetes version as EKS (`1.31`) or the API server (`v1.31.2-eks-1234`) gives it,
@@ -181,20 +245,57 @@ mod tests {
 
     #[test]
     fn the_matrix_answers_known_rows_and_admits_what_it_does_not_know() {
+        let none = CompatibilityOverride::new();
         assert_eq!(
-            first_supporting(1, 31),
-            Support::From(Version::new(1, 0, 5))
+            first_supporting(1, 31, &none),
+            Support::From(Version::new(1, 0, 5), Table::BuiltIn)
         );
         assert_eq!(
-            first_supporting(1, 36),
-            Support::From(Version::new(1, 13, 0))
+            first_supporting(1, 36, &none),
+            Support::From(Version::new(1, 13, 0), Table::BuiltIn)
         );
-        assert_eq!(first_supporting(1, 37), Support::NotInMatrix);
-        assert_eq!(first_supporting(1, 20), Support::NotInMatrix);
-        assert_eq!(first_supporting(2, 0), Support::NotInMatrix);
+        assert_eq!(first_supporting(1, 37, &none), Support::NotInMatrix);
+        assert_eq!(first_supporting(1, 20, &none), Support::NotInMatrix);
+        assert_eq!(first_supporting(2, 0, &none), Support::NotInMatrix);
         // Rows ascend: a newer Kubernetes never needs an older Karpenter.
         for pair in COMPATIBILITY.windows(2) {
             assert!(pair[0].0 < pair[1].0 && pair[0].1 <= pair[1].1, "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn override_rows_add_minors_and_win_over_built_in_ones() {
+        let rows = parse_compatibility_override(" 1.37=1.15.0, v1.36=1.14.0 ,").unwrap();
+        assert_eq!(
+            first_supporting(1, 37, &rows),
+            Support::From(Version::new(1, 15, 0), Table::Override)
+        );
+        assert_eq!(
+            first_supporting(1, 36, &rows),
+            Support::From(Version::new(1, 14, 0), Table::Override)
+        );
+        assert_eq!(
+            first_supporting(1, 35, &rows),
+            Support::From(Version::new(1, 9, 0), Table::BuiltIn)
+        );
+        assert_eq!(
+            parse_compatibility_override(""),
+            Ok(CompatibilityOverride::new())
+        );
+    }
+
+    #[test]
+    fn bad_override_rows_are_refused_naming_the_entry() {
+        for (text, names) in [
+            ("1.37", "\"1.37\": want"),
+            ("1.37.1=1.15.0", "not a Kubernetes minor"),
+            ("2.1=1.15.0", "not a Kubernetes minor"),
+            ("latest=1.15.0", "not a Kubernetes minor"),
+            ("1.37=soon", "\"soon\" is not a Karpenter release"),
+            ("1.37=1.15.0,1.37=1.16.0", "given twice"),
+        ] {
+            let error = parse_compatibility_override(text).unwrap_err();
+            assert!(error.contains(names), "{text}: {error}");
         }
     }
 

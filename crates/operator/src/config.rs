@@ -1,6 +1,7 @@
 //! The operator's settings, from flags or environment variables. No IO.
 
 use karpenter_health_checks::Settings;
+use karpenter_health_checks::karpenter_versions::CompatibilityOverride;
 use karpenter_health_kube_facts::{Overrides, WatchTargets};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -72,6 +73,17 @@ pub struct EvaluationConfig {
     /// (Karpenter counts a launching NodeClaim against the limits while its Pod still waits).
     #[arg(long, env = "KH_WAITING_ON_LIMITS_AFTER", default_value = "2m", value_parser = parse_duration)]
     pub waiting_on_limits_after: Duration,
+
+    /// Rows of the Kubernetes-Karpenter compatibility matrix over the built-in one, written
+    /// `1.37=1.15.0,1.38=1.17.0` (a Kubernetes minor and the first Karpenter release supporting
+    /// it, from karpenter.sh's compatibility page): a minor newer than this release knows is then
+    /// judged without a new release. A given row wins over a built-in one.
+    #[arg(long, env = "KH_KUBERNETES_COMPATIBILITY", default_value = "", value_parser = parse_compatibility, hide_default_value = true)]
+    pub kubernetes_compatibility: CompatibilityOverride,
+}
+
+fn parse_compatibility(text: &str) -> Result<CompatibilityOverride, String> {
+    karpenter_health_checks::karpenter_versions::parse_compatibility_override(text)
 }
 
 /// Flags of `karpenter-health run`; each can also be set by the environment variable named.
@@ -137,6 +149,7 @@ impl EvaluationConfig {
             orphan_instance_after: Duration::from_secs(600),
             terminating_long_after: Duration::from_secs(3600),
             waiting_on_limits_after: Duration::from_secs(120),
+            kubernetes_compatibility: CompatibilityOverride::new(),
         }
     }
 
@@ -151,6 +164,7 @@ impl EvaluationConfig {
             orphan_instance_after: signed(self.orphan_instance_after),
             terminating_long_after: signed(self.terminating_long_after),
             waiting_on_limits_after: signed(self.waiting_on_limits_after),
+            kubernetes_compatibility: self.kubernetes_compatibility.clone(),
         }
     }
 

@@ -479,6 +479,9 @@ pub struct Settings {
     /// counts a launching NodeClaim against its NodePool's limits while the Pod it is for still
     /// waits (`rules/limits.rs`).
     pub waiting_on_limits_after: jiff::SignedDuration,
+    /// Compatibility rows given at run time, over the built-in matrix
+    /// (`karpenter_versions::first_supporting`).
+    pub kubernetes_compatibility: crate::karpenter_versions::CompatibilityOverride,
 }
 
 impl Default for Settings {
@@ -490,6 +493,7 @@ impl Default for Settings {
             orphan_instance_after: jiff::SignedDuration::from_mins(10),
             terminating_long_after: jiff::SignedDuration::from_hours(1),
             waiting_on_limits_after: jiff::SignedDuration::from_mins(2),
+            kubernetes_compatibility: crate::karpenter_versions::CompatibilityOverride::new(),
         }
     }
 }

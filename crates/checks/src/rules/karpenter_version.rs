@@ -84,8 +84,10 @@ fn kubernetes_support(ctx: &Context, c: &mut Check, version: &Version, ok: &mut 
     let shown = crate::clip(&raw, 64);
     // The fallback only decides when the matrix knows its answer; otherwise the cause is that
     // EKS could not be read, which is what to fix.
-    let known = karpenter_versions::parse_kubernetes_version(&raw)
-        .is_some_and(|(a, b)| karpenter_versions::first_supporting(a, b) != Support::NotInMatrix);
+    let rows = &ctx.settings.kubernetes_compatibility;
+    let known = karpenter_versions::parse_kubernetes_version(&raw).is_some_and(|(a, b)| {
+        karpenter_versions::first_supporting(a, b, rows) != Support::NotInMatrix
+    });
     if let Some(eks) = eks_unknown.filter(|_| !known) {
         return c.unknown(Why::new(
             eks.reason,
@@ -101,34 +103,48 @@ fn kubernetes_support(ctx: &Context, c: &mut Check, version: &Version, ok: &mut 
             format!("The Kubernetes version {shown:?} (from {source}) could not be read."),
         ));
     };
-    match karpenter_versions::first_supporting(major, minor) {
+    match karpenter_versions::first_supporting(major, minor, rows) {
         Support::NotInMatrix => c.unknown(Why::new(
             Reason::KubernetesVersionNotInMatrix,
             format!(
                 "Kubernetes {major}.{minor} (from {source}) is not in the compatibility matrix \
-                 this karpenter-health knows (1.{}-1.{}): whether Karpenter {version} supports \
-                 it, this karpenter-health does not know.",
+                 this karpenter-health knows (1.{}-1.{}){}: whether Karpenter {version} supports \
+                 it, this karpenter-health does not know. Give the row with \
+                 --kubernetes-compatibility 1.{minor}=<first Karpenter release supporting it> \
+                 (chart: settings.kubernetesCompatibility).",
                 karpenter_versions::COMPATIBILITY[0].0,
                 karpenter_versions::COMPATIBILITY[karpenter_versions::COMPATIBILITY.len() - 1].0,
+                given_rows(rows),
             ),
         )),
-        Support::From(first) if strip_pre(version) < first => c.fail(
+        Support::From(first, table) if strip_pre(version) < first => c.fail(
             Reason::KubernetesVersionUnsupported,
             format!(
                 "Karpenter {version} does not support Kubernetes {major}.{minor} (from {source}): \
-                 Kubernetes {major}.{minor} needs Karpenter {first} or later (karpenter.sh \
-                 compatibility matrix). Upgrade Karpenter and its CRDs."
+                 Kubernetes {major}.{minor} needs Karpenter {first} or later ({}). Upgrade \
+                 Karpenter and its CRDs.",
+                table.named()
             ),
             vec![
                 ctx.node_class_subject(),
                 SubjectRef::new("Deployment", "karpenter"),
             ],
         ),
-        Support::From(first) => ok.push(format!(
+        Support::From(first, table) => ok.push(format!(
             "Karpenter {version} supports Kubernetes {major}.{minor} (from {source}; needs \
-             {first} or later)"
+             {first} or later: {})",
+            table.named()
         )),
     }
+}
+
+/// The override's minors, as a message adds them to the built-in range.
+fn given_rows(rows: &karpenter_versions::CompatibilityOverride) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let minors: Vec<String> = rows.keys().map(|m| format!("1.{m}")).collect();
+    format!(" or the rows it was given ({})", minors.join(", "))
 }
 
 /// A pre-release of X counts as X for the matrix (release candidates carry the support).

@@ -106,6 +106,47 @@ fn stored_v1beta1_is_only_stale_from_karpenter_1_1_and_webhooks_with_ready_endpo
     assert_eq!((s.as_str(), r.as_str()), ("False", "StoredVersionsStale"));
 }
 
+/// A Kubernetes minor newer than the built-in matrix is Unknown until the operator is given its
+/// row; then it is judged like any other, and the message names the table it used.
+#[test]
+fn a_compatibility_row_given_at_run_time_judges_a_newer_kubernetes_and_says_so() {
+    use crate::karpenter_versions::parse_compatibility_override;
+    use crate::{Settings, evaluate};
+    let on_1_37 = Facts::healthy().with(|f| {
+        if let Observed::Found(e) = &mut f.aws.eks_cluster {
+            e.version = Some("1.37".into());
+        }
+    });
+    let judged = |rows: &str| {
+        let settings = Settings {
+            kubernetes_compatibility: parse_compatibility_override(rows).unwrap(),
+            ..Settings::default()
+        };
+        let s = evaluate(&on_1_37, &settings, None, now());
+        let c = s
+            .condition(ConditionType::KarpenterVersionCompatible)
+            .unwrap()
+            .clone();
+        (c.status, c.reason, c.message)
+    };
+    let (s, r, m) = judged("");
+    assert_eq!((s.as_str(), r.as_str()), ("Unknown", "KubernetesVersionNotInMatrix"), "{m}");
+    assert!(m.contains("--kubernetes-compatibility 1.37="), "{m}");
+    // The healthy fixture runs Karpenter 1.8.6.
+    let (s, r, m) = judged("1.37=1.8.0");
+    assert_eq!((s.as_str(), r.as_str()), ("True", "KarpenterVersionSupported"), "{m}");
+    assert!(m.contains("needs 1.8.0 or later: the compatibility rows this operator was given"), "{m}");
+    let (s, r, m) = judged("1.37=1.15.0");
+    assert_eq!((s.as_str(), r.as_str()), ("False", "KubernetesVersionUnsupported"), "{m}");
+    assert!(m.contains("(the compatibility rows this operator was given"), "{m}");
+    // A row for another minor leaves 1.37 unknown, and the message lists what it was given.
+    let (s, _, m) = judged("1.38=1.17.0");
+    assert_eq!(s, "Unknown", "{m}");
+    assert!(m.contains("the rows it was given (1.38)"), "{m}");
+    let (_, _, m) = version(&Facts::healthy());
+    assert!(m.contains("karpenter.sh compatibility matrix, as built in"), "{m}");
+}
+
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
 pub(crate) mod by_reason {
     use crate::tests::reasons::prelude::*;
