@@ -7,6 +7,7 @@ BED_DIR ?= $(CURDIR)/e2e/.bed
 export KH_BED_DIR := $(BED_DIR)
 CRD_FILE := crds/karpenter-health.io_karpenterhealths.yaml
 CHART_DIR := deploy/charts/karpenter-health
+CRD_CHART_DIR := deploy/charts/karpenter-health-crd
 
 .PHONY: help
 help: ## list the targets
@@ -38,6 +39,7 @@ crds: ## regenerate the KarpenterHealth CRD from the Rust types
 	$(CARGO) run --quiet --locked -p karpenter-health -- crd > $(CRD_FILE)
 	cp $(CRD_FILE) deploy/crds/
 	cp $(CRD_FILE) $(CHART_DIR)/crds/
+	cp $(CRD_FILE) $(CRD_CHART_DIR)/templates/
 
 .PHONY: crds-check
 crds-check: ## fail when the committed CRD drifts from the Rust types
@@ -47,6 +49,8 @@ crds-check: ## fail when the committed CRD drifts from the Rust types
 	  || { echo "deploy/crds is stale: run 'make crds'"; exit 1; }
 	@diff -u $(CRD_FILE) $(CHART_DIR)/crds/$(notdir $(CRD_FILE)) \
 	  || { echo "$(CHART_DIR)/crds is stale: run 'make crds'"; exit 1; }
+	@diff -u $(CRD_FILE) $(CRD_CHART_DIR)/templates/$(notdir $(CRD_FILE)) \
+	  || { echo "$(CRD_CHART_DIR)/templates is stale: run 'make crds'"; exit 1; }
 
 RBAC_FILE := deploy/rbac.yaml
 .PHONY: rbac

@@ -15,7 +15,7 @@ version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$r
 expected=(
   "karpenter-health-$version.oci.tar" "karpenter-health-$version.oci.tar.digest"
   "karpenter-health-$version.cdx.json" "karpenter-health-$version.tgz" iam-policy.json
-  iam-policy-pod-identity.json LICENSE CHANGELOG.md
+  iam-policy-pod-identity.json LICENSE CHANGELOG.md "karpenter-health-crd-$version.tgz"
   kubectl-karpenter_health-linux-amd64.tar.gz karpenter-health.yaml
 )
 for file in "${expected[@]}"; do
@@ -31,6 +31,10 @@ grep -qx "appVersion: $version" <<<"$chart" || fail "the chart's appVersion is n
 # Listed first: with pipefail, grep -q closing the pipe early would fail tar's side.
 chart_files="$(tar -tzf "$out/karpenter-health-$version.tgz")"
 grep -qx karpenter-health/LICENSE <<<"$chart_files" || fail "the chart package carries no LICENSE"
+crd_chart_files="$(tar -tzf "$out/karpenter-health-crd-$version.tgz")"
+grep -qx karpenter-health-crd/LICENSE <<<"$crd_chart_files" || fail "the CRD chart package carries no LICENSE"
+grep -qx "karpenter-health-crd/templates/karpenter-health.io_karpenterhealths.yaml" <<<"$crd_chart_files" \
+  || fail "the CRD chart package carries no CRD template"
 plugin_files="$(tar -tzf "$out/kubectl-karpenter_health-linux-amd64.tar.gz")"
 grep -qx LICENSE <<<"$plugin_files" || fail "the plugin tarball carries no LICENSE"
 grep -q "from: LICENSE" "$out/karpenter-health.yaml" || fail "krew does not install the LICENSE"

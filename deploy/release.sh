@@ -5,6 +5,7 @@
 #   karpenter-health-<v>.oci.tar.digest     its digests
 #   karpenter-health-<v>.cdx.json           the SBOM (CycloneDX, from Cargo.lock)
 #   karpenter-health-<v>.tgz                the Helm chart (helm package; version and appVersion <v>)
+#   karpenter-health-crd-<v>.tgz            the CRD chart, which upgrades the CRD with each release
 #   LICENSE, CHANGELOG.md                   the license (also in the chart, plugin and image) and
 #                                           the changes, which must have a section for <v>
 #   iam-policy.json                         the operator's IAM policy template (IRSA; envsubst)
@@ -50,6 +51,11 @@ cp -r deploy/charts/karpenter-health "$staging/chart"
 cp LICENSE "$staging/chart/LICENSE"
 "$helm" package "$staging/chart" --version "$version" --app-version "$version" \
   --destination "$out" >/dev/null || die "helm package failed"
+# The CRD chart, released with it (helm upgrade upgrades the CRD only from there).
+cp -r deploy/charts/karpenter-health-crd "$staging/crd-chart"
+cp LICENSE "$staging/crd-chart/LICENSE"
+"$helm" package "$staging/crd-chart" --version "$version" --app-version "$version" \
+  --destination "$out" >/dev/null || die "helm package of the CRD chart failed"
 
 cp LICENSE CHANGELOG.md deploy/iam-policy.json deploy/iam-policy-pod-identity.json "$out/"
 

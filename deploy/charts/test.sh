@@ -19,12 +19,15 @@
 #      `make chart-test`) on a bed seeded with the demo's broken setups: EC2NodeClass `default`
 #      fails LabelsAllowed (RestrictedLabelDomain) because of the Pod `web`, and deleting that
 #      Pod repairs it.
+# The CRD chart (karpenter-health-crd) is linted and rendered in step 1 and, in step 2, installs
+# the CRD the main chart then skips, and upgrades it with helm upgrade.
 # KH_CHART_TEST_SKIP_BED=1 skips step 2 (no kube binaries).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 chart="$here/karpenter-health"
+crd_chart="$here/karpenter-health-crd"
 testdata="$here/testdata"
 cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
 # e2e/demo/seed.yaml deploys Karpenter of the lab's release: the beds install that release's CRDs.
@@ -159,6 +162,16 @@ refused "a malformed image digest" "at '/image/digest'" \
 crd="karpenter-health.io_karpenterhealths.yaml"
 cmp -s "$repo/crds/$crd" "$chart/crds/$crd" \
   || fail "$chart/crds/$crd differs from crds/$crd: run make crds"
+# The CRD chart: lints, and renders exactly the CRD (a template, so helm upgrade upgrades it).
+"$helm" lint --strict "$crd_chart" >"$tmp/lint.log" 2>&1 || { cat "$tmp/lint.log"; fail "helm lint --strict of the CRD chart"; }
+"$helm" template karpenter-health-crd "$crd_chart" >"$tmp/crd-chart.yaml" || fail "helm template of the CRD chart"
+python3 - "$tmp/crd-chart.yaml" "$repo/crds/$crd" <<'PY' || fail "the CRD chart does not render exactly the CRD: run make crds"
+import sys, yaml
+rendered = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+assert rendered == [yaml.safe_load(open(sys.argv[2]))], [d.get("kind") for d in rendered]
+PY
+grep -qx "version: $(sed -n 's/^version: //p' "$chart/Chart.yaml")" "$crd_chart/Chart.yaml" \
+  || fail "the CRD chart's version is not the main chart's: they are released together"
 bash "$repo/deploy/render-rbac.sh" | diff -u "$repo/deploy/rbac.yaml" - >"$tmp/rbac.diff" \
   || { cat "$tmp/rbac.diff"; fail "deploy/rbac.yaml drifts from the chart: run make rbac"; }
 
@@ -244,7 +257,11 @@ else
   kubectl create namespace ops >/dev/null
   kubectl create namespace karpenter >/dev/null
   kubectl create namespace monitoring >/dev/null
-  kubectl apply -f "$chart/crds/$crd" >/dev/null
+  # The CRD from its own chart, as the README installs it; the main chart then skips crds/.
+  "$helm" install karpenter-health-crd "$crd_chart" --wait=false >"$tmp/crd-install.log" 2>&1 \
+    || { cat "$tmp/crd-install.log"; fail "helm install of the CRD chart"; }
+  kubectl wait --for=condition=Established crd/karpenterhealths.karpenter-health.io --timeout=30s >/dev/null \
+    || fail "the CRD chart's CRD is not established"
   # --validate renders with the API server's own capabilities (PDB policy/v1 on 1.34; no
   # monitoring.coreos.com, so the ServiceMonitor and PrometheusRule stay out though enabled).
   for values in default all; do
@@ -274,7 +291,7 @@ PY
   if "$helm" status karpenter-health --namespace kube-system >/dev/null 2>&1; then
     fail "the refused helm install left a release behind"
   fi
-  "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false "${required[@]}" >"$tmp/install.log" 2>&1 \
+  "$helm" install karpenter-health "$chart" --namespace kube-system --wait=false --skip-crds "${required[@]}" >"$tmp/install.log" 2>&1 \
     || { cat "$tmp/install.log"; fail "helm install"; }
   expect=(deployment/karpenter-health service/karpenter-health serviceaccount/karpenter-health
     poddisruptionbudget/karpenter-health role/karpenter-health-kube-system
@@ -336,8 +353,27 @@ PY
   if kubectl get clusterrole/karpenter-health >/dev/null 2>&1; then fail "helm uninstall left the ClusterRole"; fi
   if kubectl get clusterrole/karpenter-health-view >/dev/null 2>&1; then fail "helm uninstall left the view ClusterRole"; fi
   kubectl get crd karpenterhealths.karpenter-health.io >/dev/null \
-    || fail "the CRD must survive helm uninstall (Helm never deletes crds/)"
+    || fail "the CRD must survive the main chart's helm uninstall (the CRD chart owns it)"
   echo "bed: install created ${#expect[@]} namespaced objects + ClusterRole/Binding as rendered; uninstall removed them, the CRD stays"
+  # The CRD upgrades with its chart: a next version that adds a printer column reaches the API
+  # server through helm upgrade (what crds/ never does).
+  cp -r "$crd_chart" "$tmp/crd-next"
+  python3 - "$tmp/crd-next/templates/$crd" "$tmp/crd-next/Chart.yaml" <<'PY'
+import sys, yaml
+crd = yaml.safe_load(open(sys.argv[1]))
+for v in crd["spec"]["versions"]:
+    v["additionalPrinterColumns"].append({"name": "Next", "type": "string", "jsonPath": ".status.notReady", "priority": 1})
+yaml.safe_dump(crd, open(sys.argv[1], "w"), sort_keys=False)
+chart = open(sys.argv[2]).read().replace("version: 0.", "version: 99.", 1)
+open(sys.argv[2], "w").write(chart)
+PY
+  "$helm" upgrade karpenter-health-crd "$tmp/crd-next" >"$tmp/crd-upgrade.log" 2>&1 \
+    || { cat "$tmp/crd-upgrade.log"; fail "helm upgrade of the CRD chart"; }
+  kubectl get crd karpenterhealths.karpenter-health.io -o jsonpath='{.spec.versions[0].additionalPrinterColumns[*].name}' \
+    | grep -qw Next || fail "helm upgrade of the CRD chart did not upgrade the CRD"
+  "$helm" uninstall karpenter-health-crd >"$tmp/crd-uninstall.log" 2>&1 \
+    || { cat "$tmp/crd-uninstall.log"; fail "helm uninstall of the CRD chart"; }
+  echo "bed: the CRD chart installs the CRD, helm upgrade upgrades it, helm uninstall removes it"
   bash "$repo/e2e/bed/bed.sh" down "$bed_dir" >/dev/null 2>&1 || true
   bed_dir=""
 fi
