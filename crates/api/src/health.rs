@@ -120,6 +120,11 @@ pub struct KarpenterHealthStatus {
     /// How many findings did not fit into `findings`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_omitted: u32,
+    /// Findings someone accepted until a date, with a reason: listed here instead of in
+    /// `findings`, and not counted against their condition or `Ready` until the date passes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub accepted: Vec<AcceptedFinding>,
     /// What the operator detected about the cluster and Karpenter while evaluating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detected: Option<DetectedEnvironment>,
@@ -187,6 +192,28 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 10))]
     pub subjects: Vec<SubjectRef>,
+}
+
+/// A finding that stops counting until a date: what was found, and who accepted it, why and until
+/// when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptedFinding {
+    /// The condition the finding is about.
+    pub condition_type: ConditionType,
+    /// The reason (of a `False`) or warning code accepted.
+    pub reason: String,
+    /// What the check found.
+    pub message: String,
+    /// When the acceptance ends and the finding counts again; absent for a one-shot
+    /// `check --accept`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Time>,
+    /// Why it was accepted, as its author wrote it.
+    pub why: String,
+    /// Who accepted it: the annotation (`annotation accept.karpenter-health.io/<Reason>`), the
+    /// fleet rule (`fleet rule <n> (<pattern>)`) or `check --accept`.
+    pub source: String,
 }
 
 /// A reference to a Kubernetes object (`kind`, `name`, optional `namespace`) or an AWS resource

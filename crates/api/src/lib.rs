@@ -11,6 +11,6 @@ pub mod vocabulary;
 
 pub use conditions::{ConditionStatus, ConditionType, Reason, ReasonMeta, Severity, Warning};
 pub use health::{
-    DetectedEnvironment, Finding, KarpenterHealth, KarpenterHealthSpec, KarpenterHealthStatus,
-    SubjectRef, custom_resource_definition,
+    AcceptedFinding, DetectedEnvironment, Finding, KarpenterHealth, KarpenterHealthSpec,
+    KarpenterHealthStatus, SubjectRef, custom_resource_definition,
 };

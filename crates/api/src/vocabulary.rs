@@ -50,6 +50,9 @@ vocabulary! {
         RegionUnknown => Unknown,
             "The AWS region could not be determined, and the check depends on it.",
             "Set AWS_REGION (or --region) for the operator.";
+        FindingAccepted => True,
+            "The check found a problem, and someone accepted it until a date, with a reason: it stays listed in status.accepted (what, why, until when, accepted by which annotation or fleet rule) but does not count against Ready, fires no alert, and counts again when the acceptance expires.",
+            "Nothing until the date; fix what status.accepted names before then, or extend the acceptance with a new date and reason.";
     }
 
     /// The instance profile nodes launch with exists, is named correctly and holds the node role.
@@ -883,12 +886,26 @@ vocabulary! {
             AllChecksPassed => True,
                 "Every sub-condition is True.",
                 "Nothing to do.";
+            PassedWithAcceptedFindings => True,
+                "Every sub-condition is True, some only because a finding of theirs was accepted (`FindingAccepted`; status.accepted lists them).",
+                "Fix what status.accepted lists before its acceptances expire.";
             MultipleChecksFailed => False,
                 "Sub-conditions are False for more than one reason (one reason alone is named instead).",
                 "Fix the False conditions listed in the message and in `notReady`.";
             MultipleChecksUnknown => Unknown,
                 "No sub-condition is False, and the Unknown ones have more than one reason.",
                 "See the Unknown conditions listed in the message and in `notReady`.";
+        }
+        warnings {
+            AcceptanceInvalid =>
+                "An acceptance cannot be read, so it accepts nothing: an annotation `accept.karpenter-health.io/<Reason>` whose name is no reason or warning, whose value is not `<until>: <why>` (a date such as 2027-01-31 or an RFC 3339 time, then a reason), or that the operator's settings forbid (--accept-annotations=false); or a fleet rule with such a fault.",
+                "Fix the annotation or rule named in the message: `accept.karpenter-health.io/SubnetsLowOnAddresses: \"2027-01-31: the subnets grow in January\"`.";
+            AcceptanceExpired =>
+                "An acceptance's date has passed, so the finding it accepted counts again (the condition and Ready say so, and alerts fire again).",
+                "Fix the finding, or accept it again with a new date and reason.";
+            AcceptanceUnused =>
+                "An acceptance names a reason or warning its check did not find on this EC2NodeClass (the check ran and saw no such problem): it accepts nothing and may be stale.",
+                "Remove the acceptance, or correct the reason it names.";
         }
         lab {
             MultipleChecksFailed => Lab::NotProven(SUMMARY);

@@ -25,6 +25,7 @@ pub fn docs_markdown() -> String {
     intro(&mut out);
     summary(&mut out);
     unknown_causes(&mut out);
+    accepted_findings(&mut out);
     iam_scoping(&mut out);
     for &ty in ConditionType::ALL {
         condition_section(&mut out, ty);
@@ -151,7 +152,32 @@ fn unknown_causes(w: &mut String) {
         );
     }
     let _ = writeln!(w);
-    reason_list(w, |r| r.meta().scope == ReasonScope::AnySubCondition);
+    reason_list(w, |r| {
+        r.meta().scope == ReasonScope::AnySubCondition
+            && r.meta().status == karpenter_health_api::ConditionStatus::Unknown
+    });
+}
+
+/// How an accepted finding shows: the one shared reason that is `True`.
+fn accepted_findings(w: &mut String) {
+    let _ = writeln!(w, "## Accepted findings
+");
+    let _ = writeln!(
+        w,
+        "A finding a check proved (the reason of a `False`, or a warning) can be accepted until a \
+         date, with a reason: by the annotation `accept.karpenter-health.io/<Reason>: \
+         \"<until>: <why>\"` on the EC2NodeClass, or by a fleet rule of the operator \
+         (`--acceptances`, the chart's `acceptances.rules`). Until then it is listed in \
+         `status.accepted` and does not count: the condition is `True` with the reason below, \
+         `Ready` is `True` with [`PassedWithAcceptedFindings`](#passedwithacceptedfindings), and \
+         no alert fires. An `Unknown` cannot be accepted. The warnings `AcceptanceInvalid`, \
+         `AcceptanceExpired` and `AcceptanceUnused` (under `Ready`) report acceptances that \
+         accept nothing.\n"
+    );
+    reason_list(w, |r| {
+        r.meta().scope == ReasonScope::AnySubCondition
+            && r.meta().status == karpenter_health_api::ConditionStatus::True
+    });
 }
 
 /// What each statement of the operator's IAM policy (`karpenter_health_aws::policy`, printed by

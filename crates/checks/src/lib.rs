@@ -8,6 +8,7 @@
 // A function over 80 lines (clippy.toml) is cut along what its parts decide; tests are exempt.
 #![warn(clippy::too_many_lines)]
 
+pub mod acceptance;
 pub mod arn;
 pub mod aws_auth;
 pub mod docs;
@@ -55,8 +56,26 @@ pub fn evaluate(
     previous: Option<&KarpenterHealthStatus>,
     now: jiff::Timestamp,
 ) -> KarpenterHealthStatus {
+    let (outcomes, accepted) = evaluate_outcomes(facts, settings, now);
+    render::render(facts, &outcomes, accepted, previous, now)
+}
+
+/// Every check's outcome for one EC2NodeClass after its acceptances (`acceptance.rs`), and the
+/// findings they accepted: what [`evaluate`] renders.
+pub fn evaluate_outcomes(
+    facts: &Facts,
+    settings: &Settings,
+    now: jiff::Timestamp,
+) -> (Vec<Outcome>, Vec<karpenter_health_api::AcceptedFinding>) {
     let outcomes = rules::evaluate_all(facts, settings, now);
-    render::render(facts, &outcomes, previous, now)
+    let meta = &facts.cluster.node_class.metadata;
+    acceptance::apply(
+        outcomes,
+        meta.name.as_deref().unwrap_or_default(),
+        meta.annotations.as_ref(),
+        &settings.acceptances,
+        now,
+    )
 }
 
 /// Shortens user-controlled text for messages, on a character boundary.

@@ -10,7 +10,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use karpenter_health_api::health::MAX_FINDINGS;
 use karpenter_health_api::{
-    ConditionStatus, ConditionType, DetectedEnvironment, Finding, KarpenterHealthStatus, Reason,
+    AcceptedFinding, ConditionStatus, ConditionType, DetectedEnvironment, Finding,
+    KarpenterHealthStatus, Reason,
 };
 
 /// `metav1.Condition.message` is limited to 32768 bytes.
@@ -55,11 +56,27 @@ pub fn fold_ready(outcomes: &[Outcome]) -> (ConditionStatus, Reason, String) {
             format!("Unknown: {}.", listed(&unknown)),
         )
     } else {
-        (
-            ConditionStatus::True,
-            Reason::AllChecksPassed,
-            "Every check passed.".to_owned(),
-        )
+        let accepted: Vec<String> = outcomes
+            .iter()
+            .filter(|o| o.reason == Reason::FindingAccepted)
+            .map(|o| o.condition.to_string())
+            .collect();
+        if accepted.is_empty() {
+            (
+                ConditionStatus::True,
+                Reason::AllChecksPassed,
+                "Every check passed.".to_owned(),
+            )
+        } else {
+            (
+                ConditionStatus::True,
+                Reason::PassedWithAcceptedFindings,
+                format!(
+                    "Every check passed but for accepted findings of {} (status.accepted).",
+                    accepted.join(", ")
+                ),
+            )
+        }
     }
 }
 
@@ -101,6 +118,7 @@ pub fn not_ready_summary(outcomes: &[Outcome]) -> String {
 pub fn render(
     facts: &Facts,
     outcomes: &[Outcome],
+    accepted: Vec<AcceptedFinding>,
     previous: Option<&KarpenterHealthStatus>,
     now: Timestamp,
 ) -> KarpenterHealthStatus {
@@ -148,6 +166,7 @@ pub fn render(
         conditions,
         findings,
         findings_omitted,
+        accepted: accepted.into_iter().take(MAX_FINDINGS).collect(),
         detected: Some(detected(facts)),
         not_ready: Some(not_ready_summary(outcomes)).filter(|s| !s.is_empty()),
     }

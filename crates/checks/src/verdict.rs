@@ -22,6 +22,9 @@ pub struct Outcome {
     pub reason: Reason,
     pub message: String,
     pub findings: Vec<Finding>,
+    /// When failures decided a `False`, the first fact the check could not see as well (its
+    /// reason and message): what the condition is once every failure is accepted.
+    pub unknown_beneath: Option<(Reason, String)>,
 }
 
 /// The shared `Unknown` reason for a cause.
@@ -199,12 +202,16 @@ impl Check {
             })
             .collect();
         findings.extend(warnings);
+        let unknown_beneath = (status == ConditionStatus::False)
+            .then(|| unknowns.first().map(|u| (u.reason, u.message.clone())))
+            .flatten();
         Outcome {
             condition,
             status,
             reason,
             message,
             findings,
+            unknown_beneath,
         }
     }
 }

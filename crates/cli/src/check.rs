@@ -3,6 +3,7 @@
 
 use crate::report::{self, ExitCode, Palette};
 use anyhow::Context as _;
+use karpenter_health_checks::acceptance::Accepted;
 use karpenter_health_operator::EvaluationConfig;
 use karpenter_health_operator::one_shot::{self, CannotRun};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -47,8 +48,18 @@ pub struct CheckArgs {
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
 
+    /// Accept this finding for this run, on every class checked (a reason of a False
+    /// condition, or a warning; repeat the flag for several): it is listed as accepted and does
+    /// not count against the exit code.
+    #[arg(long = "accept", value_name = "REASON", value_parser = accepted)]
+    pub accept: Vec<Accepted>,
+
     #[command(flatten)]
     pub evaluation: EvaluationConfig,
+}
+
+fn accepted(name: &str) -> Result<Accepted, String> {
+    Accepted::named(name)
 }
 
 /// A Kubernetes client from the flags: the named kubeconfig (KUBECONFIG may list several files,
@@ -95,15 +106,13 @@ pub async fn run(args: &CheckArgs, stdout: &mut impl Write) -> anyhow::Result<Ex
         let aws = one_shot::aws_from_environment(args.evaluation.region.clone())
             .await
             .map_err(|e: CannotRun| e.to_string())?;
-        one_shot::evaluate_once(
-            &client,
-            &aws,
-            &args.evaluation,
-            &args.node_classes,
-            &progress,
-        )
-        .await
-        .map_err(|e| e.to_string())
+        let evaluation = EvaluationConfig {
+            one_shot_acceptances: args.accept.clone(),
+            ..args.evaluation.clone()
+        };
+        one_shot::evaluate_once(&client, &aws, &evaluation, &args.node_classes, &progress)
+            .await
+            .map_err(|e| e.to_string())
     }
     .await;
     let reports = match outcome {

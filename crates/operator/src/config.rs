@@ -1,6 +1,7 @@
 //! The operator's settings, from flags or environment variables. No IO.
 
 use karpenter_health_checks::Settings;
+use karpenter_health_checks::acceptance::{AcceptancePolicy, Accepted, FleetRule};
 use karpenter_health_checks::karpenter_versions::CompatibilityOverride;
 use karpenter_health_kube_facts::{Overrides, WatchTargets};
 use std::net::SocketAddr;
@@ -80,6 +81,30 @@ pub struct EvaluationConfig {
     /// judged without a new release. A given row wins over a built-in one.
     #[arg(long, env = "KH_KUBERNETES_COMPATIBILITY", default_value = "", value_parser = parse_compatibility, hide_default_value = true)]
     pub kubernetes_compatibility: CompatibilityOverride,
+
+    /// Whether an EC2NodeClass's own annotations `accept.karpenter-health.io/<Reason>:
+    /// "<until>: <why>"` accept its findings; `false` leaves acceptances to the fleet rules (an
+    /// annotation is then reported, never silently obeyed).
+    #[arg(long, env = "KH_ACCEPT_ANNOTATIONS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub accept_annotations: bool,
+
+    /// Fleet-wide acceptances, a JSON list of `{"nodeClasses": "batch-*", "reason":
+    /// "<Reason or warning>", "until": "2027-01-31", "why": "..."}`: the classes whose names match
+    /// (`*` any run of characters) do not count that finding until the date.
+    #[arg(long, env = "KH_ACCEPTANCES", default_value = "", value_parser = parse_acceptances, hide_default_value = true)]
+    pub acceptances: FleetRules,
+
+    /// Findings accepted for one run and every class (`check --accept`), not a flag of `run`.
+    #[arg(skip)]
+    pub one_shot_acceptances: Vec<Accepted>,
+}
+
+/// The fleet rules as one clap value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FleetRules(pub Vec<FleetRule>);
+
+fn parse_acceptances(text: &str) -> Result<FleetRules, String> {
+    karpenter_health_checks::acceptance::parse_fleet(text).map(FleetRules)
 }
 
 fn parse_compatibility(text: &str) -> Result<CompatibilityOverride, String> {
@@ -150,6 +175,9 @@ impl EvaluationConfig {
             terminating_long_after: Duration::from_secs(3600),
             waiting_on_limits_after: Duration::from_secs(120),
             kubernetes_compatibility: CompatibilityOverride::new(),
+            accept_annotations: true,
+            acceptances: FleetRules::default(),
+            one_shot_acceptances: Vec::new(),
         }
     }
 
@@ -165,6 +193,11 @@ impl EvaluationConfig {
             terminating_long_after: signed(self.terminating_long_after),
             waiting_on_limits_after: signed(self.waiting_on_limits_after),
             kubernetes_compatibility: self.kubernetes_compatibility.clone(),
+            acceptances: AcceptancePolicy {
+                annotations_allowed: self.accept_annotations,
+                fleet: self.acceptances.0.clone(),
+                one_shot: self.one_shot_acceptances.clone(),
+            },
         }
     }
 

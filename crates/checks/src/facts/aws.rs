@@ -482,6 +482,8 @@ pub struct Settings {
     /// Compatibility rows given at run time, over the built-in matrix
     /// (`karpenter_versions::first_supporting`).
     pub kubernetes_compatibility: crate::karpenter_versions::CompatibilityOverride,
+    /// Where acceptances of findings may come from (`acceptance.rs`).
+    pub acceptances: crate::acceptance::AcceptancePolicy,
 }
 
 impl Default for Settings {
@@ -494,6 +496,7 @@ impl Default for Settings {
             terminating_long_after: jiff::SignedDuration::from_hours(1),
             waiting_on_limits_after: jiff::SignedDuration::from_mins(2),
             kubernetes_compatibility: crate::karpenter_versions::CompatibilityOverride::new(),
+            acceptances: crate::acceptance::AcceptancePolicy::default(),
         }
     }
 }

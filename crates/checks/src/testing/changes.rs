@@ -51,6 +51,21 @@ impl Facts {
         })
     }
 
+    /// The EC2NodeClass annotated `accept.karpenter-health.io/<what>: <value>`.
+    pub fn with_acceptance(self, what: &str, value: &str) -> Self {
+        self.with(|f| {
+            f.cluster
+                .node_class
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(
+                    format!("{}{what}", crate::acceptance::ANNOTATION_PREFIX),
+                    value.into(),
+                );
+        })
+    }
+
     pub fn with_region(self, region: &str) -> Self {
         self.with(|f| f.aws.region = Some(region.into()))
     }

@@ -92,7 +92,7 @@ proptest! {
         let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
         let want: Vec<&str> = ConditionType::ALL.iter().map(|t| t.as_str()).collect();
         prop_assert_eq!(types, want);
-        let outcomes = rules::evaluate_all(&f, &Settings::default(), now());
+        let (outcomes, _) = crate::evaluate_outcomes(&f, &Settings::default(), now());
         let (ready, ready_reason, _) = fold_ready(&outcomes);
         prop_assert_eq!(status_of(&status, ConditionType::Ready), ready);
         let subs: Vec<ConditionStatus> = ConditionType::sub_conditions().iter().map(|&t| status_of(&status, t)).collect();
@@ -208,7 +208,7 @@ proptest! {
         if status.findings_omitted > 0 {
             prop_assert_eq!(status.findings.len(), MAX_FINDINGS);
         }
-        let produced: usize = rules::evaluate_all(&f, &Settings::default(), now()).iter().map(|o| o.findings.len()).sum();
+        let produced: usize = crate::evaluate_outcomes(&f, &Settings::default(), now()).0.iter().map(|o| o.findings.len()).sum();
         prop_assert!(status.findings.len() + status.findings_omitted as usize <= produced);
         for finding in &status.findings {
             prop_assert!(finding.subjects.len() <= MAX_SUBJECTS);
@@ -247,3 +247,4 @@ fn access_entries_are_facts_too() {
         ConditionStatus::False
     );
 }
+

@@ -112,7 +112,17 @@ pub(crate) mod by_reason {
             })))
             => InterruptionHandlingReady is Unknown because PolicyUndecided;
 
+        // Accepted findings (acceptance.rs).
+        an_instance_profile_arn_accepted_until_a_date_is_finding_accepted:
+            Facts::healthy().with_instance_profile_spec("arn:aws:iam::111122223333:instance-profile/p", false)
+                .with_acceptance("InstanceProfileIsArn", "2099-01-31: the profile moves to a name in the next release")
+            => InstanceProfileReady is True because FindingAccepted;
+
         // Ready.
+        an_accepted_finding_alone_is_passed_with_accepted_findings:
+            Facts::healthy().with(|f| { f.cluster.node_pools.found_mut().unwrap()[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
+                .with_acceptance("RestrictedLabelDomain", "2099-01-31: the label goes with the next NodePool release")
+            => Ready is True because PassedWithAcceptedFindings;
         all_sub_conditions_true_is_all_checks_passed:
             Facts::healthy() => Ready is True because AllChecksPassed;
         one_false_sub_condition_names_its_reason_on_ready:
@@ -147,7 +157,7 @@ fn not_ready_names_the_false_then_the_unknown_sub_conditions_and_is_absent_when_
 #[test]
 fn the_pending_status_before_the_first_evaluation_is_pending() {
     let outcomes = [];
-    let status = crate::render::render(&Facts::healthy(), &outcomes, None, now());
+    let status = crate::render::render(&Facts::healthy(), &outcomes, Vec::new(), None, now());
     for &ty in ConditionType::sub_conditions() {
         assert_eq!(
             status.condition(ty).map(|c| c.reason.as_str()),
