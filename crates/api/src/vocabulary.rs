@@ -899,7 +899,7 @@ vocabulary! {
         warnings {
             AcceptanceInvalid =>
                 "An acceptance cannot be read, so it accepts nothing: an annotation `accept.karpenter-health.io/<Reason>` whose name is no reason or warning, whose value is not `<until>: <why>` (a date such as 2027-01-31 or an RFC 3339 time, then a reason), or that the operator's settings forbid (--accept-annotations=false); or a fleet rule with such a fault.",
-                "Fix the annotation or rule named in the message: `accept.karpenter-health.io/SubnetsLowOnAddresses: \"2027-01-31: the subnets grow in January\"`.";
+                "Fix the annotation or rule named in the message: `accept.karpenter-health.io/ZoneSubnetsLowOnAddresses: \"2027-01-31: the subnets grow in January\"`.";
             AcceptanceExpired =>
                 "An acceptance's date has passed, so the finding it accepted counts again (the condition and Ready say so, and alerts fire again).",
                 "Fix the finding, or accept it again with a new date and reason.";

@@ -193,6 +193,8 @@ def check_all(path):
         "KH_TERMINATING_LONG_AFTER": "2h",
         "KH_WAITING_ON_LIMITS_AFTER": "5m",
         "KH_KUBERNETES_COMPATIBILITY": "1.37=1.15.0,1.38=1.17.0",
+        "KH_ACCEPT_ANNOTATIONS": "false",
+        "KH_ACCEPTANCES": '[{"nodeClasses":"batch-*","reason":"ZoneSubnetsLowOnAddresses","until":"2027-01-31","why":"the subnets grow in January"}]',
         "KH_BULK_TRIGGER_INTERVAL": "2s",
         "KH_INSTALL_CRD": "true", "KH_HTTP_ADDRESS": "[::]:9090", "KH_LEADER_ELECT": "true",
         "KH_LEASE_NAME": "kh-lease", "AWS_REGION": "eu-west-1",
