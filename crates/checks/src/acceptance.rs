@@ -264,6 +264,18 @@ pub fn apply(
             continue;
         };
         if a.until.is_some_and(|u| u <= now) {
+            // Said on the condition too, so the Event of its turn back to False says why.
+            let found = outcome.findings.iter().any(|f| f.reason == a.what.name());
+            if found && outcome.status == ConditionStatus::False {
+                // First, so a clipped Event note keeps it.
+                outcome.message = format!(
+                    "{} accepted {} until {}; that has passed, so it counts again. {}",
+                    a.source,
+                    a.what.name(),
+                    a.until_text,
+                    outcome.message
+                );
+            }
             notes.push(warning(
                 Warning::AcceptanceExpired,
                 format!(

@@ -160,8 +160,11 @@ fn unknown_causes(w: &mut String) {
 
 /// How an accepted finding shows: the one shared reason that is `True`.
 fn accepted_findings(w: &mut String) {
-    let _ = writeln!(w, "## Accepted findings
-");
+    let _ = writeln!(
+        w,
+        "## Accepted findings
+"
+    );
     let _ = writeln!(
         w,
         "A finding a check proved (the reason of a `False`, or a warning) can be accepted until a \

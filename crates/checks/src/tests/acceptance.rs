@@ -63,7 +63,9 @@ fn at_its_date_the_finding_counts_again_and_a_warning_says_so() {
     // The fixture's now is in 2026 or later: a 2020 date has passed.
     let f = restricted_label().with_acceptance("RestrictedLabelDomain", "2020-01-31: was to be fixed");
     let s = evaluate(&f, &Settings::default(), None, now());
-    assert_eq!(condition(&s, ConditionType::LabelsAllowed).1, "RestrictedLabelDomain");
+    let (_, reason, message) = condition(&s, ConditionType::LabelsAllowed);
+    assert_eq!(reason, "RestrictedLabelDomain");
+    assert!(message.starts_with("annotation accept.karpenter-health.io/RestrictedLabelDomain accepted RestrictedLabelDomain until 2020-01-31; that has passed"), "{message}");
     assert_eq!(condition(&s, ConditionType::Ready).0, "False");
     assert!(s.accepted.is_empty());
     let w = warnings(&s);
