@@ -308,6 +308,23 @@ async fn a_profile_arn_exits_1_in_every_format_and_check_agrees_with_the_operato
         assert!(table.stdout.contains(&fx.profile_arn), "{}", table.stdout);
         assert!(!table.stdout.contains('\u{1b}'), "NO_COLOR is honoured");
 
+        // Accepted for this run, the proven finding no longer counts: exit 0, listed as accepted.
+        let accepted = cli
+            .check(&["--accept", "InstanceProfileIsArn", "-o", "json"], None)
+            .await?;
+        assert_eq!(accepted.code, 0, "{accepted:?}");
+        let status = accepted.status()?;
+        assert!(
+            condition_is(
+                &status,
+                ConditionType::InstanceProfileReady,
+                "True",
+                Reason::FindingAccepted
+            ) && status.accepted.iter().any(|a| a.reason == "InstanceProfileIsArn"
+                && a.source == "check --accept"),
+            "{status:?}"
+        );
+
         let broken = cli.check(&["-o", "json"], None).await?;
         assert_eq!(broken.code, 1, "{broken:?}");
         let from_check = broken.status()?;
