@@ -14,11 +14,11 @@
 #      in karpenter-health/tests/*.test.yaml, every alert covered.
 #   4. Prometheus and Alertmanager on loopback: Prometheus scrapes the operator's metrics and
 #      evaluates the chart's rules (short `for` via values); the alert for a broken EC2NodeClass
-#      reaches Alertmanager's webhook, then resolves after the repair.
+#      reaches Alertmanager's webhook, then resolves once the team accepts the finding with an
+#      annotation on the class (the metric then carries FindingAccepted, and no alert is pending).
 #      The metrics come from the real operator (the debug build of `karpenter-health`, built by
-#      `make chart-test`) on a bed seeded with the demo's broken setups: EC2NodeClass `default`
-#      fails LabelsAllowed (RestrictedLabelDomain) because of the Pod `web`, and deleting that
-#      Pod repairs it.
+#      `make chart-test`) on a bed seeded with the demo's broken setups: EC2NodeClass
+#      `arn-profile` fails InstanceProfileReady (InstanceProfileIsArn).
 # The CRD chart (karpenter-health-crd) is linted and rendered in step 1 and, in step 2, installs
 # the CRD the main chart then skips, and upgrades it with helm upgrade.
 # KH_CHART_TEST_SKIP_BED=1 skips step 2 (no kube binaries).
@@ -379,7 +379,7 @@ PY
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "4. Prometheus + Alertmanager: the alert of a broken EC2NodeClass fires and resolves"
+step "4. Prometheus + Alertmanager: the alert of a broken EC2NodeClass fires, and resolves once the finding is accepted"
 e2e="$tmp/e2e"
 mkdir -p "$e2e/prometheus" "$e2e/alertmanager"
 
@@ -414,9 +414,10 @@ operator_port="$(free_port)"
 pids+=($!)
 target="127.0.0.1:$operator_port"
 mode="the operator ($binary) at $target"
-repair_it() {
-  kubectl patch ec2nodeclass arn-profile --type merge \
-    -p '{"spec":{"instanceProfile":"KarpenterNodeInstanceProfile-demo"}}' >/dev/null
+# The team accepts the finding on its EC2NodeClass: it stops counting, so the alert resolves.
+accept_it() {
+  kubectl annotate ec2nodeclass arn-profile --overwrite \
+    "accept.karpenter-health.io/InstanceProfileIsArn=2099-01-31: the profile moves to its name next release" >/dev/null
 }
 alertname="KarpenterHealth${condition}False"
 echo "metrics: $mode"
@@ -504,10 +505,20 @@ others = {x["labels"].get("node_class") for line in open(path) for x in json.loa
 assert others == {node_class}, f"only {node_class} fails {condition}, got {others}"
 print(f"webhook: {alertname} firing for {node_class}, labels and runbook as expected")
 PY
-repair_it
+accept_it
 started=$SECONDS
 wait_for 90 "$alertname for $node_class resolved at the webhook" webhook_has resolved
 resolved_after=$((SECONDS - started))
-echo "alerting: fired ${fired_after}s after the break (for: 3s), resolved ${resolved_after}s after the repair; $(wc -l <"$e2e/webhook.jsonl") webhook notifications"
+# The metrics carry it as accepted, and nothing fires for it any more.
+accepted_query='karpenter_health_condition{node_class="arn-profile",type="InstanceProfileReady",status="True",reason="FindingAccepted"}'
+wait_for 30 "the accepted condition in Prometheus" bash -c \
+  "curl -fsS --get 'http://127.0.0.1:$prom_port/api/v1/query' --data-urlencode 'query=$accepted_query == 1' | grep -q '\"value\"'"
+curl -fsS --get "http://127.0.0.1:$prom_port/api/v1/alerts" | python3 -c '
+import json, sys
+firing = [a for a in json.load(sys.stdin)["data"]["alerts"]
+          if a["labels"].get("node_class") == "arn-profile" and a["state"] != "inactive"]
+assert not firing, firing
+' || fail "an alert is still pending or firing for the accepted finding"
+echo "alerting: fired ${fired_after}s after the break (for: 3s), resolved ${resolved_after}s after the finding was accepted (metrics carry FindingAccepted, no alert pending); $(wc -l <"$e2e/webhook.jsonl") webhook notifications"
 
 step "all chart tests passed"
