@@ -320,8 +320,10 @@ async fn a_profile_arn_exits_1_in_every_format_and_check_agrees_with_the_operato
                 ConditionType::InstanceProfileReady,
                 "True",
                 Reason::FindingAccepted
-            ) && status.accepted.iter().any(|a| a.reason == "InstanceProfileIsArn"
-                && a.source == "check --accept"),
+            ) && status
+                .accepted
+                .iter()
+                .any(|a| a.reason == "InstanceProfileIsArn" && a.source == "check --accept"),
             "{status:?}"
         );
 
