@@ -505,6 +505,20 @@ others = {x["labels"].get("node_class") for line in open(path) for x in json.loa
 assert others == {node_class}, f"only {node_class} fails {condition}, got {others}"
 print(f"webhook: {alertname} firing for {node_class}, labels and runbook as expected")
 PY
+# The dashboard's timeline, as Grafana sends it (variables All / this class), shows it False (2).
+timeline_is() { # value
+  python3 - "$chart/files/dashboard.json" "$prom_port" "$1" <<'PY'
+import json, sys, urllib.parse, urllib.request
+dashboard, port, want = sys.argv[1:]
+panel = next(p for p in json.load(open(dashboard))["panels"] if p["type"] == "state-timeline")
+expr = panel["targets"][0]["expr"].replace("$cluster", ".*").replace("$node_class", "arn-profile")
+url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+result = json.load(urllib.request.urlopen(url))["data"]["result"]
+values = {r["metric"].get("type"): r["value"][1] for r in result}
+sys.exit(0 if values.get("InstanceProfileReady") == want else 1)
+PY
+}
+wait_for 30 "the dashboard timeline showing InstanceProfileReady False" timeline_is 2
 accept_it
 started=$SECONDS
 wait_for 90 "$alertname for $node_class resolved at the webhook" webhook_has resolved
@@ -519,6 +533,7 @@ firing = [a for a in json.load(sys.stdin)["data"]["alerts"]
           if a["labels"].get("node_class") == "arn-profile" and a["state"] != "inactive"]
 assert not firing, firing
 ' || fail "an alert is still pending or firing for the accepted finding"
+wait_for 30 "the dashboard timeline showing InstanceProfileReady True once accepted" timeline_is 0
 echo "alerting: fired ${fired_after}s after the break (for: 3s), resolved ${resolved_after}s after the finding was accepted (metrics carry FindingAccepted, no alert pending); $(wc -l <"$e2e/webhook.jsonl") webhook notifications"
 
 step "all chart tests passed"
