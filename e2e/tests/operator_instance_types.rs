@@ -18,7 +18,7 @@
 
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::{NodeClaim, NodePool};
-use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
+use karpenter_health_api::{ConditionType, KarpenterHealth, KarpenterHealthStatus, Reason};
 use karpenter_health_aws::REVALIDATE_MIN_AGE;
 use karpenter_health_e2e::fault_proxy::Fault;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH, rfc3339_ago};
@@ -172,13 +172,28 @@ async fn node_pools_no_offered_instance_type_can_meet_are_instance_types_unavail
             Some("DescribeInstanceTypeOfferings"),
             Fault::AccessDenied,
         );
-        fx.patch_node_class_spec(json!({"tags": {"revalidate": "now"}}))
-            .await?;
-        fx.wait_status("InstanceTypesAvailable Unknown with AwsAccessDenied", |s| {
+        // An edit revalidates only answers older than REVALIDATE_MIN_AGE, and a NodePool edit
+        // above may have refreshed the catalog since `started`: edit again each refresh until
+        // the denied refresh shows, for at most two such ages.
+        let denied_shows = |s: &KarpenterHealthStatus| {
             s.condition(ConditionType::InstanceTypesAvailable)
                 .is_some_and(|c| c.status == "Unknown" && c.reason == "AwsAccessDenied")
-        })
-        .await?;
+        };
+        let healths: Api<KarpenterHealth> = Api::all(fx.admin.clone());
+        let deadline = tokio::time::Instant::now() + 2 * REVALIDATE_MIN_AGE + REFRESH;
+        for attempt in 0.. {
+            fx.patch_node_class_spec(json!({"tags": {"revalidate": format!("now-{attempt}")}}))
+                .await?;
+            tokio::time::sleep(REFRESH).await;
+            let status = healths.get(&fx.name).await?.status;
+            if status.as_ref().is_some_and(denied_shows) {
+                break;
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "InstanceTypesAvailable never went Unknown with AwsAccessDenied: {status:?}"
+            );
+        }
         let held = log.stop().await;
         fx.proxy.clear_faults();
         // The first status after the edit may still hold the False of the catalog read before;
