@@ -51,6 +51,18 @@ impl Facts {
         })
     }
 
+    /// The first NodePool's node template labelled `key: value`.
+    pub fn with_node_pool_label(self, key: &str, value: &str) -> Self {
+        self.with(|f| {
+            f.cluster.node_pools.found_mut().expect("listed NodePools")[0]
+                .spec
+                .template
+                .metadata
+                .labels
+                .insert(key.into(), value.into());
+        })
+    }
+
     /// The EC2NodeClass annotated `accept.karpenter-health.io/<what>: <value>`.
     pub fn with_acceptance(self, what: &str, value: &str) -> Self {
         self.with(|f| {

@@ -9,14 +9,7 @@ use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 
 /// A NodePool label in `karpenter.sh`: LabelsAllowed False (RestrictedLabelDomain).
 fn restricted_label() -> Facts {
-    Facts::healthy().with(|f| {
-        f.cluster.node_pools.found_mut().unwrap()[0]
-            .spec
-            .template
-            .metadata
-            .labels
-            .insert("karpenter.sh/team".into(), "a".into());
-    })
+    Facts::healthy().with_node_pool_label("karpenter.sh/team", "a")
 }
 
 fn with(policy: AcceptancePolicy, f: &Facts) -> KarpenterHealthStatus {

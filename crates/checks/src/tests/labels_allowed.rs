@@ -84,15 +84,9 @@ fn many_replicas_with_the_same_bad_key_make_one_finding() {
 
 #[test]
 fn a_restricted_label_proven_in_a_listed_nodepool_fails_even_while_pods_are_unlisted() {
-    let facts = Facts::healthy().with(|f| {
-        f.cluster.node_pools.found_mut().unwrap()[0]
-            .spec
-            .template
-            .metadata
-            .labels
-            .insert("karpenter.sh/team".into(), "a".into());
-        f.cluster.pending_pods = Observed::unknown(UnknownCause::AccessDenied, "403");
-    });
+    let facts = Facts::healthy()
+        .with_node_pool_label("karpenter.sh/team", "a")
+        .with(|f| f.cluster.pending_pods = Observed::unknown(UnknownCause::AccessDenied, "403"));
     assert_eq!(
         failures(&status(&facts)),
         vec![pair(
@@ -252,7 +246,7 @@ pub(crate) mod by_reason {
         well_known_labels_only_are_no_restricted_labels:
             Facts::healthy() => LabelsAllowed is True because NoRestrictedLabels;
         a_nodepool_label_in_karpenter_sh_is_restricted_label_domain:
-            Facts::healthy().with(|f| { f.cluster.node_pools.found_mut().unwrap()[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
+            Facts::healthy().with_node_pool_label("karpenter.sh/team", "a")
             => LabelsAllowed is False because RestrictedLabelDomain;
     }
 }

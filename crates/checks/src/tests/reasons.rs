@@ -120,7 +120,7 @@ pub(crate) mod by_reason {
 
         // Ready.
         an_accepted_finding_alone_is_passed_with_accepted_findings:
-            Facts::healthy().with(|f| { f.cluster.node_pools.found_mut().unwrap()[0].spec.template.metadata.labels.insert("karpenter.sh/team".into(), "a".into()); })
+            Facts::healthy().with_node_pool_label("karpenter.sh/team", "a")
                 .with_acceptance("RestrictedLabelDomain", "2099-01-31: the label goes with the next NodePool release")
             => Ready is True because PassedWithAcceptedFindings;
         all_sub_conditions_true_is_all_checks_passed:
