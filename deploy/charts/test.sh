@@ -243,6 +243,14 @@ PY
 grep -A2 'SUCCESS' "$tmp/promtool.log" | head -n 2
 python3 "$testdata/check-render.py" alerts "$tmp/rules/rules.yaml" "$chart/values.schema.json" \
   || fail "values.schema.json's alert names (prometheusRule.alerts) differ from the rendered alerts"
+# The same alerts as one ruler evaluates them for many clusters (prometheusRule.clusterLabel).
+mkdir -p "$tmp/rules-cluster"
+render_rules "$tmp/rules-cluster/rules.yaml" --set prometheusRule.clusterLabel=cluster
+cp "$chart"/tests/cluster-label/*.test.yaml "$tmp/rules-cluster/"
+promtool test rules "$tmp/rules-cluster/"*.test.yaml >"$tmp/promtool.log" 2>&1 \
+  || { cat "$tmp/promtool.log"; fail "promtool test rules with prometheusRule.clusterLabel=cluster"; }
+grep -c 'SUCCESS' "$tmp/promtool.log" >/dev/null || fail "the per-cluster alert tests did not run"
+echo "alerts per cluster (clusterLabel=cluster): NoLeader per cluster, leader join within a cluster: ok"
 
 # ---------------------------------------------------------------------------------------------
 if [ "${KH_CHART_TEST_SKIP_BED:-}" = 1 ]; then

@@ -16,6 +16,12 @@ KarpenterHealthStale reads the object itself, through kube-state-metrics' custom
 (files/kube-state-metrics.yaml): it fires for a class whose checks stopped running, whether the
 operator is stuck, stopped or removed, where the operator's own series are simply absent.
 
+A central ruler (Thanos, Mimir, a Prometheus federating many clusters) sees every cluster's series
+at once, told apart by an external label (prometheusRule.clusterLabel). Then the leader join also
+matches on that label (two clusters' replicas may share a Pod IP), and KarpenterHealthNoLeader is
+per cluster: absent() sees one leader anywhere as enough, so instead it fires for a cluster that
+exported karpenter_health_leader within prometheusRule.clusterLookback and has no leader now.
+
 The sub-conditions alerted on (karpenter-health.conditionTypes) are generated from the vocabulary
 table (crates/api/src/vocabulary.rs) into _conditions.tpl by `make generate`.
 */}}
@@ -46,7 +52,12 @@ table (crates/api/src/vocabulary.rs) into _conditions.tpl by `make generate`.
 {{- $tree := printf "https://github.com/karpenter-health/karpenter-health/blob/v%s" .Chart.AppVersion -}}
 {{- $docs := trimSuffix "/" (default (printf "%s/docs/checks.md" $tree) $p.docsBaseURL) -}}
 {{- $operatorRunbook := default (printf "%s/deploy/charts/karpenter-health/README.md#karpenterhealthnoleader" $tree) $p.operatorRunbookURL -}}
-{{- $leader := "and on (instance) (karpenter_health_leader == 1)" -}}
+{{- $cluster := $p.clusterLabel -}}
+{{- $leader := ternary (printf "and on (%s, instance) (karpenter_health_leader == 1)" $cluster) "and on (instance) (karpenter_health_leader == 1)" (ne $cluster "") -}}
+{{- $noLeader := "absent(karpenter_health_leader == 1)" -}}
+{{- if $cluster }}
+{{- $noLeader = printf "group by (%s) (last_over_time(karpenter_health_leader[%s])) unless on (%s) group by (%s) (karpenter_health_leader == 1)" $cluster $p.clusterLookback $cluster $cluster -}}
+{{- end -}}
 groups:
   - name: karpenter-health
     rules:
@@ -64,7 +75,11 @@ groups:
       {{- with include "karpenter-health.alert" (list $ "KarpenterHealthConditionUnknown" $p.conditionUnknown $expr $summary $description $runbook) }}{{ . | nindent 6 }}{{ end }}
       {{- $summary := "No karpenter-health replica is reconciling" }}
       {{- $description := "No scraped karpenter-health replica holds the leader-election Lease (or none is scraped at all), so KarpenterHealth conditions are not kept current." }}
-      {{- with include "karpenter-health.alert" (list $ "KarpenterHealthNoLeader" $p.noLeader "absent(karpenter_health_leader == 1)" $summary $description $operatorRunbook) }}{{ . | nindent 6 }}{{ end }}
+      {{- if $cluster }}
+      {{- $summary = printf "No karpenter-health replica is reconciling in cluster {{ $labels.%s }}" $cluster }}
+      {{- $description = printf "No scraped karpenter-health replica of cluster {{ $labels.%s }} holds the leader-election Lease (its replicas exported karpenter_health_leader within %s and none leads now), so its KarpenterHealth conditions are not kept current. After %s without any series, KarpenterHealthStale still fires for its classes." $cluster $p.clusterLookback $p.clusterLookback }}
+      {{- end }}
+      {{- with include "karpenter-health.alert" (list $ "KarpenterHealthNoLeader" $p.noLeader $noLeader $summary $description $operatorRunbook) }}{{ . | nindent 6 }}{{ end }}
       {{- $expr := printf "time() - max without (instance, pod, job) (kube_karpenterhealth_status_last_evaluated) > %v" (int $p.staleAfterSeconds) }}
       {{- $summary := "KarpenterHealth {{ $labels.name }}'s verdict is stale" }}
       {{- $description := printf "The checks of EC2NodeClass {{ $labels.node_class }} last ran {{ $value | humanizeDuration }} ago (more than %ds): its conditions are not current. Is karpenter-health running (KarpenterHealthNoLeader), or was it removed?" (int $p.staleAfterSeconds) }}
