@@ -416,9 +416,12 @@ source "$bed_dir/env"
 export AWS_ENDPOINT_URL="$KH_AWS_URL"
 "$binary" crd | kubectl apply -f - >/dev/null
 kubectl apply -f "$repo/e2e/demo/seed.yaml" >/dev/null
+# The team that owns the class labels it; the operator copies the label (settings.copyLabels)
+# onto its series, and Alertmanager routes the alert by it.
+kubectl label ec2nodeclass "$node_class" team=payments >/dev/null
 operator_port="$(free_port)"
 "$binary" run --leader-elect --lease-namespace default --http-address "127.0.0.1:$operator_port" \
-  --refresh-interval 30s >"$e2e/operator.log" 2>&1 &
+  --refresh-interval 30s --copy-labels team >"$e2e/operator.log" 2>&1 &
 pids+=($!)
 target="127.0.0.1:$operator_port"
 mode="the operator ($binary) at $target"
@@ -433,12 +436,16 @@ echo "metrics: $mode"
 am_port="$(free_port)"
 cat >"$e2e/alertmanager.yml" <<EOF
 route:
-  receiver: webhook
+  receiver: nobody
   group_by: [alertname, node_class]
   group_wait: 1s
   group_interval: 1s
   repeat_interval: 1h
+  routes:
+    - matchers: ['team="payments"']
+      receiver: webhook
 receivers:
+  - name: nobody
   - name: webhook
     webhook_configs:
       - url: http://127.0.0.1:$(cat "$e2e/webhook.port")/
@@ -506,12 +513,13 @@ assert a["labels"]["severity"] == "warning", a["labels"]
 assert a["labels"]["type"] == condition and a["labels"]["status"] == "False", a["labels"]
 assert "instance" not in a["labels"], "per-replica labels must be aggregated away"
 assert a["labels"]["reason"] == reason, a["labels"]
+assert a["labels"].get("team") == "payments", f"the class's team label routes the alert: {a['labels']}"
 assert a["annotations"]["runbook_url"].endswith("docs/checks.md#" + reason.lower()), a["annotations"]
 assert a["annotations"]["summary"] == f"EC2NodeClass {node_class}: {condition} is False", a["annotations"]
 others = {x["labels"].get("node_class") for line in open(path) for x in json.loads(line)["alerts"]
           if x["labels"].get("alertname") == alertname}
 assert others == {node_class}, f"only {node_class} fails {condition}, got {others}"
-print(f"webhook: {alertname} firing for {node_class}, labels and runbook as expected")
+print(f"webhook: {alertname} firing for {node_class}, routed by its team label, labels and runbook as expected")
 PY
 # The dashboard's timeline, as Grafana sends it (variables All / this class), shows it False (2).
 timeline_is() { # value

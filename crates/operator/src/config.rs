@@ -1,5 +1,6 @@
 //! The operator's settings, from flags or environment variables. No IO.
 
+use crate::copied_labels::{CopiedLabels, parse_copied_labels};
 use karpenter_health_checks::Settings;
 use karpenter_health_checks::acceptance::{AcceptancePolicy, Accepted, FleetRule};
 use karpenter_health_checks::karpenter_versions::CompatibilityOverride;
@@ -156,6 +157,12 @@ pub struct OperatorConfig {
     /// This replica's identity in the Lease; defaults to the Pod name, else the host name.
     #[arg(long, env = "POD_NAME")]
     pub lease_identity: Option<String>,
+
+    /// Labels copied from each EC2NodeClass onto its KarpenterHealth and into its metric series
+    /// (so alerts carry them and Alertmanager can route by team), comma-separated label keys such
+    /// as `team,example.com/owner`; a key becomes a Prometheus label with `_` for `.`, `/`, `-`.
+    #[arg(long, env = "KH_COPY_LABELS", default_value = "", value_parser = parse_copied_labels, hide_default_value = true)]
+    pub copy_labels: CopiedLabels,
 }
 
 impl EvaluationConfig {
@@ -232,6 +239,7 @@ impl OperatorConfig {
             lease_namespace: "kube-system".into(),
             lease_name: "karpenter-health".into(),
             lease_identity: None,
+            copy_labels: CopiedLabels::default(),
         }
     }
 

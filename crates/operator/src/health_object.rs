@@ -8,6 +8,7 @@ use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{KarpenterHealth, KarpenterHealthSpec, KarpenterHealthStatus};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
+use std::collections::BTreeMap;
 
 /// The owner reference every KarpenterHealth carries to its EC2NodeClass.
 pub fn owner_reference(node_class: &EC2NodeClass) -> Result<OwnerReference, Error> {
@@ -25,10 +26,13 @@ pub fn owner_reference(node_class: &EC2NodeClass) -> Result<OwnerReference, Erro
 }
 
 /// Applies the KarpenterHealth object (metadata and spec only) and returns it as stored, status
-/// included. Applying an unchanged object is a no-op on the server.
+/// included. Applying an unchanged object is a no-op on the server. `copied` are the labels of
+/// the EC2NodeClass copied onto it: server-side apply removes one this field manager applied
+/// before and no longer applies, so a label removed from the class leaves the KarpenterHealth.
 pub async fn ensure(
     api: &Api<KarpenterHealth>,
     node_class: &EC2NodeClass,
+    copied: BTreeMap<String, String>,
 ) -> Result<KarpenterHealth, Error> {
     let name = node_class.name_any();
     let mut desired = KarpenterHealth::new(
@@ -38,14 +42,12 @@ pub async fn ensure(
         },
     );
     desired.metadata.owner_references = Some(vec![owner_reference(node_class)?]);
-    desired.metadata.labels = Some(
-        [(
-            "app.kubernetes.io/managed-by".to_owned(),
-            FIELD_MANAGER.to_owned(),
-        )]
-        .into_iter()
-        .collect(),
+    let mut labels = copied;
+    labels.insert(
+        "app.kubernetes.io/managed-by".to_owned(),
+        FIELD_MANAGER.to_owned(),
     );
+    desired.metadata.labels = Some(labels);
     api.patch(
         &name,
         &PatchParams::apply(FIELD_MANAGER).force(),

@@ -8,6 +8,7 @@ pub mod coalesce;
 pub mod config;
 pub mod context;
 pub mod controller;
+pub mod copied_labels;
 pub mod crd;
 pub mod error;
 pub mod health_object;

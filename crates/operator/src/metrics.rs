@@ -21,6 +21,9 @@ struct ConditionLabels {
     /// The condition's reason on the series of its current status (so an alert can link to that
     /// reason's runbook); empty, which Prometheus reads as absent, on the others.
     reason: String,
+    /// The EC2NodeClass's labels named by `--copy-labels` (e.g. `team`), so its alerts carry them.
+    #[prometheus(flatten)]
+    copied: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -28,6 +31,8 @@ struct FindingLabels {
     node_class: String,
     check: String,
     severity: String,
+    #[prometheus(flatten)]
+    copied: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -64,6 +69,9 @@ pub struct Metrics {
     findings_seen: Mutex<BTreeMap<String, Vec<FindingLabels>>>,
     /// The current-status series (the one carrying a reason) per EC2NodeClass and type.
     conditions_seen: Mutex<BTreeMap<(String, String), ConditionLabels>>,
+    /// The copied labels each EC2NodeClass's series carry: when they change, its series are
+    /// replaced, not doubled.
+    copied_seen: Mutex<BTreeMap<String, Vec<(String, String)>>>,
 }
 
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -141,13 +149,28 @@ impl Default for Metrics {
             aws_seen: Mutex::default(),
             findings_seen: Mutex::default(),
             conditions_seen: Mutex::default(),
+            copied_seen: Mutex::default(),
         }
     }
 }
 
 impl Metrics {
-    /// Records the conditions and findings of one EC2NodeClass's latest status.
-    pub fn record_status(&self, node_class: &str, status: &KarpenterHealthStatus) {
+    /// Records the conditions and findings of one EC2NodeClass's latest status, each series
+    /// carrying the class's `copied` labels (Prometheus names and values).
+    pub fn record_status(
+        &self,
+        node_class: &str,
+        copied: &[(String, String)],
+        status: &KarpenterHealthStatus,
+    ) {
+        let before = self
+            .copied_seen
+            .lock()
+            .ok()
+            .and_then(|mut seen| seen.insert(node_class.to_owned(), copied.to_vec()));
+        if let Some(before) = before.filter(|before| before != copied) {
+            self.forget_series(node_class, &before);
+        }
         for ty in ConditionType::ALL {
             let (current, reason) = status
                 .condition(*ty)
@@ -169,6 +192,7 @@ impl Metrics {
                     } else {
                         String::new()
                     },
+                    copied: copied.to_vec(),
                 };
                 if is_current {
                     self.replace_current_condition(&labels);
@@ -191,6 +215,7 @@ impl Metrics {
                     node_class: node_class.to_owned(),
                     check: check.clone(),
                     severity: format!("{severity:?}"),
+                    copied: copied.to_vec(),
                 };
                 self.findings.get_or_create(&labels).set(*count);
                 labels
@@ -201,6 +226,21 @@ impl Metrics {
 
     /// Drops the series of a deleted EC2NodeClass.
     pub fn forget(&self, node_class: &str) {
+        let copied = self
+            .copied_seen
+            .lock()
+            .ok()
+            .and_then(|mut seen| seen.remove(node_class))
+            .unwrap_or_default();
+        self.forget_series(node_class, &copied);
+        self.reconciles.remove(&NodeClassLabels {
+            node_class: node_class.to_owned(),
+        });
+    }
+
+    /// Drops the condition and finding series of an EC2NodeClass (with the copied labels they
+    /// were written with).
+    fn forget_series(&self, node_class: &str, copied: &[(String, String)]) {
         for ty in ConditionType::ALL {
             for status in [
                 ConditionStatus::True,
@@ -212,6 +252,7 @@ impl Metrics {
                     r#type: ty.as_str().to_owned(),
                     status: status.as_str().to_owned(),
                     reason: String::new(),
+                    copied: copied.to_vec(),
                 });
             }
             if let Ok(mut seen) = self.conditions_seen.lock()
@@ -221,9 +262,6 @@ impl Metrics {
             }
         }
         self.replace_findings(node_class, Vec::new());
-        self.reconciles.remove(&NodeClassLabels {
-            node_class: node_class.to_owned(),
-        });
     }
 
     /// Makes `current` the one series of its condition carrying a reason: the one it replaces
@@ -332,7 +370,7 @@ mod tests {
     fn condition_gauges_mark_exactly_the_current_status() {
         let metrics = Metrics::default();
         let status = KarpenterHealthStatus::pending(Time(jiff::Timestamp::UNIX_EPOCH), Some(1));
-        metrics.record_status("default", &status);
+        metrics.record_status("default", &[], &status);
         let text = metrics.encode();
         assert!(text.contains(
             r#"karpenter_health_condition{node_class="default",type="Ready",status="Unknown",reason="Pending"} 1"#
@@ -348,7 +386,7 @@ mod tests {
                 condition.reason = "InstanceProfileIsArn".into();
             }
         }
-        metrics.record_status("default", &changed);
+        metrics.record_status("default", &[], &changed);
         let text = metrics.encode();
         let ready: std::collections::BTreeSet<&str> = text
             .lines()
@@ -363,6 +401,37 @@ mod tests {
         ]
         .into();
         assert_eq!(ready, want, "{text}");
+        metrics.forget("default");
+        assert!(!metrics.encode().contains(r#"node_class="default""#));
+    }
+
+    #[test]
+    fn copied_labels_ride_on_every_series_and_a_relabelled_class_leaves_no_old_series() {
+        let metrics = Metrics::default();
+        let status = KarpenterHealthStatus::pending(Time(jiff::Timestamp::UNIX_EPOCH), Some(1));
+        let team = |t: &str| vec![("team".to_owned(), t.to_owned())];
+        metrics.record_status("default", &team("payments"), &status);
+        let text = metrics.encode();
+        assert!(text.contains(
+            r#"karpenter_health_condition{node_class="default",type="Ready",status="Unknown",reason="Pending",team="payments"} 1"#
+        ), "{text}");
+        metrics.record_status("default", &team("search"), &status);
+        let text = metrics.encode();
+        assert!(!text.contains(r#"team="payments""#), "{text}");
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("karpenter_health_condition{"))
+            .count();
+        assert_eq!(series, 3 * ConditionType::ALL.len(), "{text}");
+        assert!(
+            text.lines()
+                .filter(|l| l.starts_with("karpenter_health_condition{"))
+                .all(|l| l.contains(r#"team="search""#)),
+            "{text}"
+        );
+        metrics.record_status("default", &[], &status);
+        assert!(!metrics.encode().contains("team="));
+        metrics.record_status("default", &team("search"), &status);
         metrics.forget("default");
         assert!(!metrics.encode().contains(r#"node_class="default""#));
     }

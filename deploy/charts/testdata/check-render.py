@@ -193,6 +193,7 @@ def check_all(path):
         "KH_TERMINATING_LONG_AFTER": "2h",
         "KH_WAITING_ON_LIMITS_AFTER": "5m",
         "KH_KUBERNETES_COMPATIBILITY": "1.37=1.15.0,1.38=1.17.0",
+        "KH_COPY_LABELS": "team,example.com/owner",
         "KH_ACCEPT_ANNOTATIONS": "false",
         "KH_ACCEPTANCES": '[{"nodeClasses":"batch-*","reason":"ZoneSubnetsLowOnAddresses","until":"2027-01-31","why":"the subnets grow in January"}]',
         "KH_BULK_TRIGGER_INTERVAL": "2s",

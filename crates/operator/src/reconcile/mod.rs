@@ -84,7 +84,11 @@ async fn reconcile_in_span(
     // must not be handed to the writer after a newer one.
     let _one_at_a_time = ctx.class_lock(&name).lock_owned().await;
     let status = visit(&ctx, node_class, &name).await?;
-    ctx.metrics.record_status(&name, &status);
+    ctx.metrics.record_status(
+        &name,
+        &ctx.config.copy_labels.metric_labels(node_class),
+        &status,
+    );
     ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
     Ok(
@@ -157,21 +161,24 @@ async fn visit(
 }
 
 /// The KarpenterHealth of `node_class` from the cache when it is owned by this very object (not
-/// by a deleted namesake), else created or adopted now.
+/// by a deleted namesake) and carries the class's copied labels as they are, else created,
+/// adopted or relabelled now.
 async fn ensure_owned_health(
     ctx: &Context,
     healths: &Api<KarpenterHealth>,
     node_class: &EC2NodeClass,
 ) -> Result<KarpenterHealth, Error> {
     let stored = ctx.healths.get(&ObjectRef::new(&node_class.name_any()));
-    let owned = stored.as_ref().is_some_and(|h| {
+    let copied = &ctx.config.copy_labels;
+    let current = stored.as_ref().is_some_and(|h| {
         h.owner_references()
             .iter()
             .any(|o| Some(&o.uid) == node_class.metadata.uid.as_ref())
+            && copied.in_sync(h.metadata.labels.as_ref(), node_class)
     });
-    match (stored, owned) {
+    match (stored, current) {
         (Some(health), true) => Ok(health.as_ref().clone()),
-        _ => health_object::ensure(healths, node_class).await,
+        _ => health_object::ensure(healths, node_class, copied.of(node_class)).await,
     }
 }
 
