@@ -39,7 +39,9 @@ async fn wait_labels(fx: &Fixture, what: &str, team: Option<&str>) -> Result<()>
             let labels = health.metadata.labels.unwrap_or_default();
             let as_wanted = labels.get("team") == team.as_ref()
                 && !labels.contains_key("env")
-                && labels.get("app.kubernetes.io/managed-by").map(String::as_str)
+                && labels
+                    .get("app.kubernetes.io/managed-by")
+                    .map(String::as_str)
                     == Some("karpenter-health");
             Ok(as_wanted.then_some(()))
         }

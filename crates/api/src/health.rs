@@ -192,6 +192,21 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 10))]
     pub subjects: Vec<SubjectRef>,
+    /// When this finding (its condition, reason and subjects) was first seen without a break:
+    /// kept from evaluation to evaluation while it holds, so "since when?" needs no history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<Time>,
+}
+
+impl Finding {
+    /// What makes two evaluations' findings the same finding: its message may change (a count,
+    /// an age), its condition, check, reason and subjects do not.
+    pub fn same_finding(&self, other: &Self) -> bool {
+        self.condition_type == other.condition_type
+            && self.check == other.check
+            && self.reason == other.reason
+            && self.subjects == other.subjects
+    }
 }
 
 /// A finding that stops counting until a date: what was found, and who accepted it, why and until

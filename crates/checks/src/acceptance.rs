@@ -238,6 +238,7 @@ fn warning(code: Warning, message: String, class: &str) -> Finding {
         message,
         remediation: code.remediation().to_owned(),
         subjects: vec![SubjectRef::new("EC2NodeClass", class)],
+        first_seen: None,
     }
 }
 

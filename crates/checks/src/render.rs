@@ -157,7 +157,8 @@ pub fn render(
         })
         .collect();
 
-    let (findings, findings_omitted) = bound_findings(outcomes);
+    let (mut findings, findings_omitted) = bound_findings(outcomes);
+    date_findings(&mut findings, previous, now);
     KarpenterHealthStatus {
         // The KarpenterHealth's own generation is the operator's to set when it writes.
         observed_generation: None,
@@ -169,6 +170,25 @@ pub fn render(
         accepted: accepted.into_iter().take(MAX_FINDINGS).collect(),
         detected: Some(detected(facts)),
         not_ready: Some(not_ready_summary(outcomes)).filter(|s| !s.is_empty()),
+    }
+}
+
+/// Dates each finding: the time the previous status first saw the same finding, else `now`
+/// (a finding that went away and came back starts again).
+fn date_findings(
+    findings: &mut [Finding],
+    previous: Option<&KarpenterHealthStatus>,
+    now: Timestamp,
+) {
+    let before = previous.map_or(&[][..], |p| p.findings.as_slice());
+    for finding in findings {
+        finding.first_seen = Some(
+            before
+                .iter()
+                .find(|b| b.same_finding(finding))
+                .and_then(|b| b.first_seen.clone())
+                .unwrap_or(Time(now)),
+        );
     }
 }
 

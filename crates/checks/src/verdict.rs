@@ -148,6 +148,7 @@ impl Check {
             message: message.into(),
             remediation: warning.remediation().to_owned(),
             subjects,
+            first_seen: None,
         });
     }
 
@@ -199,6 +200,7 @@ impl Check {
                 message: f.message,
                 remediation: f.reason.meta().remediation.to_owned(),
                 subjects: f.subjects,
+                first_seen: None,
             })
             .collect();
         findings.extend(warnings);

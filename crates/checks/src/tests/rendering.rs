@@ -100,3 +100,37 @@ fn last_transition_time_is_kept_while_the_status_holds_and_moves_when_it_flips()
         assert_eq!(c.last_transition_time.0, want, "{}", c.type_);
     }
 }
+
+#[test]
+fn a_finding_keeps_the_time_it_was_first_seen_until_it_goes_away() {
+    let settings = Settings::default();
+    let broken = Facts::healthy().with(|f| f.aws.node_role = Some(Observed::Absent));
+    let since = |status: &karpenter_health_api::KarpenterHealthStatus, reason: &str| {
+        status
+            .findings
+            .iter()
+            .find(|f| f.reason == reason)
+            .and_then(|f| f.first_seen.as_ref().map(|t| t.0))
+    };
+    let first = evaluate(&broken, &settings, None, mins_ago(30));
+    assert_eq!(since(&first, "NodeRoleNotFound"), Some(mins_ago(30)));
+    let later = evaluate(&broken, &settings, Some(&first), mins_ago(10));
+    assert_eq!(since(&later, "NodeRoleNotFound"), Some(mins_ago(30)));
+    // A new finding next to it starts at its own time.
+    let worse = broken.clone().with(|f| f.aws.security_groups = Observed::Found(Vec::new()));
+    let both = evaluate(&worse, &settings, Some(&later), mins_ago(5));
+    assert_eq!(since(&both, "NodeRoleNotFound"), Some(mins_ago(30)));
+    let new_reasons: Vec<&str> = both
+        .findings
+        .iter()
+        .filter(|f| f.first_seen.as_ref().map(|t| t.0) == Some(mins_ago(5)))
+        .map(|f| f.reason.as_str())
+        .collect();
+    assert!(!new_reasons.is_empty(), "{:#?}", both.findings);
+    assert!(new_reasons.iter().all(|r| *r != "NodeRoleNotFound"));
+    // Gone, then back: it starts again.
+    let fixed = evaluate(&Facts::healthy(), &settings, Some(&both), mins_ago(3));
+    assert!(fixed.findings.is_empty(), "{:#?}", fixed.findings);
+    let again = evaluate(&broken, &settings, Some(&fixed), now());
+    assert_eq!(since(&again, "NodeRoleNotFound"), Some(now()));
+}
