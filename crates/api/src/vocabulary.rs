@@ -282,7 +282,7 @@ vocabulary! {
     LabelsAllowed {
         column: "Labels",
         facts_from {
-            cluster: "NodePools (labels, requirements), pending Pods Karpenter provisions for (node selectors, affinity), the NodePool CRD's validation rules, else the Karpenter version",
+            cluster: "NodePools (labels, requirements), pending Pods Karpenter provisions for (node selectors, affinity; none of the namespaces `--exclude-pod-namespaces` names), the NodePool CRD's validation rules, else the Karpenter version",
             aws: "—",
         }
         reasons {
@@ -667,7 +667,7 @@ vocabulary! {
     InstanceTypesAvailable {
         column: "Types",
         facts_from {
-            cluster: "NodePools of the class (template labels, `requirements`), EC2NodeClass `status.amis[].requirements` (architectures), the class's subnets' zones",
+            cluster: "NodePools of the class (template labels, `requirements`), EC2NodeClass `status.amis[].requirements` (architectures), the class's subnets' zones, pending Pods only one NodePool may take (outside the namespaces `--exclude-pod-namespaces` names)",
             aws: "EC2 `DescribeInstanceTypes`, `DescribeInstanceTypeOfferings` by availability zone (each once per region, whatever the number of classes, kept 6 h in the catalog family and revalidated on evidence)",
         }
         reasons {
@@ -703,7 +703,7 @@ vocabulary! {
     LimitsLeaveRoom {
         column: "Limits",
         facts_from {
-            cluster: "NodePools of the class (`spec.limits`, `status.resources`), pending Pods only this class can take",
+            cluster: "NodePools of the class (`spec.limits`, `status.resources`), pending Pods only this class can take (outside the namespaces `--exclude-pod-namespaces` names)",
             aws: "the instance-type catalog above (the smallest type a NodePool allows), the instance sweep (this cluster's running standard instances and their lifecycle); Service Quotas `GetServiceQuota` for EC2's `L-1216C47A` and `L-34B43A08` (each once per account, in the account family)",
         }
         reasons {

@@ -26,6 +26,8 @@ pub struct WatchTargets {
     pub karpenter_namespace: String,
     pub karpenter_deployment: String,
     pub karpenter_service_account: String,
+    /// Namespaces whose pending Pods are never read (tenants the platform does not judge).
+    pub excluded_pod_namespaces: Vec<String>,
 }
 
 impl Default for WatchTargets {
@@ -34,6 +36,7 @@ impl Default for WatchTargets {
             karpenter_namespace: "kube-system".into(),
             karpenter_deployment: "karpenter".into(),
             karpenter_service_account: "karpenter".into(),
+            excluded_pod_namespaces: Vec::new(),
         }
     }
 }
@@ -47,7 +50,7 @@ pub enum Selection {
     /// permission serves the watch and the one-shot read).
     Named(String),
     /// The objects a field selector picks.
-    Fields(&'static str),
+    Fields(String),
 }
 
 /// One input: a kind in a scope, a selection, a trim, and the two names it is known by.
@@ -104,7 +107,7 @@ impl<K: Resource<DynamicType = ()>> Input<K> {
         match &self.selection {
             Selection::All => None,
             Selection::Named(name) => Some(format!("metadata.name={name}")),
-            Selection::Fields(fields) => Some((*fields).to_owned()),
+            Selection::Fields(fields) => Some(fields.clone()),
         }
     }
 
@@ -152,6 +155,18 @@ fn warn_malformed_claim(claim: &mut LeanNodeClaim) {
 /// Karpenter only provisions for Pods the scheduler could not place: Pending, no node.
 pub const PENDING_POD_FIELDS: &str = "status.phase=Pending,spec.nodeName=";
 
+/// The pending Pods' field selector, leaving out the `excluded` namespaces: the API server
+/// filters them (every kind's field selectors take `metadata.namespace`), so their Pods cost
+/// neither a watch event nor memory.
+pub fn pending_pod_fields(excluded: &[String]) -> String {
+    let mut fields = PENDING_POD_FIELDS.to_owned();
+    for namespace in excluded {
+        fields.push_str(",metadata.namespace!=");
+        fields.push_str(namespace);
+    }
+    fields
+}
+
 /// Every input the checks read besides the EC2NodeClasses.
 #[derive(Clone, Debug)]
 pub struct Inputs {
@@ -193,14 +208,14 @@ impl Inputs {
                 "pending pods",
                 "pending Pods",
                 None,
-                Fields(PENDING_POD_FIELDS),
+                Fields(pending_pod_fields(&targets.excluded_pod_namespaces)),
                 |_| {},
             ),
             disruption_events: Input::new(
                 "DisruptionBlocked events",
                 "DisruptionBlocked Events",
                 None,
-                Fields(crate::disruption_events::FIELD_SELECTOR),
+                Fields(crate::disruption_events::FIELD_SELECTOR.to_owned()),
                 |_| {},
             ),
             aws_auth: Input::new(

@@ -95,6 +95,11 @@ pub struct EvaluationConfig {
     #[arg(long, env = "KH_ACCEPTANCES", default_value = "", value_parser = parse_acceptances, hide_default_value = true)]
     pub acceptances: FleetRules,
 
+    /// Namespaces whose pending Pods are never judged (tenants), comma-separated: the API server
+    /// leaves them out of the pending-Pod watch, so no condition blames or counts their Pods.
+    #[arg(long, env = "KH_EXCLUDE_POD_NAMESPACES", default_value = "", value_parser = parse_namespaces, hide_default_value = true)]
+    pub exclude_pod_namespaces: Namespaces,
+
     /// Findings accepted for one run and every class (`check --accept`), not a flag of `run`.
     #[arg(skip)]
     pub one_shot_acceptances: Vec<Accepted>,
@@ -106,6 +111,30 @@ pub struct FleetRules(pub Vec<FleetRule>);
 
 fn parse_acceptances(text: &str) -> Result<FleetRules, String> {
     karpenter_health_checks::acceptance::parse_fleet(text).map(FleetRules)
+}
+
+/// Namespace names as one clap value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Namespaces(pub Vec<String>);
+
+/// Parses `tenant-a,tenant-b`; refuses a name that is no namespace name (a DNS label), naming it.
+fn parse_namespaces(text: &str) -> Result<Namespaces, String> {
+    let mut names = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let label = name.len() <= 63
+            && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !label {
+            return Err(format!("`{name}` is not a namespace name"));
+        }
+        if !names.iter().any(|n: &String| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(Namespaces(names))
 }
 
 fn parse_compatibility(text: &str) -> Result<CompatibilityOverride, String> {
@@ -184,6 +213,7 @@ impl EvaluationConfig {
             kubernetes_compatibility: CompatibilityOverride::new(),
             accept_annotations: true,
             acceptances: FleetRules::default(),
+            exclude_pod_namespaces: Namespaces::default(),
             one_shot_acceptances: Vec::new(),
         }
     }
@@ -213,6 +243,7 @@ impl EvaluationConfig {
             karpenter_namespace: self.karpenter_namespace.clone(),
             karpenter_deployment: self.karpenter_deployment.clone(),
             karpenter_service_account: self.karpenter_service_account.clone(),
+            excluded_pod_namespaces: self.exclude_pod_namespaces.0.clone(),
         }
     }
 
@@ -368,6 +399,24 @@ mod tests {
             Ok(ListenAddress(Some(address)))
         );
         assert!(parse_address("nowhere").is_err());
+    }
+
+    #[test]
+    fn excluded_namespaces_are_names_and_reach_the_watch() {
+        assert_eq!(
+            parse_namespaces(" tenant-a,tenant-b,tenant-a,"),
+            Ok(Namespaces(vec!["tenant-a".into(), "tenant-b".into()]))
+        );
+        let error = parse_namespaces("tenant-a,Tenant_B").unwrap_err();
+        assert!(error.contains("`Tenant_B`"), "{error}");
+        let mut config = OperatorConfig::for_tests();
+        config.evaluation.exclude_pod_namespaces = parse_namespaces("tenant-a").unwrap();
+        assert_eq!(
+            karpenter_health_kube_facts::inputs::pending_pod_fields(
+                &config.watch_targets().excluded_pod_namespaces
+            ),
+            "status.phase=Pending,spec.nodeName=,metadata.namespace!=tenant-a"
+        );
     }
 
     #[test]

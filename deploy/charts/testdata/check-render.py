@@ -194,6 +194,7 @@ def check_all(path):
         "KH_WAITING_ON_LIMITS_AFTER": "5m",
         "KH_KUBERNETES_COMPATIBILITY": "1.37=1.15.0,1.38=1.17.0",
         "KH_COPY_LABELS": "team,example.com/owner",
+        "KH_EXCLUDE_POD_NAMESPACES": "tenant-a,tenant-b",
         "KH_ACCEPT_ANNOTATIONS": "false",
         "KH_ACCEPTANCES": '[{"nodeClasses":"batch-*","reason":"ZoneSubnetsLowOnAddresses","until":"2027-01-31","why":"the subnets grow in January"}]',
         "KH_BULK_TRIGGER_INTERVAL": "2s",
