@@ -36,7 +36,8 @@ async fn a_pending_pod_of_an_excluded_namespace_is_not_judged() -> Result<()> {
                     karpenter_health_operator::config::Namespaces(excluded);
             })
             .await?;
-        fx.wait_healthy("with the tenant's namespace excluded").await?;
+        fx.wait_healthy("with the tenant's namespace excluded")
+            .await?;
         pods.delete("tenant-web", &DeleteParams::default().grace_period(0))
             .await?;
         operator.stop().await

@@ -32,7 +32,7 @@ async fn classes_with_healths(client: &kube::Client, names: &[&str]) -> Result<V
     for name in names {
         apply_yaml(client, &minimal_node_class_yaml(name)).await?;
         let class = classes.get(name).await?;
-        let health = health_object::ensure(&healths, &class).await?;
+        let health = health_object::ensure(&healths, &class, Default::default()).await?;
         decisions.push(Decision {
             status: decision_number(0),
             shown_before: None,

@@ -144,6 +144,24 @@ pub fn parse_until(text: &str) -> Result<Timestamp, String> {
     })
 }
 
+/// How many of `class_names` each fleet rule's pattern matches, in the rules' order: a rule that
+/// matches none is stale or mistyped, and no class can report it (each reports only the rules
+/// that match it), so the operator exports the counts.
+pub fn fleet_rule_matches<'a>(
+    rules: &[FleetRule],
+    class_names: impl Iterator<Item = &'a str> + Clone,
+) -> Vec<usize> {
+    rules
+        .iter()
+        .map(|rule| {
+            class_names
+                .clone()
+                .filter(|name| matches(&rule.node_classes, name))
+                .count()
+        })
+        .collect()
+}
+
 /// `*` matches any run of characters; everything else itself.
 fn matches(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
@@ -372,6 +390,24 @@ fn take(outcome: &mut Outcome, a: &Acceptance) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_fleet_rule_counts_the_classes_it_matches() {
+        let rule = |pattern: &str| FleetRule {
+            node_classes: pattern.to_owned(),
+            reason: "SubnetsOutOfAddresses".to_owned(),
+            until: "2099-01-31".to_owned(),
+            why: "known".to_owned(),
+        };
+        let classes = ["batch-gpu", "batch-cpu", "web"];
+        assert_eq!(
+            fleet_rule_matches(
+                &[rule("batch-*"), rule("bacth-*"), rule("web")],
+                classes.iter().copied()
+            ),
+            [2, 0, 1]
+        );
+    }
 
     #[test]
     fn patterns_match_with_stars() {

@@ -3,6 +3,7 @@
 
 use karpenter_health_api::{ConditionStatus, ConditionType, KarpenterHealthStatus, Severity};
 use karpenter_health_aws::CallStats;
+use karpenter_health_checks::acceptance::FleetRule;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -41,6 +42,14 @@ struct NodeClassLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FleetRuleLabels {
+    /// The rule's place in the list, from 1, as `status.accepted` names it (`fleet rule N`).
+    rule: String,
+    node_classes: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     error: String,
 }
@@ -65,6 +74,9 @@ pub struct Metrics {
     change_to_status: Histogram,
     aws_calls: Family<AwsCallLabels, Counter>,
     leader: Gauge,
+    fleet_rule_classes: Family<FleetRuleLabels, Gauge>,
+    /// The fleet rules (by index) last seen matching no class, so each is logged once.
+    fleet_rules_unmatched: Mutex<std::collections::BTreeSet<usize>>,
     aws_seen: Mutex<BTreeMap<(String, String, String), u64>>,
     findings_seen: Mutex<BTreeMap<String, Vec<FindingLabels>>>,
     /// The current-status series (the one carrying a reason) per EC2NodeClass and type.
@@ -135,9 +147,17 @@ impl Default for Metrics {
             "1 while this replica reconciles (holds the Lease, or runs without leader election)",
             leader.clone(),
         );
+        let fleet_rule_classes = Family::<FleetRuleLabels, Gauge>::default();
+        registry.register(
+            "acceptance_rule_classes",
+            "EC2NodeClasses each fleet acceptance rule matches (0: stale or mistyped, it accepts nothing)",
+            fleet_rule_classes.clone(),
+        );
         Self {
             registry,
             leader,
+            fleet_rule_classes,
+            fleet_rules_unmatched: Mutex::default(),
             condition,
             findings,
             reconcile_duration,
@@ -310,6 +330,34 @@ impl Metrics {
             .inc();
     }
 
+    /// How many EC2NodeClasses each fleet rule matches (`rules` and `counts` in the same order);
+    /// logs a rule once when it comes to match none.
+    pub fn record_fleet_rule_matches(&self, rules: &[FleetRule], counts: &[usize]) {
+        let Ok(mut unmatched) = self.fleet_rules_unmatched.lock() else {
+            return;
+        };
+        for (index, (rule, &count)) in rules.iter().zip(counts).enumerate() {
+            let labels = FleetRuleLabels {
+                rule: (index + 1).to_string(),
+                node_classes: rule.node_classes.clone(),
+                reason: rule.reason.clone(),
+            };
+            self.fleet_rule_classes
+                .get_or_create(&labels)
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+            if count > 0 {
+                unmatched.remove(&index);
+            } else if unmatched.insert(index) {
+                tracing::warn!(
+                    rule = index + 1,
+                    node_classes = %rule.node_classes,
+                    reason = %rule.reason,
+                    "fleet acceptance rule matches no EC2NodeClass, so it accepts nothing: is it stale or mistyped?"
+                );
+            }
+        }
+    }
+
     /// Whether this replica is the one reconciling.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
@@ -434,6 +482,20 @@ mod tests {
         metrics.record_status("default", &team("search"), &status);
         metrics.forget("default");
         assert!(!metrics.encode().contains(r#"node_class="default""#));
+    }
+
+    #[test]
+    fn each_fleet_rule_exports_how_many_classes_it_matches() {
+        let metrics = Metrics::default();
+        let rules = karpenter_health_checks::acceptance::parse_fleet(
+            r#"[{"nodeClasses": "batch-*", "reason": "SubnetsOutOfAddresses", "until": "2099-01-31", "why": "x"},
+                {"nodeClasses": "bacth-*", "reason": "SubnetsOutOfAddresses", "until": "2099-01-31", "why": "x"}]"#,
+        )
+        .unwrap();
+        metrics.record_fleet_rule_matches(&rules, &[2, 0]);
+        let text = metrics.encode();
+        assert!(text.contains(r#"karpenter_health_acceptance_rule_classes{rule="1",node_classes="batch-*",reason="SubnetsOutOfAddresses"} 2"#), "{text}");
+        assert!(text.contains(r#"karpenter_health_acceptance_rule_classes{rule="2",node_classes="bacth-*",reason="SubnetsOutOfAddresses"} 0"#), "{text}");
     }
 
     #[test]

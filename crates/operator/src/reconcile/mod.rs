@@ -89,6 +89,7 @@ async fn reconcile_in_span(
         &ctx.config.copy_labels.metric_labels(node_class),
         &status,
     );
+    record_fleet_rule_matches(&ctx, &name);
     ctx.metrics.observe_reconcile(&name, started.elapsed());
     ctx.reset_failures(&name);
     Ok(
@@ -180,6 +181,23 @@ async fn ensure_owned_health(
         (Some(health), true) => Ok(health.as_ref().clone()),
         _ => health_object::ensure(healths, node_class, copied.of(node_class)).await,
     }
+}
+
+/// How many EC2NodeClasses each fleet acceptance rule matches, from the KarpenterHealths (one
+/// per class) and the class just reconciled: a rule matching none is reported by no class.
+fn record_fleet_rule_matches(ctx: &Context, name: &str) {
+    let rules = &ctx.settings.acceptances.fleet;
+    if rules.is_empty() {
+        return;
+    }
+    let healths = ctx.healths.state();
+    let names = healths
+        .iter()
+        .map(|h| h.metadata.name.as_deref().unwrap_or_default())
+        .filter(|n| *n != name)
+        .chain(std::iter::once(name));
+    let counts = karpenter_health_checks::acceptance::fleet_rule_matches(rules, names);
+    ctx.metrics.record_fleet_rule_matches(rules, &counts);
 }
 
 /// When the change that asked for `name` arrived, if one did; clears it.
