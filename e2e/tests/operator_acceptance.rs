@@ -8,26 +8,19 @@
 
 use anyhow::{Result, ensure};
 use k8s_openapi::api::events::v1::Event;
-use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 use karpenter_health_e2e::fixture::Fixture;
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::{kubectl, wait_for};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde_json::json;
 use std::time::Duration;
 
 const ANNOTATION: &str = "accept.karpenter-health.io/InstanceProfileIsArn";
 
 async fn annotate(fx: &Fixture, value: Option<&str>) -> Result<()> {
-    Api::<EC2NodeClass>::all(fx.admin.clone())
-        .patch(
-            &fx.name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {ANNOTATION: value}}})),
-        )
-        .await?;
-    Ok(())
+    fx.patch_node_class_metadata(json!({"annotations": {ANNOTATION: value}}))
+        .await
 }
 
 async fn profile_as_arn(fx: &Fixture) -> Result<()> {

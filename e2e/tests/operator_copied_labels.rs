@@ -5,25 +5,12 @@
 
 use anyhow::Result;
 use karpenter_health_api::KarpenterHealth;
-use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_e2e::fixture::Fixture;
 use karpenter_health_e2e::wait_for;
 use karpenter_health_operator::copied_labels::parse_copied_labels;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
-
-/// Sets (or, with `None`, removes) labels of the test's EC2NodeClass.
-async fn label(fx: &Fixture, labels: serde_json::Value) -> Result<()> {
-    Api::<EC2NodeClass>::all(fx.admin.clone())
-        .patch(
-            &fx.name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": labels}})),
-        )
-        .await?;
-    Ok(())
-}
 
 /// Waits until the KarpenterHealth's `team` and `env` labels are as given.
 async fn wait_labels(fx: &Fixture, what: &str, team: Option<&str>) -> Result<()> {
@@ -53,15 +40,18 @@ async fn wait_labels(fx: &Fixture, what: &str, team: Option<&str>) -> Result<()>
 async fn the_health_object_carries_the_named_labels_of_its_class_as_they_change() -> Result<()> {
     let fx = Fixture::seed("copylabels", "us-west-2", "1.8.6").await?;
     let outcome: Result<()> = async {
-        label(&fx, json!({"team": "payments", "env": "prod"})).await?;
+        fx.patch_node_class_metadata(json!({"labels": {"team": "payments", "env": "prod"}}))
+            .await?;
         let copied = parse_copied_labels("team").map_err(anyhow::Error::msg)?;
         let operator = fx
             .start_operator_with(None, |config| config.copy_labels = copied)
             .await?;
         wait_labels(&fx, "team=payments copied, env not", Some("payments")).await?;
-        label(&fx, json!({"team": "search"})).await?;
+        fx.patch_node_class_metadata(json!({"labels": {"team": "search"}}))
+            .await?;
         wait_labels(&fx, "team=search after the class's change", Some("search")).await?;
-        label(&fx, json!({"team": null})).await?;
+        fx.patch_node_class_metadata(json!({"labels": {"team": null}}))
+            .await?;
         wait_labels(&fx, "team gone after the class dropped it", None).await?;
         fx.wait_healthy("with its labels copied").await?;
         operator.stop().await
