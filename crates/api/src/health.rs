@@ -194,6 +194,7 @@ pub struct Finding {
     pub subjects: Vec<SubjectRef>,
     /// When this finding (its condition, reason and subjects) was first seen without a break:
     /// kept from evaluation to evaluation while it holds, so "since when?" needs no history.
+    /// Absent from `karpenter-health check`, a single run with no history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_seen: Option<Time>,
 }

@@ -133,9 +133,12 @@ pub async fn evaluate_once(
                 };
                 // evaluate and render: no previous status, nothing is written
                 let now = jiff::Timestamp::now();
-                ClassOutcome::Evaluated(Box::new(karpenter_health_checks::evaluate(
-                    &facts, &settings, None, now,
-                )))
+                let mut status = karpenter_health_checks::evaluate(&facts, &settings, None, now);
+                // One run has no history: "first seen" would only repeat the run's time.
+                for finding in &mut status.findings {
+                    finding.first_seen = None;
+                }
+                ClassOutcome::Evaluated(Box::new(status))
             }
         };
         reports.push(ClassReport { name, outcome });
