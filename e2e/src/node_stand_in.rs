@@ -15,6 +15,10 @@
 //!   aws-auth does not map);
 //! - `never-initialize`: the Node is made and registers but stays NotReady with its startup
 //!   taints (an agent that never starts).
+//!
+//! It also stands in for the VPC CNI in its default mode: a node of a type it knows gets that
+//! type's Pod addresses and no more, so a Pod beyond them stays `ContainerCreating` with the
+//! CNI's error, as on EC2.
 
 use anyhow::{Context as _, Result};
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -25,7 +29,7 @@ use kube::api::{
 };
 use kube::runtime::watcher;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -38,6 +42,7 @@ const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
 const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 const REGISTERED_LABEL: &str = "karpenter.sh/registered";
 const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
+const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 
 fn resource(group: &str, version: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
@@ -169,7 +174,8 @@ async fn sweep(
         }
     }
 
-    let ours: BTreeSet<String> = nodes
+    // Each of our Nodes, with the Pod addresses the CNI can give it (`None`: no limit).
+    let ours: BTreeMap<String, Option<usize>> = nodes
         .iter()
         .filter(|n| {
             n.metadata
@@ -177,9 +183,32 @@ async fn sweep(
                 .as_ref()
                 .is_some_and(|l| l.contains_key(STAND_IN_LABEL))
         })
-        .filter_map(|n| n.metadata.name.clone())
+        .filter_map(|n| {
+            let instance_type = n
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(INSTANCE_TYPE_LABEL))
+                .map(String::as_str)
+                .unwrap_or_default();
+            Some((n.metadata.name.clone()?, pod_addresses(instance_type)))
+        })
         .collect();
     run_pods(client, &ours).await
+}
+
+/// The Pod addresses the VPC CNI gives a node in its default mode (secondary IPv4 addresses):
+/// its ENIs × (IPv4 addresses per ENI − 1), the primary address of each ENI being the ENI's own
+/// (EC2's "IP addresses per network interface per instance type" table; the CNI's README). A
+/// type not listed here gets no limit.
+fn pod_addresses(instance_type: &str) -> Option<usize> {
+    let (enis, per_eni) = match instance_type {
+        "t3.micro" => (2, 2),
+        "m5.large" | "c5.large" => (3, 10),
+        "m5.xlarge" | "c5.xlarge" => (4, 15),
+        _ => return None,
+    };
+    Some(enis * (per_eni - 1))
 }
 
 /// The Node an instance's kubelet registers: named after the instance (EKS's resource-name
@@ -287,23 +316,40 @@ async fn remove_startup_taints(
     Ok(())
 }
 
-/// What the kubelet does with the Pods bound to its Node: starts them (Running, Ready) and, once
-/// they are deleted, confirms the deletion.
-async fn run_pods(client: &kube::Client, nodes: &BTreeSet<String>) -> Result<()> {
+/// What the kubelet and the CNI do with the Pods bound to their Node: start them (Running,
+/// Ready, an address each) while the Node has Pod addresses left, oldest first; leave the rest
+/// `ContainerCreating` with the CNI's error as an Event; and, once Pods are deleted, confirm the
+/// deletion. Host-network Pods take no address.
+async fn run_pods(client: &kube::Client, nodes: &BTreeMap<String, Option<usize>>) -> Result<()> {
     if nodes.is_empty() {
         return Ok(());
     }
-    let pods = Api::<Pod>::all(client.clone())
+    let mut pods: Vec<Pod> = Api::<Pod>::all(client.clone())
         .list(&ListParams::default())
         .await
-        .context("listing Pods")?;
+        .context("listing Pods")?
+        .items;
+    pods.sort_by(|a, b| {
+        (&a.metadata.creation_timestamp, &a.metadata.name)
+            .cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
+    });
+    // Addresses taken on each Node by the Pods already running there.
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in &pods {
+        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone())
+            && takes_address(pod)
+            && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        {
+            *taken.entry(node).or_default() += 1;
+        }
+    }
     for pod in pods {
         let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
             continue;
         };
-        if !nodes.contains(&node) {
+        let Some(addresses) = nodes.get(&node) else {
             continue;
-        }
+        };
         let (Some(namespace), Some(name)) =
             (pod.metadata.namespace.clone(), pod.metadata.name.clone())
         else {
@@ -321,6 +367,14 @@ async fn run_pods(client: &kube::Client, nodes: &BTreeSet<String>) -> Result<()>
             .as_ref()
             .and_then(|s| s.phase.clone())
             .unwrap_or_default();
+        if phase == "Pending" && takes_address(&pod) {
+            let used = taken.entry(node.clone()).or_default();
+            if addresses.is_some_and(|limit| *used >= limit) {
+                no_address_left(client, &api, &pod, &node).await?;
+                continue;
+            }
+            *used += 1;
+        }
         if phase == "Pending" {
             let now = jiff::Timestamp::now().to_string();
             let status = json!({"status": {
@@ -338,6 +392,75 @@ async fn run_pods(client: &kube::Client, nodes: &BTreeSet<String>) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// Whether the CNI gives the Pod an address of the node's (host-network Pods use the node's).
+fn takes_address(pod: &Pod) -> bool {
+    !pod.spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
+}
+
+/// The message the VPC CNI's plugin returns when ipamd has no address for a Pod
+/// (aws/amazon-vpc-cni-k8s `cmd/routed-eni-cni-plugin/cni.go`), which the kubelet reports as
+/// `FailedCreatePodSandBox`.
+pub const NO_ADDRESS_MESSAGE: &str = "failed to assign an IP address to container";
+
+/// A Pod the CNI found no address for: it stays `ContainerCreating`, and an Event says why (once).
+async fn no_address_left(
+    client: &kube::Client,
+    pods: &Api<Pod>,
+    pod: &Pod,
+    node: &str,
+) -> Result<()> {
+    let waiting = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|c| !c.is_empty());
+    if waiting {
+        return Ok(());
+    }
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let containers: Vec<Value> = pod
+        .spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .map(|c| {
+            json!({"name": c.name, "image": c.image, "imageID": "", "ready": false,
+            "restartCount": 0, "started": false,
+            "state": {"waiting": {"reason": "ContainerCreating"}}})
+        })
+        .collect();
+    let now = jiff::Timestamp::now().to_string();
+    let status = json!({"status": {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now}],
+        "containerStatuses": containers,
+    }});
+    pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .with_context(|| format!("marking Pod {namespace}/{name} ContainerCreating"))?;
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": format!("{name}.no-address"), "namespace": namespace},
+        "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name,
+            "uid": pod.metadata.uid, "apiVersion": "v1"},
+        "reason": "FailedCreatePodSandBox",
+        "message": format!("Failed to create pod sandbox: plugin type=\"aws-cni\" name=\"aws-cni\" failed (add): add cmd: {NO_ADDRESS_MESSAGE} (node {node})"),
+        "type": "Warning",
+        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        "source": {"component": "kubelet", "host": node},
+    }))?;
+    match Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), &namespace)
+        .create(&PostParams::default(), &event)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e).context("recording the CNI's Event"),
+    }
 }
 
 /// The annotation value as a type, for tests that set it.

@@ -12,40 +12,13 @@
 //! launches whatever the network, so the lab cannot show a node that cannot reach AWS.
 
 use anyhow::Result;
-use k8s_openapi::api::apps::v1::DaemonSet;
 use karpenter_health_api::{ConditionType, Reason};
-use karpenter_health_e2e::apply_json;
 use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy};
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
 use karpenter_health_e2e::health_status::message;
 use karpenter_health_e2e::status_log::StatusLog;
-use kube::api::{Api, DeleteParams};
-use serde_json::json;
 
 const VERSION: &str = "1.8.6";
-
-/// A kube-system/aws-node DaemonSet whose `aws-node` container has `env`.
-fn aws_node(env: &[(&str, &str)]) -> serde_json::Value {
-    let env: Vec<serde_json::Value> = env
-        .iter()
-        .map(|(name, value)| json!({"name": name, "value": value}))
-        .collect();
-    json!({
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": {"name": "aws-node", "namespace": "kube-system"},
-        "spec": {
-            "selector": {"matchLabels": {"k8s-app": "aws-node"}},
-            "template": {
-                "metadata": {"labels": {"k8s-app": "aws-node"}},
-                "spec": {"containers": [{
-                    "name": "aws-node",
-                    "image": "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.0",
-                    "env": env,
-                }]},
-            },
-        },
-    })
-}
 
 /// Whether SubnetsReady is True and a warning finding says a zone is short of addresses.
 fn short_of_the_warm_pool(s: &karpenter_health_api::KarpenterHealthStatus) -> bool {
@@ -54,17 +27,6 @@ fn short_of_the_warm_pool(s: &karpenter_health_api::KarpenterHealthStatus) -> bo
         && s.findings
             .iter()
             .any(|f| f.reason == "ZoneSubnetsLowOnAddresses")
-}
-
-async fn delete_aws_node(fx: &Fixture) -> Result<()> {
-    match Api::<DaemonSet>::namespaced(fx.admin.clone(), "kube-system")
-        .delete("aws-node", &DeleteParams::default())
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,7 +45,7 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         // A /28 subnet (11 free addresses in moto, as in EC2) is all Karpenter launches into,
         // with the VPC CNI in its default mode: short of a warm pool (16 assumed), but a node and
         // its Pods' first addresses fit, so it is a warning, never False (issue 22).
-        apply_json(&fx.admin, &[aws_node(&[("WARM_ENI_TARGET", "1")])]).await?;
+        fx.install_aws_node(&[("WARM_ENI_TARGET", "1")]).await?;
         let small = fx.aws.subnet(&fx.vpc, "10.40.2.0/28", None, &[]).await?;
         fx.aws
             .associate_route_table(&fx.route_table, &small)
@@ -107,7 +69,7 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         assert!(warning.contains("at most 11 free"), "{warning}");
         // The VPC CNI keeps 400 addresses warm on the roomy /24: a warning too.
         fx.set_status_subnets(&[&subnet]).await?;
-        apply_json(&fx.admin, &[aws_node(&[("WARM_IP_TARGET", "400")])]).await?;
+        fx.install_aws_node(&[("WARM_IP_TARGET", "400")]).await?;
         let status = fx
             .wait_status("a warning for WARM_IP_TARGET=400", |s| {
                 short_of_the_warm_pool(s) && s.findings.iter().any(|f| f.message.contains("401"))
@@ -118,7 +80,7 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
 
         // Other workloads' ENIs take all but one address of the /28: a node and one Pod no
         // longer fit where Pods take addresses from the node's subnet.
-        apply_json(&fx.admin, &[aws_node(&[("WARM_ENI_TARGET", "1")])]).await?;
+        fx.install_aws_node(&[("WARM_ENI_TARGET", "1")]).await?;
         let enis = fx.aws.fill_subnet(&small, 1).await?;
         fx.set_status_subnets(&[&small]).await?;
         let status = fx
@@ -133,17 +95,14 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         );
         // With custom networking the Pods' addresses come from ENIConfig subnets: the node's
         // own address fits.
-        apply_json(
-            &fx.admin,
-            &[aws_node(&[("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true")])],
-        )
-        .await?;
+        fx.install_aws_node(&[("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true")])
+            .await?;
         fx.wait_healthy("with custom networking on the nearly full /28")
             .await?;
         fx.aws.delete_network_interfaces(&enis).await?;
         fx.set_status_subnets(&[&subnet]).await?;
         fx.wait_healthy("with the roomy subnet back").await?;
-        delete_aws_node(&fx).await?;
+        fx.remove_aws_node().await?;
 
         // A subnet of another VPC, healthy in itself, is selected as well (#9090).
         let other_vpc = fx.aws.vpc("10.43.0.0/16", &[]).await?;
@@ -166,7 +125,7 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
         operator.stop().await
     }
     .await;
-    let cleanup = delete_aws_node(&fx).await;
+    let cleanup = fx.remove_aws_node().await;
     fx.finish(outcome.and(cleanup)).await
 }
 

@@ -63,6 +63,21 @@ pub struct EC2NodeClassSpec {
     /// capacity reservations they select. Kept as written; only whether there are any is read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capacity_reservation_selector_terms: Vec<serde_json::Value>,
+    /// `spec.kubelet`: what Karpenter writes into its nodes' kubelet configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet: Option<KubeletConfiguration>,
+}
+
+/// `spec.kubelet`, as far as the checks read it: the Pod density Karpenter gives each node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletConfiguration {
+    /// `maxPods`: every node's Pod limit, whatever its instance type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pods: Option<i32>,
+    /// `podsPerCore`: at most this many Pods per vCPU, below `maxPods` or Karpenter's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_per_core: Option<i32>,
 }
 
 /// One `spec.blockDeviceMappings` entry, as far as the checks read it.

@@ -875,6 +875,28 @@ vocabulary! {
         }
     }
 
+    /// The nodes Karpenter launches for this EC2NodeClass can run the Pods it launches them for.
+    /// Judged per NodePool of the class; so far: the Pods a node is promised against the Pod
+    /// addresses the VPC CNI can give it.
+    NodesFitWorkloads {
+        column: "Fit",
+        facts_from {
+            cluster: "EC2NodeClass `spec.kubelet` (`maxPods`, `podsPerCore`) and AMI family, NodePools of the class (requirements), the Karpenter Deployment's `RESERVED_ENIS`, the `kube-system/aws-node` DaemonSet's env (`ENABLE_IPv6`, `ENABLE_PREFIX_DELEGATION`, `AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG`, `MAX_ENI`)",
+            aws: "the instance-type catalog above (each type's ENIs and IPv4 addresses per ENI, `DescribeInstanceTypes` `NetworkInfo`)",
+        }
+        reasons {
+            NodesFitTheirPods => True,
+                "No NodePool of this EC2NodeClass was found to launch nodes that cannot run their Pods (what is judged: the Pods each node is promised against the Pod addresses the VPC CNI can give it), or no NodePool uses the class.",
+                "Nothing to do.";
+        }
+        warnings {
+            MaxPodsAboveAddresses =>
+                "Every instance type a NodePool of this EC2NodeClass allows is promised more Pods (the kubelet's maxPods, as Karpenter computes or the class sets it) than the VPC CNI can give addresses on its node (ENIs × (IPv4 addresses per ENI − 1), less the primary ENI under custom networking, ×16 with prefix delegation, plus the two host-network Pods every node runs). Once a node holds more Pods than that, the rest stay ContainerCreating with \"failed to assign an IP address to container\" (aws/karpenter-provider-aws #6353, #7318, #5317); whether any node fills up that far depends on the Pods' requests.",
+                "Remove spec.kubelet.maxPods (Karpenter then computes the ENI-limited count), set it no higher than the smallest type's addresses, enable prefix delegation (ENABLE_PREFIX_DELEGATION=true on aws-node), or with custom networking set Karpenter's RESERVED_ENIS=1.";
+        }
+        cannot_see: "Pods that take no VPC address beyond the two host-network Pods every node runs (other host-network DaemonSets), security groups for Pods (branch ENIs), Windows nodes (their addresses come from the VPC resource controller), a CNI other than the VPC CNI (no aws-node DaemonSet: not judged), IPv6 clusters (a node's prefix holds every Pod), and whether a node ever holds that many Pods: the warning is never a False.",
+    }
+
     /// Summary: every other condition is True.
     Ready {
         column: "Ready",

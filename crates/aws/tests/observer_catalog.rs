@@ -25,6 +25,8 @@ fn fake() -> FakeAws {
             memory_mib: Some(8192),
             architectures: vec!["x86_64".into()],
             usage_classes: vec!["on-demand".into(), "spot".into()],
+            network_interfaces: Some(3),
+            ipv4_per_interface: Some(10),
         });
         for zone in [zones[i % 3], zones[(i + 1) % 3]] {
             s.instance_type_offerings.push((name.clone(), zone.into()));

@@ -44,8 +44,20 @@ pub const FILES: &[Generated] = &[
     },
 ];
 
+/// The sub-conditions that get an alert on False: those that can be False, by a current
+/// reason or one an earlier release set (a condition whose checks only warn has none to fire).
 fn sub_conditions() -> impl Iterator<Item = ConditionType> {
-    ConditionType::sub_conditions().iter().copied()
+    ConditionType::sub_conditions()
+        .iter()
+        .copied()
+        .filter(|&ty| can_be_false(ty))
+}
+
+fn can_be_false(ty: ConditionType) -> bool {
+    Reason::ALL
+        .iter()
+        .any(|r| r.applies_to(ty) && r.meta().status == ConditionStatus::False)
+        || !ty.retired_reasons().is_empty()
 }
 
 fn false_alert(ty: ConditionType) -> String {

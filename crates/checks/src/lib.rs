@@ -20,6 +20,7 @@ pub mod karpenter_versions;
 pub mod labels;
 pub mod node_mapping;
 pub mod plan;
+pub mod pod_density;
 pub mod pod_drain;
 pub mod pod_fit;
 pub mod render;

@@ -26,6 +26,9 @@ pub struct ControllerSettings {
     /// `--min-values-policy`, else `MIN_VALUES_POLICY` (kubernetes-sigs/karpenter
     /// `pkg/operator/options/options.go`, 1.6 and later): `Strict` or `BestEffort`.
     pub min_values_policy: Setting,
+    /// `--reserved-enis`, else `RESERVED_ENIS` (aws/karpenter-provider-aws
+    /// `pkg/operator/options/options.go`): ENIs left out of the Pod density it computes.
+    pub reserved_enis: Setting,
 }
 
 /// A flag's value in the container's args: `--name=value`, `--name value`, or `--name` alone
@@ -137,6 +140,7 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
         dry_run_disabled,
         feature_gates: setting("feature-gates", "FEATURE_GATES"),
         min_values_policy: setting("min-values-policy", "MIN_VALUES_POLICY"),
+        reserved_enis: setting("reserved-enis", "RESERVED_ENIS"),
         version: container
             .and_then(|c| c.image.as_deref())
             .and_then(version_from_image),

@@ -540,6 +540,7 @@ fn karpenter(sources: &Sources, overrides: &Overrides) -> Observed<KarpenterFact
         dry_run_disabled: settings.dry_run_disabled,
         feature_gates: settings.feature_gates,
         min_values_policy: settings.min_values_policy,
+        reserved_enis: settings.reserved_enis,
         irsa_audience,
     })
 }

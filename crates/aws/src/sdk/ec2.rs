@@ -142,33 +142,7 @@ impl Ec2Api for SdkPorts {
                 items: out
                     .instance_types()
                     .iter()
-                    .filter_map(|t| {
-                        Some(InstanceTypeFacts {
-                            name: t.instance_type()?.as_str().to_owned(),
-                            vcpus: t
-                                .v_cpu_info()
-                                .and_then(|v| v.default_v_cpus())
-                                .and_then(|n| u32::try_from(n).ok()),
-                            memory_mib: t
-                                .memory_info()
-                                .and_then(|m| m.size_in_mib())
-                                .and_then(|n| u64::try_from(n).ok()),
-                            architectures: t
-                                .processor_info()
-                                .map(|p| {
-                                    p.supported_architectures()
-                                        .iter()
-                                        .map(|a| a.as_str().to_owned())
-                                        .collect()
-                                })
-                                .unwrap_or_default(),
-                            usage_classes: t
-                                .supported_usage_classes()
-                                .iter()
-                                .map(|u| u.as_str().to_owned())
-                                .collect(),
-                        })
-                    })
+                    .filter_map(super::ec2_instance_types::facts_of)
                     .collect(),
                 next: next_page(out.next_token()),
             })

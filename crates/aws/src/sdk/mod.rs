@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 mod ec2;
+mod ec2_instance_types;
 mod eks;
 mod events;
 mod iam;

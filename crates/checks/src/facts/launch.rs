@@ -102,6 +102,11 @@ pub struct InstanceTypeFacts {
     pub architectures: Vec<String>,
     /// `SupportedUsageClasses` (`on-demand`, `spot`, `capacity-block`).
     pub usage_classes: Vec<String>,
+    /// `NetworkInfo.NetworkCards[DefaultNetworkCardIndex].MaximumNetworkInterfaces` (else
+    /// `NetworkInfo.MaximumNetworkInterfaces`): the ENIs of the card Pods get addresses on.
+    pub network_interfaces: Option<u32>,
+    /// `NetworkInfo.Ipv4AddressesPerInterface`.
+    pub ipv4_per_interface: Option<u32>,
 }
 
 /// One On-Demand Capacity Reservation as EC2 describes it.

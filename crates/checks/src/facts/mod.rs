@@ -405,6 +405,9 @@ pub struct KarpenterFacts {
     pub feature_gates: Setting,
     /// `MIN_VALUES_POLICY` / `--min-values-policy` as written (`Strict`, `BestEffort`).
     pub min_values_policy: Setting,
+    /// `RESERVED_ENIS` / `--reserved-enis` as written: ENIs Karpenter leaves out of its Pod
+    /// density (VPC CNI custom networking needs 1).
+    pub reserved_enis: Setting,
 }
 
 /// One setting of the controller as its Deployment gives it.

@@ -222,6 +222,18 @@ pub fn ami_parameters(
     }
 }
 
+/// `(ENIs, IPv4 addresses per ENI)` of the types the fixtures use, as EC2 documents them
+/// ("Maximum IP addresses per network interface"); `None` for a made-up type.
+pub fn network_of(name: &str) -> Option<(u32, u32)> {
+    match name {
+        "t3.micro" => Some((2, 2)),
+        "m5.large" | "c6g.large" | "c5.large" => Some((3, 10)),
+        "m5.xlarge" | "r7i.2xlarge" | "c5.xlarge" => Some((4, 15)),
+        "m5.4xlarge" => Some((8, 30)),
+        _ => None,
+    }
+}
+
 /// A catalog of `(name, vCPUs, MiB, EC2 architecture)` types, each offered on demand and as spot
 /// in every one of `zones`.
 pub fn instance_catalog(types: &[(&str, u32, u64, &str)], zones: &[&str]) -> InstanceTypeCatalog {
@@ -233,6 +245,8 @@ pub fn instance_catalog(types: &[(&str, u32, u64, &str)], zones: &[&str]) -> Ins
             memory_mib: Some(*mib),
             architectures: vec![(*arch).into()],
             usage_classes: vec!["on-demand".into(), "spot".into()],
+            network_interfaces: network_of(name).map(|(enis, _)| enis),
+            ipv4_per_interface: network_of(name).map(|(_, ips)| ips),
         })
         .collect();
     facts.sort_by(|a, b| a.name.cmp(&b.name));

@@ -51,6 +51,27 @@ impl Facts {
         })
     }
 
+    /// The EC2NodeClass's `spec.kubelet.maxPods`.
+    pub fn with_max_pods(self, max_pods: i32) -> Self {
+        self.with(|f| {
+            f.cluster
+                .node_class
+                .spec
+                .kubelet
+                .get_or_insert_with(Default::default)
+                .max_pods = Some(max_pods);
+        })
+    }
+
+    /// The VPC CNI's `aws-node` DaemonSet with `key=value` in its env.
+    pub fn with_vpc_cni_env(self, key: &str, value: &str) -> Self {
+        self.with(|f| {
+            if let Some(cni) = f.cluster.vpc_cni.found_mut() {
+                cni.env.insert(key.into(), value.into());
+            }
+        })
+    }
+
     /// The first NodePool's node template labelled `key: value`.
     pub fn with_node_pool_label(self, key: &str, value: &str) -> Self {
         self.with(|f| {

@@ -147,6 +147,7 @@ pub fn node_class() -> EC2NodeClass {
         user_data: None,
         block_device_mappings: Vec::new(),
         capacity_reservation_selector_terms: Vec::new(),
+        kubelet: None,
     };
     let mut nc = EC2NodeClass::new(NODE_CLASS, spec);
     nc.metadata.generation = Some(1);
@@ -341,6 +342,7 @@ fn healthy_cluster() -> ClusterFacts {
             irsa_audience: None,
             feature_gates: Setting::Unset,
             min_values_policy: Setting::Unset,
+            reserved_enis: Setting::Unset,
         }),
         // Served without validation rules (an API server before 1.25): the version decides.
         crd_label_rules: Observed::Found(None),

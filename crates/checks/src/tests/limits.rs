@@ -210,6 +210,7 @@ fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
                         memory_mib: Some(16384),
                         architectures: vec!["x86_64".into()],
                         usage_classes: vec!["on-demand".into()],
+                        ..Default::default()
                     });
                     types.sort_by(|a, b| a.name.cmp(&b.name));
                     let mut zones = (*catalog.zones).clone();
