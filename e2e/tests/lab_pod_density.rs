@@ -7,7 +7,7 @@
 //! `pkg/providers/instancetype/types.go` `ENILimitedPods`), makes it launch a second node, every
 //! Pod runs, and the warning is gone. Does IO (the bed, moto, Karpenter's process).
 
-use anyhow::{Result, ensure};
+use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::KarpenterHealthStatus;
 use karpenter_health_api::karpenter::NodePool;
@@ -22,7 +22,7 @@ use std::time::Duration;
 /// for two nodes (2 × 29).
 const PODS: usize = 32;
 /// Karpenter's batching, the launches, the stand-in's Nodes and its sweeps (every 3 s).
-const SETTLE: Duration = Duration::from_secs(120);
+const SETTLE: Duration = Duration::from_secs(180);
 
 fn warned(s: &KarpenterHealthStatus) -> bool {
     s.findings
@@ -70,11 +70,22 @@ async fn running_and_waiting(lab: &Lab) -> Result<(usize, usize)> {
 }
 
 async fn wait_pods(lab: &Lab, what: &str, want: (usize, usize)) -> Result<()> {
-    wait_for(what, SETTLE, || async {
+    let waited = wait_for(what, SETTLE, || async {
         let now = running_and_waiting(lab).await?;
         Ok((now == want).then_some(()))
     })
-    .await
+    .await;
+    if waited.is_err() {
+        let (running, creating) = running_and_waiting(lab).await?;
+        let claims = lab.node_claims().await?.len();
+        return waited.with_context(|| {
+            format!(
+                "{running} running, {creating} without an address, {claims} NodeClaims;                  Karpenter's log ends:\n{}",
+                lab.karpenter.log_tail(20)
+            )
+        });
+    }
+    waited
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,7 +134,16 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
             lab.node_claims().await?.len() == 1,
             "Karpenter launched more than one node for Pods it promised one node could run"
         );
-        let events = lab.events("small-31", "FailedCreatePodSandBox").await?;
+        // The scheduler binds them in its own order; the CNI serves them in that order.
+        let stuck = Api::<Pod>::namespaced(lab.fx.admin.clone(), &lab.fx.name)
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
+            .and_then(|p| p.metadata.name)
+            .context("no Pod waits for an address")?;
+        let events = lab.events(&stuck, "FailedCreatePodSandBox").await?;
         ensure!(
             events
                 .iter()
