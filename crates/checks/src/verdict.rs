@@ -3,9 +3,10 @@
 //! findings only, then [`Outcome`]. Pure, no IO.
 
 use crate::clip;
-use crate::facts::{UnknownCause, Unobserved};
+use crate::facts::{Observed, UnknownCause, Unobserved};
 use crate::plan::Context;
 use crate::warnings::Warning;
+use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionStatus, ConditionType, Finding, Reason, Severity, SubjectRef};
 
 /// At most this many problem messages are joined into one condition message; the rest are in
@@ -159,6 +160,29 @@ impl Check {
     /// Whether a warning was recorded: a True message must then not claim what it contradicts.
     pub fn has_warnings(&self) -> bool {
         !self.warnings.is_empty()
+    }
+
+    /// The class's NodePools sorted by name, when there are any; else the outcome: `True` with
+    /// `ok` when no NodePool uses the class, `Unknown` with the cause when they are not known.
+    pub fn node_pools(
+        mut self,
+        pools: &Observed<Vec<NodePool>>,
+        ok: Reason,
+    ) -> Result<(Self, Vec<&NodePool>), Outcome> {
+        match pools {
+            Observed::Found(pools) if !pools.is_empty() => {
+                let mut pools: Vec<&NodePool> = pools.iter().collect();
+                pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                Ok((self, pools))
+            }
+            Observed::Found(_) | Observed::Absent => {
+                Err(self.finish(ok, "No NodePool uses this EC2NodeClass."))
+            }
+            Observed::Unknown(u) => {
+                self.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
+                Err(self.finish(ok, ""))
+            }
+        }
     }
 
     /// The outcome: `False` on any failure, else `Unknown` on any unknown, else `True` with

@@ -64,19 +64,10 @@ fn stranded_pods<'p>(
 pub(crate) const RULE: Rule = Rule::alone(ConditionType::InstanceTypesAvailable, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
-    let mut c = Check::new(ConditionType::InstanceTypesAvailable, "instance-types");
-    let pools = match &ctx.facts.cluster.node_pools {
-        Observed::Found(pools) if !pools.is_empty() => pools,
-        Observed::Found(_) | Observed::Absent => {
-            return c.finish(
-                Reason::InstanceTypesOffered,
-                "No NodePool uses this EC2NodeClass.",
-            );
-        }
-        Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
-            return c.finish(Reason::InstanceTypesOffered, "");
-        }
+    let check = Check::new(ConditionType::InstanceTypesAvailable, "instance-types");
+    let (mut c, pools) = match check.node_pools(&ctx.facts.cluster.node_pools, Reason::InstanceTypesOffered) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     let catalog = read_catalog(ctx, &mut c);
     let zones = read_zones(ctx, &mut c);
@@ -87,8 +78,6 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let ami_archs = ami_architectures(ctx);
     let reserved = reserved_offerings(ctx, &zones);
     let strict = min_values_strict(ctx);
-    let mut pools: Vec<&NodePool> = pools.iter().collect();
-    pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut allowed = Vec::new();
     let mut unchecked_keys = BTreeSet::new();
     // Each NodePool that allows nothing, with why; judged once every NodePool is.

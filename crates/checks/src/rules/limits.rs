@@ -297,22 +297,11 @@ fn describe(name: &str, stop: &Stop) -> String {
 pub(crate) const RULE: Rule = Rule::alone(ConditionType::LimitsLeaveRoom, check);
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
-    let mut c = Check::new(ConditionType::LimitsLeaveRoom, "node-pool-limits");
-    let pools = match &ctx.facts.cluster.node_pools {
-        Observed::Found(pools) if !pools.is_empty() => pools,
-        Observed::Found(_) | Observed::Absent => {
-            return c.finish(
-                Reason::NodePoolsHaveRoom,
-                "No NodePool uses this EC2NodeClass.",
-            );
-        }
-        Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
-            return c.finish(Reason::NodePoolsHaveRoom, "");
-        }
+    let check = Check::new(ConditionType::LimitsLeaveRoom, "node-pool-limits");
+    let (mut c, pools) = match check.node_pools(&ctx.facts.cluster.node_pools, Reason::NodePoolsHaveRoom) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
-    let mut pools: Vec<&NodePool> = pools.iter().collect();
-    pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let quotas = Quotas::of(ctx);
     warn_quotas_nearly_used(ctx, &mut c, quotas.as_ref());
     let stopped: Vec<(&str, Stop)> = pools

@@ -27,19 +27,10 @@ struct Density<'a> {
 }
 
 pub(crate) fn check(ctx: &Context) -> Outcome {
-    let mut c = Check::new(ConditionType::NodesFitWorkloads, "pod-density");
-    let pools = match &ctx.facts.cluster.node_pools {
-        Observed::Found(pools) if !pools.is_empty() => pools,
-        Observed::Found(_) | Observed::Absent => {
-            return c.finish(
-                Reason::NodesFitTheirPods,
-                "No NodePool uses this EC2NodeClass.",
-            );
-        }
-        Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("The NodePools of this EC2NodeClass", u));
-            return c.finish(Reason::NodesFitTheirPods, "");
-        }
+    let check = Check::new(ConditionType::NodesFitWorkloads, "pod-density");
+    let (mut c, pools) = match check.node_pools(&ctx.facts.cluster.node_pools, Reason::NodesFitTheirPods) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     let addressing = match &ctx.facts.cluster.vpc_cni {
         Observed::Found(cni) => PodAddressing::of(cni),
@@ -73,7 +64,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     if !inputs_observed(ctx, &mut c) {
         return c.finish(Reason::NodesFitTheirPods, "");
     }
-    let (judged, unjudged) = judge_pools(ctx, &mut c, pools, &density, addressing);
+    let (judged, unjudged) = judge_pools(ctx, &mut c, &pools, &density, addressing);
     if density.max_pods.is_none()
         && density.flags.eni_limited
         && density.reserved_enis.is_none()
@@ -96,12 +87,10 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 fn judge_pools(
     ctx: &Context,
     c: &mut Check,
-    pools: &[NodePool],
+    pools: &[&NodePool],
     density: &DensityInputs,
     addressing: PodAddressing,
 ) -> (Vec<String>, Vec<String>) {
-    let mut pools: Vec<&NodePool> = pools.iter().collect();
-    pools.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut judged = Vec::new();
     let mut unjudged = Vec::new();
     for pool in pools {
