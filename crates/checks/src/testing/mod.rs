@@ -387,6 +387,7 @@ pub fn current_crds() -> Vec<CrdFacts> {
 mod amis;
 mod aws;
 mod changes;
+mod infrastructure_changes;
 
 pub use aws::*;
-pub use changes::*;
+pub use infrastructure_changes::*;
