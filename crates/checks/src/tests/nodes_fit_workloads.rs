@@ -123,3 +123,13 @@ fn an_unread_catalog_is_unknown_with_its_cause() {
     let (status, reason, ..) = fit(&facts);
     assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsThrottled"));
 }
+
+#[test]
+fn unread_subnets_are_unknown_with_their_cause() {
+    let facts = Facts::healthy()
+        .with_max_pods(110)
+        .with(|f| f.aws.subnets = Observed::unknown(UnknownCause::AccessDenied, "403"));
+    let (status, reason, _, warnings) = fit(&facts);
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsAccessDenied"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
