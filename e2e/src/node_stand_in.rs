@@ -14,7 +14,9 @@
 //! - `never-register`: no Node is made (an instance that never joins, as with a node role
 //!   aws-auth does not map);
 //! - `never-initialize`: the Node is made and registers but stays NotReady with its startup
-//!   taints (an agent that never starts).
+//!   taints (an agent that never starts);
+//! - `keep-startup-taints`: the Node is made, registers and is Ready, but its startup taints stay
+//!   (a startup taint no agent on the node removes).
 //!
 //! It also stands in for the VPC CNI in its default mode: a node of a type it knows gets that
 //! type's Pod addresses and no more, so a Pod beyond them stays `ContainerCreating` with the
@@ -109,6 +111,7 @@ enum Mode {
     Join,
     NeverRegister,
     NeverInitialize,
+    KeepStartupTaints,
 }
 
 async fn sweep(
@@ -135,6 +138,7 @@ async fn sweep(
             {
                 "never-register" => Mode::NeverRegister,
                 "never-initialize" => Mode::NeverInitialize,
+                "keep-startup-taints" => Mode::KeepStartupTaints,
                 _ => Mode::Join,
             };
             Some((pool.metadata.name?, mode))
@@ -169,7 +173,10 @@ async fn sweep(
         match (by_provider.get(provider_id), mode) {
             (_, Mode::NeverRegister) => {}
             (None, mode) => create_node(&nodes_api, claim, provider_id, mode).await?,
-            (Some(node), Mode::Join) => remove_startup_taints(&nodes_api, claim, node).await?,
+            (Some(node), Mode::Join) => lift_taints(&nodes_api, claim, node, true).await?,
+            (Some(node), Mode::KeepStartupTaints) => {
+                lift_taints(&nodes_api, claim, node, false).await?;
+            }
             (Some(_), Mode::NeverInitialize) => {}
         }
     }
@@ -230,7 +237,7 @@ async fn create_node(
     labels.insert("kubernetes.io/hostname".into(), name.clone());
     labels.insert(STAND_IN_LABEL.into(), "true".into());
     let status = &claim.data["status"];
-    let ready = mode == Mode::Join;
+    let ready = mode != Mode::NeverInitialize;
     let now = jiff::Timestamp::now().to_string();
     let node: Node = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Node",
@@ -265,18 +272,21 @@ async fn create_node(
     }
 }
 
-/// Once Karpenter registered the Node (its `karpenter.sh/registered` label), the agents that own
-/// the NodeClaim's startup taints remove them, and the Node, Ready, loses its `not-ready` taint.
-async fn remove_startup_taints(
+/// Once Karpenter registered the Node (its `karpenter.sh/registered` label), the Node, Ready,
+/// loses its `not-ready` taint, and (with `startup`) the agents that own the NodeClaim's startup
+/// taints remove them.
+async fn lift_taints(
     nodes: &Api<Node>,
     claim: &DynamicObject,
     node: &Node,
+    startup: bool,
 ) -> Result<()> {
     let registered = node
         .metadata
         .labels
         .as_ref()
         .is_some_and(|l| l.get(REGISTERED_LABEL).is_some_and(|v| v == "true"));
+    let lifted = startup;
     let startup: Vec<(String, String)> = claim.data["spec"]["startupTaints"]
         .as_array()
         .into_iter()
@@ -297,7 +307,7 @@ async fn remove_startup_taints(
     // node lifecycle controller, which the bed does not run, lifts it from a Ready one.
     let kept: Vec<_> = taints
         .iter()
-        .filter(|t| !startup.iter().any(|(k, e)| *k == t.key && *e == t.effect))
+        .filter(|t| !lifted || !startup.iter().any(|(k, e)| *k == t.key && *e == t.effect))
         .filter(|t| t.key != NOT_READY_TAINT)
         .cloned()
         .collect();
@@ -312,7 +322,7 @@ async fn remove_startup_taints(
             &Patch::Merge(json!({"spec": {"taints": kept}})),
         )
         .await
-        .with_context(|| format!("removing the startup taints of Node {name}"))?;
+        .with_context(|| format!("lifting the taints of Node {name}"))?;
     Ok(())
 }
 

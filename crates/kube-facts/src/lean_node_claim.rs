@@ -1,11 +1,13 @@
 //! NodeClaims decoded lean: only what the index keeps is read off the wire (name, resource
 //! version, uid, creation and deletion times, the `karpenter.sh/nodepool` label,
 //! `nodeClassRef`, `terminationGracePeriod`, `expireAfter`, `providerID`, `nodeName`, and the
-//! type, status and transition time of the `Launched`, `Registered` and `Drifted` conditions).
+//! type, status and transition time of the `Launched`, `Registered`, `Drifted` and `Initialized`
+//! conditions, and the reason and message of `Initialized` while it is not True).
 //! Pure, no IO.
 //!
-//! Everything else (other labels, annotations, managed fields, requirements, resources, other
-//! conditions and every message) is skipped by the parser without being allocated. kube's
+//! Everything else (other labels, annotations, managed fields, requirements, resources and other
+//! conditions) is skipped by the parser without being allocated; the kept conditions' reasons and
+//! messages are read and dropped unless kept. kube's
 //! `DeserializeGuard` first buffers the whole object as a value tree and clones it, so a
 //! NodeClaim cost about twice its full size in short-lived allocations per watch event and per
 //! list item, and at 50,000 NodeClaims the allocator kept much of that as fragmentation.
@@ -24,7 +26,10 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// The NodeClaim conditions the checks read.
-const KEPT_CONDITIONS: [&str; 3] = ["Launched", "Registered", "Drifted"];
+const KEPT_CONDITIONS: [&str; 4] = ["Launched", "Registered", "Drifted", "Initialized"];
+/// The one condition whose reason and message are kept, while it is not True: what a registered
+/// NodeClaim waits for to initialize.
+const INITIALIZED: &str = "Initialized";
 /// The one label the checks read: the NodePool that made the NodeClaim.
 const NODE_POOL_LABEL: &str = "karpenter.sh/nodepool";
 
@@ -255,6 +260,8 @@ struct WireCondition {
     type_: Field<String>,
     status: Field<String>,
     last_transition_time: Field<Time>,
+    reason: Field<String>,
+    message: Field<String>,
 }
 
 #[derive(Default, serde::Deserialize)]
@@ -386,19 +393,32 @@ fn lean_status(status: WireStatus, wrong: &mut Vec<String>) -> NodeClaimStatus {
             let path = format!("status.conditions[{i}]");
             let c = c.take(&path, wrong)?;
             let type_ = c.type_.take(&format!("{path}.type"), wrong)?;
-            KEPT_CONDITIONS
-                .contains(&type_.as_str())
-                .then(|| KarpenterCondition {
-                    status: c
-                        .status
-                        .take(&format!("{path}.status"), wrong)
-                        .unwrap_or_default(),
-                    last_transition_time: c
-                        .last_transition_time
-                        .take(&format!("{path}.lastTransitionTime"), wrong),
-                    type_,
-                    ..KarpenterCondition::default()
-                })
+            if !KEPT_CONDITIONS.contains(&type_.as_str()) {
+                return None;
+            }
+            let status = c
+                .status
+                .take(&format!("{path}.status"), wrong)
+                .unwrap_or_default();
+            let waiting = type_ == INITIALIZED && status != "True";
+            let (reason, message) = if waiting {
+                (
+                    c.reason.take(&format!("{path}.reason"), wrong),
+                    c.message.take(&format!("{path}.message"), wrong),
+                )
+            } else {
+                (None, None)
+            };
+            Some(KarpenterCondition {
+                status,
+                last_transition_time: c
+                    .last_transition_time
+                    .take(&format!("{path}.lastTransitionTime"), wrong),
+                reason,
+                message,
+                type_,
+                ..KarpenterCondition::default()
+            })
         })
         .collect();
     NodeClaimStatus {
@@ -442,7 +462,10 @@ mod tests {
                      "message": "", "lastTransitionTime": "2026-11-24T10:00:05Z"},
                     {"type": "Registered", "status": "Unknown", "reason": "AwaitingRegistration",
                      "message": "a long message", "lastTransitionTime": "2026-11-24T10:00:06Z"},
-                    {"type": "Drifted", "status": "True", "reason": "AMIDrift"}
+                    {"type": "Drifted", "status": "True", "reason": "AMIDrift"},
+                    {"type": "Initialized", "status": "Unknown", "reason": "NodeNotFound",
+                     "message": "Node not registered with cluster"},
+                    {"type": "Ready", "status": "Unknown", "reason": "NotReady", "message": "..."}
                 ]
             }
         })
@@ -468,13 +491,59 @@ mod tests {
             (drift.node_pool.as_deref(), drift.expire_after.as_deref()),
             (Some("default"), Some("720h"))
         );
-        let status = lean.status.unwrap();
+        let status = lean.status.clone().unwrap();
         assert_eq!(
             status.conditions.len(),
-            3,
-            "Launched, Registered and Drifted are read"
+            4,
+            "Launched, Registered, Drifted and Initialized are read"
         );
-        assert!(status.conditions.iter().all(|c| c.message.is_none()));
+        assert!(
+            status
+                .conditions
+                .iter()
+                .all(|c| c.message.is_none() || c.type_ == "Initialized"),
+            "no other condition's message is kept"
+        );
+        // The index keeps it only once the NodeClaim registered.
+        assert_eq!(NodeClaimFacts::of(&lean).initialization_wait, None);
+    }
+
+    #[test]
+    fn what_a_registered_claim_waits_for_to_initialize_is_kept_and_dropped_once_initialized() {
+        let mut claim = full_claim();
+        claim["status"]["conditions"][1] = json!({"type": "Registered", "status": "True",
+            "reason": "Registered", "lastTransitionTime": "2026-11-24T10:01:00Z"});
+        claim["status"]["conditions"][3] = json!({"type": "Initialized", "status": "Unknown",
+            "reason": "StartupTaintsExist",
+            "message": "StartupTaint \"example.com/agent-not-ready:NoSchedule\" still exists",
+            "lastTransitionTime": "2026-11-24T10:01:00Z"});
+        let full: NodeClaim = serde_json::from_value(claim.clone()).unwrap();
+        let lean: LeanNodeClaim = serde_json::from_value(claim.clone()).unwrap();
+        use karpenter_health_checks::facts::NodeClaimFacts;
+        let facts = NodeClaimFacts::of(&lean.0.unwrap());
+        assert_eq!(facts, NodeClaimFacts::of(&full));
+        assert_eq!(
+            facts.initialization_wait.as_deref(),
+            Some(
+                "StartupTaintsExist: StartupTaint \"example.com/agent-not-ready:NoSchedule\" \
+                 still exists"
+            )
+        );
+        assert_eq!(facts.node_pool.as_deref(), Some("default"));
+
+        claim["status"]["conditions"][3] = json!({"type": "Initialized", "status": "True",
+            "reason": "Initialized", "message": "", "lastTransitionTime": "2026-11-24T10:02:00Z"});
+        let lean: LeanNodeClaim = serde_json::from_value(claim).unwrap();
+        let lean = lean.0.unwrap();
+        let facts = NodeClaimFacts::of(&lean);
+        assert_eq!(facts.initialization_wait, None);
+        assert!(
+            lean.status
+                .unwrap()
+                .conditions
+                .iter()
+                .all(|c| c.message.is_none() && c.reason.is_none())
+        );
     }
 
     #[test]

@@ -36,6 +36,13 @@ struct StoredClaim {
     launched: Option<ClaimCondition>,
     registered: Option<ClaimCondition>,
     drifted: Option<ClaimCondition>,
+    initialized: Option<ClaimCondition>,
+    /// Its NodePool, shared by every NodeClaim of that NodePool (see
+    /// [`NodeClaimIndex::pool_name`]).
+    node_pool: Option<Arc<str>>,
+    /// What it waits for to initialize; `None` unless registered and not initialized: boxed to
+    /// its length, since few wait.
+    initialization_wait: Option<Box<str>>,
     /// `None` when the NodeClaim is not being deleted: boxed, since few are.
     deleting: Option<Box<Deleting>>,
     /// `None` unless it is drifted: boxed, since few are.
@@ -54,13 +61,16 @@ struct Deleting {
 }
 
 impl StoredClaim {
-    fn of(facts: NodeClaimFacts) -> Self {
+    fn of(facts: NodeClaimFacts, node_pool: Option<Arc<str>>) -> Self {
         Self {
             created: facts.created,
             instance_id: facts.instance_id.map(String::into_boxed_str),
             launched: facts.launched,
             registered: facts.registered,
             drifted: facts.drifted,
+            initialized: facts.initialized,
+            node_pool,
+            initialization_wait: facts.initialization_wait.map(String::into_boxed_str),
             deleting: facts.deleting.then(|| {
                 Box::new(Deleting {
                     since: facts.deleting_since,
@@ -81,6 +91,9 @@ impl StoredClaim {
             launched: self.launched,
             registered: self.registered,
             drifted: self.drifted,
+            initialized: self.initialized,
+            node_pool: self.node_pool.as_deref().map(str::to_owned),
+            initialization_wait: self.initialization_wait.as_deref().map(str::to_owned),
             deleting_since: self.deleting.as_ref().and_then(|d| d.since),
             node_name: self
                 .deleting
@@ -100,6 +113,9 @@ pub struct NodeClaimIndex {
     /// no instance may be called unclaimed while any is here.
     unreadable: std::collections::BTreeMap<Box<str>, String>,
     claimed: OnceLock<Arc<BTreeSet<String>>>,
+    /// Every NodePool name a NodeClaim has named, kept once: thousands of NodeClaims share a
+    /// few NodePools.
+    pool_names: std::collections::HashSet<Arc<str>>,
 }
 
 fn class_of(claim: &NodeClaim) -> ClassKey {
@@ -126,7 +142,8 @@ impl NodeClaimIndex {
         let mut facts = NodeClaimFacts::of(claim);
         let class = class_of(claim);
         let name: Box<str> = std::mem::take(&mut facts.name).into_boxed_str();
-        let facts = StoredClaim::of(facts);
+        let pool = facts.node_pool.take().map(|p| self.pool_name(&p));
+        let facts = StoredClaim::of(facts, pool);
         let previous = match self.by_class.get_mut(&class).and_then(|m| m.remove(&name)) {
             Some(previous) => Some((class.clone(), previous)),
             // New here: a NodeClaim's class is immutable in Karpenter, but a hand-made object's
@@ -151,6 +168,17 @@ impl NodeClaimIndex {
             return ClaimsTouched::AllClasses;
         }
         ClaimsTouched::Classes(touched)
+    }
+
+    /// The shared copy of the NodePool name `name`. Names are never dropped: a cluster has a few
+    /// NodePools, and a name comes back with its NodePool.
+    fn pool_name(&mut self, name: &str) -> Arc<str> {
+        if let Some(kept) = self.pool_names.get(name) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(name);
+        self.pool_names.insert(kept.clone());
+        kept
     }
 
     /// Removes the NodeClaim `name`; says which classes that affects.
@@ -378,6 +406,9 @@ mod tests {
                     status: ConditionStatus::False,
                     last_transition: None,
                 }),
+                initialized: None,
+                node_pool: Some("web".into()),
+                initialization_wait: None,
                 deleting_since: at("2025-01-01T01:00:00Z"),
                 node_name: Some("node-abc".into()),
                 has_termination_grace_period: false,

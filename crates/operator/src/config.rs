@@ -50,6 +50,12 @@ pub struct EvaluationConfig {
     #[arg(long, env = "KH_REGISTRATION_TIMEOUT", default_value = "8m", value_parser = parse_registration_timeout)]
     pub registration_timeout: Duration,
 
+    /// How long a registered NodeClaim may stay uninitialized (a startup taint left, a node
+    /// never Ready, a requested resource never registered) before NodesFitWorkloads names it,
+    /// from its Registered condition's last transition. Karpenter itself never gives up on it.
+    #[arg(long, env = "KH_INITIALIZATION_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub initialization_timeout: Duration,
+
     /// How long Karpenter's ValidationSucceeded may stay Unknown (with InstanceProfileReady=True)
     /// before KarpenterStatusConsistent=False ValidationStuck.
     #[arg(long, env = "KH_VALIDATION_STUCK_AFTER", default_value = "10m", value_parser = parse_duration)]
@@ -205,6 +211,7 @@ impl EvaluationConfig {
             karpenter_deployment: "karpenter".into(),
             karpenter_service_account: "karpenter".into(),
             registration_timeout: Duration::from_secs(480),
+            initialization_timeout: Duration::from_secs(600),
             validation_stuck_after: Duration::from_secs(600),
             status_stale_after: Duration::from_secs(600),
             orphan_instance_after: Duration::from_secs(600),
@@ -225,6 +232,7 @@ impl EvaluationConfig {
         Settings {
             validation_stuck_after: signed(self.validation_stuck_after),
             registration_timeout: signed(self.registration_timeout),
+            initialization_timeout: signed(self.initialization_timeout),
             status_stale_after: signed(self.status_stale_after),
             orphan_instance_after: signed(self.orphan_instance_after),
             terminating_long_after: signed(self.terminating_long_after),

@@ -192,6 +192,7 @@ def check_all(path):
         "KH_STATUS_STALE_AFTER": "20m", "KH_ORPHAN_INSTANCE_AFTER": "30m", "KH_CONCURRENCY": "8",
         "KH_TERMINATING_LONG_AFTER": "2h",
         "KH_WAITING_ON_LIMITS_AFTER": "5m",
+        "KH_INITIALIZATION_TIMEOUT": "20m",
         "KH_KUBERNETES_COMPATIBILITY": "1.37=1.15.0,1.38=1.17.0",
         "KH_COPY_LABELS": "team,example.com/owner",
         "KH_EXCLUDE_POD_NAMESPACES": "tenant-a,tenant-b",

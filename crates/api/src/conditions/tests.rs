@@ -18,12 +18,8 @@ fn every_reason_matches_the_metav1_condition_reason_pattern() {
 }
 
 /// Conditions whose every finding is a warning, so they are never False: DriftCanBeReplaced's
-/// findings are decisions (a budget that switches drift off) or holds that may go at any time;
-/// NodesFitWorkloads' Pod density harm depends on how full a node gets.
-const NEVER_FALSE: &[ConditionType] = &[
-    ConditionType::DriftCanBeReplaced,
-    ConditionType::NodesFitWorkloads,
-];
+/// findings are decisions (a budget that switches drift off) or holds that may go at any time.
+const NEVER_FALSE: &[ConditionType] = &[ConditionType::DriftCanBeReplaced];
 
 #[test]
 fn every_condition_has_a_true_reason_and_a_false_reason_unless_it_is_never_false() {

@@ -466,6 +466,11 @@ pub struct Settings {
     /// measured like Karpenter's own 15-minute liveness timeout, which deletes the NodeClaim:
     /// it must stay well below that to ever fire.
     pub registration_timeout: jiff::SignedDuration,
+    /// How long a registered NodeClaim may stay uninitialized before it counts as stuck
+    /// (`NodesFitWorkloads`): Karpenter itself sets no deadline on initialization
+    /// (kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/liveness.go` stops at
+    /// registration), so a stuck node stays until someone acts.
+    pub initialization_timeout: jiff::SignedDuration,
     /// How long Karpenter's status may lag `metadata.generation` before `StatusStale`.
     pub status_stale_after: jiff::SignedDuration,
     /// An unclaimed instance older than this outlives Karpenter's garbage collection and so
@@ -491,6 +496,7 @@ impl Default for Settings {
         Self {
             validation_stuck_after: jiff::SignedDuration::from_mins(10),
             registration_timeout: jiff::SignedDuration::from_mins(8),
+            initialization_timeout: jiff::SignedDuration::from_mins(10),
             status_stale_after: jiff::SignedDuration::from_mins(10),
             orphan_instance_after: jiff::SignedDuration::from_mins(10),
             terminating_long_after: jiff::SignedDuration::from_hours(1),

@@ -251,6 +251,14 @@ pub struct NodeClaimFacts {
     pub registered: Option<ClaimCondition>,
     /// Karpenter's `Drifted` condition.
     pub drifted: Option<ClaimCondition>,
+    /// Karpenter's `Initialized` condition.
+    pub initialized: Option<ClaimCondition>,
+    /// The NodePool that made it (label `karpenter.sh/nodepool`).
+    pub node_pool: Option<String>,
+    /// What Karpenter's `Initialized` condition says it waits for (`StartupTaintsExist:
+    /// StartupTaint "…" still exists`), kept only while the NodeClaim is registered and not
+    /// initialized: the few that wait keep a message, the many others nothing.
+    pub initialization_wait: Option<String>,
     /// `metadata.deletionTimestamp`.
     pub deleting_since: Option<Timestamp>,
     /// `status.nodeName`, kept only while the NodeClaim is being deleted (its drain's Pods are
@@ -302,6 +310,14 @@ impl NodeClaimFacts {
             launched: condition("Launched"),
             registered: condition("Registered"),
             drifted: condition("Drifted"),
+            initialized: condition("Initialized"),
+            node_pool: claim
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("karpenter.sh/nodepool"))
+                .cloned(),
+            initialization_wait: initialization_wait(conditions),
             deleting_since: claim.metadata.deletion_timestamp.as_ref().map(|t| t.0),
             node_name: status
                 .and_then(|s| s.node_name.clone())
@@ -321,6 +337,28 @@ impl NodeClaimFacts {
                 }),
         }
     }
+}
+
+/// What Karpenter's `Initialized` condition says a registered NodeClaim waits for, as
+/// `reason: message`; `None` once it is initialized, or before it registered (Karpenter sets the
+/// reasons in kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/initialization.go`:
+/// `NodeNotReady`, `StartupTaintsExist`, `KnownEphemeralTaintsExist`, `ResourceNotRegistered`,
+/// ...).
+fn initialization_wait(
+    conditions: &[karpenter_health_api::karpenter::KarpenterCondition],
+) -> Option<String> {
+    let registered = find_condition(conditions, "Registered")?;
+    let initialized = find_condition(conditions, "Initialized")?;
+    if registered.status != "True" || initialized.status == "True" {
+        return None;
+    }
+    let reason = initialized.reason.as_deref().filter(|r| !r.is_empty());
+    let message = initialized.message.as_deref().filter(|m| !m.is_empty());
+    Some(match (reason, message) {
+        (Some(r), Some(m)) => format!("{}: {}", crate::clip(r, 64), crate::clip(m, 256)),
+        (Some(one), None) | (None, Some(one)) => crate::clip(one, 256).into_owned(),
+        (None, None) => "no reason given".to_owned(),
+    })
 }
 
 /// `data` of `kube-system/aws-auth`, unparsed (parsing is a check: malformed input is a finding).

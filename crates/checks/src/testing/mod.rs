@@ -237,6 +237,7 @@ pub fn node_claim_object(
     );
     claim.metadata.labels = Some([("karpenter.sh/nodepool".into(), NODE_POOL.into())].into());
     claim.metadata.creation_timestamp = Some(Time(mins_ago(launched_mins_ago + 1)));
+    let registered_now = registered;
     let registered = if registered {
         karpenter_condition("Registered", "True", mins_ago(launched_mins_ago - 1))
     } else {
@@ -246,15 +247,46 @@ pub fn node_claim_object(
             ..karpenter_condition("Registered", "Unknown", mins_ago(launched_mins_ago + 1))
         }
     };
+    let mut conditions = vec![
+        karpenter_condition("Launched", "True", mins_ago(launched_mins_ago)),
+        registered,
+    ];
+    if registered_now {
+        // Karpenter v1 initializes a NodeClaim whose Node is Ready with no startup taint left.
+        conditions.push(karpenter_condition(
+            "Initialized",
+            "True",
+            mins_ago(launched_mins_ago - 2),
+        ));
+    }
     claim.status = Some(NodeClaimStatus {
         provider_id: Some(format!("aws:///{REGION}a/{instance}")),
         node_name: None,
-        conditions: vec![
-            karpenter_condition("Launched", "True", mins_ago(launched_mins_ago)),
-            registered,
-        ],
+        conditions,
     });
     claim
+}
+
+/// A NodeClaim of [`NODE_CLASS`] and [`NODE_POOL`] that registered `registered_mins_ago` and
+/// has not initialized since, Karpenter's `Initialized` condition saying why (`reason`,
+/// `message`, as kubernetes-sigs/karpenter `lifecycle/initialization.go` sets them).
+pub fn node_claim_uninitialized(
+    name: &str,
+    instance: &str,
+    registered_mins_ago: i64,
+    reason: &str,
+    message: &str,
+) -> NodeClaimFacts {
+    let mut claim = node_claim_object(name, instance, registered_mins_ago + 1, true);
+    if let Some(status) = claim.status.as_mut() {
+        status.conditions.retain(|c| c.type_ != "Initialized");
+        status.conditions.push(KarpenterCondition {
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            ..karpenter_condition("Initialized", "Unknown", mins_ago(registered_mins_ago))
+        });
+    }
+    NodeClaimFacts::of(&claim)
 }
 
 pub fn pending_pod(namespace: &str, name: &str, selector: &[(&str, &str)]) -> PodScheduling {

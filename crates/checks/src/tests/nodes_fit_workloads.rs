@@ -1,20 +1,34 @@
-//! The scenarios of `rules/nodes_fit_workloads.rs`: its sentences, one per reason, and the Pod
-//! density warning against Karpenter's count (aws/karpenter-provider-aws
+//! The scenarios of `rules/nodes_fit_workloads.rs`: its sentences, one per reason; nodes that
+//! register and never initialize, against what Karpenter's `Initialized` condition says
+//! (kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/initialization.go`); and the
+//! Pod density warning against Karpenter's count (aws/karpenter-provider-aws
 //! `pkg/providers/instancetype/types.go` `pods()`) and the VPC CNI's addresses. The fixture's
 //! types carry the ENIs and addresses EC2 documents for them (m5.large 3 × 10, m5.xlarge and
 //! r7i.2xlarge 4 × 15, c6g.large 3 × 10). Pure.
 
 use super::reasons::condition_of;
+use by_reason::STARTUP_TAINT;
 use crate::facts::{Facts, Observed, Setting, UnknownCause};
+use crate::testing::node_claim_uninitialized;
 use karpenter_health_api::ConditionType;
 
 /// One sentence per reason of this condition (`sentences!`, in `tests/mod.rs`).
 pub(crate) mod by_reason {
+    use crate::testing::node_claim_uninitialized;
     use crate::tests::reasons::prelude::*;
+
+    /// What Karpenter says of a startup taint still on the Node.
+    pub(crate) const STARTUP_TAINT: &str =
+        "StartupTaint \"example.com/agent-not-ready:NoSchedule\" still exists";
 
     sentences! {
         karpenters_own_pod_count_fits_the_addresses_is_nodes_fit_their_pods:
             Facts::healthy() => NodesFitWorkloads is True because NodesFitTheirPods;
+        a_node_pool_whose_only_node_keeps_its_startup_taint_is_nodes_not_initializing:
+            Facts::healthy()
+                .with(|f| f.cluster.node_claims = Observed::Found(Vec::new()))
+                .with_node_claim(node_claim_uninitialized("default-stuck", "i-0stuck", 25, "StartupTaintsExist", STARTUP_TAINT))
+            => NodesFitWorkloads is False because NodesNotInitializing;
         an_unread_aws_node_daemonset_is_not_observed:
             Facts::healthy().with(|f| f.cluster.vpc_cni = Observed::unknown(UnknownCause::NotObserved, "not listed yet"))
             => NodesFitWorkloads is Unknown because NotObserved;
@@ -132,4 +146,140 @@ fn unread_subnets_are_unknown_with_their_cause() {
     let (status, reason, _, warnings) = fit(&facts);
     assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsAccessDenied"));
     assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+/// The healthy facts with `claims` as the class's only NodeClaims.
+fn with_claims(claims: Vec<crate::facts::NodeClaimFacts>) -> Facts {
+    Facts::healthy().with(|f| f.cluster.node_claims = Observed::Found(claims))
+}
+
+#[test]
+fn a_node_that_never_initializes_is_named_with_what_karpenter_says_it_waits_for() {
+    let facts = with_claims(vec![node_claim_uninitialized(
+        "default-stuck",
+        "i-0stuck",
+        25,
+        "StartupTaintsExist",
+        STARTUP_TAINT,
+    )]);
+    let (status, reason, message, _) = fit(&facts);
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "NodesNotInitializing"));
+    assert!(
+        message.contains("NodePool default: none of its nodes initialized")
+            && message.contains("default-stuck (registered")
+            && message.contains(&format!("Karpenter: StartupTaintsExist: {STARTUP_TAINT}"))
+            && message.contains("more than 10m ago"),
+        "{message}"
+    );
+    let finding = super::reasons::status(&facts)
+        .findings
+        .into_iter()
+        .find(|f| f.reason == "NodesNotInitializing")
+        .expect("the finding");
+    let subjects: Vec<String> = finding
+        .subjects
+        .iter()
+        .map(|s| format!("{}/{}", s.kind, s.name))
+        .collect();
+    assert!(
+        subjects.contains(&"NodePool/default".to_owned())
+            && subjects.contains(&"NodeClaim/default-stuck".to_owned()),
+        "{subjects:?}"
+    );
+    // Nothing else turns False for it.
+    assert_eq!(
+        super::failures(&super::reasons::status(&facts)),
+        [super::pair(
+            ConditionType::NodesFitWorkloads,
+            karpenter_health_api::Reason::NodesNotInitializing
+        )]
+    );
+}
+
+#[test]
+fn a_node_within_the_threshold_is_still_initializing() {
+    let facts = with_claims(vec![node_claim_uninitialized(
+        "default-young",
+        "i-0young",
+        9,
+        "NodeNotReady",
+        "Node status is NotReady",
+    )]);
+    let (status, _, message, warnings) = fit(&facts);
+    assert_eq!(status, "True");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(message.contains("initialized within 10m"), "{message}");
+}
+
+#[test]
+fn a_stuck_node_beside_initialized_ones_is_a_warning_naming_it() {
+    let facts = Facts::healthy().with_node_claim(node_claim_uninitialized(
+        "default-gpu",
+        "i-0gpu",
+        40,
+        "ResourceNotRegistered",
+        "Resource \"nvidia.com/gpu\" was requested but not registered",
+    ));
+    let (status, _, message, warnings) = fit(&facts);
+    assert_eq!(status, "True");
+    assert_eq!(warnings, ["NodeNotInitializing"]);
+    assert!(message.contains("see the warning"), "{message}");
+    let text = super::reasons::status(&facts)
+        .findings
+        .into_iter()
+        .find(|f| f.reason == "NodeNotInitializing")
+        .map(|f| f.message)
+        .unwrap_or_default();
+    assert!(
+        text.contains("while 1 of its nodes did")
+            && text.contains("ResourceNotRegistered: Resource \"nvidia.com/gpu\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn what_is_not_judged_of_initialization() {
+    // Being deleted: on its way out.
+    let mut deleting =
+        node_claim_uninitialized("default-old", "i-0old", 60, "NodeNotReady", "Node status is NotReady");
+    deleting.deleting = true;
+    // Of another NodePool than the class's (one deleted since): not this NodePool's evidence.
+    let mut elsewhere =
+        node_claim_uninitialized("other-x", "i-0x", 60, "NodeNotReady", "Node status is NotReady");
+    elsewhere.node_pool = Some("other".into());
+    // No Initialized condition at all: nothing Karpenter said.
+    let mut silent =
+        node_claim_uninitialized("default-silent", "i-0s", 60, "NodeNotReady", "Node status is NotReady");
+    silent.initialized = None;
+    for claim in [deleting, elsewhere, silent] {
+        let name = claim.name.clone();
+        let (status, _, _, warnings) = fit(&with_claims(vec![claim]));
+        assert_eq!(status, "True", "{name}");
+        assert!(warnings.is_empty(), "{name}: {warnings:?}");
+    }
+}
+
+#[test]
+fn unread_node_claims_are_unknown_with_their_cause_and_the_threshold_is_a_setting() {
+    let unread = Facts::healthy().with(|f| {
+        f.cluster.node_claims = Observed::unknown(UnknownCause::NotObserved, "not listed yet");
+    });
+    assert_eq!(fit(&unread).0, "Unknown");
+    let stuck = with_claims(vec![node_claim_uninitialized(
+        "default-stuck",
+        "i-0stuck",
+        25,
+        "StartupTaintsExist",
+        STARTUP_TAINT,
+    )]);
+    assert_eq!(fit(&stuck).0, "False");
+    let patient = crate::facts::Settings {
+        initialization_timeout: jiff::SignedDuration::from_mins(30),
+        ..crate::facts::Settings::default()
+    };
+    let status = crate::evaluate(&stuck, &patient, None, crate::testing::now());
+    let condition = status
+        .condition(ConditionType::NodesFitWorkloads)
+        .expect("the condition");
+    assert_eq!(condition.status, "True", "{}", condition.message);
 }
