@@ -95,7 +95,9 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                 attributes("list", "pods", None, None),
                 attributes("watch", "configmaps", ks, Some("aws-auth")),
                 attributes("list", "serviceaccounts", ks, Some("aws-node")),
-                attributes("watch", "apps:daemonsets", ks, Some("aws-node")),
+                // NodesFitWorkloads: every DaemonSet's requests (and aws-node's env).
+                attributes("watch", "apps:daemonsets", None, None),
+                attributes("list", "apps:daemonsets", None, None),
                 attributes("watch", "apps:deployments", kns, Some("karpenter")),
                 attributes("list", "serviceaccounts", kns, Some("karpenter")),
                 // KarpenterVersionCompatible: Karpenter's CRDs, webhooks and their endpoints.
@@ -155,9 +157,8 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                 attributes("patch", "configmaps", ks, Some("aws-auth")),
                 attributes("list", "apps:deployments", None, None),
                 attributes("get", "apps:deployments", ks, Some("coredns")),
-                attributes("list", "apps:daemonsets", ks, None),
-                attributes("watch", "apps:daemonsets", ks, Some("kube-proxy")),
                 attributes("patch", "apps:daemonsets", ks, Some("aws-node")),
+                attributes("get", "apps:daemonsets", ks, Some("kube-proxy")),
                 attributes("patch", "apps:deployments", kns, Some("karpenter")),
                 attributes("get", "serviceaccounts", ks, Some("default")),
                 attributes("create", "serviceaccounts/token", kns, Some("karpenter")),

@@ -78,6 +78,16 @@ pub struct KubeletConfiguration {
     /// `podsPerCore`: at most this many Pods per vCPU, below `maxPods` or Karpenter's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_per_core: Option<i32>,
+    /// `kubeReserved` (`cpu`, `memory`, ...): replaces Karpenter's computed reservation of each
+    /// resource it names. Values as written (a quantity is a string or a number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_reserved: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// `systemReserved`: subtracted from every node's allocatable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_reserved: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// `evictionHard` (`memory.available`, ...): replaces the 100Mi memory threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_hard: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 /// One `spec.blockDeviceMappings` entry, as far as the checks read it.

@@ -876,18 +876,21 @@ vocabulary! {
     }
 
     /// The nodes Karpenter launches for this EC2NodeClass can run the Pods it launches them for.
-    /// Judged per NodePool of the class: the nodes finish initializing, and the Pods a node is
-    /// promised fit the Pod addresses the VPC CNI can give it.
+    /// Judged per NodePool of the class: the DaemonSets leave room for Pods, the nodes finish
+    /// initializing, and the Pods a node is promised fit the Pod addresses the VPC CNI can give it.
     NodesFitWorkloads {
         column: "Fit",
         facts_from {
-            cluster: "NodeClaims of the class (`Registered`, and `Initialized` with Karpenter's reason and message, label `karpenter.sh/nodepool`), EC2NodeClass `spec.kubelet` (`maxPods`, `podsPerCore`) and AMI family, NodePools of the class (requirements), the Karpenter Deployment's `RESERVED_ENIS`, the `kube-system/aws-node` DaemonSet's env (`ENABLE_IPv6`, `ENABLE_PREFIX_DELEGATION`, `AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG`, `MAX_ENI`)",
-            aws: "the instance-type catalog above (each type's ENIs and IPv4 addresses per ENI, `DescribeInstanceTypes` `NetworkInfo`)",
+            cluster: "every DaemonSet (its Pod template's requests, node selector, required node affinity and tolerations), NodeClaims of the class (`Registered`, and `Initialized` with Karpenter's reason and message, label `karpenter.sh/nodepool`), EC2NodeClass `spec.kubelet` (`maxPods`, `podsPerCore`, `kubeReserved`, `systemReserved`, `evictionHard`) and AMI family, NodePools of the class (requirements), the Karpenter Deployment's `RESERVED_ENIS`, the `kube-system/aws-node` DaemonSet's env (`ENABLE_IPv6`, `ENABLE_PREFIX_DELEGATION`, `AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG`, `MAX_ENI`)",
+            aws: "the instance-type catalog above (each type's vCPUs, memory, ENIs and IPv4 addresses per ENI, `DescribeInstanceTypes`)",
         }
         reasons {
             NodesFitTheirPods => True,
-                "No NodePool of this EC2NodeClass was found to launch nodes that cannot run their Pods (what is judged: that registered nodes finish initializing, and the Pods each node is promised against the Pod addresses the VPC CNI can give it), or no NodePool uses the class.",
+                "No NodePool of this EC2NodeClass was found to launch nodes that cannot run their Pods (what is judged: the DaemonSets' requests against the roomiest type a NodePool allows, that registered nodes finish initializing, and the Pods each node is promised against the Pod addresses the VPC CNI can give it), or no NodePool uses the class.",
                 "Nothing to do.";
+            DaemonSetsFillNodes => False,
+                "The DaemonSets whose Pods run on a NodePool's nodes request more CPU or memory than the roomiest instance type the NodePool allows can give Pods (its capacity less kube-reserved, system-reserved and the eviction threshold). Karpenter adds them to every Pod it schedules there and picks no type they leave no room on, so the NodePool launches nothing and its Pods stay pending with \"no instance type has enough resources\" (aws/karpenter-provider-aws #9269, kubernetes-sigs/karpenter #2838).",
+                "Allow larger instance types in the NodePool, lower the named DaemonSets' requests, or keep the largest ones off this NodePool (a node selector or affinity the NodePool does not meet, or a taint they do not tolerate).";
             NodesNotInitializing => False,
                 "A NodePool of this EC2NodeClass has nodes that registered but did not initialize within the threshold, and none of its nodes initialized: Karpenter's Initialized condition names what each waits for (a startup taint nobody removes, a node never Ready, a resource such as a GPU that no device plugin registers). Karpenter sets no deadline on initialization (its liveness check ends at registration), counts the node as capacity for the Pods it launched it for, and those Pods wait.",
                 "Fix what the message names: start the agent that removes the startup taint (or remove the taint from the NodePool's startupTaints), make the node Ready (its CNI, its kubelet), or install the device plugin of the requested resource; then delete the stuck NodeClaims.";
@@ -900,8 +903,9 @@ vocabulary! {
                 "Every instance type a NodePool of this EC2NodeClass allows is promised more Pods (the kubelet's maxPods, as Karpenter computes or the class sets it) than the VPC CNI can give addresses on its node (ENIs × (IPv4 addresses per ENI − 1), less the primary ENI under custom networking, ×16 with prefix delegation, plus the two host-network Pods every node runs). Once a node holds more Pods than that, the rest stay ContainerCreating with \"failed to assign an IP address to container\" (aws/karpenter-provider-aws #6353, #7318, #5317); whether any node fills up that far depends on the Pods' requests.",
                 "Remove spec.kubelet.maxPods (Karpenter then computes the ENI-limited count), set it no higher than the smallest type's addresses, enable prefix delegation (ENABLE_PREFIX_DELEGATION=true on aws-node), or with custom networking set Karpenter's RESERVED_ENIS=1.";
         }
-        cannot_see: "Initialization: an agent taint the NodePool declares in neither taints nor startupTaints (Karpenter then sees the node initialized but unusable and launches more), which shows on Nodes, not NodeClaims; nodes deleted before the threshold. Pod density: Pods that take no VPC address beyond the two host-network Pods every node runs (other host-network DaemonSets), security groups for Pods (branch ENIs), Windows nodes (their addresses come from the VPC resource controller), a CNI other than the VPC CNI (no aws-node DaemonSet: not judged), IPv6 clusters (a node's prefix holds every Pod), and whether a node ever holds that many Pods: that warning is never a False.",
+        cannot_see: "DaemonSet room: requests that an admission webhook (such as the Vertical Pod Autoscaler) gives a DaemonSet's running Pods instead of its template's (Karpenter counts a running Pod's), init containers (only a lower bound is counted), DaemonSets with a constraint the model does not judge exactly (`Gt`, `Lt`): not counted; Karpenter's memory model is only bounded (its VM overhead and the sizes of nodes it has seen are not), so memory is judged against an upper bound. Initialization: an agent taint the NodePool declares in neither taints nor startupTaints (Karpenter then sees the node initialized but unusable and launches more), which shows on Nodes, not NodeClaims; nodes deleted before the threshold. Pod density: Pods that take no VPC address beyond the two host-network Pods every node runs (other host-network DaemonSets), security groups for Pods (branch ENIs), Windows nodes (their addresses come from the VPC resource controller), a CNI other than the VPC CNI (no aws-node DaemonSet: not judged), IPv6 clusters (a node's prefix holds every Pod), and whether a node ever holds that many Pods: that warning is never a False.",
         lab {
+            DaemonSetsFillNodes => Lab::Proven("lab_daemonset_room::daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching_nothing");
             NodesNotInitializing => Lab::Proven("lab_node_initialization::a_startup_taint_nobody_removes_leaves_the_node_uninitialized_and_its_pods_pending");
         }
     }

@@ -9,6 +9,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod acceptance;
+pub mod allocatable;
 pub mod arn;
 pub mod aws_auth;
 pub mod docs;

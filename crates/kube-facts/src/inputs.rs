@@ -190,7 +190,7 @@ pub struct Inputs {
     /// Karpenter's webhooks (and conversion) call a Service in its own namespace.
     pub endpoints: Input<Endpoints>,
     /// The VPC CNI's DaemonSet, trimmed to its containers' env (its warm targets).
-    pub aws_node_daemonset: Input<DaemonSet>,
+    pub daemonsets: Input<DaemonSet>,
 }
 
 impl Inputs {
@@ -273,13 +273,7 @@ impl Inputs {
                 All,
                 trim::endpoints,
             ),
-            aws_node_daemonset: Input::new(
-                "kube-system/aws-node daemonset",
-                "DaemonSet kube-system/aws-node",
-                kube_system,
-                named("aws-node"),
-                trim::daemonset,
-            ),
+            daemonsets: Input::new("daemonsets", "DaemonSets", None, All, trim::daemonset),
         }
     }
 
@@ -300,7 +294,7 @@ impl Inputs {
             self.validating_webhooks.watch,
             self.mutating_webhooks.watch,
             self.endpoints.watch,
-            self.aws_node_daemonset.watch,
+            self.daemonsets.watch,
         ]
     }
 }

@@ -86,7 +86,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         karpenter_service_account,
         aws_node_service_account,
         node_pool_crd,
-        aws_node_daemonset,
+        daemonsets,
     ) = futures::join!(
         observe_list(i.node_pools.cluster_api(c), &i.node_pools),
         observe_list(i.node_claims.cluster_api(c), &i.node_claims),
@@ -103,7 +103,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
             &i.aws_node_service_account
         ),
         observe_named(i.node_pool_crd.cluster_api(c), &i.node_pool_crd),
-        observe_named(i.aws_node_daemonset.api(c), &i.aws_node_daemonset),
+        observe_list(i.daemonsets.api(c), &i.daemonsets),
     );
     let (node_claim_crd, node_class_crd, validating, mutating, endpoints, version) = futures::join!(
         observe_named(i.node_claim_crd.cluster_api(c), &i.node_claim_crd),
@@ -146,7 +146,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         endpoints,
         karpenter_namespace: targets.karpenter_namespace.clone(),
         apiserver_version,
-        aws_node_daemonset,
+        daemonsets,
     }
 }
 

@@ -49,8 +49,9 @@ pub struct Sources {
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
     /// `nodepools.karpenter.sh`, trimmed to the label rules it enforces.
     pub node_pool_crd: Observed<Option<Arc<CustomResourceDefinition>>>,
-    /// The VPC CNI's `kube-system/aws-node` DaemonSet, trimmed to its containers' env.
-    pub aws_node_daemonset: Observed<Option<Arc<DaemonSet>>>,
+    /// Every DaemonSet, trimmed to what Karpenter schedules by and, for the VPC CNI's
+    /// `kube-system/aws-node`, its containers' env ([`crate::trim::daemonset`]).
+    pub daemonsets: Observed<Vec<Arc<DaemonSet>>>,
     /// Every installed Karpenter CRD, trimmed ([`crate::trim::node_pool_crd`]).
     pub karpenter_crds: Observed<Vec<Arc<CustomResourceDefinition>>>,
     /// Every webhook of every validating and mutating webhook configuration.
@@ -188,6 +189,7 @@ pub struct ClusterWide {
     karpenter_webhooks: Observed<Vec<WebhookFacts>>,
     service_endpoints: BTreeMap<String, Observed<usize>>,
     vpc_cni: Observed<VpcCniSettings>,
+    daemonsets: Observed<Arc<Vec<karpenter_health_checks::facts::DaemonSetFacts>>>,
 }
 
 /// Derives the cluster-wide facts from `sources`.
@@ -246,11 +248,21 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
         karpenter_crds,
         karpenter_webhooks,
         service_endpoints,
-        vpc_cni: match &sources.aws_node_daemonset {
-            Observed::Found(Some(ds)) => Observed::Found(vpc_cni_settings(ds)),
-            Observed::Found(None) | Observed::Absent => Observed::Absent,
+        vpc_cni: match &sources.daemonsets {
+            Observed::Found(all) => match all.iter().find(|ds| is_aws_node(ds)) {
+                Some(ds) => Observed::Found(vpc_cni_settings(ds)),
+                None => Observed::Absent,
+            },
+            Observed::Absent => Observed::Absent,
             Observed::Unknown(u) => Observed::Unknown(u.clone()),
         },
+        daemonsets: sources.daemonsets.as_ref().map(|all| {
+            Arc::new(
+                all.iter()
+                    .map(|ds| crate::daemonsets::facts_of(ds))
+                    .collect(),
+            )
+        }),
     }
 }
 
@@ -305,7 +317,7 @@ impl WideKey {
                 id(&sources.karpenter_service_account),
                 id(&sources.aws_node_service_account),
                 id(&sources.node_pool_crd),
-                id(&sources.aws_node_daemonset),
+                ids(&sources.daemonsets),
                 ids(&sources.karpenter_crds),
                 ids(&sources.endpoints),
             ],
@@ -453,9 +465,16 @@ pub fn class_facts(
         karpenter_webhooks: wide.karpenter_webhooks.clone(),
         service_endpoints: wide.service_endpoints.clone(),
         vpc_cni: wide.vpc_cni.clone(),
+        daemonsets: wide.daemonsets.clone(),
         disruption_blocked,
         drains,
     }
+}
+
+/// Whether `daemonset` is the VPC CNI's, `kube-system/aws-node`.
+pub fn is_aws_node(daemonset: &DaemonSet) -> bool {
+    daemonset.metadata.namespace.as_deref() == Some("kube-system")
+        && daemonset.metadata.name.as_deref() == Some("aws-node")
 }
 
 /// The literal env of the `aws-node` container (the first container when none has that name);

@@ -6,7 +6,9 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints, PodSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, EndpointAddress, Endpoints, NodeAffinity, PodSpec, ResourceRequirements,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionStatus,
 };
@@ -101,10 +103,12 @@ pub fn endpoints(endpoints: &mut Endpoints) {
     }
 }
 
-/// Keeps of the VPC CNI's `aws-node` DaemonSet only its containers' names and env (the CNI's
-/// settings: warm targets, prefix delegation).
+/// Keeps of a DaemonSet what Karpenter schedules its Pod by (node selector, required node
+/// affinity, tolerations) and its containers' requests; of the VPC CNI's `kube-system/aws-node`
+/// also its containers' env (the CNI's settings: warm targets, prefix delegation).
 pub fn daemonset(daemonset: &mut DaemonSet) {
     metadata(daemonset);
+    let keep_env = crate::snapshot::is_aws_node(daemonset);
     if let Some(spec) = daemonset.spec.as_mut()
         && let Some(pod_spec) = spec.template.spec.as_mut()
     {
@@ -112,12 +116,30 @@ pub fn daemonset(daemonset: &mut DaemonSet) {
             .into_iter()
             .map(|c| k8s_openapi::api::core::v1::Container {
                 name: c.name,
-                env: c.env,
+                env: if keep_env { c.env } else { None },
+                resources: c.resources.map(|r| ResourceRequirements {
+                    requests: r.requests,
+                    ..ResourceRequirements::default()
+                }),
                 ..Default::default()
             })
             .collect();
+        let required = pod_spec
+            .affinity
+            .take()
+            .and_then(|a| a.node_affinity)
+            .and_then(|n| n.required_during_scheduling_ignored_during_execution);
         *pod_spec = PodSpec {
             containers,
+            node_selector: pod_spec.node_selector.take(),
+            tolerations: pod_spec.tolerations.take(),
+            affinity: required.map(|required| Affinity {
+                node_affinity: Some(NodeAffinity {
+                    required_during_scheduling_ignored_during_execution: Some(required),
+                    ..NodeAffinity::default()
+                }),
+                ..Affinity::default()
+            }),
             ..PodSpec::default()
         };
         spec.template.metadata = None;

@@ -54,8 +54,9 @@ pub struct Triggers {
     pub validating_webhooks: Touched<ValidatingWebhookConfiguration>,
     pub mutating_webhooks: Touched<MutatingWebhookConfiguration>,
     pub endpoints: Touched<Endpoints>,
-    /// The VPC CNI's `kube-system/aws-node` DaemonSet (its warm targets).
-    pub aws_node_daemonset: Touched<DaemonSet>,
+    /// Every DaemonSet (the VPC CNI's `kube-system/aws-node` settings; the requests Karpenter
+    /// counts on a NodePool's nodes).
+    pub daemonsets: Touched<DaemonSet>,
     /// Fires when a watched input became observable (first list done, even an empty one) or
     /// stopped or resumed being so; every class reads some of them, so all are re-evaluated.
     pub inputs_changed: BoxStream<'static, ()>,
@@ -222,7 +223,7 @@ pub struct KubeFacts {
     karpenter_namespace: String,
     /// The API server's `/version`, read by [`KubeFacts::refresh_apiserver_version`].
     apiserver_version: std::sync::Arc<std::sync::RwLock<Observed<String>>>,
-    aws_node_daemonset: Store<DaemonSet>,
+    daemonsets: Store<DaemonSet>,
     health: WatchHealth,
     /// The cluster-wide facts, derived once per change of their inputs for every class.
     wide: Arc<WideMemo>,
@@ -273,7 +274,7 @@ impl KubeFacts {
         let (validating_webhooks, validating_stream) = w.cluster(&i.validating_webhooks);
         let (mutating_webhooks, mutating_stream) = w.cluster(&i.mutating_webhooks);
         let (endpoints, endpoints_stream) = w.namespaced(&i.endpoints);
-        let (aws_node_daemonset, aws_node_daemonset_stream) = w.namespaced(&i.aws_node_daemonset);
+        let (daemonsets, daemonsets_stream) = w.namespaced(&i.daemonsets);
         let facts = Self {
             node_pools,
             node_claims,
@@ -294,7 +295,7 @@ impl KubeFacts {
             apiserver_version: std::sync::Arc::new(std::sync::RwLock::new(Observed::not_observed(
                 "the API server's /version has not been read yet",
             ))),
-            aws_node_daemonset,
+            daemonsets,
             health,
             wide: Arc::default(),
             inputs,
@@ -318,7 +319,7 @@ impl KubeFacts {
             validating_webhooks: validating_stream,
             mutating_webhooks: mutating_stream,
             endpoints: endpoints_stream,
-            aws_node_daemonset: aws_node_daemonset_stream,
+            daemonsets: daemonsets_stream,
             inputs_changed: facts.health.changes(),
         };
         (facts, triggers)
@@ -380,11 +381,9 @@ impl KubeFacts {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
-            aws_node_daemonset: self
+            daemonsets: self
                 .health
-                .observe(self.inputs.aws_node_daemonset.watch, || {
-                    self.aws_node_daemonset.state().into_iter().next()
-                }),
+                .observe(self.inputs.daemonsets.watch, || self.daemonsets.state()),
         };
         let wide = self.wide.get(&sources, overrides);
         class_facts(node_class, &sources, overrides, &wide)

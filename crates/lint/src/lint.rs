@@ -163,6 +163,7 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             karpenter_webhooks: offline(),
             service_endpoints: Default::default(),
             vpc_cni: offline(),
+            daemonsets: offline(),
             disruption_blocked: offline(),
             drains: Default::default(),
         },

@@ -142,7 +142,7 @@ fn standby_caches(
         drained(inputs.validating_webhooks),
         drained(inputs.mutating_webhooks),
         drained(inputs.endpoints),
-        drained(inputs.aws_node_daemonset),
+        drained(inputs.daemonsets),
         inputs.inputs_changed,
     ];
     // Polling the streams is what fills the caches; the events themselves are not needed.

@@ -76,7 +76,7 @@ pub(crate) fn user_changes(
         validating_webhooks,
         mutating_webhooks,
         endpoints,
-        aws_node_daemonset,
+        daemonsets,
         inputs_changed,
     } = inputs;
     let controller = controller
@@ -100,7 +100,7 @@ pub(crate) fn user_changes(
         .watches_stream(validating_webhooks, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(mutating_webhooks, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(endpoints, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(aws_node_daemonset, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(daemonsets, triggers.mapper(|t, _| t.all_classes()))
         // An input becoming observable (its first list, even an empty one), or turning unknown
         // after a lasting watch failure, or recovering, re-evaluates every class at once.
         .reconcile_all_on(inputs_changed);

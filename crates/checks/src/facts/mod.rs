@@ -166,6 +166,9 @@ pub struct ClusterFacts {
     /// container): `Absent` when the cluster has no such DaemonSet (another CNI), unknown until
     /// its watch has listed it.
     pub vpc_cni: Observed<VpcCniSettings>,
+    /// Every DaemonSet of the cluster, as Karpenter counts its Pods against a node's room:
+    /// shared by every class (one cluster-wide list), unknown until its watch has listed them.
+    pub daemonsets: Observed<Arc<Vec<DaemonSetFacts>>>,
     /// Karpenter's newest `DisruptionBlocked` Event of each NodeClaim of the class that has one
     /// (what keeps it from being disrupted); `Found` and empty when none has.
     pub disruption_blocked: Observed<BTreeMap<String, DisruptionBlocked>>,
@@ -201,6 +204,7 @@ impl Default for ClusterFacts {
             karpenter_webhooks: Observed::default(),
             service_endpoints: BTreeMap::new(),
             vpc_cni: Observed::default(),
+            daemonsets: Observed::default(),
             disruption_blocked: Observed::default(),
             drains: BTreeMap::new(),
         }
@@ -495,6 +499,26 @@ pub struct PodScheduling {
     pub unschedulable_since: Option<Timestamp>,
     /// `status.nominatedNodeName` is set: a node is being made free for it (preemption).
     pub nominated: bool,
+}
+
+/// What Karpenter reads of one DaemonSet to count its Pod on a NodePool's nodes
+/// (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/scheduler.go`
+/// `getDaemonOverhead`, `isDaemonPodCompatible`): its Pod template's scheduling constraints and
+/// requests.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DaemonSetFacts {
+    /// The template's node selector, required node affinity and tolerations (`namespace` and
+    /// `name` are the DaemonSet's).
+    pub pod: PodScheduling,
+    /// The sum of the template's containers' CPU requests, in millicores (init containers
+    /// left out: a lower bound of what Karpenter counts).
+    pub cpu_millis: u64,
+    /// The sum of the template's containers' memory requests, in bytes.
+    pub memory_bytes: u64,
+    /// A scheduling constraint this model does not judge exactly (an operator such as `Gt` in
+    /// its node affinity, a toleration operator other than `Equal` or `Exists`): such a
+    /// DaemonSet is never counted, so what is counted is never more than Karpenter counts.
+    pub constraints_unjudged: bool,
 }
 
 /// One of a Pod's tolerations, as written (an empty key with `Exists` tolerates every taint, an

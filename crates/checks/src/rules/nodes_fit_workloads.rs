@@ -1,13 +1,16 @@
 //! `NodesFitWorkloads`: the nodes Karpenter launches for this EC2NodeClass can run the Pods it
-//! launches them for, judged per NodePool: they finish initializing (`initialization`), and the
-//! Pods each is promised fit the addresses the VPC CNI can give it (`pod_density`). Karpenter
-//! launches these nodes, so its own status stays green while the Pods wait. Pure: no IO.
+//! launches them for, judged per NodePool: the DaemonSets leave room for Pods
+//! (`daemonset_room`), the nodes finish initializing (`initialization`), and the Pods each is
+//! promised fit the addresses the VPC CNI can give it (`pod_density`). Karpenter's own status
+//! stays green while the Pods wait. Pure: no IO.
 
+mod daemonset_room;
 mod initialization;
 mod pod_density;
 
+use crate::facts::Observed;
 use crate::plan::Context;
-use crate::verdict::{Check, Outcome, Rule};
+use crate::verdict::{Check, Outcome, Rule, Why};
 use karpenter_health_api::{ConditionType, Reason};
 
 /// This rule, listed in the registry by the crate's build script.
@@ -21,9 +24,38 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             Err(outcome) => return outcome,
         };
     let said = [
+        daemonset_room::judge(ctx, &mut c, &pools),
         initialization::judge(ctx, &mut c, &pools),
         pod_density::judge(ctx, &mut c, &pools),
     ];
     let ok: Vec<String> = said.into_iter().filter(|s| !s.is_empty()).collect();
     c.finish(Reason::NodesFitTheirPods, ok.join(" "))
+}
+
+/// Whether the catalog and the subnets (the zones the types are offered in) are known; an
+/// Unknown naming what is not, else.
+pub(super) fn catalog_observed(ctx: &Context, c: &mut Check) -> bool {
+    let catalog = match &ctx.facts.aws.instance_types {
+        Some(Observed::Found(_)) => true,
+        Some(Observed::Unknown(u)) => {
+            c.unknown(Why::unobserved("The region's instance types", u));
+            false
+        }
+        None | Some(Observed::Absent) => {
+            c.unknown(Why::new(
+                Reason::NotObserved,
+                "The region's instance types have not been read yet.",
+            ));
+            false
+        }
+    };
+    let subnets = match &ctx.facts.aws.subnets {
+        Observed::Unknown(u) => {
+            c.unknown(Why::unobserved("The subnets of this EC2NodeClass", u));
+            false
+        }
+        // No subnet: InstanceTypesAvailable and SubnetsReady say so; no type is judged here.
+        _ => true,
+    };
+    catalog && subnets
 }

@@ -4,10 +4,10 @@
 
 use crate::facts::{
     AccessEntryFacts, AccountFacts, AwsAuthData, AwsFacts, ClusterFacts, ControllerRoleFacts,
-    CrdFacts, EbsEncryptionFacts, EksClusterFacts, EventRuleFacts, Facts, InstanceFacts,
-    InstanceProfileFacts, KarpenterFacts, KmsKeyFacts, NodeClaimFacts, Observed, PermissionFacts,
-    PodScheduling, QueueFacts, RoleFacts, RoleRef, SecurityGroupFacts, Setting, SimulatedDecision,
-    UnknownCause,
+    CrdFacts, DaemonSetFacts, EbsEncryptionFacts, EksClusterFacts, EventRuleFacts, Facts,
+    InstanceFacts, InstanceProfileFacts, KarpenterFacts, KmsKeyFacts, NodeClaimFacts, Observed,
+    PermissionFacts, PodScheduling, QueueFacts, RoleFacts, RoleRef, SecurityGroupFacts, Setting,
+    SimulatedDecision, UnknownCause,
 };
 use crate::facts::{
     NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts, VpcCniSettings,
@@ -388,8 +388,39 @@ fn healthy_cluster() -> ClusterFacts {
         vpc_cni: Observed::Found(VpcCniSettings {
             env: BTreeMap::from([("WARM_ENI_TARGET".to_owned(), "1".to_owned())]),
         }),
+        // EKS's add-ons: the VPC CNI and kube-proxy request 25m and 100m CPU.
+        daemonsets: Observed::Found(Arc::new(vec![
+            daemonset("kube-system", "aws-node", 25, 0),
+            daemonset("kube-system", "kube-proxy", 100, 0),
+        ])),
         disruption_blocked: Observed::Found(BTreeMap::new()),
         drains: BTreeMap::new(),
+    }
+}
+
+/// A DaemonSet of `namespace` whose Pod requests `cpu_millis` and `memory_bytes` and may run on
+/// every Linux node (no selector, no affinity, no toleration).
+pub fn daemonset(
+    namespace: &str,
+    name: &str,
+    cpu_millis: u64,
+    memory_bytes: u64,
+) -> DaemonSetFacts {
+    DaemonSetFacts {
+        pod: PodScheduling {
+            namespace: namespace.into(),
+            name: name.into(),
+            node_selector: BTreeMap::new(),
+            required_affinity: Vec::new(),
+            preferred_affinity: Vec::new(),
+            tolerations: Vec::new(),
+            only_this_class: false,
+            unschedulable_since: None,
+            nominated: false,
+        },
+        cpu_millis,
+        memory_bytes,
+        constraints_unjudged: false,
     }
 }
 

@@ -29,7 +29,16 @@ pub(crate) mod by_reason {
                 .with(|f| f.cluster.node_claims = Observed::Found(Vec::new()))
                 .with_node_claim(node_claim_uninitialized("default-stuck", "i-0stuck", 25, "StartupTaintsExist", STARTUP_TAINT))
             => NodesFitWorkloads is False because NodesNotInitializing;
-        an_unread_aws_node_daemonset_is_not_observed:
+        daemonsets_larger_than_every_allowed_type_are_daemonsets_fill_nodes:
+            Facts::healthy()
+                .with_pool_requirement("node.kubernetes.io/instance-type", "In", &["m5.large"])
+                .with(|f| {
+                    if let Observed::Found(all) = &mut f.cluster.daemonsets {
+                        std::sync::Arc::make_mut(all).push(crate::testing::daemonset("monitoring", "agent", 2000, 0));
+                    }
+                })
+            => NodesFitWorkloads is False because DaemonSetsFillNodes;
+        an_unread_daemonset_list_is_not_observed:
             Facts::healthy().with(|f| f.cluster.vpc_cni = Observed::unknown(UnknownCause::NotObserved, "not listed yet"))
             => NodesFitWorkloads is Unknown because NotObserved;
     }
@@ -282,4 +291,108 @@ fn unread_node_claims_are_unknown_with_their_cause_and_the_threshold_is_a_settin
         .condition(ConditionType::NodesFitWorkloads)
         .expect("the condition");
     assert_eq!(condition.status, "True", "{}", condition.message);
+}
+
+/// The healthy facts with `daemonset` added to the cluster's DaemonSets (aws-node and
+/// kube-proxy ask 125m together).
+fn with_daemonset(facts: Facts, daemonset: crate::facts::DaemonSetFacts) -> Facts {
+    facts.with(|f| {
+        if let Observed::Found(all) = &mut f.cluster.daemonsets {
+            std::sync::Arc::make_mut(all).push(daemonset);
+        }
+    })
+}
+
+fn m5_large_only() -> Facts {
+    Facts::healthy().with_pool_requirement("node.kubernetes.io/instance-type", "In", &["m5.large"])
+}
+
+fn message_of(facts: &Facts) -> String {
+    fit(facts).2
+}
+
+#[test]
+fn daemonsets_beyond_the_roomiest_types_cpu_launch_nothing_and_are_named() {
+    // m5.large gives Pods 2000m − 70m kube-reserved = 1930m; 125m + 1806m is one too many.
+    let facts = with_daemonset(m5_large_only(), crate::testing::daemonset("monitoring", "agent", 1806, 0));
+    let (status, reason, message, _) = fit(&facts);
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "DaemonSetsFillNodes"));
+    assert!(
+        message.contains("request 1931m CPU, more than the 1930m m5.large can give Pods")
+            && message.contains("monitoring/agent (1806m, 0 MiB)")
+            && message.contains("launches nothing"),
+        "{message}"
+    );
+    let fits = with_daemonset(m5_large_only(), crate::testing::daemonset("monitoring", "agent", 1805, 0));
+    assert_eq!(fit(&fits).0, "True", "{}", message_of(&fits));
+    // With every type allowed, r7i.2xlarge gives 7910m: the same DaemonSet fits.
+    let roomy = with_daemonset(Facts::healthy(), crate::testing::daemonset("monitoring", "agent", 1806, 0));
+    assert_eq!(fit(&roomy).0, "True", "{}", message_of(&roomy));
+}
+
+#[test]
+fn memory_is_judged_against_an_upper_bound() {
+    const MIB: u64 = 1024 * 1024;
+    // m5.large: 8192 MiB less 255 MiB kube-reserved and 100 MiB eviction, at most 7837 MiB.
+    let over = with_daemonset(m5_large_only(), crate::testing::daemonset("logs", "shipper", 0, 7838 * MIB));
+    let (status, _, message, _) = fit(&over);
+    assert_eq!(status, "False");
+    assert!(message.contains("7838 MiB of memory, more than the at most 7837 MiB m5.large"), "{message}");
+    let under = with_daemonset(m5_large_only(), crate::testing::daemonset("logs", "shipper", 0, 7837 * MIB));
+    assert_eq!(fit(&under).0, "True");
+}
+
+#[test]
+fn only_the_daemonsets_karpenter_would_run_on_the_node_pool_are_counted() {
+    let big = || crate::testing::daemonset("gpu", "driver", 4000, 0);
+    // Kept off by a node selector the NodePool does not meet (a label it does not set).
+    let mut selected = big();
+    selected.pod.node_selector.insert("example.com/gpu".into(), "true".into());
+    assert_eq!(fit(&with_daemonset(m5_large_only(), selected)).0, "True");
+    // Kept off by a taint of the NodePool it does not tolerate; counted once it tolerates it.
+    let tainted = m5_large_only().with(|f| {
+        if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+            pool.spec.template.spec.taints.push(karpenter_health_api::karpenter::Taint {
+                key: "dedicated".into(),
+                value: Some("web".into()),
+                effect: "NoSchedule".into(),
+            });
+        }
+    });
+    assert_eq!(fit(&with_daemonset(tainted.clone(), big())).0, "True");
+    let mut tolerating = big();
+    tolerating.pod.tolerations.push(crate::facts::Toleration {
+        operator: "Exists".into(),
+        ..Default::default()
+    });
+    assert_eq!(fit(&with_daemonset(tainted, tolerating)).0, "False");
+    // A constraint the model does not judge exactly: never counted.
+    let mut unjudged = big();
+    unjudged.constraints_unjudged = true;
+    assert_eq!(fit(&with_daemonset(m5_large_only(), unjudged)).0, "True");
+    // A selector on a key the NodePool constrains with Gt: not counted either.
+    let mut on_gt = big();
+    on_gt.pod.node_selector.insert("karpenter.k8s.aws/instance-cpu".into(), "2".into());
+    let gt_pool = m5_large_only().with_pool_requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["1"]);
+    assert_eq!(fit(&with_daemonset(gt_pool, on_gt)).0, "True");
+}
+
+#[test]
+fn the_class_reservations_change_the_room() {
+    let agent = || crate::testing::daemonset("monitoring", "agent", 1700, 0);
+    assert_eq!(fit(&with_daemonset(m5_large_only(), agent())).0, "True");
+    let reserved = m5_large_only().with(|f| {
+        f.cluster.node_class.spec.kubelet.get_or_insert_with(Default::default).system_reserved =
+            Some(std::collections::BTreeMap::from([("cpu".into(), serde_json::json!("200m"))]));
+    });
+    assert_eq!(fit(&with_daemonset(reserved, agent())).0, "False");
+}
+
+#[test]
+fn unread_daemonsets_are_unknown_with_their_cause() {
+    let facts = Facts::healthy()
+        .with(|f| f.cluster.daemonsets = Observed::unknown(UnknownCause::AccessDenied, "403"));
+    let (status, reason, message, _) = fit(&facts);
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsAccessDenied"), "{message}");
+    assert!(message.contains("DaemonSets"), "{message}");
 }

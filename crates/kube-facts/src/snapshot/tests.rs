@@ -323,15 +323,31 @@ fn the_vpc_cni_settings_are_the_aws_node_container_literal_env() {
         settings.env,
         BTreeMap::from([("WARM_IP_TARGET".to_owned(), "30".to_owned())])
     );
-    let facts = cluster_facts(
-        &node_class("a"),
-        &Sources {
-            aws_node_daemonset: Observed::Found(None),
-            ..Sources::default()
-        },
-        &Overrides::default(),
+    let mut other = daemonset.clone();
+    other.metadata.namespace = Some("monitoring".into());
+    let facts_with = |daemonsets: Vec<DaemonSet>| {
+        cluster_facts(
+            &node_class("a"),
+            &Sources {
+                daemonsets: Observed::Found(daemonsets.into_iter().map(Arc::new).collect()),
+                ..Sources::default()
+            },
+            &Overrides::default(),
+        )
+    };
+    let facts = facts_with(vec![other.clone()]);
+    assert_eq!(
+        facts.vpc_cni,
+        Observed::Absent,
+        "no kube-system/aws-node: another CNI"
     );
-    assert_eq!(facts.vpc_cni, Observed::Absent, "no aws-node: another CNI");
+    assert_eq!(
+        facts.daemonsets.found().map(|all| all.len()),
+        Some(1),
+        "every DaemonSet is counted, whatever its namespace"
+    );
+    let facts = facts_with(vec![other, daemonset]);
+    assert_eq!(facts.vpc_cni.found().map(|c| c.env.len()), Some(1));
 }
 
 fn aws_auth_map(map_roles: &str) -> Observed<Option<Arc<ConfigMap>>> {

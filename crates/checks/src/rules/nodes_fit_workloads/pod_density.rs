@@ -33,7 +33,7 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
                 .to_owned();
         }
         Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("DaemonSet kube-system/aws-node", u));
+            c.unknown(Why::unobserved("The cluster's DaemonSets (kube-system/aws-node among them)", u));
             return String::new();
         }
     };
@@ -48,7 +48,7 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
                 limits are not judged."
             .to_owned();
     }
-    if !inputs_observed(ctx, c) {
+    if !super::catalog_observed(ctx, c) {
         return String::new();
     }
     let (judged, unjudged) = judge_pools(ctx, c, pools, &density, addressing);
@@ -123,34 +123,6 @@ fn reserved_enis(ctx: &Context) -> Option<u32> {
         },
         _ => None,
     }
-}
-
-/// Whether the catalog and the subnets (the zones the types are offered in) are known; an
-/// Unknown naming what is not, else.
-fn inputs_observed(ctx: &Context, c: &mut Check) -> bool {
-    let catalog = match &ctx.facts.aws.instance_types {
-        Some(Observed::Found(_)) => true,
-        Some(Observed::Unknown(u)) => {
-            c.unknown(Why::unobserved("The region's instance types", u));
-            false
-        }
-        None | Some(Observed::Absent) => {
-            c.unknown(Why::new(
-                Reason::NotObserved,
-                "The region's instance types have not been read yet.",
-            ));
-            false
-        }
-    };
-    let subnets = match &ctx.facts.aws.subnets {
-        Observed::Unknown(u) => {
-            c.unknown(Why::unobserved("The subnets of this EC2NodeClass", u));
-            false
-        }
-        // No subnet: InstanceTypesAvailable and SubnetsReady say so; no type is judged here.
-        _ => true,
-    };
-    catalog && subnets
 }
 
 /// Why the nodes are promised what they are, for the warning.

@@ -1,0 +1,105 @@
+//! Verdict against behaviour for DaemonSets that leave a NodePool's nodes no room
+//! (NodesFitWorkloads, DaemonSetsFillNodes): a DaemonSet selecting the test's NodePool requests
+//! 2 CPU, and the NodePool allows only m5.large, whose nodes Karpenter models with 1930m for Pods
+//! (2 vCPUs less 70m kube-reserved; aws/karpenter-provider-aws
+//! `pkg/providers/instancetype/types.go`). The real Karpenter adds the DaemonSet's requests to
+//! the Pod's (kubernetes-sigs/karpenter `scheduling/scheduler.go` `getDaemonOverhead`), finds no
+//! type with room, launches nothing, and says so on the Pod. The healthy twin: the DaemonSet asks
+//! 500m, Karpenter launches one node, the Pod is bound and every condition is True. Does IO (the
+//! bed, moto, Karpenter's process).
+
+use anyhow::{Result, ensure};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use karpenter_health_api::karpenter::NodePool;
+use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_e2e::lab::Lab;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const DAEMONSET: &str = "node-agent";
+/// Launch, registration and initialization on the bed (see `lab_classic_failures::LAUNCH`).
+const LAUNCH: Duration = Duration::from_secs(60);
+/// Karpenter's provisioner runs at least every 10 s while Pods wait; three passes.
+const PROVISIONER_PASSES: Duration = Duration::from_secs(30);
+
+/// The DaemonSet, on the test's NodePool only, its one container requesting `cpu`.
+fn daemonset(lab: &Lab, cpu: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": DAEMONSET, "namespace": lab.fx.name},
+        "spec": {
+            "selector": {"matchLabels": {"app": DAEMONSET}},
+            "template": {
+                "metadata": {"labels": {"app": DAEMONSET}},
+                "spec": {
+                    "nodeSelector": {"karpenter.sh/nodepool": lab.fx.name},
+                    "containers": [{"name": "agent", "image": "registry.k8s.io/pause:3.10",
+                                    "resources": {"requests": {"cpu": cpu}}}],
+                },
+            },
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching_nothing()
+-> Result<()> {
+    let lab = Lab::start("lab-ds", "eu-west-1").await?;
+    let outcome: Result<()> = async {
+        Api::<NodePool>::all(lab.fx.admin.clone())
+            .patch(
+                &lab.fx.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"template": {"spec": {"requirements": [
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                ]}}}})),
+            )
+            .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.fx.wait_healthy("before the DaemonSet").await?;
+
+        karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "2")]).await?;
+        let status = lab
+            .fx
+            .wait_only_failed(ConditionType::NodesFitWorkloads, Reason::DaemonSetsFillNodes)
+            .await?;
+        let message = status
+            .condition(ConditionType::NodesFitWorkloads)
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        ensure!(
+            message.contains(&format!("{}/{DAEMONSET} (2000m", lab.fx.name))
+                && message.contains("more than the 1930m m5.large can give Pods"),
+            "names the DaemonSet and the room: {message}"
+        );
+
+        // What the real Karpenter does: no type has room for the DaemonSet and the Pod.
+        lab.workload("app", "100m").await?;
+        lab.wait_events_of_pod("app", "FailedScheduling", "enough resources")
+            .await?;
+        tokio::time::sleep(PROVISIONER_PASSES).await;
+        let claims = lab.node_claims().await?.len();
+        ensure!(claims == 0, "Karpenter launched {claims} NodeClaims with no room for the Pod");
+
+        // The healthy twin: the DaemonSet leaves room.
+        karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "500m")]).await?;
+        lab.fx.wait_healthy("once the DaemonSet leaves room").await?;
+        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        lab.wait_pod_bound("app", LAUNCH).await?;
+        let claims = lab.node_claims().await?.len();
+        ensure!(claims == 1, "{claims} NodeClaims for one Pod");
+        operator.stop().await
+    }
+    .await;
+    let cleanup = Api::<DaemonSet>::namespaced(lab.fx.admin.clone(), &lab.fx.name)
+        .delete(DAEMONSET, &DeleteParams::default())
+        .await
+        .map(|_| ())
+        .or_else(|e| match e {
+            kube::Error::Api(r) if r.code == 404 => Ok(()),
+            e => Err(e.into()),
+        });
+    lab.finish(outcome.and(cleanup)).await
+}
