@@ -8,7 +8,7 @@
 //! never stricter than Karpenter. Pure: no IO.
 
 use crate::facts::InstanceTypeFacts;
-use crate::rules::limits::quantity;
+use crate::quantity::quantity;
 use karpenter_health_api::karpenter::KubeletConfiguration;
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_checks::facts::DaemonSetFacts;
-use karpenter_health_checks::rules::limits::quantity;
+use karpenter_health_checks::quantity::quantity;
 
 /// The operators whose meaning the NodePool model judges exactly.
 const EXACT_REQUIREMENT_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
