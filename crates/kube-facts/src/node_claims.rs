@@ -9,6 +9,7 @@
 
 use crate::index::{SharedIndex, WatchIndex};
 use crate::lean_node_claim::LeanNodeClaim;
+use karpenter_health_api::ConditionStatus;
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_checks::facts::{ClaimCondition, DriftFacts, NodeClaimFacts};
 use std::collections::{BTreeSet, HashMap};
@@ -36,7 +37,9 @@ struct StoredClaim {
     launched: Option<ClaimCondition>,
     registered: Option<ClaimCondition>,
     drifted: Option<ClaimCondition>,
-    initialized: Option<ClaimCondition>,
+    /// Its `Initialized` condition's status alone (1 byte, not 32: the checks read no time of
+    /// it).
+    initialized: Option<ConditionStatus>,
     /// Its NodePool, shared by every NodeClaim of that NodePool (see
     /// [`NodeClaimIndex::pool_name`]).
     node_pool: Option<Arc<str>>,
@@ -68,7 +71,7 @@ impl StoredClaim {
             launched: facts.launched,
             registered: facts.registered,
             drifted: facts.drifted,
-            initialized: facts.initialized,
+            initialized: facts.initialized.map(|c| c.status),
             node_pool,
             initialization_wait: facts.initialization_wait.map(String::into_boxed_str),
             deleting: facts.deleting.then(|| {
@@ -91,7 +94,10 @@ impl StoredClaim {
             launched: self.launched,
             registered: self.registered,
             drifted: self.drifted,
-            initialized: self.initialized,
+            initialized: self.initialized.map(|status| ClaimCondition {
+                status,
+                last_transition: None,
+            }),
             node_pool: self.node_pool.as_deref().map(str::to_owned),
             initialization_wait: self.initialization_wait.as_deref().map(str::to_owned),
             deleting_since: self.deleting.as_ref().and_then(|d| d.since),
@@ -436,6 +442,36 @@ mod tests {
             index.terminating_since(at("2025-01-01T02:00:00Z").unwrap()),
             [("web-abc".to_owned(), Some("node-abc".to_owned()))]
         );
+    }
+
+    #[test]
+    fn what_a_claim_waits_for_to_initialize_and_its_node_pool_survive_the_index() {
+        let claim: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "web-abc", "labels": {"karpenter.sh/nodepool": "web"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+            "status": {"conditions": [
+                {"type": "Registered", "status": "True", "lastTransitionTime": "2025-01-01T00:00:01Z"},
+                {"type": "Initialized", "status": "Unknown", "reason": "NodeNotReady",
+                 "message": "Node status is NotReady", "lastTransitionTime": "2025-01-01T00:00:01Z"}]}
+        }))
+        .unwrap();
+        let mut other = claim.clone();
+        other.metadata.name = Some("web-def".into());
+        let index = NodeClaimIndex::of([&claim, &other]);
+        let facts = index.of_class("default");
+        assert_eq!(facts.len(), 2);
+        let first = &facts[0];
+        assert_eq!(
+            first.initialized.map(|c| c.status),
+            Some(ConditionStatus::Unknown)
+        );
+        assert_eq!(
+            first.initialization_wait.as_deref(),
+            Some("NodeNotReady: Node status is NotReady")
+        );
+        assert_eq!(first.node_pool.as_deref(), Some("web"));
+        assert_eq!(index.pool_names.len(), 1, "one NodePool name, kept once");
     }
 
     #[test]

@@ -255,7 +255,8 @@ pub struct NodeClaimFacts {
     pub registered: Option<ClaimCondition>,
     /// Karpenter's `Drifted` condition.
     pub drifted: Option<ClaimCondition>,
-    /// Karpenter's `Initialized` condition.
+    /// Karpenter's `Initialized` condition (the operator's index keeps its status, not its
+    /// transition time).
     pub initialized: Option<ClaimCondition>,
     /// The NodePool that made it (label `karpenter.sh/nodepool`).
     pub node_pool: Option<String>,
