@@ -13,7 +13,7 @@ use crate::fixture::Fixture;
 use anyhow::{Context as _, Result};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -202,6 +202,23 @@ impl Lab {
         }
         crate::apply_json(&self.fx.admin, &[pool]).await?;
         Ok(name)
+    }
+
+    /// Merges `patch` into the test's NodePool.
+    pub async fn patch_node_pool(&self, patch: Value) -> Result<()> {
+        Api::<NodePool>::all(self.fx.admin.clone())
+            .patch(&self.fx.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        Ok(())
+    }
+
+    /// Lets the test's NodePool launch on-demand nodes of `types` only.
+    pub async fn only_instance_types(&self, types: &[&str]) -> Result<()> {
+        self.patch_node_pool(json!({"spec": {"template": {"spec": {"requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+        ]}}}}))
+        .await
     }
 
     /// Deletes Pod `name` of the test's namespace.

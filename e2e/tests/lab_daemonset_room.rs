@@ -10,10 +10,9 @@
 
 use anyhow::{Result, ensure};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::lab::Lab;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -47,23 +46,17 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
 -> Result<()> {
     let lab = Lab::start("lab-ds", "eu-west-1").await?;
     let outcome: Result<()> = async {
-        Api::<NodePool>::all(lab.fx.admin.clone())
-            .patch(
-                &lab.fx.name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"template": {"spec": {"requirements": [
-                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
-                ]}}}})),
-            )
-            .await?;
+        lab.only_instance_types(&["m5.large"]).await?;
         let operator = lab.fx.start_operator(None, false).await?;
         lab.fx.wait_healthy("before the DaemonSet").await?;
 
         karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "2")]).await?;
         let status = lab
             .fx
-            .wait_only_failed(ConditionType::NodesFitWorkloads, Reason::DaemonSetsFillNodes)
+            .wait_only_failed(
+                ConditionType::NodesFitWorkloads,
+                Reason::DaemonSetsFillNodes,
+            )
             .await?;
         let message = status
             .condition(ConditionType::NodesFitWorkloads)
@@ -81,11 +74,16 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
             .await?;
         tokio::time::sleep(PROVISIONER_PASSES).await;
         let claims = lab.node_claims().await?.len();
-        ensure!(claims == 0, "Karpenter launched {claims} NodeClaims with no room for the Pod");
+        ensure!(
+            claims == 0,
+            "Karpenter launched {claims} NodeClaims with no room for the Pod"
+        );
 
         // The healthy twin: the DaemonSet leaves room.
         karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "500m")]).await?;
-        lab.fx.wait_healthy("once the DaemonSet leaves room").await?;
+        lab.fx
+            .wait_healthy("once the DaemonSet leaves room")
+            .await?;
         lab.wait_node_claim("Initialized", LAUNCH).await?;
         lab.wait_pod_bound("app", LAUNCH).await?;
         let claims = lab.node_claims().await?.len();

@@ -10,11 +10,10 @@
 
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::node_stand_in::NODES_ANNOTATION;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
 
@@ -24,14 +23,8 @@ const AGENT_TAINT: &str = "example.com/agent-not-ready";
 const LAUNCH: Duration = Duration::from_secs(60);
 
 async fn steer_nodes(lab: &Lab, mode: Option<&str>) -> Result<()> {
-    Api::<NodePool>::all(lab.fx.admin.clone())
-        .patch(
-            &lab.fx.name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {NODES_ANNOTATION: mode}}})),
-        )
-        .await?;
-    Ok(())
+    lab.patch_node_pool(json!({"metadata": {"annotations": {NODES_ANNOTATION: mode}}}))
+        .await
 }
 
 /// Karpenter's `Initialized` condition of NodeClaim `name`: its status, reason and message.
@@ -60,15 +53,10 @@ async fn a_startup_taint_nobody_removes_leaves_the_node_uninitialized_and_its_po
 -> Result<()> {
     let lab = Lab::start("lab-init", "eu-west-1").await?;
     let outcome: Result<()> = async {
-        Api::<NodePool>::all(lab.fx.admin.clone())
-            .patch(
-                &lab.fx.name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"template": {"spec": {
-                    "startupTaints": [{"key": AGENT_TAINT, "effect": "NoSchedule"}],
-                }}}})),
-            )
-            .await?;
+        lab.patch_node_pool(json!({"spec": {"template": {"spec": {
+            "startupTaints": [{"key": AGENT_TAINT, "effect": "NoSchedule"}],
+        }}}}))
+        .await?;
         steer_nodes(&lab, Some("keep-startup-taints")).await?;
         let operator = lab
             .fx

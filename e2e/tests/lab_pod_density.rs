@@ -10,11 +10,10 @@
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::KarpenterHealthStatus;
-use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::node_stand_in::NO_ADDRESS_MESSAGE;
 use karpenter_health_e2e::wait_for;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use serde_json::json;
 use std::time::Duration;
 
@@ -99,16 +98,7 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
     .await?;
     let outcome: Result<()> = async {
         lab.fx.install_aws_node(&[("WARM_ENI_TARGET", "1")]).await?;
-        Api::<NodePool>::all(lab.fx.admin.clone())
-            .patch(
-                &lab.fx.name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"template": {"spec": {"requirements": [
-                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
-                ]}}}})),
-            )
-            .await?;
+        lab.only_instance_types(&["m5.large"]).await?;
         let operator = lab.fx.start_operator(None, false).await?;
         let status = lab
             .fx
@@ -129,7 +119,12 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
 
         // What Karpenter does with maxPods 110: one node for all of them; 27 get an address.
         create_pods(&lab).await?;
-        wait_pods(&lab, "27 Pods running, 5 without an address", (27, PODS - 27)).await?;
+        wait_pods(
+            &lab,
+            "27 Pods running, 5 without an address",
+            (27, PODS - 27),
+        )
+        .await?;
         ensure!(
             lab.node_claims().await?.len() == 1,
             "Karpenter launched more than one node for Pods it promised one node could run"
@@ -145,24 +140,33 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
             .context("no Pod waits for an address")?;
         let events = lab.events(&stuck, "FailedCreatePodSandBox").await?;
         ensure!(
-            events
-                .iter()
-                .any(|e| e.message.as_deref().is_some_and(|m| m.contains(NO_ADDRESS_MESSAGE))),
+            events.iter().any(|e| e
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains(NO_ADDRESS_MESSAGE))),
             "the Pod beyond the addresses has no CNI error: {events:?}"
         );
         let status = lab.fx.wait_status("still nothing False", warned).await?;
-        ensure!(nothing_false(&status), "a condition turned False: {status:?}");
+        ensure!(
+            nothing_false(&status),
+            "a condition turned False: {status:?}"
+        );
 
         // The healthy twin: no maxPods, Karpenter's own count (29 for m5.large).
         Api::<Pod>::namespaced(lab.fx.admin.clone(), &lab.fx.name)
-            .delete_collection(&DeleteParams::default().grace_period(0), &ListParams::default())
+            .delete_collection(
+                &DeleteParams::default().grace_period(0),
+                &ListParams::default(),
+            )
             .await?;
         lab.delete_node_claims().await?;
         wait_for("the NodeClaims gone", SETTLE, || async {
             Ok(lab.node_claims().await?.is_empty().then_some(()))
         })
         .await?;
-        lab.fx.patch_node_class_spec(json!({"kubelet": null})).await?;
+        lab.fx
+            .patch_node_class_spec(json!({"kubelet": null}))
+            .await?;
         lab.fx
             .wait_status("the warning gone", |s| !warned(s) && nothing_false(s))
             .await?;
@@ -172,7 +176,9 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
             lab.node_claims().await?.len() == 2,
             "Karpenter's own count should need two m5.large nodes for {PODS} Pods"
         );
-        lab.fx.wait_healthy("with Karpenter's own Pod count").await?;
+        lab.fx
+            .wait_healthy("with Karpenter's own Pod count")
+            .await?;
         operator.stop().await
     }
     .await;

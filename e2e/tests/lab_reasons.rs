@@ -5,14 +5,12 @@
 //! moto, Karpenter's process).
 
 use anyhow::{Context as _, Result, ensure};
-use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_checks::Settings;
 use karpenter_health_e2e::fault_proxy::public_parameters::al2023_recommended;
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::status_log::StatusLog;
-use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -23,13 +21,6 @@ const LAUNCH: Duration = Duration::from_secs(60);
 /// The provisioner runs at least every 10 s while Pods wait (kubernetes-sigs/karpenter
 /// `pkg/controllers/provisioning`); three passes.
 const PROVISIONER_PASS: Duration = Duration::from_secs(30);
-
-async fn patch_node_pool(lab: &Lab, patch: Value) -> Result<()> {
-    Api::<NodePool>::all(lab.fx.admin.clone())
-        .patch(&lab.fx.name, &PatchParams::default(), &Patch::Merge(patch))
-        .await?;
-    Ok(())
-}
 
 fn requirements(extra: Value) -> Value {
     let mut all = vec![
@@ -119,26 +110,26 @@ async fn a_security_group_selector_matching_nothing_launches_nothing() -> Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requirements_no_instance_type_meets_launch_nothing() -> Result<()> {
     let lab = Lab::start("lab-types", "ap-southeast-1").await?;
-    let outcome: Result<()> =
-        async {
-            patch_node_pool(&lab, requirements(json!([
+    let outcome: Result<()> = async {
+        lab.patch_node_pool(requirements(json!([
             {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c5"]},
-        ]))).await?;
-            let operator = lab.fx.start_operator(None, false).await?;
-            launches_nothing(
-                &lab,
-                (
-                    ConditionType::InstanceTypesAvailable,
-                    Reason::NoInstanceTypeMatchesRequirements,
-                ),
-                "skipping, nodepool requirements filtered out all instance types",
-            )
-            .await?;
-            patch_node_pool(&lab, requirements(json!([]))).await?;
-            launches(&lab, "with requirements some type meets").await?;
-            operator.stop().await
-        }
-        .await;
+        ])))
+        .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        launches_nothing(
+            &lab,
+            (
+                ConditionType::InstanceTypesAvailable,
+                Reason::NoInstanceTypeMatchesRequirements,
+            ),
+            "skipping, nodepool requirements filtered out all instance types",
+        )
+        .await?;
+        lab.patch_node_pool(requirements(json!([]))).await?;
+        launches(&lab, "with requirements some type meets").await?;
+        operator.stop().await
+    }
+    .await;
     lab.finish(outcome).await
 }
 
@@ -162,12 +153,9 @@ async fn a_required_zone_without_a_subnet_launches_nothing() -> Result<()> {
             .map(|suffix| format!("{}{suffix}", lab.fx.region))
             .find(|z| *z != zone)
             .context("no other zone")?;
-        patch_node_pool(
-            &lab,
-            requirements(json!([
-                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [elsewhere]},
-            ])),
-        )
+        lab.patch_node_pool(requirements(json!([
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [elsewhere]},
+        ])))
         .await?;
         let operator = lab.fx.start_operator(None, false).await?;
         launches_nothing(
@@ -179,12 +167,9 @@ async fn a_required_zone_without_a_subnet_launches_nothing() -> Result<()> {
             "skipping, nodepool requirements filtered out all instance types",
         )
         .await?;
-        patch_node_pool(
-            &lab,
-            requirements(json!([
-                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]},
-            ])),
-        )
+        lab.patch_node_pool(requirements(json!([
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]},
+        ])))
         .await?;
         launches(&lab, "with the subnet's zone required").await?;
         operator.stop().await
@@ -245,63 +230,62 @@ async fn an_image_ec2_no_longer_has_launches_nothing() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_architecture_the_images_are_not_built_for_launches_nothing() -> Result<()> {
     let lab = Lab::start("lab-arch", "sa-east-1").await?;
-    let outcome: Result<()> =
-        async {
-            let image = lab
-                .fx
-                .aws
-                .register_image(&format!("{}-x86", lab.fx.name))
-                .await?;
-            lab.fx
-                .patch_node_class_spec(
-                    json!({"amiFamily": "AL2023", "amiSelectorTerms": [{"id": image}]}),
-                )
-                .await?;
-            lab.karpenter_condition("AMIsReady", "True").await?;
-            patch_node_pool(&lab, json!({"spec": {"template": {"spec": {"requirements": [
+    let outcome: Result<()> = async {
+        let image = lab
+            .fx
+            .aws
+            .register_image(&format!("{}-x86", lab.fx.name))
+            .await?;
+        lab.fx
+            .patch_node_class_spec(
+                json!({"amiFamily": "AL2023", "amiSelectorTerms": [{"id": image}]}),
+            )
+            .await?;
+        lab.karpenter_condition("AMIsReady", "True").await?;
+        lab.patch_node_pool(json!({"spec": {"template": {"spec": {"requirements": [
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
             {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
             {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m6g"]},
         ]}}}}))
         .await?;
-            let operator = lab.fx.start_operator(None, false).await?;
-            lab.workload("web", "500m").await?;
-            lab.fx
-                .wait_failed(&[(
-                    ConditionType::InstanceTypesAvailable,
-                    Reason::NoInstanceTypeForAmiArchitecture,
-                )])
-                .await?;
-            // What Karpenter does: the NodeClaim it makes fails to launch for want of an image.
-            lab.wait_logged(
-                "Reconciler error",
-                &["no instance types satisfy requirements of amis"],
-                PROVISIONER_PASS,
-            )
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.workload("web", "500m").await?;
+        lab.fx
+            .wait_failed(&[(
+                ConditionType::InstanceTypesAvailable,
+                Reason::NoInstanceTypeForAmiArchitecture,
+            )])
             .await?;
-            for claim in lab.node_claims().await? {
-                let launched = claim
-                    .status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter())
-                    .any(|c| c.type_ == "Launched" && c.status == "True");
-                ensure!(
-                    !launched,
-                    "Karpenter launched an arm64 node without an arm64 image"
-                );
-            }
+        // What Karpenter does: the NodeClaim it makes fails to launch for want of an image.
+        lab.wait_logged(
+            "Reconciler error",
+            &["no instance types satisfy requirements of amis"],
+            PROVISIONER_PASS,
+        )
+        .await?;
+        for claim in lab.node_claims().await? {
+            let launched = claim
+                .status
+                .iter()
+                .flat_map(|s| s.conditions.iter())
+                .any(|c| c.type_ == "Launched" && c.status == "True");
             ensure!(
-                lab.launched_instances().await?.is_empty(),
-                "an instance was launched"
+                !launched,
+                "Karpenter launched an arm64 node without an arm64 image"
             );
-            // The twin: the images' architecture. The claim that could not launch would hold the
-            // Pod until Karpenter's 5-minute launch timeout (`liveness.go`); the user deletes it.
-            patch_node_pool(&lab, requirements(json!([]))).await?;
-            lab.delete_node_claims().await?;
-            launches(&lab, "with the images' architecture").await?;
-            operator.stop().await
         }
-        .await;
+        ensure!(
+            lab.launched_instances().await?.is_empty(),
+            "an instance was launched"
+        );
+        // The twin: the images' architecture. The claim that could not launch would hold the
+        // Pod until Karpenter's 5-minute launch timeout (`liveness.go`); the user deletes it.
+        lab.patch_node_pool(requirements(json!([]))).await?;
+        lab.delete_node_claims().await?;
+        launches(&lab, "with the images' architecture").await?;
+        operator.stop().await
+    }
+    .await;
     lab.finish(outcome).await
 }
 
@@ -318,7 +302,7 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
 {
     let lab = Lab::start("lab-limits", "eu-north-1").await?;
     let outcome: Result<()> = async {
-        patch_node_pool(&lab, json!({"spec": {
+        lab.patch_node_pool(json!({"spec": {
             "limits": {"cpu": "2"},
             "template": {"spec": {"requirements": [
                 {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
@@ -374,7 +358,7 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
             "Karpenter launched from {spare}, which does not define the Pod's label"
         );
         // The twin: room for one more node.
-        patch_node_pool(&lab, json!({"spec": {"limits": {"cpu": "4"}}})).await?;
+        lab.patch_node_pool(json!({"spec": {"limits": {"cpu": "4"}}})).await?;
         crate_wait_claims(&lab, 2).await?;
         lab.fx.wait_healthy("with room under the limit").await?;
         operator.stop().await
@@ -584,15 +568,12 @@ async fn the_drift_freeze_of_a_budget_holds_the_node_claim_until_it_expires() ->
     const EXPIRE_AFTER: Duration = Duration::from_secs(150);
     let lab = Lab::start("lab-drift", "eu-central-1").await?;
     let outcome: Result<()> = async {
-        patch_node_pool(
-            &lab,
-            json!({"spec": {
-                // Every reason: with drift alone held, Karpenter's consolidation replaces the node
-            // it just launched (a cheaper type fits the Pod) and nothing is left to drift.
-            "disruption": {"budgets": [{"nodes": "0"}]},
-                "template": {"spec": {"expireAfter": format!("{}s", EXPIRE_AFTER.as_secs())}},
-            }}),
-        )
+        lab.patch_node_pool(json!({"spec": {
+            // Every reason: with drift alone held, Karpenter's consolidation replaces the node
+        // it just launched (a cheaper type fits the Pod) and nothing is left to drift.
+        "disruption": {"budgets": [{"nodes": "0"}]},
+            "template": {"spec": {"expireAfter": format!("{}s", EXPIRE_AFTER.as_secs())}},
+        }}))
         .await?;
         let operator = lab.fx.start_operator(None, false).await?;
         lab.fx.wait_healthy("before any Pod").await?;

@@ -304,6 +304,12 @@ impl NodeClaimFacts {
                 last_transition: c.last_transition_time.as_ref().map(|t| t.0),
             })
         };
+        let node_pool = claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("karpenter.sh/nodepool"))
+            .cloned();
         Self {
             name: claim.metadata.name.clone().unwrap_or_default(),
             created: claim.metadata.creation_timestamp.as_ref().map(|t| t.0),
@@ -316,12 +322,7 @@ impl NodeClaimFacts {
             registered: condition("Registered"),
             drifted: condition("Drifted"),
             initialized: condition("Initialized"),
-            node_pool: claim
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("karpenter.sh/nodepool"))
-                .cloned(),
+            node_pool: node_pool.clone(),
             initialization_wait: initialization_wait(conditions),
             deleting_since: claim.metadata.deletion_timestamp.as_ref().map(|t| t.0),
             node_name: status
@@ -332,12 +333,7 @@ impl NodeClaimFacts {
             drift: find_condition(conditions, "Drifted")
                 .filter(|c| c.status == "True")
                 .map(|_| DriftFacts {
-                    node_pool: claim
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get("karpenter.sh/nodepool"))
-                        .cloned(),
+                    node_pool,
                     expire_after: claim.spec.expire_after.clone(),
                 }),
         }
