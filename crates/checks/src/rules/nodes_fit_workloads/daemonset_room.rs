@@ -28,22 +28,29 @@ const EXACT_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
 
 const MIB: u64 = 1024 * 1024;
 
-/// Whether Karpenter counts `daemonset` on `pool`'s nodes, judged only where the model is exact:
-/// a DaemonSet with a constraint it does not judge exactly, or one on a key the NodePool
-/// constrains with another operator (`Gt`, `Lt`), is not counted.
-fn counted_on(pool: &NodePool, template: &NodeClaimTemplate, daemonset: &DaemonSetFacts) -> bool {
-    if daemonset.constraints_unjudged {
-        return false;
-    }
-    let inexact_keys: Vec<&str> = pool
-        .spec
+/// The keys `pool` constrains with an operator the model does not judge exactly (`Gt`, `Lt`).
+fn inexact_keys(pool: &NodePool) -> Vec<&str> {
+    pool.spec
         .template
         .spec
         .requirements
         .iter()
         .filter(|r| !EXACT_OPERATORS.contains(&r.operator.as_str()))
         .map(|r| r.key.as_str())
-        .collect();
+        .collect()
+}
+
+/// Whether Karpenter counts `daemonset` on the nodes of `template`'s NodePool, judged only where
+/// the model is exact: a DaemonSet with a constraint it does not judge exactly, or one on a key
+/// the NodePool constrains with another operator (`inexact_keys`), is not counted.
+fn counted_on(
+    template: &NodeClaimTemplate,
+    inexact_keys: &[&str],
+    daemonset: &DaemonSetFacts,
+) -> bool {
+    if daemonset.constraints_unjudged {
+        return false;
+    }
     let pod = &daemonset.pod;
     let keys = pod
         .node_selector
@@ -88,9 +95,10 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
             continue;
         };
         let template = NodeClaimTemplate::of(pool);
+        let inexact = inexact_keys(pool);
         let mut counted: Vec<&DaemonSetFacts> = daemonsets
             .iter()
-            .filter(|d| counted_on(pool, &template, d))
+            .filter(|d| counted_on(&template, &inexact, d))
             .collect();
         counted.sort_by(|a, b| {
             (b.cpu_millis, b.memory_bytes, &a.pod.namespace, &a.pod.name).cmp(&(
@@ -124,7 +132,10 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
         let short_memory = overhead.memory_bytes > memory.1.memory_bytes_at_most;
         if short_cpu || short_memory {
             let room = if short_cpu {
-                format!("{} CPU, more than the {}m {} can give Pods", millis(overhead.cpu_millis), cpu.1.cpu_millis, cpu.0)
+                format!(
+                    "{}m CPU, more than the {}m {} can give Pods",
+                    overhead.cpu_millis, cpu.1.cpu_millis, cpu.0
+                )
             } else {
                 format!(
                     "{} MiB of memory, more than the at most {} MiB {} can give Pods",
@@ -143,10 +154,6 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
         "NodePool {}: the DaemonSets that run on its nodes leave room for Pods.",
         list_bounded(&judged, 3)
     )
-}
-
-fn millis(m: u64) -> String {
-    format!("{m}m")
 }
 
 fn fail(ctx: &Context, c: &mut Check, pool: &str, overhead: &Overhead, room: &str) {
