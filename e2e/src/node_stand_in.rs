@@ -16,7 +16,12 @@
 //! - `never-initialize`: the Node is made and registers but stays NotReady with its startup
 //!   taints (an agent that never starts);
 //! - `keep-startup-taints`: the Node is made, registers and is Ready, but its startup taints stay
-//!   (a startup taint no agent on the node removes).
+//!   (a startup taint no agent on the node removes);
+//! - `agent-not-running`: the Node is made, registers and is Ready, and Cilium's operator puts its
+//!   [`AGENT_TAINT`] on it unless a taint of that key is there already, as it does where the agent
+//!   Pod is scheduled but not running (cilium/cilium `operator/watchers/node_taint.go`
+//!   `checkAndMarkNode`); neither that taint nor the startup taints are lifted while the agent
+//!   does not run. In the other modes a running agent's operator lifts its taint.
 //!
 //! It also stands in for the VPC CNI in its default mode: a node of a type it knows gets that
 //! type's Pod addresses and no more, so a Pod beyond them stays `ContainerCreating` with the
@@ -45,6 +50,9 @@ const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 const REGISTERED_LABEL: &str = "karpenter.sh/registered";
 const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+/// The taint Cilium's operator puts on a node whose agent is not running (its default key and
+/// effect).
+pub const AGENT_TAINT: (&str, &str) = ("node.cilium.io/agent-not-ready", "NoSchedule");
 
 fn resource(group: &str, version: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
@@ -112,6 +120,7 @@ enum Mode {
     NeverRegister,
     NeverInitialize,
     KeepStartupTaints,
+    AgentNotRunning,
 }
 
 async fn sweep(
@@ -139,6 +148,7 @@ async fn sweep(
                 "never-register" => Mode::NeverRegister,
                 "never-initialize" => Mode::NeverInitialize,
                 "keep-startup-taints" => Mode::KeepStartupTaints,
+                "agent-not-running" => Mode::AgentNotRunning,
                 _ => Mode::Join,
             };
             Some((pool.metadata.name?, mode))
@@ -173,11 +183,8 @@ async fn sweep(
         match (by_provider.get(provider_id), mode) {
             (_, Mode::NeverRegister) => {}
             (None, mode) => create_node(&nodes_api, claim, provider_id, mode).await?,
-            (Some(node), Mode::Join) => lift_taints(&nodes_api, claim, node, true).await?,
-            (Some(node), Mode::KeepStartupTaints) => {
-                lift_taints(&nodes_api, claim, node, false).await?;
-            }
             (Some(_), Mode::NeverInitialize) => {}
+            (Some(node), mode) => lift_taints(&nodes_api, claim, node, mode).await?,
         }
     }
 
@@ -273,20 +280,21 @@ async fn create_node(
 }
 
 /// Once Karpenter registered the Node (its `karpenter.sh/registered` label), the Node, Ready,
-/// loses its `not-ready` taint, and (with `startup`) the agents that own the NodeClaim's startup
-/// taints remove them.
+/// loses its `not-ready` taint; in `Join` mode the agents that own the NodeClaim's startup taints
+/// remove them and a running agent's operator lifts [`AGENT_TAINT`]; in `AgentNotRunning` mode
+/// the operator puts it on instead, unless a taint of its key is there.
 async fn lift_taints(
     nodes: &Api<Node>,
     claim: &DynamicObject,
     node: &Node,
-    startup: bool,
+    mode: Mode,
 ) -> Result<()> {
     let registered = node
         .metadata
         .labels
         .as_ref()
         .is_some_and(|l| l.get(REGISTERED_LABEL).is_some_and(|v| v == "true"));
-    let lifted = startup;
+    let lifted = mode == Mode::Join;
     let startup: Vec<(String, String)> = claim.data["spec"]["startupTaints"]
         .as_array()
         .into_iter()
@@ -305,13 +313,22 @@ async fn lift_taints(
         .unwrap_or_default();
     // The API server's TaintNodesByCondition admission puts `not-ready` on every new Node; the
     // node lifecycle controller, which the bed does not run, lifts it from a Ready one.
-    let kept: Vec<_> = taints
+    let mut kept: Vec<_> = taints
         .iter()
         .filter(|t| !lifted || !startup.iter().any(|(k, e)| *k == t.key && *e == t.effect))
+        .filter(|t| !lifted || t.key != AGENT_TAINT.0)
         .filter(|t| t.key != NOT_READY_TAINT)
         .cloned()
         .collect();
-    if !registered || kept.len() == taints.len() {
+    let (agent_key, agent_effect) = AGENT_TAINT;
+    let tainted_by_operator =
+        mode == Mode::AgentNotRunning && !taints.iter().any(|t| t.key == agent_key);
+    if tainted_by_operator {
+        kept.push(serde_json::from_value(
+            json!({"key": agent_key, "effect": agent_effect}),
+        )?);
+    }
+    if !registered || kept == taints {
         return Ok(());
     }
     let name = node.metadata.name.clone().unwrap_or_default();

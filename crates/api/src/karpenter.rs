@@ -405,6 +405,10 @@ pub struct NodeClaimTemplateSpec {
     /// does not tolerate one is never scheduled to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
+    /// `spec.template.spec.startupTaints`: put on each new node and expected to be removed by
+    /// an agent; Karpenter ignores them for scheduling until the node initializes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub startup_taints: Vec<Taint>,
     /// `spec.template.spec.terminationGracePeriod`: how long Karpenter waits for a NodeClaim's
     /// Pods before deleting it anyway; `None`: it waits forever.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -176,6 +176,8 @@ pub struct Inputs {
     /// What keeps NodeClaims from being disrupted, as Karpenter says: few, small Events.
     pub disruption_events: Input<Event>,
     pub aws_auth: Input<ConfigMap>,
+    /// Cilium's settings, trimmed to whether its operator taints new nodes, and with which key.
+    pub cilium_config: Input<ConfigMap>,
     pub karpenter_deployment: Input<Deployment>,
     pub karpenter_service_account: Input<ServiceAccount>,
     pub aws_node_service_account: Input<ServiceAccount>,
@@ -224,6 +226,13 @@ impl Inputs {
                 kube_system,
                 named("aws-auth"),
                 trim::metadata,
+            ),
+            cilium_config: Input::new(
+                "kube-system/cilium-config",
+                "ConfigMap kube-system/cilium-config",
+                kube_system,
+                named(crate::cilium::CONFIG_MAP),
+                crate::cilium::trim,
             ),
             karpenter_deployment: Input::new(
                 "karpenter deployment",
@@ -278,13 +287,14 @@ impl Inputs {
     }
 
     /// The watch names of every input, for the readiness gate.
-    pub fn watch_names(&self) -> [&'static str; 15] {
+    pub fn watch_names(&self) -> [&'static str; 16] {
         [
             self.node_pools.watch,
             self.node_claims.watch,
             self.pending_pods.watch,
             self.disruption_events.watch,
             self.aws_auth.watch,
+            self.cilium_config.watch,
             self.karpenter_deployment.watch,
             self.karpenter_service_account.watch,
             self.aws_node_service_account.watch,

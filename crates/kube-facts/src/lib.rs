@@ -7,6 +7,7 @@
 
 mod api_errors;
 pub mod changes;
+pub mod cilium;
 pub mod daemonsets;
 pub mod disruption_events;
 pub mod drain;

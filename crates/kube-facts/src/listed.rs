@@ -82,6 +82,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         pending_pods,
         disruption_events,
         aws_auth,
+        cilium_config,
         karpenter_deployment,
         karpenter_service_account,
         aws_node_service_account,
@@ -93,6 +94,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         observe_list(i.pending_pods.api(c), &i.pending_pods),
         observe_list(i.disruption_events.api(c), &i.disruption_events),
         observe_named(i.aws_auth.api(c), &i.aws_auth),
+        observe_named(i.cilium_config.api(c), &i.cilium_config),
         observe_named(i.karpenter_deployment.api(c), &i.karpenter_deployment),
         observe_named(
             i.karpenter_service_account.api(c),
@@ -137,6 +139,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         // Read by `with_drains`, once the threshold is known.
         drains: crate::drain::DrainReads::default(),
         aws_auth,
+        cilium_config,
         karpenter_deployment,
         karpenter_service_account,
         aws_node_service_account,

@@ -98,7 +98,7 @@ impl StoredClaim {
                 status,
                 last_transition: None,
             }),
-            node_pool: self.node_pool.as_deref().map(str::to_owned),
+            node_pool: self.node_pool.clone(),
             initialization_wait: self.initialization_wait.as_deref().map(str::to_owned),
             deleting_since: self.deleting.as_ref().and_then(|d| d.since),
             node_name: self

@@ -44,6 +44,8 @@ pub struct Sources {
     /// What the drains of NodeClaims stuck terminating wait for.
     pub drains: crate::drain::DrainReads,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
+    /// `kube-system/cilium-config`, trimmed to its node taint settings ([`crate::cilium`]).
+    pub cilium_config: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
@@ -190,6 +192,7 @@ pub struct ClusterWide {
     service_endpoints: BTreeMap<String, Observed<usize>>,
     vpc_cni: Observed<VpcCniSettings>,
     daemonsets: Observed<Arc<Vec<karpenter_health_checks::facts::DaemonSetFacts>>>,
+    cilium_node_taint: Observed<String>,
 }
 
 /// Derives the cluster-wide facts from `sources`.
@@ -256,6 +259,13 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
             Observed::Absent => Observed::Absent,
             Observed::Unknown(u) => Observed::Unknown(u.clone()),
         },
+        cilium_node_taint: match &sources.cilium_config {
+            Observed::Found(Some(config)) => {
+                crate::cilium::node_taint_key(config).map_or(Observed::Absent, Observed::Found)
+            }
+            Observed::Found(None) | Observed::Absent => Observed::Absent,
+            Observed::Unknown(u) => Observed::Unknown(u.clone()),
+        },
         daemonsets: sources.daemonsets.as_ref().map(|all| {
             Arc::new(
                 all.iter()
@@ -313,6 +323,7 @@ impl WideKey {
         Self {
             objects: vec![
                 id(&sources.aws_auth),
+                id(&sources.cilium_config),
                 id(&sources.karpenter_deployment),
                 id(&sources.karpenter_service_account),
                 id(&sources.aws_node_service_account),
@@ -466,6 +477,7 @@ pub fn class_facts(
         service_endpoints: wide.service_endpoints.clone(),
         vpc_cni: wide.vpc_cni.clone(),
         daemonsets: wide.daemonsets.clone(),
+        cilium_node_taint: wide.cilium_node_taint.clone(),
         disruption_blocked,
         drains,
     }

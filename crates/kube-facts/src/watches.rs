@@ -12,8 +12,8 @@ use crate::pending_pods::{PendingPodIndex, PodPins, SharedPendingPods};
 use crate::snapshot::{Overrides, Sources, WideMemo, class_facts};
 pub use crate::watch_health::WATCH_STALE_AFTER;
 use crate::watch_health::WatchHealth;
+use futures::StreamExt;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -44,7 +44,8 @@ pub struct Triggers {
     pub pending_pods: BoxStream<'static, Result<PodPins, watcher::Error>>,
     /// The NodeClaim a `DisruptionBlocked` Event is about (the index is updated first).
     pub disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
-    pub aws_auth: Touched<ConfigMap>,
+    /// `kube-system/aws-auth` and `kube-system/cilium-config`.
+    pub config_maps: Touched<ConfigMap>,
     pub karpenter_deployment: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
     /// Karpenter's CRDs (the NodePool's label rules; every one's stored versions, schema fields
@@ -125,6 +126,17 @@ impl Watching<'_> {
         K: Watchable + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     {
         reflected(input.api(self.client), input, self.health)
+    }
+
+    /// Watches of two namespaced inputs of one kind, whose changes trigger the same classes: one
+    /// stream for both.
+    fn namespaced_pair<K>(&self, a: &Input<K>, b: &Input<K>) -> ((Store<K>, Store<K>), Touched<K>)
+    where
+        K: Watchable + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        let (a, a_stream) = self.namespaced(a);
+        let (b, b_stream) = self.namespaced(b);
+        ((a, b), futures::stream::select(a_stream, b_stream).boxed())
     }
 
     /// A watch of a cluster-scoped input.
@@ -211,6 +223,7 @@ pub struct KubeFacts {
     /// What the drains of NodeClaims stuck terminating wait for ([`KubeFacts::refresh_drains`]).
     drains: crate::drain::DrainReads,
     aws_auth: Store<ConfigMap>,
+    cilium_config: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
     aws_node_service_account: Store<ServiceAccount>,
@@ -262,12 +275,11 @@ impl KubeFacts {
             client,
             health: &health,
         };
-        let (aws_auth, aws_auth_stream) = w.namespaced(&i.aws_auth);
+        let ((aws_auth, cilium_config), config_map_stream) =
+            w.namespaced_pair(&i.aws_auth, &i.cilium_config);
         let (karpenter_deployment, deployment_stream) = w.namespaced(&i.karpenter_deployment);
-        let (karpenter_service_account, karpenter_sa_stream) =
-            w.namespaced(&i.karpenter_service_account);
-        let (aws_node_service_account, aws_node_sa_stream) =
-            w.namespaced(&i.aws_node_service_account);
+        let ((karpenter_service_account, aws_node_service_account), service_account_stream) =
+            w.namespaced_pair(&i.karpenter_service_account, &i.aws_node_service_account);
         let (node_pool_crd, node_pool_crd_stream) = w.cluster(&i.node_pool_crd);
         let (node_claim_crd, node_claim_crd_stream) = w.cluster(&i.node_claim_crd);
         let (node_class_crd, node_class_crd_stream) = w.cluster(&i.node_class_crd);
@@ -282,6 +294,7 @@ impl KubeFacts {
             disruption_events,
             drains: crate::drain::DrainReads::default(),
             aws_auth,
+            cilium_config,
             karpenter_deployment,
             karpenter_service_account,
             aws_node_service_account,
@@ -305,11 +318,9 @@ impl KubeFacts {
             node_claims: node_claim_stream,
             pending_pods: pod_stream,
             disruption_events: disruption_stream,
-            aws_auth: aws_auth_stream,
+            config_maps: config_map_stream,
             karpenter_deployment: deployment_stream,
-            service_accounts: futures::stream::select(karpenter_sa_stream, aws_node_sa_stream)
-                .map_err(|e| e)
-                .boxed(),
+            service_accounts: service_account_stream,
             node_pool_crd: futures::stream::select_all([
                 node_pool_crd_stream,
                 node_claim_crd_stream,
@@ -351,6 +362,9 @@ impl KubeFacts {
             drains: self.drains.clone(),
             aws_auth: self.health.observe(self.inputs.aws_auth.watch, || {
                 self.aws_auth.state().into_iter().next()
+            }),
+            cilium_config: self.health.observe(self.inputs.cilium_config.watch, || {
+                self.cilium_config.state().into_iter().next()
             }),
             karpenter_deployment: self
                 .health

@@ -164,6 +164,7 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             service_endpoints: Default::default(),
             vpc_cni: offline(),
             daemonsets: offline(),
+            cilium_node_taint: offline(),
             disruption_blocked: offline(),
             drains: Default::default(),
         },

@@ -135,7 +135,7 @@ fn standby_caches(
         drained(inputs.node_claims),
         drained(inputs.pending_pods),
         drained(inputs.disruption_events),
-        drained(inputs.aws_auth),
+        drained(inputs.config_maps),
         drained(inputs.karpenter_deployment),
         drained(inputs.service_accounts),
         drained(inputs.node_pool_crd),

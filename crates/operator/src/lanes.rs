@@ -69,7 +69,7 @@ pub(crate) fn user_changes(
         node_claims,
         pending_pods,
         disruption_events,
-        aws_auth,
+        config_maps,
         karpenter_deployment,
         service_accounts,
         node_pool_crd,
@@ -89,7 +89,7 @@ pub(crate) fn user_changes(
             node_pools,
             triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
         )
-        .watches_stream(aws_auth, triggers.mapper(|t, _| t.all_classes()))
+        .watches_stream(config_maps, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(
             karpenter_deployment,
             triggers.mapper(|t, _| t.all_classes()),

@@ -101,7 +101,9 @@ pub async fn evaluate_once(
     }
     node_classes.retain(|c| only.is_empty() || only.contains(&name_of(c)));
 
-    progress("listing NodePools, NodeClaims, pending Pods, aws-auth and the Karpenter controller");
+    progress(
+        "listing NodePools, NodeClaims, pending Pods, aws-auth, Cilium's settings and the Karpenter controller",
+    );
     let sources = listed::list_sources(client, &config.watch_targets()).await;
     let overrides = config.overrides();
     let settings = config.settings();

@@ -169,6 +169,10 @@ pub struct ClusterFacts {
     /// Every DaemonSet of the cluster, as Karpenter counts its Pods against a node's room:
     /// shared by every class (one cluster-wide list), unknown until its watch has listed them.
     pub daemonsets: Observed<Arc<Vec<DaemonSetFacts>>>,
+    /// The key of the taint Cilium's operator puts on each new node its agent is scheduled on
+    /// until the agent runs (`kube-system/cilium-config`: `set-cilium-node-taints`,
+    /// `agent-not-ready-taint-key`); `Absent` when there is no such ConfigMap or it says no.
+    pub cilium_node_taint: Observed<String>,
     /// Karpenter's newest `DisruptionBlocked` Event of each NodeClaim of the class that has one
     /// (what keeps it from being disrupted); `Found` and empty when none has.
     pub disruption_blocked: Observed<BTreeMap<String, DisruptionBlocked>>,
@@ -205,6 +209,7 @@ impl Default for ClusterFacts {
             service_endpoints: BTreeMap::new(),
             vpc_cni: Observed::default(),
             daemonsets: Observed::default(),
+            cilium_node_taint: Observed::default(),
             disruption_blocked: Observed::default(),
             drains: BTreeMap::new(),
         }
@@ -258,8 +263,9 @@ pub struct NodeClaimFacts {
     /// Karpenter's `Initialized` condition (the operator's index keeps its status, not its
     /// transition time).
     pub initialized: Option<ClaimCondition>,
-    /// The NodePool that made it (label `karpenter.sh/nodepool`).
-    pub node_pool: Option<String>,
+    /// The NodePool that made it (label `karpenter.sh/nodepool`), shared: a cluster has a few
+    /// NodePools and thousands of NodeClaims, and every reconcile copies its class's claims.
+    pub node_pool: Option<Arc<str>>,
     /// What Karpenter's `Initialized` condition says it waits for (`StartupTaintsExist:
     /// StartupTaint "…" still exists`), kept only while the NodeClaim is registered and not
     /// initialized: the few that wait keep a message, the many others nothing.
@@ -308,8 +314,7 @@ impl NodeClaimFacts {
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get("karpenter.sh/nodepool"))
-            .cloned();
+            .and_then(|l| l.get("karpenter.sh/nodepool"));
         Self {
             name: claim.metadata.name.clone().unwrap_or_default(),
             created: claim.metadata.creation_timestamp.as_ref().map(|t| t.0),
@@ -322,7 +327,7 @@ impl NodeClaimFacts {
             registered: condition("Registered"),
             drifted: condition("Drifted"),
             initialized: condition("Initialized"),
-            node_pool: node_pool.clone(),
+            node_pool: node_pool.map(|p| Arc::from(p.as_str())),
             initialization_wait: initialization_wait(conditions),
             deleting_since: claim.metadata.deletion_timestamp.as_ref().map(|t| t.0),
             node_name: status
@@ -333,7 +338,7 @@ impl NodeClaimFacts {
             drift: find_condition(conditions, "Drifted")
                 .filter(|c| c.status == "True")
                 .map(|_| DriftFacts {
-                    node_pool,
+                    node_pool: node_pool.cloned(),
                     expire_after: claim.spec.expire_after.clone(),
                 }),
         }

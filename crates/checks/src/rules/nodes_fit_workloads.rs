@@ -1,9 +1,11 @@
 //! `NodesFitWorkloads`: the nodes Karpenter launches for this EC2NodeClass can run the Pods it
 //! launches them for, judged per NodePool: the DaemonSets leave room for Pods
-//! (`daemonset_room`), the nodes finish initializing (`initialization`), and the Pods each is
-//! promised fit the addresses the VPC CNI can give it (`pod_density`). Karpenter's own status
-//! stays green while the Pods wait. Pure: no IO.
+//! (`daemonset_room`), the nodes finish initializing (`initialization`) without an agent's taint
+//! making Karpenter launch more of them (`agent_taint`), and the Pods each is promised fit the
+//! addresses the VPC CNI can give it (`pod_density`). Karpenter's own status stays green while
+//! the Pods wait. Pure: no IO.
 
+mod agent_taint;
 mod daemonset_room;
 mod initialization;
 mod pod_density;
@@ -26,6 +28,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
     let said = [
         daemonset_room::judge(ctx, &mut c, &pools),
         initialization::judge(ctx, &mut c, &pools),
+        agent_taint::judge(ctx, &mut c, &pools),
         pod_density::judge(ctx, &mut c, &pools),
     ];
     let ok: Vec<String> = said.into_iter().filter(|s| !s.is_empty()).collect();

@@ -194,6 +194,7 @@ pub fn node_pool(name: &str) -> NodePool {
                         requirement("kubernetes.io/arch", "In", &["amd64"]),
                     ],
                     taints: Vec::new(),
+                    startup_taints: Vec::new(),
                     termination_grace_period: None,
                 },
             },
@@ -393,6 +394,8 @@ fn healthy_cluster() -> ClusterFacts {
             daemonset("kube-system", "aws-node", 25, 0),
             daemonset("kube-system", "kube-proxy", 100, 0),
         ])),
+        // The VPC CNI's cluster: no Cilium, so no agent taint on new nodes.
+        cilium_node_taint: Observed::Absent,
         disruption_blocked: Observed::Found(BTreeMap::new()),
         drains: BTreeMap::new(),
     }

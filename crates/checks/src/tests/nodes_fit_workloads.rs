@@ -396,3 +396,100 @@ fn unread_daemonsets_are_unknown_with_their_cause() {
     assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsAccessDenied"), "{message}");
     assert!(message.contains("DaemonSets"), "{message}");
 }
+
+/// The healthy facts on a Cilium cluster: its operator taints new nodes with `key`, and its
+/// agent DaemonSet, tolerating every taint as Cilium's chart writes it, runs on every node.
+fn with_cilium(key: &str) -> Facts {
+    let mut agent = crate::testing::daemonset("kube-system", "cilium", 0, 0);
+    agent.pod.tolerations.push(crate::facts::Toleration {
+        operator: "Exists".into(),
+        ..Default::default()
+    });
+    with_daemonset(Facts::healthy(), agent).with(|f| f.cluster.cilium_node_taint = Observed::Found(key.to_owned()))
+}
+
+fn with_startup_taint(facts: Facts, key: &str, effect: &str) -> Facts {
+    facts.with(|f| {
+        if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+            pool.spec.template.spec.startup_taints.push(karpenter_health_api::karpenter::Taint {
+                key: key.into(),
+                value: None,
+                effect: effect.into(),
+            });
+        }
+    })
+}
+
+const CILIUM_TAINT: &str = "node.cilium.io/agent-not-ready";
+
+fn agent_taint_warning(facts: &Facts) -> Option<String> {
+    super::reasons::status(facts)
+        .findings
+        .into_iter()
+        .find(|f| f.reason == "AgentTaintNotStartupTaint")
+        .map(|f| f.message)
+}
+
+#[test]
+fn ciliums_taint_missing_from_startup_taints_is_a_warning_never_a_false() {
+    let facts = with_cilium(CILIUM_TAINT);
+    let (status, reason, message, warnings) = fit(&facts);
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "NodesFitTheirPods"), "{message}");
+    assert_eq!(warnings, ["AgentTaintNotStartupTaint"]);
+    let warning = agent_taint_warning(&facts).unwrap_or_default();
+    assert!(
+        warning.contains("NodePool default")
+            && warning.contains(CILIUM_TAINT)
+            && warning.contains("launches more nodes")
+            && warning.contains("startupTaints"),
+        "{warning}"
+    );
+    // The True message says nothing that contradicts the warning.
+    assert!(!message.contains("startup taint of every NodePool"), "{message}");
+}
+
+#[test]
+fn a_startup_or_template_taint_of_ciliums_key_whatever_its_effect_is_no_warning() {
+    // Cilium's operator adds no taint where one of its key is on the node (`hasAgentNotReadyTaint`
+    // compares keys), and Karpenter hides a startup taint until the node initializes.
+    for effect in ["NoExecute", "NoSchedule"] {
+        let declared = with_startup_taint(with_cilium(CILIUM_TAINT), CILIUM_TAINT, effect);
+        let (status, _, message, warnings) = fit(&declared);
+        assert_eq!(status, "True");
+        assert!(warnings.is_empty(), "{effect}: {warnings:?}");
+        assert!(message.contains(&format!("Cilium's node taint {CILIUM_TAINT} is a startup taint")), "{message}");
+    }
+    // Another key does not declare it.
+    let other = with_startup_taint(with_cilium(CILIUM_TAINT), "example.com/agent-not-ready", "NoExecute");
+    assert_eq!(fit(&other).3, ["AgentTaintNotStartupTaint"]);
+    // The key cilium-config names is the one judged.
+    let custom = with_startup_taint(with_cilium("example.com/cni"), CILIUM_TAINT, "NoExecute");
+    assert!(agent_taint_warning(&custom).is_some_and(|w| w.contains("example.com/cni")));
+}
+
+#[test]
+fn no_warning_where_cilium_taints_no_node_of_the_node_pool() {
+    // Cilium's settings say no (or there is no cilium-config): the healthy facts.
+    assert!(fit(&Facts::healthy()).3.is_empty());
+    // No agent DaemonSet: no agent Pod is scheduled, so the operator taints nothing.
+    let no_agent = Facts::healthy().with(|f| f.cluster.cilium_node_taint = Observed::Found(CILIUM_TAINT.into()));
+    assert!(fit(&no_agent).3.is_empty());
+    // The agent is kept off the NodePool's nodes by a selector the NodePool does not meet.
+    let kept_off = with_cilium(CILIUM_TAINT).with(|f| {
+        if let Observed::Found(all) = &mut f.cluster.daemonsets
+            && let Some(agent) = std::sync::Arc::make_mut(all).iter_mut().find(|d| d.pod.name == "cilium")
+        {
+            agent.pod.node_selector.insert("example.com/cilium".into(), "true".into());
+        }
+    });
+    assert!(fit(&kept_off).3.is_empty());
+}
+
+#[test]
+fn unread_cilium_settings_are_unknown_with_their_cause() {
+    let facts = Facts::healthy()
+        .with(|f| f.cluster.cilium_node_taint = Observed::unknown(UnknownCause::AccessDenied, "403"));
+    let (status, reason, message, _) = fit(&facts);
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsAccessDenied"), "{message}");
+    assert!(message.contains("kube-system/cilium-config"), "{message}");
+}

@@ -29,7 +29,7 @@ const EXACT_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
 const MIB: u64 = 1024 * 1024;
 
 /// The keys `pool` constrains with an operator the model does not judge exactly (`Gt`, `Lt`).
-fn inexact_keys(pool: &NodePool) -> Vec<&str> {
+pub(super) fn inexact_keys(pool: &NodePool) -> Vec<&str> {
     pool.spec
         .template
         .spec
@@ -43,7 +43,7 @@ fn inexact_keys(pool: &NodePool) -> Vec<&str> {
 /// Whether Karpenter counts `daemonset` on the nodes of `template`'s NodePool, judged only where
 /// the model is exact: a DaemonSet with a constraint it does not judge exactly, or one on a key
 /// the NodePool constrains with another operator (`inexact_keys`), is not counted.
-fn counted_on(
+pub(super) fn counted_on(
     template: &NodeClaimTemplate,
     inexact_keys: &[&str],
     daemonset: &DaemonSetFacts,

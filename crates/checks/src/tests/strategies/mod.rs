@@ -50,6 +50,8 @@ pub(super) enum Fact {
     VpcNetwork,
     /// The VPC CNI's settings on aws-node.
     VpcCni,
+    /// Cilium's node taint setting (`kube-system/cilium-config`).
+    CiliumConfig,
     /// The region's instance types and their offerings (issue 25).
     InstanceTypes,
     /// Every SSM parameter of the class's AMI alias (issue 25).
@@ -58,7 +60,7 @@ pub(super) enum Fact {
     Images,
 }
 
-pub(super) const ALL_FACTS: [Fact; 28] = [
+pub(super) const ALL_FACTS: [Fact; 29] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -84,6 +86,7 @@ pub(super) const ALL_FACTS: [Fact; 28] = [
     Fact::ClusterVpc,
     Fact::VpcNetwork,
     Fact::VpcCni,
+    Fact::CiliumConfig,
     Fact::InstanceTypes,
     Fact::AmiParameters,
     Fact::Images,
@@ -170,6 +173,7 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
             }
         }
         Fact::VpcCni => f.cluster.vpc_cni = to(cause),
+        Fact::CiliumConfig => f.cluster.cilium_node_taint = to(cause),
         Fact::InstanceTypes => f.aws.instance_types = Some(to(cause)),
     }
 }
