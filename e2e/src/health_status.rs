@@ -1,6 +1,6 @@
 //! Reading a KarpenterHealth status in tests: a one-line summary for failure messages, whether a
-//! condition has a given status and reason, its message, the findings' subjects, and the
-//! assertion that exactly the expected conditions failed. Pure, no IO.
+//! condition has a given status and reason, its message, a finding's message, the findings'
+//! subjects, and the assertion that exactly the expected conditions failed. Pure, no IO.
 
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason};
 use std::collections::BTreeSet;
@@ -23,6 +23,17 @@ pub fn summary(status: &KarpenterHealthStatus) -> String {
         text.push_str(&format!("\n  finding {}: {}", f.reason, f.message));
     }
     text
+}
+
+/// The message of the finding (a warning, or the error of a False) with `reason`, empty when the
+/// status has none.
+pub fn finding_message<'a>(status: &'a KarpenterHealthStatus, reason: &str) -> &'a str {
+    status
+        .findings
+        .iter()
+        .find(|f| f.reason == reason)
+        .map(|f| f.message.as_str())
+        .unwrap_or_default()
 }
 
 /// Whether condition `ty` has status `want` (`True`, `False`, `Unknown`) with `reason`.

@@ -212,6 +212,33 @@ impl Lab {
         Ok(())
     }
 
+    /// Steers the node stand-in for the test's NodePool (the modes of
+    /// [`crate::node_stand_in`]); `None`: its default, Nodes that join and agents that run.
+    pub async fn steer_nodes(&self, mode: Option<&str>) -> Result<()> {
+        self.patch_node_pool(json!({"metadata": {"annotations": {
+            crate::node_stand_in::NODES_ANNOTATION: mode,
+        }}}))
+        .await
+    }
+
+    /// The healthy end of a twin whose node agents were held back: they run (the stand-in's
+    /// default), the one NodeClaim initializes, Pod `pod` is bound to its node and every
+    /// condition turns True (`setup` says with what), and no other NodeClaim was launched.
+    pub async fn agents_run_and_pod_binds(
+        &self,
+        pod: &str,
+        setup: &str,
+        deadline: Duration,
+    ) -> Result<()> {
+        self.steer_nodes(None).await?;
+        self.wait_node_claim("Initialized", deadline).await?;
+        self.wait_pod_bound(pod, deadline).await?;
+        self.fx.wait_healthy(setup).await?;
+        let claims = self.node_claims().await?.len();
+        anyhow::ensure!(claims == 1, "{claims} NodeClaims for one Pod");
+        Ok(())
+    }
+
     /// Lets the test's NodePool launch on-demand nodes of `types` only.
     pub async fn only_instance_types(&self, types: &[&str]) -> Result<()> {
         self.patch_node_pool(json!({"spec": {"template": {"spec": {"requirements": [

@@ -489,8 +489,3 @@ async fn no_address_left(
         Err(e) => Err(e).context("recording the CNI's Event"),
     }
 }
-
-/// The annotation value as a type, for tests that set it.
-pub fn nodes_annotation(mode: &str) -> Value {
-    json!({"metadata": {"annotations": {NODES_ANNOTATION: mode}}})
-}

@@ -12,8 +12,9 @@
 
 use anyhow::{Result, ensure};
 use karpenter_health_api::KarpenterHealthStatus;
+use karpenter_health_e2e::health_status::finding_message;
 use karpenter_health_e2e::lab::Lab;
-use karpenter_health_e2e::node_stand_in::{AGENT_TAINT, NODES_ANNOTATION};
+use karpenter_health_e2e::node_stand_in::AGENT_TAINT;
 use karpenter_health_e2e::wait_for;
 use serde_json::json;
 use std::time::Duration;
@@ -35,11 +36,6 @@ fn nothing_false(s: &KarpenterHealthStatus) -> bool {
     s.conditions.iter().all(|c| c.status != "False")
 }
 
-async fn steer_nodes(lab: &Lab, mode: Option<&str>) -> Result<()> {
-    lab.patch_node_pool(json!({"metadata": {"annotations": {NODES_ANNOTATION: mode}}}))
-        .await
-}
-
 async fn claims(lab: &Lab) -> Result<usize> {
     Ok(lab.node_claims().await?.len())
 }
@@ -50,7 +46,7 @@ async fn ciliums_taint_outside_startup_taints_makes_karpenter_launch_nodes_for_n
     let lab = Lab::start("lab-agent", "eu-west-1").await?;
     let outcome: Result<()> = async {
         lab.fx.install_cilium().await?;
-        steer_nodes(&lab, Some("agent-not-running")).await?;
+        lab.steer_nodes(Some("agent-not-running")).await?;
         let operator = lab.fx.start_operator(None, false).await?;
         let status = lab
             .fx
@@ -58,12 +54,7 @@ async fn ciliums_taint_outside_startup_taints_makes_karpenter_launch_nodes_for_n
                 warned(s) && nothing_false(s) && s.conditions.iter().all(|c| c.reason != "Pending")
             })
             .await?;
-        let warning = status
-            .findings
-            .iter()
-            .find(|f| f.reason == "AgentTaintNotStartupTaint")
-            .map(|f| f.message.clone())
-            .unwrap_or_default();
+        let warning = finding_message(&status, "AgentTaintNotStartupTaint");
         ensure!(
             warning.contains(&format!("NodePool {}", lab.fx.name))
                 && warning.contains(AGENT_TAINT.0),
@@ -115,14 +106,8 @@ async fn ciliums_taint_outside_startup_taints_makes_karpenter_launch_nodes_for_n
             "Karpenter launched {n} NodeClaims for one Pod with the startup taint declared"
         );
         // The agent runs: its operator lifts the taint, the node initializes, the Pod runs.
-        steer_nodes(&lab, None).await?;
-        lab.wait_node_claim("Initialized", SETTLE).await?;
-        lab.wait_pod_bound("app-twin", SETTLE).await?;
-        lab.fx
-            .wait_healthy("with Cilium's taint a startup taint")
+        lab.agents_run_and_pod_binds("app-twin", "with Cilium's taint a startup taint", SETTLE)
             .await?;
-        let n = claims(&lab).await?;
-        ensure!(n == 1, "{n} NodeClaims for one Pod");
         operator.stop().await
     }
     .await;

@@ -8,13 +8,10 @@
 //! pinned releases) is cited beside each scenario.
 
 use anyhow::{Context as _, Result, ensure};
-use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::{Lab, release};
-use karpenter_health_e2e::node_stand_in::nodes_annotation;
 use karpenter_health_e2e::status_log::StatusLog;
-use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use std::time::Duration;
 
@@ -28,18 +25,6 @@ const LAUNCH: Duration = Duration::from_secs(60);
 /// NodePool's class is not ready (kubernetes-sigs/karpenter `pkg/controllers/provisioning/
 /// provisioner.go`); the provisioner runs at least every 10 s while Pods wait.
 const PROVISIONER_PASS: Duration = Duration::from_secs(30);
-
-async fn annotate_node_pool(lab: &Lab, mode: Option<&str>) -> Result<()> {
-    let patch = match mode {
-        Some(mode) => nodes_annotation(mode),
-        None => json!({"metadata": {"annotations": {
-            karpenter_health_e2e::node_stand_in::NODES_ANNOTATION: null}}}),
-    };
-    Api::<NodePool>::all(lab.fx.admin.clone())
-        .patch(&lab.fx.name, &PatchParams::default(), &Patch::Merge(patch))
-        .await?;
-    Ok(())
-}
 
 /// Classic 2. Karpenter takes `spec.instanceProfile` as given and marks it ready without asking
 /// IAM (`pkg/controllers/nodeclass/instanceprofile.go`); its validation's RunInstances dry run is
@@ -137,7 +122,7 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
     let outcome: Result<()> = async {
         let controller_role = lab.fx.controller_role_arn.clone();
         lab.fx.map_roles(&[&controller_role]).await?;
-        annotate_node_pool(&lab, Some("never-register")).await?;
+        lab.steer_nodes(Some("never-register")).await?;
         let operator = lab
             .fx
             .start_operator_with(None, |config| {
@@ -189,7 +174,7 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
         // The healthy twin: the node role mapped; the kubelet joins.
         let node_role = lab.fx.node_role_arn.clone();
         lab.fx.map_roles(&[&node_role]).await?;
-        annotate_node_pool(&lab, None).await?;
+        lab.steer_nodes(None).await?;
         lab.wait_node_claim("Initialized", LAUNCH).await?;
         lab.fx
             .wait_healthy("once aws-auth maps the node role")

@@ -12,7 +12,6 @@ use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::lab::Lab;
-use karpenter_health_e2e::node_stand_in::NODES_ANNOTATION;
 use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
@@ -21,11 +20,6 @@ use std::time::Duration;
 const AGENT_TAINT: &str = "example.com/agent-not-ready";
 /// Launch, registration and initialization on the bed (see `lab_classic_failures::LAUNCH`).
 const LAUNCH: Duration = Duration::from_secs(60);
-
-async fn steer_nodes(lab: &Lab, mode: Option<&str>) -> Result<()> {
-    lab.patch_node_pool(json!({"metadata": {"annotations": {NODES_ANNOTATION: mode}}}))
-        .await
-}
 
 /// Karpenter's `Initialized` condition of NodeClaim `name`: its status, reason and message.
 async fn initialized_of(lab: &Lab, name: &str) -> Result<(String, String, String)> {
@@ -57,7 +51,7 @@ async fn a_startup_taint_nobody_removes_leaves_the_node_uninitialized_and_its_po
             "startupTaints": [{"key": AGENT_TAINT, "effect": "NoSchedule"}],
         }}}}))
         .await?;
-        steer_nodes(&lab, Some("keep-startup-taints")).await?;
+        lab.steer_nodes(Some("keep-startup-taints")).await?;
         let operator = lab
             .fx
             .start_operator_with(None, |config| {
@@ -112,14 +106,8 @@ async fn a_startup_taint_nobody_removes_leaves_the_node_uninitialized_and_its_po
         );
 
         // The healthy twin: the agent starts and removes its taint.
-        steer_nodes(&lab, None).await?;
-        lab.wait_node_claim("Initialized", LAUNCH).await?;
-        lab.wait_pod_bound("app", LAUNCH).await?;
-        lab.fx
-            .wait_healthy("once the agent removed its startup taint")
+        lab.agents_run_and_pod_binds("app", "once the agent removed its startup taint", LAUNCH)
             .await?;
-        let claims = lab.node_claims().await?.len();
-        ensure!(claims == 1, "{claims} NodeClaims for one Pod");
         operator.stop().await
     }
     .await;

@@ -10,6 +10,7 @@
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::KarpenterHealthStatus;
+use karpenter_health_e2e::health_status::finding_message;
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::node_stand_in::NO_ADDRESS_MESSAGE;
 use karpenter_health_e2e::wait_for;
@@ -106,12 +107,7 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
                 warned(s) && nothing_false(s) && s.conditions.iter().all(|c| c.reason != "Pending")
             })
             .await?;
-        let warning = status
-            .findings
-            .iter()
-            .find(|f| f.reason == "MaxPodsAboveAddresses")
-            .map(|f| f.message.clone())
-            .unwrap_or_default();
+        let warning = finding_message(&status, "MaxPodsAboveAddresses");
         ensure!(
             warning.contains("m5.large runs up to 110 Pods but can address 29"),
             "{warning}"

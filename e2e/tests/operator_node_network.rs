@@ -15,7 +15,7 @@ use anyhow::Result;
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::fault_proxy::{Fault, FaultProxy};
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
-use karpenter_health_e2e::health_status::message;
+use karpenter_health_e2e::health_status::{finding_message, message};
 use karpenter_health_e2e::status_log::StatusLog;
 
 const VERSION: &str = "1.8.6";
@@ -60,12 +60,7 @@ async fn full_zones_the_cni_warm_target_and_a_subnet_in_another_vpc_are_caught_b
                     && message(s, ConditionType::SubnetsReady).contains(&small)
             })
             .await?;
-        let warning = status
-            .findings
-            .iter()
-            .find(|f| f.reason == "ZoneSubnetsLowOnAddresses")
-            .map(|f| f.message.clone())
-            .unwrap_or_default();
+        let warning = finding_message(&status, "ZoneSubnetsLowOnAddresses");
         assert!(warning.contains("at most 11 free"), "{warning}");
         // The VPC CNI keeps 400 addresses warm on the roomy /24: a warning too.
         fx.set_status_subnets(&[&subnet]).await?;

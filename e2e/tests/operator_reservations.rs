@@ -16,7 +16,7 @@ use anyhow::Result;
 use karpenter_health_api::{ConditionType, Reason, Severity};
 use karpenter_health_e2e::fault_proxy::capacity_reservations::CapacityReservation;
 use karpenter_health_e2e::fixture::{Fixture, REFRESH};
-use karpenter_health_e2e::health_status::{message, subnet_zone};
+use karpenter_health_e2e::health_status::{finding_message, message, subnet_zone};
 use karpenter_health_e2e::status_log::StatusLog;
 use serde_json::{Value, json};
 
@@ -63,12 +63,7 @@ async fn reserved_only_node_pools_without_a_usable_reservation_are_capacity_rese
                     .any(|f| f.reason == "OpenCapacityReservationsSkipped")
             })
             .await?;
-        let warning = status
-            .findings
-            .iter()
-            .find(|f| f.reason == "OpenCapacityReservationsSkipped")
-            .map(|f| f.message.clone())
-            .unwrap_or_default();
+        let warning = finding_message(&status, "OpenCapacityReservationsSkipped");
         assert!(
             warning.contains("cr-0e0000000000000e1") && !warning.contains("cr-0e0000000000000e2"),
             "only the open one, as EC2's filter answers: {warning}"

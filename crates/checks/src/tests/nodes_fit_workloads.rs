@@ -48,11 +48,12 @@ fn fit(facts: &Facts) -> (String, String, String, Vec<String>) {
     condition_of(facts, ConditionType::NodesFitWorkloads)
 }
 
-fn warning_text(facts: &Facts) -> Option<String> {
+/// The message of the warning `reason` on `facts`' status, if there is one.
+fn warning_text(facts: &Facts, reason: &str) -> Option<String> {
     super::reasons::status(facts)
         .findings
         .into_iter()
-        .find(|f| f.reason == "MaxPodsAboveAddresses")
+        .find(|f| f.reason == reason)
         .map(|f| f.message)
 }
 
@@ -63,7 +64,7 @@ fn max_pods_above_every_allowed_types_addresses_is_a_warning_never_a_false() {
     assert_eq!((status.as_str(), reason.as_str()), ("True", "NodesFitTheirPods"));
     assert_eq!(warnings, ["MaxPodsAboveAddresses"]);
     assert!(message.contains("see the warning"), "{message}");
-    let text = warning_text(&facts).expect("the warning");
+    let text = warning_text(&facts, "MaxPodsAboveAddresses").expect("the warning");
     assert!(
         text.contains("spec.kubelet.maxPods 110")
             && text.contains("m5.large runs up to 110 Pods but can address 29 (27 + 2"),
@@ -96,7 +97,7 @@ fn prefix_delegation_addresses_what_max_pods_promises() {
 #[test]
 fn custom_networking_without_reserved_enis_over_promises_and_reserved_enis_fixes_it() {
     let custom = Facts::healthy().with_vpc_cni_env("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "true");
-    let text = warning_text(&custom).expect("the warning");
+    let text = warning_text(&custom, "MaxPodsAboveAddresses").expect("the warning");
     assert!(
         text.contains("RESERVED_ENIS is not set")
             && text.contains("m5.large runs up to 29 Pods but can address 20"),
@@ -422,21 +423,13 @@ fn with_startup_taint(facts: Facts, key: &str, effect: &str) -> Facts {
 
 const CILIUM_TAINT: &str = "node.cilium.io/agent-not-ready";
 
-fn agent_taint_warning(facts: &Facts) -> Option<String> {
-    super::reasons::status(facts)
-        .findings
-        .into_iter()
-        .find(|f| f.reason == "AgentTaintNotStartupTaint")
-        .map(|f| f.message)
-}
-
 #[test]
 fn ciliums_taint_missing_from_startup_taints_is_a_warning_never_a_false() {
     let facts = with_cilium(CILIUM_TAINT);
     let (status, reason, message, warnings) = fit(&facts);
     assert_eq!((status.as_str(), reason.as_str()), ("True", "NodesFitTheirPods"), "{message}");
     assert_eq!(warnings, ["AgentTaintNotStartupTaint"]);
-    let warning = agent_taint_warning(&facts).unwrap_or_default();
+    let warning = warning_text(&facts, "AgentTaintNotStartupTaint").unwrap_or_default();
     assert!(
         warning.contains("NodePool default")
             && warning.contains(CILIUM_TAINT)
@@ -464,7 +457,7 @@ fn a_startup_or_template_taint_of_ciliums_key_whatever_its_effect_is_no_warning(
     assert_eq!(fit(&other).3, ["AgentTaintNotStartupTaint"]);
     // The key cilium-config names is the one judged.
     let custom = with_startup_taint(with_cilium("example.com/cni"), CILIUM_TAINT, "NoExecute");
-    assert!(agent_taint_warning(&custom).is_some_and(|w| w.contains("example.com/cni")));
+    assert!(warning_text(&custom, "AgentTaintNotStartupTaint").is_some_and(|w| w.contains("example.com/cni")));
 }
 
 #[test]
