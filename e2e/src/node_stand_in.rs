@@ -21,7 +21,7 @@
 //!   [`AGENT_TAINT`] on it unless a taint of that key is there already, as it does where the agent
 //!   Pod is scheduled but not running (cilium/cilium `operator/watchers/node_taint.go`
 //!   `checkAndMarkNode`); neither that taint nor the startup taints are lifted while the agent
-//!   does not run. In the other modes a running agent's operator lifts its taint.
+//!   does not run. In the default mode the agent runs, so its operator lifts that taint.
 //!
 //! It also stands in for the VPC CNI in its default mode: a node of a type it knows gets that
 //! type's Pod addresses and no more, so a Pod beyond them stays `ContainerCreating` with the
