@@ -36,6 +36,16 @@ pub fn finding_message<'a>(status: &'a KarpenterHealthStatus, reason: &str) -> &
         .unwrap_or_default()
 }
 
+/// Whether the status carries a finding with `reason`.
+pub fn has_finding(status: &KarpenterHealthStatus, reason: &str) -> bool {
+    status.findings.iter().any(|f| f.reason == reason)
+}
+
+/// Whether no condition is False.
+pub fn nothing_false(status: &KarpenterHealthStatus) -> bool {
+    status.conditions.iter().all(|c| c.status != "False")
+}
+
 /// Whether condition `ty` has status `want` (`True`, `False`, `Unknown`) with `reason`.
 pub fn condition_is(
     status: &KarpenterHealthStatus,

@@ -12,7 +12,7 @@
 
 use anyhow::{Result, ensure};
 use karpenter_health_api::KarpenterHealthStatus;
-use karpenter_health_e2e::health_status::finding_message;
+use karpenter_health_e2e::health_status::{finding_message, has_finding, nothing_false};
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::node_stand_in::AGENT_TAINT;
 use karpenter_health_e2e::wait_for;
@@ -27,13 +27,7 @@ const SETTLE: Duration = Duration::from_secs(120);
 const QUIET: Duration = Duration::from_secs(40);
 
 fn warned(s: &KarpenterHealthStatus) -> bool {
-    s.findings
-        .iter()
-        .any(|f| f.reason == "AgentTaintNotStartupTaint")
-}
-
-fn nothing_false(s: &KarpenterHealthStatus) -> bool {
-    s.conditions.iter().all(|c| c.status != "False")
+    has_finding(s, "AgentTaintNotStartupTaint")
 }
 
 async fn claims(lab: &Lab) -> Result<usize> {

@@ -10,7 +10,7 @@
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::KarpenterHealthStatus;
-use karpenter_health_e2e::health_status::finding_message;
+use karpenter_health_e2e::health_status::{finding_message, has_finding, nothing_false};
 use karpenter_health_e2e::lab::Lab;
 use karpenter_health_e2e::node_stand_in::NO_ADDRESS_MESSAGE;
 use karpenter_health_e2e::wait_for;
@@ -25,13 +25,7 @@ const PODS: usize = 32;
 const SETTLE: Duration = Duration::from_secs(180);
 
 fn warned(s: &KarpenterHealthStatus) -> bool {
-    s.findings
-        .iter()
-        .any(|f| f.reason == "MaxPodsAboveAddresses")
-}
-
-fn nothing_false(s: &KarpenterHealthStatus) -> bool {
-    s.conditions.iter().all(|c| c.status != "False")
+    has_finding(s, "MaxPodsAboveAddresses")
 }
 
 async fn create_pods(lab: &Lab) -> Result<()> {
