@@ -42,7 +42,7 @@ fn intro(w: &mut String) {
     let _ = writeln!(w, "# KarpenterHealth checks\n");
     let _ = writeln!(
         w,
-        "<!-- Generated from the vocabulary table, crates/api/src/vocabulary.rs; do not \
+        "<!-- Generated from the vocabulary table, crates/api/src/vocabulary/table/; do not \
          edit.\n     Regenerate: {REGENERATE} -->\n"
     );
     let _ = writeln!(

@@ -1,4 +1,4 @@
-//! The files generated from the vocabulary table (`crates/api/src/vocabulary.rs`), besides the
+//! The files generated from the vocabulary table (`crates/api/src/vocabulary/table/`), besides the
 //! CRD (`make crds`): docs/checks.md and the Helm chart's lists of conditions (the alerted types,
 //! the alerts' unit tests, the values schema's alert names, the README's alert row). Pure: each
 //! file's text is made from its current text; `examples/generate.rs` reads and writes them, and a
@@ -69,7 +69,7 @@ fn false_alert(ty: ConditionType) -> String {
 fn condition_types_template() -> String {
     let types: Vec<&str> = sub_conditions().map(ConditionType::as_str).collect();
     format!(
-        "{{{{/* Generated from crates/api/src/vocabulary.rs by `{REGENERATE}`; do not edit.\n\
+        "{{{{/* Generated from crates/api/src/vocabulary/table/ by `{REGENERATE}`; do not edit.\n\
          Every sub-condition, in the table's order: `_rules.tpl` gives each an alert on False. */}}}}\n\
          {{{{- define \"karpenter-health.conditionTypes\" -}}}}\n{}\n{{{{- end -}}}}\n",
         types.join(" ")
@@ -91,7 +91,7 @@ fn false_reason(ty: ConditionType) -> String {
 /// leader only, never for Unknown or True, and resolves after the repair.
 fn condition_alert_tests() -> String {
     let mut out = format!(
-        "# Generated from crates/api/src/vocabulary.rs by `{REGENERATE}`; do not edit.\n\
+        "# Generated from crates/api/src/vocabulary/table/ by `{REGENERATE}`; do not edit.\n\
          # promtool unit tests of every sub-condition's False alert (templates/_rules.tpl), rendered\n\
          # with default values; the alerts of another kind are tested in alerts.test.yaml.\n\
          rule_files:\n- rules.yaml\nevaluation_interval: 1m\ntests:\n"

@@ -97,11 +97,9 @@ fn a_rule_imports_no_other_rule() {
     );
 }
 
-/// Files allowed past the size alarm, each with why.
-const LONG_ON_PURPOSE: &[(&str, &str)] = &[(
-    "crates/api/src/vocabulary.rs",
-    "the one vocabulary table: a declaration per condition, reason and warning",
-)];
+/// Files allowed past the size alarm, each with why (none: the vocabulary table, once the one,
+/// is a file per condition in `crates/api/src/vocabulary/table/`).
+const LONG_ON_PURPOSE: &[(&str, &str)] = &[];
 
 /// The size at which a product file is to be cut along its concepts.
 const FILE_ALARM_LINES: usize = 600;

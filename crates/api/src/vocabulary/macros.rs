@@ -1,4 +1,4 @@
-//! The macros that turn the one vocabulary table of `vocabulary.rs` into the closed
+//! The macros that turn the one vocabulary table (`vocabulary/table/`, joined by the crate's build script) into the closed
 //! `ConditionType`, `Reason` and `Warning` enums with their names, columns, texts and docs.
 //! Pure, no IO.
 
