@@ -348,6 +348,53 @@ impl AwsSeeder {
             .collect())
     }
 
+    /// The metadata options (`HttpTokens`, `HttpPutResponseHopLimit`) of the newest version of
+    /// each launch template tagged `karpenter.k8s.aws/ec2nodeclass`=`node_class`, as Karpenter
+    /// wrote them (moto keeps a version's data as it was sent).
+    pub async fn launch_template_metadata(&self, node_class: &str) -> Result<Vec<(String, i32)>> {
+        let templates = self
+            .ec2
+            .describe_launch_templates()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("tag:karpenter.k8s.aws/ec2nodeclass")
+                    .values(node_class)
+                    .build(),
+            )
+            .send()
+            .await?;
+        let mut options = Vec::new();
+        for id in templates
+            .launch_templates()
+            .iter()
+            .filter_map(|t| t.launch_template_id())
+        {
+            let versions = self
+                .ec2
+                .describe_launch_template_versions()
+                .launch_template_id(id)
+                .versions("$Latest")
+                .send()
+                .await?;
+            for data in versions
+                .launch_template_versions()
+                .iter()
+                .filter_map(|v| v.launch_template_data())
+            {
+                let metadata = data.metadata_options();
+                options.push((
+                    metadata
+                        .and_then(|m| m.http_tokens())
+                        .map_or_else(String::new, |t| t.as_str().to_owned()),
+                    metadata
+                        .and_then(|m| m.http_put_response_hop_limit())
+                        .unwrap_or(0),
+                ));
+            }
+        }
+        Ok(options)
+    }
+
     /// The state of instance `id` (`running`, `shutting-down`, `terminated`, ...).
     pub async fn instance_state(&self, id: &str) -> Result<String> {
         let out = self

@@ -248,6 +248,22 @@ impl Lab {
         .await
     }
 
+    /// The Node the AWS Load Balancer Controller's live Pod
+    /// ([`crate::fixture::Fixture::install_load_balancer_controller`]) is bound to, if it is.
+    pub async fn controller_pod_node(&self) -> Result<Option<String>> {
+        let pods = Api::<Pod>::namespaced(self.fx.admin.clone(), "kube-system")
+            .list(
+                &ListParams::default()
+                    .labels("app.kubernetes.io/name=aws-load-balancer-controller"),
+            )
+            .await?;
+        Ok(pods
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .find_map(|p| p.spec.and_then(|s| s.node_name)))
+    }
+
     /// Deletes Pod `name` of the test's namespace.
     pub async fn delete_pod(&self, name: &str) -> Result<()> {
         Api::<Pod>::namespaced(self.fx.admin.clone(), &self.fx.name)

@@ -95,6 +95,12 @@ async fn the_operator_identity_is_not_admin_and_the_shipped_rbac_grants_only_wha
                 attributes("list", "pods", None, None),
                 attributes("watch", "configmaps", ks, Some("aws-auth")),
                 attributes("list", "serviceaccounts", ks, Some("aws-node")),
+                attributes(
+                    "watch",
+                    "apps:deployments",
+                    ks,
+                    Some("aws-load-balancer-controller"),
+                ),
                 // NodesFitWorkloads: every DaemonSet's requests (and aws-node's env).
                 attributes("watch", "apps:daemonsets", None, None),
                 attributes("list", "apps:daemonsets", None, None),

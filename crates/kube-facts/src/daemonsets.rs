@@ -3,8 +3,9 @@
 //! constraints and its containers' requests. Pure: works on objects already fetched.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_checks::facts::DaemonSetFacts;
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use karpenter_health_checks::facts::{DaemonSetFacts, PodScheduling};
 use karpenter_health_checks::quantity::quantity;
 
 /// The operators whose meaning the NodePool model judges exactly.
@@ -19,33 +20,14 @@ pub fn facts_of(daemonset: &DaemonSet) -> DaemonSetFacts {
         .spec
         .as_ref()
         .and_then(|s| s.template.spec.clone());
-    let pod = Pod {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            namespace: daemonset.metadata.namespace.clone(),
-            name: daemonset.metadata.name.clone(),
-            ..Default::default()
-        },
-        spec,
-        status: None,
-    };
-    let scheduling = crate::pods::pod_scheduling(&pod);
+    let (scheduling, constraints_unjudged) = template_scheduling(&daemonset.metadata, spec.clone());
     let requests = |resource: &str| -> f64 {
-        pod.spec
-            .iter()
+        spec.iter()
             .flat_map(|s| s.containers.iter())
             .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get(resource))
             .filter_map(|q| quantity(&serde_json::Value::String(q.0.clone())))
             .sum()
     };
-    let constraints_unjudged = scheduling
-        .required_affinity
-        .iter()
-        .flatten()
-        .any(|r| !EXACT_REQUIREMENT_OPERATORS.contains(&r.operator.as_str()))
-        || scheduling
-            .tolerations
-            .iter()
-            .any(|t| !EXACT_TOLERATION_OPERATORS.contains(&t.operator.as_str()));
     DaemonSetFacts {
         cpu_millis: (requests("cpu") * 1000.0).round() as u64,
         memory_bytes: requests("memory").round() as u64,
@@ -57,6 +39,35 @@ pub fn facts_of(daemonset: &DaemonSet) -> DaemonSetFacts {
             ..scheduling
         },
     }
+}
+
+/// The scheduling constraints of the Pods a workload's template `spec` makes (named by the
+/// workload's `metadata`), and whether one of them is beyond what the NodePool model judges
+/// exactly (an operator such as `Gt`, a toleration operator other than `Equal` or `Exists`).
+pub(crate) fn template_scheduling(
+    metadata: &ObjectMeta,
+    spec: Option<PodSpec>,
+) -> (PodScheduling, bool) {
+    let pod = Pod {
+        metadata: ObjectMeta {
+            namespace: metadata.namespace.clone(),
+            name: metadata.name.clone(),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    };
+    let scheduling = crate::pods::pod_scheduling(&pod);
+    let constraints_unjudged = scheduling
+        .required_affinity
+        .iter()
+        .flatten()
+        .any(|r| !EXACT_REQUIREMENT_OPERATORS.contains(&r.operator.as_str()))
+        || scheduling
+            .tolerations
+            .iter()
+            .any(|t| !EXACT_TOLERATION_OPERATORS.contains(&t.operator.as_str()));
+    (scheduling, constraints_unjudged)
 }
 
 #[cfg(test)]

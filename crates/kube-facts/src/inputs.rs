@@ -179,6 +179,9 @@ pub struct Inputs {
     /// Cilium's settings, trimmed to whether its operator taints new nodes, and with which key.
     pub cilium_config: Input<ConfigMap>,
     pub karpenter_deployment: Input<Deployment>,
+    /// The AWS Load Balancer Controller's Deployment, trimmed to where its Pods run and how it
+    /// finds its VPC.
+    pub load_balancer_controller: Input<Deployment>,
     pub karpenter_service_account: Input<ServiceAccount>,
     pub aws_node_service_account: Input<ServiceAccount>,
     /// The NodePool CRD's validation rules decide which label keys Karpenter rejects.
@@ -241,6 +244,13 @@ impl Inputs {
                 named(&targets.karpenter_deployment),
                 trim::deployment,
             ),
+            load_balancer_controller: Input::new(
+                "kube-system/aws-load-balancer-controller deployment",
+                "Deployment kube-system/aws-load-balancer-controller",
+                Some(crate::load_balancer_controller::NAMESPACE),
+                named(crate::load_balancer_controller::DEPLOYMENT),
+                crate::load_balancer_controller::trim,
+            ),
             karpenter_service_account: Input::new(
                 "karpenter serviceaccount",
                 "the Karpenter ServiceAccount",
@@ -287,7 +297,7 @@ impl Inputs {
     }
 
     /// The watch names of every input, for the readiness gate.
-    pub fn watch_names(&self) -> [&'static str; 16] {
+    pub fn watch_names(&self) -> [&'static str; 17] {
         [
             self.node_pools.watch,
             self.node_claims.watch,
@@ -296,6 +306,7 @@ impl Inputs {
             self.aws_auth.watch,
             self.cilium_config.watch,
             self.karpenter_deployment.watch,
+            self.load_balancer_controller.watch,
             self.karpenter_service_account.watch,
             self.aws_node_service_account.watch,
             self.node_pool_crd.watch,

@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod karpenter_settings;
 pub mod lean_node_claim;
 pub mod listed;
+pub mod load_balancer_controller;
 pub mod node_claims;
 pub mod pending_pods;
 pub mod pods;

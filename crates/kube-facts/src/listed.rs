@@ -73,6 +73,7 @@ where
 }
 
 /// Reads every input the checks need besides the EC2NodeClasses ([`Inputs`]), concurrently.
+#[allow(clippy::too_many_lines)] // One read per input, joined: the list of inputs.
 pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
     let inputs = Inputs::of(targets);
     let (i, c) = (&inputs, client);
@@ -107,13 +108,25 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         observe_named(i.node_pool_crd.cluster_api(c), &i.node_pool_crd),
         observe_list(i.daemonsets.api(c), &i.daemonsets),
     );
-    let (node_claim_crd, node_class_crd, validating, mutating, endpoints, version) = futures::join!(
+    let (
+        node_claim_crd,
+        node_class_crd,
+        validating,
+        mutating,
+        endpoints,
+        version,
+        load_balancer_controller,
+    ) = futures::join!(
         observe_named(i.node_claim_crd.cluster_api(c), &i.node_claim_crd),
         observe_named(i.node_class_crd.cluster_api(c), &i.node_class_crd),
         observe_list(i.validating_webhooks.cluster_api(c), &i.validating_webhooks),
         observe_list(i.mutating_webhooks.cluster_api(c), &i.mutating_webhooks),
         observe_list(i.endpoints.api(c), &i.endpoints),
         client.apiserver_version(),
+        observe_named(
+            i.load_balancer_controller.api(c),
+            &i.load_balancer_controller
+        ),
     );
     let karpenter_crds = karpenter_crds_of([node_pool_crd.clone(), node_claim_crd, node_class_crd]);
     let webhooks = crate::snapshot::webhooks_of_configurations(validating, mutating);
@@ -141,6 +154,7 @@ pub async fn list_sources(client: &Client, targets: &WatchTargets) -> Sources {
         aws_auth,
         cilium_config,
         karpenter_deployment,
+        load_balancer_controller,
         karpenter_service_account,
         aws_node_service_account,
         node_pool_crd,

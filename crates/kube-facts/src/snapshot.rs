@@ -47,6 +47,8 @@ pub struct Sources {
     /// `kube-system/cilium-config`, trimmed to its node taint settings ([`crate::cilium`]).
     pub cilium_config: Observed<Option<Arc<ConfigMap>>>,
     pub karpenter_deployment: Observed<Option<Arc<Deployment>>>,
+    /// `kube-system/aws-load-balancer-controller`, trimmed ([`crate::load_balancer_controller`]).
+    pub load_balancer_controller: Observed<Option<Arc<Deployment>>>,
     pub karpenter_service_account: Observed<Option<Arc<ServiceAccount>>>,
     pub aws_node_service_account: Observed<Option<Arc<ServiceAccount>>>,
     /// `nodepools.karpenter.sh`, trimmed to the label rules it enforces.
@@ -193,6 +195,7 @@ pub struct ClusterWide {
     vpc_cni: Observed<VpcCniSettings>,
     daemonsets: Observed<Arc<Vec<karpenter_health_checks::facts::DaemonSetFacts>>>,
     cilium_node_taint: Observed<String>,
+    load_balancer_controller: Observed<karpenter_health_checks::facts::LoadBalancerControllerFacts>,
 }
 
 /// Derives the cluster-wide facts from `sources`.
@@ -239,11 +242,9 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
     ClusterWide {
         aws_auth: aws_auth(&sources.aws_auth),
         karpenter: karpenter(sources, overrides),
-        crd_label_rules: match &sources.node_pool_crd {
-            Observed::Found(Some(crd)) => Observed::Found(crate::trim::label_rules_of(crd)),
-            Observed::Found(None) | Observed::Absent => Observed::Absent,
-            Observed::Unknown(u) => Observed::Unknown(u.clone()),
-        },
+        crd_label_rules: of_named(&sources.node_pool_crd, |crd| {
+            Some(crate::trim::label_rules_of(crd))
+        }),
         aws_node_role_arn: sources
             .aws_node_service_account
             .as_ref()
@@ -259,13 +260,10 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
             Observed::Absent => Observed::Absent,
             Observed::Unknown(u) => Observed::Unknown(u.clone()),
         },
-        cilium_node_taint: match &sources.cilium_config {
-            Observed::Found(Some(config)) => {
-                crate::cilium::node_taint_key(config).map_or(Observed::Absent, Observed::Found)
-            }
-            Observed::Found(None) | Observed::Absent => Observed::Absent,
-            Observed::Unknown(u) => Observed::Unknown(u.clone()),
-        },
+        cilium_node_taint: of_named(&sources.cilium_config, crate::cilium::node_taint_key),
+        load_balancer_controller: of_named(&sources.load_balancer_controller, |deployment| {
+            Some(crate::load_balancer_controller::facts_of(deployment))
+        }),
         daemonsets: sources.daemonsets.as_ref().map(|all| {
             Arc::new(
                 all.iter()
@@ -273,6 +271,19 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
                     .collect(),
             )
         }),
+    }
+}
+
+/// The fact `fact` derives from a named object's read: `Absent` when there is no such object or
+/// it says nothing (`fact` gives `None`), unknown as the read is.
+fn of_named<T, U>(
+    read: &Observed<Option<Arc<T>>>,
+    fact: impl FnOnce(&T) -> Option<U>,
+) -> Observed<U> {
+    match read {
+        Observed::Found(Some(object)) => fact(object).map_or(Observed::Absent, Observed::Found),
+        Observed::Found(None) | Observed::Absent => Observed::Absent,
+        Observed::Unknown(u) => Observed::Unknown(u.clone()),
     }
 }
 
@@ -325,6 +336,7 @@ impl WideKey {
                 id(&sources.aws_auth),
                 id(&sources.cilium_config),
                 id(&sources.karpenter_deployment),
+                id(&sources.load_balancer_controller),
                 id(&sources.karpenter_service_account),
                 id(&sources.aws_node_service_account),
                 id(&sources.node_pool_crd),
@@ -478,6 +490,7 @@ pub fn class_facts(
         vpc_cni: wide.vpc_cni.clone(),
         daemonsets: wide.daemonsets.clone(),
         cilium_node_taint: wide.cilium_node_taint.clone(),
+        load_balancer_controller: wide.load_balancer_controller.clone(),
         disruption_blocked,
         drains,
     }

@@ -46,7 +46,8 @@ pub struct Triggers {
     pub disruption_events: BoxStream<'static, Result<EventsTouched, watcher::Error>>,
     /// `kube-system/aws-auth` and `kube-system/cilium-config`.
     pub config_maps: Touched<ConfigMap>,
-    pub karpenter_deployment: Touched<Deployment>,
+    /// The Karpenter Deployment and `kube-system/aws-load-balancer-controller`.
+    pub deployments: Touched<Deployment>,
     pub service_accounts: Touched<ServiceAccount>,
     /// Karpenter's CRDs (the NodePool's label rules; every one's stored versions, schema fields
     /// and conversion webhook).
@@ -225,6 +226,7 @@ pub struct KubeFacts {
     aws_auth: Store<ConfigMap>,
     cilium_config: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
+    load_balancer_controller: Store<Deployment>,
     karpenter_service_account: Store<ServiceAccount>,
     aws_node_service_account: Store<ServiceAccount>,
     node_pool_crd: Store<CustomResourceDefinition>,
@@ -277,7 +279,8 @@ impl KubeFacts {
         };
         let ((aws_auth, cilium_config), config_map_stream) =
             w.namespaced_pair(&i.aws_auth, &i.cilium_config);
-        let (karpenter_deployment, deployment_stream) = w.namespaced(&i.karpenter_deployment);
+        let ((karpenter_deployment, load_balancer_controller), deployment_stream) =
+            w.namespaced_pair(&i.karpenter_deployment, &i.load_balancer_controller);
         let ((karpenter_service_account, aws_node_service_account), service_account_stream) =
             w.namespaced_pair(&i.karpenter_service_account, &i.aws_node_service_account);
         let (node_pool_crd, node_pool_crd_stream) = w.cluster(&i.node_pool_crd);
@@ -296,6 +299,7 @@ impl KubeFacts {
             aws_auth,
             cilium_config,
             karpenter_deployment,
+            load_balancer_controller,
             karpenter_service_account,
             aws_node_service_account,
             node_pool_crd,
@@ -319,7 +323,7 @@ impl KubeFacts {
             pending_pods: pod_stream,
             disruption_events: disruption_stream,
             config_maps: config_map_stream,
-            karpenter_deployment: deployment_stream,
+            deployments: deployment_stream,
             service_accounts: service_account_stream,
             node_pool_crd: futures::stream::select_all([
                 node_pool_crd_stream,
@@ -370,6 +374,11 @@ impl KubeFacts {
                 .health
                 .observe(self.inputs.karpenter_deployment.watch, || {
                     self.karpenter_deployment.state().into_iter().next()
+                }),
+            load_balancer_controller: self
+                .health
+                .observe(self.inputs.load_balancer_controller.watch, || {
+                    self.load_balancer_controller.state().into_iter().next()
                 }),
             karpenter_service_account: self
                 .health

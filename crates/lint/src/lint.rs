@@ -165,6 +165,7 @@ fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found
             vpc_cni: offline(),
             daemonsets: offline(),
             cilium_node_taint: offline(),
+            load_balancer_controller: offline(),
             disruption_blocked: offline(),
             drains: Default::default(),
         },

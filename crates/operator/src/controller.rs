@@ -136,7 +136,7 @@ fn standby_caches(
         drained(inputs.pending_pods),
         drained(inputs.disruption_events),
         drained(inputs.config_maps),
-        drained(inputs.karpenter_deployment),
+        drained(inputs.deployments),
         drained(inputs.service_accounts),
         drained(inputs.node_pool_crd),
         drained(inputs.validating_webhooks),

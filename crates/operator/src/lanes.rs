@@ -70,7 +70,7 @@ pub(crate) fn user_changes(
         pending_pods,
         disruption_events,
         config_maps,
-        karpenter_deployment,
+        deployments,
         service_accounts,
         node_pool_crd,
         validating_webhooks,
@@ -90,10 +90,7 @@ pub(crate) fn user_changes(
             triggers.mapper(|_, pool| ClassTriggers::class_of_pool(pool)),
         )
         .watches_stream(config_maps, triggers.mapper(|t, _| t.all_classes()))
-        .watches_stream(
-            karpenter_deployment,
-            triggers.mapper(|t, _| t.all_classes()),
-        )
+        .watches_stream(deployments, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(service_accounts, triggers.mapper(|t, _| t.all_classes()))
         .watches_stream(node_pool_crd, triggers.mapper(|t, _| t.all_classes()))
         // Webhooks and their Services' endpoints: every class's KarpenterVersionCompatible.

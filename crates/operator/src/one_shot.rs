@@ -102,7 +102,7 @@ pub async fn evaluate_once(
     node_classes.retain(|c| only.is_empty() || only.contains(&name_of(c)));
 
     progress(
-        "listing NodePools, NodeClaims, pending Pods, aws-auth, Cilium's settings and the Karpenter controller",
+        "listing NodePools, NodeClaims, pending Pods, aws-auth, Cilium's settings, the Karpenter controller and the AWS Load Balancer Controller",
     );
     let sources = listed::list_sources(client, &config.watch_targets()).await;
     let overrides = config.overrides();

@@ -173,6 +173,10 @@ pub struct ClusterFacts {
     /// until the agent runs (`kube-system/cilium-config`: `set-cilium-node-taints`,
     /// `agent-not-ready-taint-key`); `Absent` when there is no such ConfigMap or it says no.
     pub cilium_node_taint: Observed<String>,
+    /// The AWS Load Balancer Controller's Deployment as its chart installs it
+    /// (`kube-system/aws-load-balancer-controller`): where its Pods can run and whether it must
+    /// read its VPC id from instance metadata; `Absent` when there is no such Deployment.
+    pub load_balancer_controller: Observed<LoadBalancerControllerFacts>,
     /// Karpenter's newest `DisruptionBlocked` Event of each NodeClaim of the class that has one
     /// (what keeps it from being disrupted); `Found` and empty when none has.
     pub disruption_blocked: Observed<BTreeMap<String, DisruptionBlocked>>,
@@ -210,6 +214,7 @@ impl Default for ClusterFacts {
             vpc_cni: Observed::default(),
             daemonsets: Observed::default(),
             cilium_node_taint: Observed::default(),
+            load_balancer_controller: Observed::default(),
             disruption_blocked: Observed::default(),
             drains: BTreeMap::new(),
         }
@@ -521,6 +526,31 @@ pub struct DaemonSetFacts {
     /// its node affinity, a toleration operator other than `Equal` or `Exists`): such a
     /// DaemonSet is never counted, so what is counted is never more than Karpenter counts.
     pub constraints_unjudged: bool,
+}
+
+/// What the AWS Load Balancer Controller's Deployment says of how it finds its VPC, which it
+/// needs before it starts (kubernetes-sigs/aws-load-balancer-controller `pkg/aws/cloud.go`
+/// `getVpcID`): the `--aws-vpc-id` flag, else a lookup by `--aws-vpc-tags`, else instance
+/// metadata, else (since v2.4.5) `DescribeInstances` of the node named by its `NODENAME` env.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadBalancerControllerFacts {
+    /// The Pod template's node selector, required node affinity and tolerations (`namespace` and
+    /// `name` are the Deployment's).
+    pub pod: PodScheduling,
+    /// A scheduling constraint the NodePool model does not judge exactly (see
+    /// [`DaemonSetFacts::constraints_unjudged`]): where it can run is not judged.
+    pub constraints_unjudged: bool,
+    /// `spec.replicas` (1 when unset).
+    pub replicas: i32,
+    /// `hostNetwork: true`: its requests to instance metadata make one network hop, not two.
+    pub host_network: bool,
+    /// The controller's container passes `--aws-vpc-id` or `--aws-vpc-tags`: it does not read
+    /// its VPC id from instance metadata.
+    pub vpc_id_configured: bool,
+    /// Its VPC may come from elsewhere than the flags, which the Deployment alone does not
+    /// decide: the container sets a `NODENAME` env (the `DescribeInstances` fallback), takes env
+    /// from `envFrom`, or no container runs the controller's image.
+    pub vpc_source_unjudged: bool,
 }
 
 /// One of a Pod's tolerations, as written (an empty key with `Exists` tolerates every taint, an

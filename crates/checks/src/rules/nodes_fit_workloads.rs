@@ -1,13 +1,15 @@
 //! `NodesFitWorkloads`: the nodes Karpenter launches for this EC2NodeClass can run the Pods it
 //! launches them for, judged per NodePool: the DaemonSets leave room for Pods
 //! (`daemonset_room`), the nodes finish initializing (`initialization`) without an agent's taint
-//! making Karpenter launch more of them (`agent_taint`), and the Pods each is promised fit the
-//! addresses the VPC CNI can give it (`pod_density`). Karpenter's own status stays green while
+//! making Karpenter launch more of them (`agent_taint`), the Pods each is promised fit the
+//! addresses the VPC CNI can give it (`pod_density`), and a workload that needs instance metadata
+//! can reach it there (`metadata_reach`). Karpenter's own status stays green while
 //! the Pods wait. Pure: no IO.
 
 mod agent_taint;
 mod daemonset_room;
 mod initialization;
+mod metadata_reach;
 mod pod_density;
 
 use crate::facts::Observed;
@@ -30,6 +32,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         initialization::judge(ctx, &mut c, &pools),
         agent_taint::judge(ctx, &mut c, &pools),
         pod_density::judge(ctx, &mut c, &pools),
+        metadata_reach::judge(ctx, &mut c, &pools),
     ];
     let ok: Vec<String> = said.into_iter().filter(|s| !s.is_empty()).collect();
     c.finish(Reason::NodesFitTheirPods, ok.join(" "))

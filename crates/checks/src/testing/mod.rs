@@ -396,6 +396,8 @@ fn healthy_cluster() -> ClusterFacts {
         ])),
         // The VPC CNI's cluster: no Cilium, so no agent taint on new nodes.
         cilium_node_taint: Observed::Absent,
+        // No AWS Load Balancer Controller: nothing here needs instance metadata.
+        load_balancer_controller: Observed::Absent,
         disruption_blocked: Observed::Found(BTreeMap::new()),
         drains: BTreeMap::new(),
     }

@@ -14,7 +14,7 @@
 //! (`crate::allocatable`, over a superset of the types Karpenter may pick). Pure: no IO.
 
 use crate::allocatable::{self, Allocatable};
-use crate::facts::{DaemonSetFacts, Observed};
+use crate::facts::{DaemonSetFacts, Observed, PodScheduling};
 use crate::plan::Context;
 use crate::plan::instance_types::allowed;
 use crate::pod_fit::NodeClaimTemplate;
@@ -41,17 +41,33 @@ pub(super) fn inexact_keys(pool: &NodePool) -> Vec<&str> {
 }
 
 /// Whether Karpenter counts `daemonset` on the nodes of `template`'s NodePool, judged only where
-/// the model is exact: a DaemonSet with a constraint it does not judge exactly, or one on a key
-/// the NodePool constrains with another operator (`inexact_keys`), is not counted.
+/// the model is exact (`runs_on`).
 pub(super) fn counted_on(
     template: &NodeClaimTemplate,
     inexact_keys: &[&str],
     daemonset: &DaemonSetFacts,
 ) -> bool {
-    if daemonset.constraints_unjudged {
+    runs_on(
+        template,
+        inexact_keys,
+        &daemonset.pod,
+        daemonset.constraints_unjudged,
+    )
+}
+
+/// Whether a Pod of `pod`'s template can be scheduled on the nodes of `template`'s NodePool,
+/// judged only where the model is exact: a template with a constraint it does not judge exactly
+/// (`constraints_unjudged`), or one on a key the NodePool constrains with another operator
+/// (`inexact_keys`), is taken not to run there.
+pub(super) fn runs_on(
+    template: &NodeClaimTemplate,
+    inexact_keys: &[&str],
+    pod: &PodScheduling,
+    constraints_unjudged: bool,
+) -> bool {
+    if constraints_unjudged {
         return false;
     }
-    let pod = &daemonset.pod;
     let keys = pod
         .node_selector
         .keys()

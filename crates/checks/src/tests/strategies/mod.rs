@@ -52,6 +52,8 @@ pub(super) enum Fact {
     VpcCni,
     /// Cilium's node taint setting (`kube-system/cilium-config`).
     CiliumConfig,
+    /// The AWS Load Balancer Controller's Deployment.
+    LoadBalancerController,
     /// The region's instance types and their offerings (issue 25).
     InstanceTypes,
     /// Every SSM parameter of the class's AMI alias (issue 25).
@@ -60,7 +62,7 @@ pub(super) enum Fact {
     Images,
 }
 
-pub(super) const ALL_FACTS: [Fact; 29] = [
+pub(super) const ALL_FACTS: [Fact; 30] = [
     Fact::AwsAuth,
     Fact::Karpenter,
     Fact::AwsNodeRole,
@@ -87,6 +89,7 @@ pub(super) const ALL_FACTS: [Fact; 29] = [
     Fact::VpcNetwork,
     Fact::VpcCni,
     Fact::CiliumConfig,
+    Fact::LoadBalancerController,
     Fact::InstanceTypes,
     Fact::AmiParameters,
     Fact::Images,
@@ -174,6 +177,7 @@ pub(super) fn degrade(f: &mut Facts, fact: Fact, cause: Option<UnknownCause>) {
         }
         Fact::VpcCni => f.cluster.vpc_cni = to(cause),
         Fact::CiliumConfig => f.cluster.cilium_node_taint = to(cause),
+        Fact::LoadBalancerController => f.cluster.load_balancer_controller = to(cause),
         Fact::InstanceTypes => f.aws.instance_types = Some(to(cause)),
     }
 }
