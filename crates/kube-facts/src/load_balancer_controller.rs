@@ -11,7 +11,7 @@
 //! (`helm/aws-load-balancer-controller/templates/deployment.yaml`).
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Affinity, Container, EnvVar, NodeAffinity, PodSpec};
+use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
 use karpenter_health_checks::facts::LoadBalancerControllerFacts;
 
 /// Where the controller's chart puts it when installed as AWS's EKS guide says (release
@@ -57,24 +57,10 @@ pub fn trim(deployment: &mut Deployment) {
             ..Container::default()
         })
         .collect();
-    let required = pod_spec
-        .affinity
-        .take()
-        .and_then(|a| a.node_affinity)
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution);
+    let host_network = pod_spec.host_network;
     *pod_spec = PodSpec {
-        containers,
-        host_network: pod_spec.host_network,
-        node_selector: pod_spec.node_selector.take(),
-        tolerations: pod_spec.tolerations.take(),
-        affinity: required.map(|required| Affinity {
-            node_affinity: Some(NodeAffinity {
-                required_during_scheduling_ignored_during_execution: Some(required),
-                ..NodeAffinity::default()
-            }),
-            ..Affinity::default()
-        }),
-        ..PodSpec::default()
+        host_network,
+        ..crate::trim::scheduling_only(pod_spec, containers)
     };
 }
 

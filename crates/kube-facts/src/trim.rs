@@ -7,7 +7,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
-    Affinity, EndpointAddress, Endpoints, NodeAffinity, PodSpec, ResourceRequirements,
+    Affinity, Container, EndpointAddress, Endpoints, NodeAffinity, PodSpec, ResourceRequirements,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionStatus,
@@ -39,7 +39,7 @@ pub fn deployment(deployment: &mut Deployment) {
         let service_account = pod_spec.service_account_name.take();
         let containers = std::mem::take(&mut pod_spec.containers)
             .into_iter()
-            .map(|c| k8s_openapi::api::core::v1::Container {
+            .map(|c| Container {
                 name: c.name,
                 image: c.image,
                 args: c.args,
@@ -114,7 +114,7 @@ pub fn daemonset(daemonset: &mut DaemonSet) {
     {
         let containers = std::mem::take(&mut pod_spec.containers)
             .into_iter()
-            .map(|c| k8s_openapi::api::core::v1::Container {
+            .map(|c| Container {
                 name: c.name,
                 env: if keep_env { c.env } else { None },
                 resources: c.resources.map(|r| ResourceRequirements {
@@ -124,27 +124,33 @@ pub fn daemonset(daemonset: &mut DaemonSet) {
                 ..Default::default()
             })
             .collect();
-        let required = pod_spec
-            .affinity
-            .take()
-            .and_then(|a| a.node_affinity)
-            .and_then(|n| n.required_during_scheduling_ignored_during_execution);
-        *pod_spec = PodSpec {
-            containers,
-            node_selector: pod_spec.node_selector.take(),
-            tolerations: pod_spec.tolerations.take(),
-            affinity: required.map(|required| Affinity {
-                node_affinity: Some(NodeAffinity {
-                    required_during_scheduling_ignored_during_execution: Some(required),
-                    ..NodeAffinity::default()
-                }),
-                ..Affinity::default()
-            }),
-            ..PodSpec::default()
-        };
+        *pod_spec = scheduling_only(pod_spec, containers);
         spec.template.metadata = None;
     }
     daemonset.status = None;
+}
+
+/// `pod_spec` reduced to `containers` and what decides where its Pods can be scheduled: node
+/// selector, required node affinity and tolerations.
+pub(crate) fn scheduling_only(pod_spec: &mut PodSpec, containers: Vec<Container>) -> PodSpec {
+    let required = pod_spec
+        .affinity
+        .take()
+        .and_then(|a| a.node_affinity)
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution);
+    PodSpec {
+        containers,
+        node_selector: pod_spec.node_selector.take(),
+        tolerations: pod_spec.tolerations.take(),
+        affinity: required.map(|required| Affinity {
+            node_affinity: Some(NodeAffinity {
+                required_during_scheduling_ignored_during_execution: Some(required),
+                ..NodeAffinity::default()
+            }),
+            ..Affinity::default()
+        }),
+        ..PodSpec::default()
+    }
 }
 
 /// Where a trimmed CRD keeps the label rules its validation rules enforce.
