@@ -24,6 +24,7 @@ pub mod plan;
 pub mod pod_density;
 pub mod pod_drain;
 pub mod pod_fit;
+pub mod pod_template;
 pub mod quantity;
 pub mod render;
 pub mod rules;

@@ -9,15 +9,15 @@
 //! false (`operator/cmd/flags.go`); Cilium's Helm chart writes true.
 
 use k8s_openapi::api::core::v1::ConfigMap;
+#[cfg(test)]
+use karpenter_health_checks::pod_template::CILIUM_DEFAULT_TAINT_KEY as DEFAULT_TAINT_KEY;
+use karpenter_health_checks::pod_template::{
+    CILIUM_CONFIG, CILIUM_SET_NODE_TAINTS as SET_NODE_TAINTS, CILIUM_TAINT_KEY as TAINT_KEY,
+    cilium_node_taint_key,
+};
 
 /// The ConfigMap Cilium's agent and operator read their settings from (Helm's name).
-pub const CONFIG_MAP: &str = "cilium-config";
-/// Whether the operator taints nodes whose agent is not running yet.
-const SET_NODE_TAINTS: &str = "set-cilium-node-taints";
-/// The key of that taint.
-const TAINT_KEY: &str = "agent-not-ready-taint-key";
-/// The key when the setting is absent or empty.
-pub const DEFAULT_TAINT_KEY: &str = "node.cilium.io/agent-not-ready";
+pub const CONFIG_MAP: &str = CILIUM_CONFIG.1;
 
 /// Keeps of `cilium-config` only the two keys that decide the node taint: the ConfigMap holds
 /// a hundred settings or more.
@@ -30,23 +30,9 @@ pub fn trim(config_map: &mut ConfigMap) {
 }
 
 /// The key of the taint Cilium's operator puts on new nodes, or `None` when these settings do
-/// not let it taint. The operator reads the boolean as Go's `strconv.ParseBool` does (through
-/// viper), a value it cannot parse being false.
+/// not let it taint ([`cilium_node_taint_key`]).
 pub fn node_taint_key(config_map: &ConfigMap) -> Option<String> {
-    let data = config_map.data.as_ref()?;
-    let set = data.get(SET_NODE_TAINTS)?;
-    if !matches!(set.trim(), "1" | "t" | "T" | "true" | "TRUE" | "True") {
-        return None;
-    }
-    let key = data.get(TAINT_KEY).map(|k| k.trim()).unwrap_or_default();
-    Some(
-        if key.is_empty() {
-            DEFAULT_TAINT_KEY
-        } else {
-            key
-        }
-        .to_owned(),
-    )
+    cilium_node_taint_key(config_map.data.as_ref()?)
 }
 
 #[cfg(test)]

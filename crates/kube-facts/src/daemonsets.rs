@@ -1,73 +1,22 @@
-//! A DaemonSet as Karpenter counts its Pod against a NodePool's nodes: the Pod its template
-//! makes (kubernetes-sigs/karpenter `pkg/utils/daemonset` `PodForDaemonSet`), its scheduling
-//! constraints and its containers' requests. Pure: works on objects already fetched.
+//! A DaemonSet as Karpenter counts its Pod against a NodePool's nodes
+//! ([`karpenter_health_checks::pod_template::daemonset`]). Pure: works on objects already
+//! fetched.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use karpenter_health_checks::facts::{DaemonSetFacts, PodScheduling};
-use karpenter_health_checks::quantity::quantity;
-
-/// The operators whose meaning the NodePool model judges exactly.
-const EXACT_REQUIREMENT_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
-const EXACT_TOLERATION_OPERATORS: [&str; 3] = ["", "Equal", "Exists"];
+use karpenter_health_checks::facts::DaemonSetFacts;
 
 /// The facts of `daemonset`: its template's Pod as the scheduler sees it, and the sum of its
-/// containers' CPU (millicores) and memory (bytes) requests. A request that is no quantity
-/// counts as none (the API server refuses such a DaemonSet anyway).
+/// containers' CPU (millicores) and memory (bytes) requests.
 pub fn facts_of(daemonset: &DaemonSet) -> DaemonSetFacts {
-    let spec = daemonset
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.clone());
-    let (scheduling, constraints_unjudged) = template_scheduling(&daemonset.metadata, spec.clone());
-    let requests = |resource: &str| -> f64 {
-        spec.iter()
-            .flat_map(|s| s.containers.iter())
-            .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get(resource))
-            .filter_map(|q| quantity(&serde_json::Value::String(q.0.clone())))
-            .sum()
-    };
-    DaemonSetFacts {
-        cpu_millis: (requests("cpu") * 1000.0).round() as u64,
-        memory_bytes: requests("memory").round() as u64,
-        constraints_unjudged,
-        pod: karpenter_health_checks::facts::PodScheduling {
-            // Karpenter ignores a daemon's preferences (`isDaemonPodCompatible`).
-            preferred_affinity: Vec::new(),
-            only_this_class: false,
-            ..scheduling
-        },
-    }
-}
-
-/// The scheduling constraints of the Pods a workload's template `spec` makes (named by the
-/// workload's `metadata`), and whether one of them is beyond what the NodePool model judges
-/// exactly (an operator such as `Gt`, a toleration operator other than `Equal` or `Exists`).
-pub(crate) fn template_scheduling(
-    metadata: &ObjectMeta,
-    spec: Option<PodSpec>,
-) -> (PodScheduling, bool) {
-    let pod = Pod {
-        metadata: ObjectMeta {
-            namespace: metadata.namespace.clone(),
-            name: metadata.name.clone(),
-            ..Default::default()
-        },
-        spec,
-        status: None,
-    };
-    let scheduling = crate::pods::pod_scheduling(&pod);
-    let constraints_unjudged = scheduling
-        .required_affinity
-        .iter()
-        .flatten()
-        .any(|r| !EXACT_REQUIREMENT_OPERATORS.contains(&r.operator.as_str()))
-        || scheduling
-            .tolerations
-            .iter()
-            .any(|t| !EXACT_TOLERATION_OPERATORS.contains(&t.operator.as_str()));
-    (scheduling, constraints_unjudged)
+    let meta = &daemonset.metadata;
+    karpenter_health_checks::pod_template::daemonset(
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        daemonset
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref()),
+    )
 }
 
 #[cfg(test)]

@@ -13,18 +13,12 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
 use karpenter_health_checks::facts::LoadBalancerControllerFacts;
+use karpenter_health_checks::pod_template::LOAD_BALANCER_CONTROLLER;
 
 /// Where the controller's chart puts it when installed as AWS's EKS guide says (release
 /// `aws-load-balancer-controller` in `kube-system`).
-pub const NAMESPACE: &str = "kube-system";
-pub const DEPLOYMENT: &str = "aws-load-balancer-controller";
-/// The last segment of the controller's image repository (`public.ecr.aws/eks/…`, ECR's
-/// `…/amazon/…`).
-const IMAGE: &str = "aws-load-balancer-controller";
-/// The flags that name the VPC without instance metadata.
-const VPC_FLAGS: [&str; 2] = ["--aws-vpc-id", "--aws-vpc-tags"];
-/// The env the controller's `DescribeInstances` fallback reads.
-const NODE_NAME_ENV: &str = "NODENAME";
+pub const NAMESPACE: &str = LOAD_BALANCER_CONTROLLER.0;
+pub const DEPLOYMENT: &str = LOAD_BALANCER_CONTROLLER.1;
 
 /// Keeps of the Deployment its replicas, its Pod template's scheduling constraints and
 /// `hostNetwork`, and each container's image, command, arguments and env names.
@@ -64,68 +58,16 @@ pub fn trim(deployment: &mut Deployment) {
     };
 }
 
-/// The facts of the controller's Deployment.
+/// The facts of the controller's Deployment
+/// ([`karpenter_health_checks::pod_template::load_balancer_controller`]).
 pub fn facts_of(deployment: &Deployment) -> LoadBalancerControllerFacts {
     let spec = deployment.spec.as_ref();
-    let pod_spec = spec.and_then(|s| s.template.spec.clone());
-    let (pod, constraints_unjudged) =
-        crate::daemonsets::template_scheduling(&deployment.metadata, pod_spec.clone());
-    let controller = pod_spec
-        .as_ref()
-        .and_then(|p| p.containers.iter().find(|c| runs_controller(c)));
-    let (vpc_id_configured, vpc_source_unjudged) = match controller {
-        Some(c) => (
-            passes_vpc_flag(c),
-            c.env_from.as_ref().is_some_and(|e| !e.is_empty())
-                || c.env.iter().flatten().any(|e| e.name == NODE_NAME_ENV),
-        ),
-        // No container runs the controller's image: how it finds its VPC is not known.
-        None => (false, true),
-    };
-    LoadBalancerControllerFacts {
-        pod,
-        constraints_unjudged,
-        replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
-        host_network: pod_spec.and_then(|p| p.host_network).unwrap_or(false),
-        vpc_id_configured,
-        vpc_source_unjudged,
-    }
-}
-
-/// Whether `container` runs the controller's image (`registry/path/aws-load-balancer-controller`
-/// with any tag or digest).
-fn runs_controller(container: &Container) -> bool {
-    let Some(image) = container.image.as_deref() else {
-        return false;
-    };
-    let repository = image.split('@').next().unwrap_or(image);
-    let last = repository.rsplit('/').next().unwrap_or(repository);
-    last.split(':').next() == Some(IMAGE)
-}
-
-/// Whether the container's command or arguments pass a flag that names the VPC, as Go's pflag
-/// reads them (`--flag=value` or `--flag value`). An empty `--aws-vpc-id=` leaves it unset
-/// (the controller then asks instance metadata); any `--aws-vpc-tags` counts.
-fn passes_vpc_flag(container: &Container) -> bool {
-    let words: Vec<&str> = container
-        .command
-        .iter()
-        .flatten()
-        .chain(container.args.iter().flatten())
-        .map(String::as_str)
-        .collect();
-    words.iter().enumerate().any(|(i, word)| {
-        VPC_FLAGS.iter().any(|flag| {
-            let tags = *flag == "--aws-vpc-tags";
-            match word.strip_prefix(flag) {
-                Some("") => tags || words.get(i + 1).is_some_and(|v| !v.is_empty()),
-                Some(rest) => rest
-                    .strip_prefix('=')
-                    .is_some_and(|value| tags || !value.is_empty()),
-                None => false,
-            }
-        })
-    })
+    karpenter_health_checks::pod_template::load_balancer_controller(
+        deployment.metadata.namespace.as_deref().unwrap_or_default(),
+        deployment.metadata.name.as_deref().unwrap_or_default(),
+        spec.and_then(|s| s.replicas),
+        spec.and_then(|s| s.template.spec.as_ref()),
+    )
 }
 
 #[cfg(test)]

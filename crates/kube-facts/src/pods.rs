@@ -2,9 +2,8 @@
 //! could take it, and what of its scheduling constraints it copies into NodeClaim requirements.
 //! Pure: works on objects already fetched.
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
-use karpenter_health_api::karpenter::Requirement;
-use karpenter_health_checks::facts::{PodScheduling, Toleration};
+use k8s_openapi::api::core::v1::Pod;
+use karpenter_health_checks::facts::PodScheduling;
 use karpenter_health_checks::pod_fit::NodeClaimTemplate;
 use kube::ResourceExt;
 
@@ -60,70 +59,14 @@ pub(crate) fn candidacy(
     this.then_some(!others)
 }
 
-fn requirement(expression: &NodeSelectorRequirement) -> Requirement {
-    Requirement {
-        key: expression.key.clone(),
-        operator: expression.operator.clone(),
-        values: expression.values.clone().unwrap_or_default(),
-        min_values: None,
-    }
-}
-
-/// The match expressions of one node selector term as requirements.
-fn requirements(term: &NodeSelectorTerm) -> Vec<Requirement> {
-    term.match_expressions
-        .iter()
-        .flatten()
-        .map(requirement)
-        .collect()
-}
-
 /// What Karpenter copies from a Pod into NodeClaim requirements.
 pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
-    let spec = pod.spec.as_ref();
-    let node_affinity = spec
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.node_affinity.as_ref());
-    let required = node_affinity
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|selector| {
-            selector
-                .node_selector_terms
-                .iter()
-                .map(requirements)
-                .collect()
-        })
-        .unwrap_or_default();
-    let preferred = node_affinity
-        .and_then(|n| {
-            n.preferred_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|terms| terms.iter().map(|t| requirements(&t.preference)).collect())
-        .unwrap_or_default();
+    let scheduling = karpenter_health_checks::pod_template::scheduling(
+        &pod.namespace().unwrap_or_default(),
+        &pod.name_any(),
+        pod.spec.as_ref(),
+    );
     PodScheduling {
-        only_this_class: true,
-        namespace: pod.namespace().unwrap_or_default(),
-        name: pod.name_any(),
-        node_selector: spec
-            .and_then(|s| s.node_selector.clone())
-            .unwrap_or_default(),
-        required_affinity: required,
-        preferred_affinity: preferred,
-        tolerations: spec
-            .and_then(|s| s.tolerations.as_ref())
-            .into_iter()
-            .flatten()
-            .map(|t| Toleration {
-                key: t.key.clone().unwrap_or_default(),
-                operator: t.operator.clone().unwrap_or_default(),
-                value: t.value.clone().unwrap_or_default(),
-                effect: t.effect.clone().unwrap_or_default(),
-            })
-            .collect(),
         unschedulable_since: pod
             .status
             .as_ref()
@@ -138,5 +81,6 @@ pub fn pod_scheduling(pod: &Pod) -> PodScheduling {
             .as_ref()
             .and_then(|s| s.nominated_node_name.as_deref())
             .is_some_and(|n| !n.is_empty()),
+        ..scheduling
     }
 }

@@ -13,7 +13,7 @@ use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_health_checks::facts::AwsAuthData;
 use saphyr::{LoadableYamlNode, MarkedYaml, YamlData};
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Position index nesting limit: deeper fields fall back to their ancestor's line. serde_norway
 /// has already refused anything nested past its own limit before the index is built.
@@ -43,6 +43,8 @@ pub enum Object {
     NodeClaim(Box<NodeClaim>),
     /// `kube-system/aws-auth`'s `data`.
     AwsAuth(AwsAuthData),
+    /// `kube-system/cilium-config`'s `data`: Cilium's settings.
+    CiliumConfig(BTreeMap<String, String>),
     /// A Pod, or a workload with a Pod template.
     Workload(Box<Workload>),
     /// A kind lint does not read.
@@ -61,6 +63,8 @@ pub struct Workload {
     /// `namespace/name`, or `name` when the document names no namespace.
     pub name: String,
     pub pod: PodSpec,
+    /// `spec.replicas` of the kinds that have it, as written.
+    pub replicas: Option<i32>,
     /// Path of the Pod spec from the document root.
     pub pod_path: Vec<String>,
 }
@@ -222,6 +226,10 @@ fn config_map(text: &str, offset: usize, first_line: usize, unreadable: &str) ->
     };
     // Rendered charts often leave the namespace to `kubectl apply -n`.
     let ns = cm.metadata.namespace.as_deref().unwrap_or("kube-system");
+    let cilium = karpenter_health_checks::pod_template::CILIUM_CONFIG;
+    if (ns, cm.metadata.name.as_deref().unwrap_or_default()) == cilium {
+        return Object::CiliumConfig(cm.data.unwrap_or_default());
+    }
     if cm.metadata.name.as_deref() != Some("aws-auth") || ns != "kube-system" {
         return Object::Other;
     }
@@ -242,33 +250,37 @@ fn workload_of_kind(
 ) -> Object {
     match (api_version, kind) {
         ("v1", "Pod") => workload::<Pod>(text, offset, first_line, "Pod", &["spec"], |p| {
-            (p.metadata, p.spec)
+            (p.metadata, p.spec, None)
         }),
         ("apps/v1", "Deployment") => {
             workload::<Deployment>(text, offset, first_line, kind, TEMPLATE, |d| {
-                (d.metadata, d.spec.and_then(|s| s.template.spec))
+                let replicas = d.spec.as_ref().and_then(|s| s.replicas);
+                (d.metadata, d.spec.and_then(|s| s.template.spec), replicas)
             })
         }
         ("apps/v1", "StatefulSet") => {
             workload::<StatefulSet>(text, offset, first_line, kind, TEMPLATE, |d| {
-                (d.metadata, d.spec.and_then(|s| s.template.spec))
+                let replicas = d.spec.as_ref().and_then(|s| s.replicas);
+                (d.metadata, d.spec.and_then(|s| s.template.spec), replicas)
             })
         }
         ("apps/v1", "DaemonSet") => {
             workload::<DaemonSet>(text, offset, first_line, kind, TEMPLATE, |d| {
-                (d.metadata, d.spec.and_then(|s| s.template.spec))
+                (d.metadata, d.spec.and_then(|s| s.template.spec), None)
             })
         }
         ("apps/v1", "ReplicaSet") => {
             workload::<ReplicaSet>(text, offset, first_line, kind, TEMPLATE, |d| {
+                let replicas = d.spec.as_ref().and_then(|s| s.replicas);
                 (
                     d.metadata,
                     d.spec.and_then(|s| s.template.and_then(|t| t.spec)),
+                    replicas,
                 )
             })
         }
         ("batch/v1", "Job") => workload::<Job>(text, offset, first_line, kind, TEMPLATE, |d| {
-            (d.metadata, d.spec.and_then(|s| s.template.spec))
+            (d.metadata, d.spec.and_then(|s| s.template.spec), None)
         }),
         ("batch/v1", "CronJob") => workload::<CronJob>(
             text,
@@ -281,7 +293,7 @@ fn workload_of_kind(
                     .spec
                     .and_then(|s| s.job_template.spec)
                     .and_then(|s| s.template.spec);
-                (d.metadata, pod)
+                (d.metadata, pod, None)
             },
         ),
         _ => Object::Other,
@@ -298,7 +310,7 @@ fn workload<T: DeserializeOwned>(
     first_line: usize,
     kind: &str,
     pod_path: &[&str],
-    pod_of: impl FnOnce(T) -> (Meta, Option<PodSpec>),
+    pod_of: impl FnOnce(T) -> (Meta, Option<PodSpec>, Option<i32>),
 ) -> Object {
     let object = match parse::<T>(
         text,
@@ -309,7 +321,7 @@ fn workload<T: DeserializeOwned>(
         Ok(o) => o,
         Err(e) => return e,
     };
-    let (meta, pod) = pod_of(object);
+    let (meta, pod, replicas) = pod_of(object);
     let Some(pod) = pod else {
         return Object::Other;
     };
@@ -321,6 +333,7 @@ fn workload<T: DeserializeOwned>(
             None => name,
         },
         pod,
+        replicas,
         pod_path: pod_path.iter().map(|s| (*s).to_owned()).collect(),
     }))
 }

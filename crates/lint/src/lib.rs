@@ -6,7 +6,9 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod documents;
+mod engine;
 pub mod lint;
+pub mod manifests;
 pub mod model;
 pub mod output;
 

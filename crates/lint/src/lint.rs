@@ -1,29 +1,24 @@
 //! The functional core of lint: documents in, findings out. Pure: no IO, no clock.
 //!
-//! Each EC2NodeClass goes through the operator's own engine with every cluster-wide and AWS fact
-//! unknown (lint is offline), so whatever the engine proves `False` is provable from the file
-//! alone. What the engine cannot reach from one EC2NodeClass (NodePools whatever class they use,
+//! Each EC2NodeClass goes through the operator's own engine (`engine.rs`) with every
+//! cluster-wide and AWS fact unknown (lint is offline), so whatever the engine proves `False` is
+//! provable from the file alone; what the files decide together (`manifests.rs`: the class's
+//! NodePools, the load balancer controller, Cilium) feeds only the two warnings made for it. What the engine cannot reach from one EC2NodeClass (NodePools whatever class they use,
 //! Pod templates, aws-auth without the live node role) goes through the same pure helpers the
 //! rules use.
 
 use crate::documents::{self, Document, Object, Workload};
-use crate::model::{Anchor, Finding, Rule};
+use crate::manifests::Manifests;
+use crate::model::{Finding, Rule};
+use karpenter_health_api::Reason;
 use karpenter_health_api::karpenter::EC2NodeClass;
-use karpenter_health_api::{ConditionStatus, Reason, Severity as EngineSeverity};
 use karpenter_health_checks::arn::{self, IamArn};
 use karpenter_health_checks::aws_auth::{AwsAuth, MAP_ROLES, MAP_USERS, RoleMapping};
-use karpenter_health_checks::facts::{
-    AwsFacts, ClusterFacts, KarpenterFacts, Observed, UnknownCause,
-};
 use karpenter_health_checks::labels::{KeyContext, LabelRules};
 use karpenter_health_checks::node_mapping;
 use karpenter_health_checks::warnings::Warning;
-use karpenter_health_checks::{Facts, Settings};
 use semver::Version;
 use std::collections::BTreeSet;
-
-/// Why every live fact is unknown, as the engine's messages would show it.
-const OFFLINE: &str = "karpenter-health lint is offline: no cluster and no AWS are read";
 
 /// The Fargate pod execution role's mapping: it names `system:node:{{SessionName}}` by design,
 /// so it is a node mapping that is not a node role's.
@@ -62,10 +57,11 @@ pub fn lint(sources: &[Source<'_>], options: &Options) -> Vec<Finding> {
         })
         .collect();
     let roles = Roles::new(options, &node_classes);
+    let manifests = Manifests::of(read.iter().flat_map(|(_, docs)| docs));
     let mut findings = Vec::new();
     for (path, docs) in &read {
         for doc in docs {
-            for (rule, message, line) in lint_document(doc, options, &roles) {
+            for (rule, message, line) in lint_document(doc, options, &roles, &manifests) {
                 findings.push(Finding {
                     path: (*path).to_owned(),
                     // Parsers mark an error at the end of a value one line past it.
@@ -82,14 +78,19 @@ pub fn lint(sources: &[Source<'_>], options: &Options) -> Vec<Finding> {
     findings
 }
 
-type Found = (Rule, String, usize);
+pub(crate) type Found = (Rule, String, usize);
 
-fn lint_document(doc: &Document, options: &Options, roles: &Roles) -> Vec<Found> {
+fn lint_document(
+    doc: &Document,
+    options: &Options,
+    roles: &Roles,
+    manifests: &Manifests<'_>,
+) -> Vec<Found> {
     match &doc.object {
         Object::Invalid { line, message } => {
             vec![(Rule::InvalidDocument, message.clone(), *line)]
         }
-        Object::NodeClass(nc) => node_class(doc, nc, options),
+        Object::NodeClass(nc) => crate::engine::node_class(doc, nc, options, manifests),
         Object::NodePool(pool) => {
             let name = pool.metadata.name.as_deref().unwrap_or_default();
             let template = &pool.spec.template;
@@ -112,11 +113,11 @@ fn lint_document(doc: &Document, options: &Options, roles: &Roles) -> Vec<Found>
         }
         Object::Workload(w) => workload(doc, w, options),
         Object::AwsAuth(data) => aws_auth_findings(doc, data.parsed(), roles),
-        Object::NodeClaim(_) | Object::Other => Vec::new(),
+        Object::NodeClaim(_) | Object::CiliumConfig(_) | Object::Other => Vec::new(),
     }
 }
 
-fn line_of(doc: &Document, path: &[&str]) -> usize {
+pub(crate) fn line_of(doc: &Document, path: &[&str]) -> usize {
     doc.positions.line(path).unwrap_or(doc.first_line)
 }
 
@@ -125,85 +126,6 @@ fn clip(s: &str) -> String {
         None => s.to_owned(),
         Some((at, _)) => format!("{}…", &s[..at]),
     }
-}
-
-fn offline<T>() -> Observed<T> {
-    Observed::unknown(UnknownCause::NotObserved, OFFLINE)
-}
-
-/// The operator's engine on one EC2NodeClass, every live fact unknown; only what it proves
-/// (findings of `False` outcomes, and warnings) is kept.
-fn node_class(doc: &Document, nc: &EC2NodeClass, options: &Options) -> Vec<Found> {
-    let mut node_class = nc.clone();
-    // A status in a file is a snapshot of some past instant; judging it needs the cluster's now.
-    node_class.status = None;
-    let karpenter = match &options.karpenter_version {
-        Some(v) => Observed::Found(KarpenterFacts {
-            version: Some(v.to_string()),
-            controller_role_arn: options.controller_role.clone(),
-            ..KarpenterFacts::default()
-        }),
-        None => offline(),
-    };
-    let facts = Facts {
-        cluster: ClusterFacts {
-            node_class,
-            node_pools: offline(),
-            node_claims: offline(),
-            claimed_instance_ids: offline(),
-            pending_pods: offline(),
-            aws_auth: offline(),
-            karpenter,
-            crd_label_rules: offline(),
-            aws_node_role_arn: offline(),
-            configured_cluster_name: None,
-            node_class_generation_seen_at: None,
-            apiserver_version: offline(),
-            karpenter_crds: offline(),
-            karpenter_webhooks: offline(),
-            service_endpoints: Default::default(),
-            vpc_cni: offline(),
-            daemonsets: offline(),
-            cilium_node_taint: offline(),
-            load_balancer_controller: offline(),
-            disruption_blocked: offline(),
-            drains: Default::default(),
-        },
-        aws: AwsFacts {
-            region: options.region.clone(),
-            account: offline(),
-            instance_profile: Some(offline()),
-            node_role: Some(offline()),
-            eks_cluster: offline(),
-            node_role_access_entries: offline(),
-            security_groups: offline(),
-            cluster_instances: offline(),
-            cluster_vpc: offline(),
-            subnets: offline(),
-            ..AwsFacts::default()
-        },
-    };
-    // No rule that can conclude offline reads the clock; a fixed instant keeps lint pure.
-    let now = jiff::Timestamp::UNIX_EPOCH;
-    let mut out = Vec::new();
-    for outcome in karpenter_health_checks::evaluate_all(&facts, &Settings::default(), now) {
-        for f in outcome.findings {
-            let proven = match f.severity {
-                EngineSeverity::Error => outcome.status == ConditionStatus::False,
-                EngineSeverity::Warning => true,
-                EngineSeverity::Info => false,
-            };
-            let Some(rule) = Rule::parse(&f.reason).filter(|_| proven) else {
-                continue;
-            };
-            let line = match rule.anchor() {
-                Some(Anchor::Field(path)) => line_of(doc, path),
-                _ => doc.first_line,
-            };
-            out.push((rule, f.message, line));
-        }
-    }
-    out
 }
 
 /// The rule sets that may apply: the version's, or with no version both, of which a key is only

@@ -53,6 +53,12 @@ impl Rule {
                 Anchor::Field(&["spec", "metadataOptions", "httpProtocolIPv6"])
             }
             Rule::Reason(R::RestrictedLabelDomain) => Anchor::LabelKey,
+            // Decided by the files together (`manifests.rs`): the class, its NodePools and the
+            // controller's Deployment, or Cilium's settings and agent.
+            Rule::Warning(Warning::MetadataOutOfReach) => {
+                Anchor::Field(&["spec", "metadataOptions"])
+            }
+            Rule::Warning(Warning::AgentTaintNotStartupTaint) => Anchor::Field(&["spec"]),
             Rule::Reason(
                 R::AwsAuthMalformed
                 | R::NodeRoleMappedWithPath

@@ -17,14 +17,11 @@ use crate::clip;
 use crate::facts::Observed;
 use crate::plan::Context;
 use crate::pod_fit::NodeClaimTemplate;
+use crate::pod_template::CILIUM_AGENT;
 use crate::verdict::{Check, Why};
 use crate::warnings::Warning;
 use karpenter_health_api::SubjectRef;
 use karpenter_health_api::karpenter::NodePool;
-
-/// Cilium's agent DaemonSet as its Helm chart installs it, whose Pods' readiness the operator's
-/// taint follows.
-const CILIUM_AGENT: (&str, &str) = ("kube-system", "cilium");
 
 /// Warns of each NodePool of `pools` whose new nodes Cilium's operator taints without the
 /// NodePool declaring that taint in `startupTaints`; returns what the True message says of it
