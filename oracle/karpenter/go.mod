@@ -1,0 +1,3 @@
+module karpenter-health.io/oracle
+
+go 1.26.6

@@ -1,0 +1,230 @@
+// Command oracle answers, with Karpenter's own code, what Karpenter does in a scenario: for each
+// pending Pod, the NodePool and instance types it launches for it (or the error Karpenter gives),
+// and for each NodePool alone, whether it can launch anything and which instance types are left
+// after Karpenter's own filtering. It builds Karpenter as its controller is built
+// (aws/karpenter-provider-aws `cmd/controller/main.go`: the AWS cloud provider, decorated by core's
+// metrics and overlay wrappers, the cluster state, the provisioner) over controller-runtime's fake
+// client and the AWS provider's own fake EC2 API (`pkg/fake`, `pkg/test.NewEnvironment`), fed with
+// the scenario's instance types and offerings. No controller runs, no API server, no AWS.
+//
+// It reads one scenario per line (JSON) on stdin and writes one answer per line on stdout, so one
+// process answers thousands of scenarios. Which Karpenter release it is built from is chosen at
+// build time (`-modfile=releases/<release>.mod` and a build tag, see build.sh).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Scenario is what the Rust side generates: Kubernetes objects as the API server serves them, and
+// EC2's answers in a compact form.
+type Scenario struct {
+	Name string `json:"name"`
+	// The Karpenter controller's environment (CLUSTER_NAME, FEATURE_GATES, MIN_VALUES_POLICY, ...),
+	// parsed by Karpenter's own options.
+	Env map[string]string `json:"env"`
+	// The Kubernetes version the API server reports (`1.34`).
+	KubernetesVersion string            `json:"kubernetesVersion"`
+	NodeClass         json.RawMessage   `json:"nodeClass"`
+	NodePools         []json.RawMessage `json:"nodePools"`
+	DaemonSets        []json.RawMessage `json:"daemonSets"`
+	// Running Pods of the DaemonSets (owned by them), the newest of which Karpenter counts.
+	DaemonSetPods []json.RawMessage `json:"daemonSetPods"`
+	PendingPods   []json.RawMessage `json:"pendingPods"`
+	InstanceTypes []InstanceType    `json:"instanceTypes"`
+}
+
+// InstanceType is one of EC2's instance types as DescribeInstanceTypes and
+// DescribeInstanceTypeOfferings describe it.
+type InstanceType struct {
+	Name                      string   `json:"name"`
+	VCPUs                     int32    `json:"vcpus"`
+	MemoryMiB                 int64    `json:"memoryMiB"`
+	Architectures             []string `json:"architectures"`
+	UsageClasses              []string `json:"usageClasses"`
+	MaximumNetworkInterfaces  int32    `json:"maximumNetworkInterfaces"`
+	IPv4AddressesPerInterface int32    `json:"ipv4AddressesPerInterface"`
+	Hypervisor                string   `json:"hypervisor,omitempty"`
+	BareMetal                 bool     `json:"bareMetal,omitempty"`
+	Manufacturer              string   `json:"manufacturer,omitempty"`
+	// The zones EC2 offers it in.
+	Zones []string `json:"zones"`
+}
+
+// Answer is what Karpenter's code decided.
+type Answer struct {
+	Name    string `json:"name"`
+	Release string `json:"release"`
+	// The scenario could not be run (Karpenter would not start with these settings, an object
+	// does not decode as this release's type).
+	Error string `json:"error,omitempty"`
+	// Every pending Pod, with every NodePool of the scenario.
+	Pods map[string]PodOutcome `json:"pods"`
+	// Each NodePool alone (the others removed): whether a Pod that tolerates its taints and asks
+	// for nothing launches a node, and what happens to each pending Pod.
+	NodePools map[string]NodePoolOutcome `json:"nodePools"`
+}
+
+// PodOutcome is Karpenter's decision for one Pod.
+type PodOutcome struct {
+	// Karpenter skipped the Pod before scheduling (Provisioner.Validate), with why.
+	Ignored string `json:"ignored,omitempty"`
+	// The NodePool of the NodeClaim the scheduler put it on.
+	NodePool string `json:"nodePool,omitempty"`
+	// The instance types that NodeClaim allows, sorted.
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
+	// The scheduler's error for it.
+	Error string `json:"error,omitempty"`
+	// The NodeClaim was created and the AWS provider launched an instance for it.
+	Launched bool `json:"launched"`
+	// Why the NodeClaim was not created or not launched.
+	LaunchError string `json:"launchError,omitempty"`
+}
+
+// NodePoolOutcome is what one NodePool does alone.
+type NodePoolOutcome struct {
+	// The NodePool was left out of scheduling (not ready, no instance types), with Karpenter's
+	// words.
+	Skipped string `json:"skipped,omitempty"`
+	// The probe: a Pod that tolerates the NodePool's taints and requests nothing.
+	Probe PodOutcome `json:"probe"`
+	// The instance types GetInstanceTypes gives the NodePool before its requirements.
+	Offered int `json:"offered"`
+	// Each pending Pod with this NodePool alone.
+	Pods map[string]PodOutcome `json:"pods"`
+}
+
+const probeNamespace = "karpenter-health-oracle"
+const probeName = "probe"
+
+func main() {
+	// Karpenter logs through controller-runtime's logger; its words reach the answer through
+	// errors, not logs.
+	ctrllog.SetLogger(logr.Discard())
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			answer := answerOne(line)
+			encoded, _ := json.Marshal(answer)
+			out.Write(encoded)
+			out.WriteByte('\n')
+			out.Flush()
+		}
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "oracle: reading stdin: %v\n", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// answerOne never panics: a panic in Karpenter's code is an answer too (the Rust side reports it).
+func answerOne(line []byte) (answer Answer) {
+	answer.Release = release
+	defer func() {
+		if r := recover(); r != nil {
+			answer.Error = fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	var s Scenario
+	if err := json.Unmarshal(line, &s); err != nil {
+		answer.Error = fmt.Sprintf("decoding the scenario: %v", err)
+		return answer
+	}
+	answer.Name = s.Name
+	objects, err := decode(&s)
+	if err != nil {
+		answer.Error = err.Error()
+		return answer
+	}
+	ctx, err := withOptions(context.Background(), s.Env)
+	if err != nil {
+		answer.Error = fmt.Sprintf("Karpenter's options: %v", err)
+		return answer
+	}
+	together, _, err := run(ctx, &s, objects, objects.nodePools)
+	if err != nil {
+		answer.Error = err.Error()
+		return answer
+	}
+	answer.Pods = together.pods
+	answer.NodePools = map[string]NodePoolOutcome{}
+	for _, np := range objects.nodePools {
+		alone, probe, err := run(ctx, &s, objects, []*nodePoolObject{np})
+		if err != nil {
+			answer.Error = fmt.Sprintf("NodePool %s alone: %v", np.name, err)
+			return answer
+		}
+		answer.NodePools[np.name] = NodePoolOutcome{
+			Skipped: alone.skipped[np.name],
+			Probe:   probe,
+			Offered: alone.offered[np.name],
+			Pods:    alone.pods,
+		}
+	}
+	return answer
+}
+
+// outcomes of one scheduling round.
+type outcomes struct {
+	pods    map[string]PodOutcome
+	skipped map[string]string
+	offered map[string]int
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// probePod tolerates exactly the NodePool's taints (not its startup taints, which the scheduler
+// does not weigh) and asks for nothing: whatever Karpenter needs to launch for it, it needs for
+// any Pod of the NodePool.
+func probePod(np *nodePoolObject) *corev1.Pod {
+	var tolerations []corev1.Toleration
+	for _, t := range np.taints() {
+		tolerations = append(tolerations, corev1.Toleration{
+			Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect,
+		})
+	}
+	return pendingPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: probeName, UID: "probe-uid"},
+		Spec: corev1.PodSpec{
+			Tolerations: tolerations,
+			Containers:  []corev1.Container{{Name: "probe", Image: "probe"}},
+		},
+	})
+}
+
+// pendingPod marks a Pod as the scheduler leaves one it could not place, which is what Karpenter
+// provisions for (`pod.IsProvisionable`: unscheduled, `PodScheduled=False` with reason
+// `Unschedulable`).
+func pendingPod(p *corev1.Pod) *corev1.Pod {
+	p.Spec.NodeName = ""
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+	}}
+	if p.CreationTimestamp.IsZero() {
+		p.CreationTimestamp = metav1.Now()
+	}
+	return p
+}
+
+func sortedNames(names []string) []string {
+	sort.Strings(names)
+	return names
+}

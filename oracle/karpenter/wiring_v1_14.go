@@ -1,0 +1,90 @@
+//go:build karpenter_v1_14
+
+package main
+
+// Karpenter v1.14 wired as its controller wires it (aws/karpenter-provider-aws v1.14.1
+// `cmd/controller/main.go`, core `pkg/controllers/controllers.go` `NewControllers`).
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/samber/lo"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
+	"sigs.k8s.io/karpenter/pkg/controllers/dynamicresources/deviceallocation"
+	nodepoolreadiness "sigs.k8s.io/karpenter/pkg/controllers/nodepool/readiness"
+	nodepoolvalidation "sigs.k8s.io/karpenter/pkg/controllers/nodepool/validation"
+	"sigs.k8s.io/karpenter/pkg/controllers/provisioning"
+	"sigs.k8s.io/karpenter/pkg/controllers/state"
+	"sigs.k8s.io/karpenter/pkg/events"
+	"sigs.k8s.io/karpenter/pkg/state/virtualpods"
+	coretest "sigs.k8s.io/karpenter/pkg/test"
+
+	"github.com/aws/karpenter-provider-aws/pkg/cloudprovider"
+	awstest "github.com/aws/karpenter-provider-aws/pkg/test"
+)
+
+const release = "v1.14.1"
+
+func newKarpenter(ctx context.Context, kube client.Client, clientset kubernetes.Interface, s *Scenario, o *scenarioObjects) (*karpenter, error) {
+	env := awstest.NewEnvironment(ctx, &coretest.Environment{Client: kube, KubernetesInterface: clientset})
+	feedEC2(env.EC2API, s, o.nodeClass)
+	feedSpotPrices(env.EC2API, s, env.PricingProvider)
+	if err := env.PricingProvider.UpdateSpotPricing(ctx); err != nil {
+		return nil, err
+	}
+	if err := env.InstanceTypesProvider.UpdateInstanceTypes(ctx); err != nil {
+		return nil, err
+	}
+	if err := env.InstanceTypesProvider.UpdateInstanceTypeOfferings(ctx); err != nil {
+		return nil, err
+	}
+	recorder := events.NewRecorder(discardRecorder())
+	aws := cloudprovider.New(
+		env.InstanceTypesProvider,
+		env.InstanceProvider,
+		recorder,
+		kube,
+		env.AMIProvider,
+		env.SecurityGroupProvider,
+		env.CapacityReservationProvider,
+		env.PlacementGroupProvider,
+		env.InstanceTypeStore,
+		lo.ToPtr("Y2EtYnVuZGxlCg=="),
+	)
+	cp := overlay.Decorate(metrics.Decorate(aws), kube, env.InstanceTypeStore)
+	clk := clock.RealClock{}
+	cluster := state.NewCluster(clk, kube, cp)
+	provisioner := provisioning.NewProvisioner(kube, recorder, cp, cluster, clk,
+		deviceallocation.NewController(kube), virtualpods.NewVirtualPodCache(kube))
+	validation := nodepoolvalidation.NewController(clk, kube, cp)
+	readiness := nodepoolreadiness.NewController(clk, kube, cp)
+	return &karpenter{
+		kube:          kube,
+		cloudProvider: cp,
+		cluster:       cluster,
+		provisioner:   provisioner,
+		debug: func() {
+			fmt.Fprintf(os.Stderr, "create LT calls: %d\n", env.EC2API.CreateLaunchTemplateBehavior.CalledWithInput.Len())
+			env.EC2API.CreateLaunchTemplateBehavior.CalledWithInput.ForEach(func(i *ec2.CreateLaunchTemplateInput) {
+				fmt.Fprintf(os.Stderr, "  LT %s image %v\n", *i.LaunchTemplateName, i.LaunchTemplateData.ImageId)
+			})
+			fmt.Fprintf(os.Stderr, "fleet calls: %d\n", env.EC2API.CreateFleetBehavior.CalledWithInput.Len())
+		},
+		reconcileNodePool: func(ctx context.Context, np *karpv1.NodePool) error {
+			if _, err := validation.Reconcile(ctx, np); err != nil {
+				return err
+			}
+			_, err := readiness.Reconcile(ctx, np)
+			return err
+		},
+	}, nil
+}
