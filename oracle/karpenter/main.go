@@ -24,8 +24,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/aws/karpenter-provider-aws/pkg/apis"
 )
 
 // Scenario is what the Rust side generates: Kubernetes objects as the API server serves them, and
@@ -106,6 +109,12 @@ type NodePoolOutcome struct {
 	Pods map[string]PodOutcome `json:"pods"`
 }
 
+// crdsAnswer answers the query `{"crds": true}`: the release's own CRDs (the AWS provider's
+// `pkg/apis/crds`), which the Rust side installs in its facts as the cluster would hold them.
+type crdsAnswer struct {
+	CRDs []*apiextensionsv1.CustomResourceDefinition `json:"crds"`
+}
+
 const probeNamespace = "karpenter-health-oracle"
 const probeName = "probe"
 
@@ -118,7 +127,13 @@ func main() {
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) > 0 {
-			answer := answerOne(line)
+			var answer any = crdsAnswer{CRDs: apis.CRDs}
+			var query struct {
+				CRDs bool `json:"crds"`
+			}
+			if json.Unmarshal(line, &query); !query.CRDs {
+				answer = answerOne(line)
+			}
 			encoded, _ := json.Marshal(answer)
 			out.Write(encoded)
 			out.WriteByte('\n')
