@@ -20,7 +20,10 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +97,8 @@ type PodOutcome struct {
 	Launched bool `json:"launched"`
 	// Why the NodeClaim was not created or not launched.
 	LaunchError string `json:"launchError,omitempty"`
+	// The round it launched in, when not the first.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // NodePoolOutcome is what one NodePool does alone.
@@ -122,6 +127,13 @@ func main() {
 	// Karpenter logs through controller-runtime's logger; its words reach the answer through
 	// errors, not logs.
 	ctrllog.SetLogger(logr.Discard())
+	// ORACLE_CPUPROFILE=<file> profiles a run (docs/benchmarks.md).
+	if path := os.Getenv("ORACLE_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
 	for {
@@ -140,6 +152,7 @@ func main() {
 			out.Flush()
 		}
 		if err == io.EOF {
+			pprof.StopCPUProfile()
 			return
 		}
 		if err != nil {
@@ -173,27 +186,94 @@ func answerOne(line []byte) (answer Answer) {
 		answer.Error = fmt.Sprintf("Karpenter's options: %v", err)
 		return answer
 	}
-	together, _, err := run(ctx, &s, objects, objects.nodePools)
-	if err != nil {
-		answer.Error = err.Error()
+	// Each round has a cluster of its own, so they run at once: a round spends most of its time
+	// waiting out the AWS provider's CreateFleet batching window, not computing.
+	type round struct {
+		outcomes outcomes
+		probe    PodOutcome
+		err      error
+	}
+	rounds := make([]round, len(objects.nodePools)+1)
+	var wg sync.WaitGroup
+	for i := range rounds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					rounds[i].err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+				}
+			}()
+			pools := objects.nodePools
+			if i > 0 {
+				pools = []*nodePoolObject{objects.nodePools[i-1]}
+			}
+			rounds[i].outcomes, rounds[i].probe, rounds[i].err = runUntilLaunched(ctx, &s, objects, pools)
+		}()
+	}
+	wg.Wait()
+	if rounds[0].err != nil {
+		answer.Error = rounds[0].err.Error()
 		return answer
 	}
-	answer.Pods = together.pods
+	answer.Pods = rounds[0].outcomes.pods
 	answer.NodePools = map[string]NodePoolOutcome{}
-	for _, np := range objects.nodePools {
-		alone, probe, err := run(ctx, &s, objects, []*nodePoolObject{np})
-		if err != nil {
-			answer.Error = fmt.Sprintf("NodePool %s alone: %v", np.name, err)
+	for i, np := range objects.nodePools {
+		alone := rounds[i+1]
+		if alone.err != nil {
+			answer.Error = fmt.Sprintf("NodePool %s alone: %v", np.name, alone.err)
 			return answer
 		}
 		answer.NodePools[np.name] = NodePoolOutcome{
-			Skipped: alone.skipped[np.name],
-			Probe:   probe,
-			Offered: alone.offered[np.name],
-			Pods:    alone.pods,
+			Skipped: alone.outcomes.skipped[np.name],
+			Probe:   alone.probe,
+			Offered: alone.outcomes.offered[np.name],
+			Pods:    alone.outcomes.pods,
 		}
 	}
 	return answer
+}
+
+// attempts is how many rounds a Pod nothing launched for is given. Karpenter's decision can
+// differ from round to round for the same cluster (it iterates Go maps: instance types, daemon
+// overhead groups), and it schedules a waiting Pod again every round, so a Pod it launches for in
+// any round does not wait forever.
+const attempts = 3
+
+// runUntilLaunched runs rounds until every Pod (and the probe) launched or `attempts` rounds ran,
+// keeping for each Pod its first launch, else its first round's outcome.
+func runUntilLaunched(ctx context.Context, s *Scenario, o *scenarioObjects, pools []*nodePoolObject) (outcomes, PodOutcome, error) {
+	first, probe, err := run(ctx, s, o, pools)
+	if err != nil {
+		return first, probe, err
+	}
+	for attempt := 1; attempt < attempts; attempt++ {
+		waiting := len(pools) == 1 && !probe.Launched
+		for _, p := range first.pods {
+			// A Pod refused before scheduling, or whose requirements no NodePool can meet, is
+			// refused the same way every round.
+			retry := !p.Launched && p.Ignored == "" && !strings.HasPrefix(p.Error, "incompatible requirements")
+			waiting = waiting || retry
+		}
+		if !waiting {
+			break
+		}
+		again, againProbe, err := run(ctx, s, o, pools)
+		if err != nil {
+			return first, probe, err
+		}
+		for k, p := range again.pods {
+			if p.Launched && !first.pods[k].Launched {
+				p.Attempts = attempt + 1
+				first.pods[k] = p
+			}
+		}
+		if againProbe.Launched && !probe.Launched {
+			againProbe.Attempts = attempt + 1
+			probe = againProbe
+		}
+	}
+	return first, probe, nil
 }
 
 // outcomes of one scheduling round.

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	fakecr "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -113,6 +114,9 @@ func fakeClient(objects []client.Object) client.Client {
 	name := func(r *karpv1.NodeClassReference) string { return r.Name }
 	return fakecr.NewClientBuilder().
 		WithScheme(scheme.Scheme).
+		// The plain tracker: Karpenter's calls here need no managed fields, and the field-managed
+		// one builds a REST mapper of the whole scheme on every patch.
+		WithObjectTracker(clienttesting.NewObjectTracker(scheme.Scheme, scheme.Codecs.UniversalDecoder())).
 		WithObjects(objects...).
 		WithStatusSubresource(&karpv1.NodePool{}, &karpv1.NodeClaim{}, &v1.EC2NodeClass{}, &corev1.Pod{}, &corev1.Node{}).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {

@@ -38,9 +38,9 @@ func newKarpenter(ctx context.Context, kube client.Client, clientset kubernetes.
 	env := awstest.NewEnvironment(ctx, &coretest.Environment{Client: kube, KubernetesInterface: clientset})
 	feedEC2(env.EC2API, s, o.nodeClass)
 	feedSpotPrices(env.EC2API, s, env.PricingProvider)
-	if err := env.PricingProvider.UpdateSpotPricing(ctx); err != nil {
-		return nil, err
-	}
+	// As Karpenter's pricing controller: a failed update (no spot price at all) keeps the static
+	// prices, it does not stop the controller.
+	_ = env.PricingProvider.UpdateSpotPricing(ctx)
 	if err := env.InstanceTypesProvider.UpdateInstanceTypes(ctx); err != nil {
 		return nil, err
 	}

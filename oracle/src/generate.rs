@@ -156,9 +156,9 @@ fn affinity_requirement() -> impl Strategy<Value = Req> {
 
 fn placement(pools: bool) -> impl Strategy<Value = Placement> {
     (
-        vec(selector_entry(pools), 0..=2),
-        vec(vec(affinity_requirement(), 1..=2), 0..=2),
-        vec(toleration(), 0..=1),
+        prop_oneof![3 => Just(Vec::new()), 2 => vec(selector_entry(pools), 1..=2)],
+        prop_oneof![4 => Just(Vec::new()), 1 => vec(vec(affinity_requirement(), 1..=2), 1..=2)],
+        prop_oneof![3 => Just(Vec::new()), 1 => vec(toleration(), 1..=1)],
     )
         .prop_map(|(selector, required, tolerations)| Placement {
             node_selector: selector.into_iter().collect(),
@@ -167,6 +167,7 @@ fn placement(pools: bool) -> impl Strategy<Value = Placement> {
         })
 }
 
+/// Requests and limits as the API server admits them: a limit is never below its request.
 fn resources(max_cpu: u32, max_memory: u32) -> impl Strategy<Value = Resources> {
     (
         option::weighted(0.8, 0..=max_cpu),
@@ -174,11 +175,11 @@ fn resources(max_cpu: u32, max_memory: u32) -> impl Strategy<Value = Resources> 
         option::weighted(0.2, 0..=max_cpu),
         option::weighted(0.2, 0..=max_memory),
     )
-        .prop_map(|(cpu_request, memory_request, cpu_limit, memory_limit)| Resources {
+        .prop_map(|(cpu_request, memory_request, cpu_extra, memory_extra)| Resources {
             cpu_request,
             memory_request,
-            cpu_limit,
-            memory_limit,
+            cpu_limit: cpu_extra.map(|e| cpu_request.unwrap_or(0) + e),
+            memory_limit: memory_extra.map(|e| memory_request.unwrap_or(0) + e),
         })
 }
 
@@ -188,17 +189,21 @@ fn daemonset() -> impl Strategy<Value = DaemonSetSpec> {
         vec(resources(1500, 3000), 1..=2),
         vec((resources(1500, 2000), any::<bool>()), 0..=1),
         option::weighted(0.2, resources(1500, 3000)),
+        proptest::bool::weighted(0.1),
     )
-        .prop_map(|(placement, containers, init_containers, running_pod)| DaemonSetSpec {
-            placement,
-            containers,
-            init_containers,
-            running_pod,
-        })
+        .prop_map(
+            |(placement, containers, init_containers, running_pod, resource_claim)| DaemonSetSpec {
+                placement,
+                containers,
+                init_containers,
+                running_pod,
+                resource_claim,
+            },
+        )
 }
 
 fn pod() -> impl Strategy<Value = PodSpec> {
-    (placement(true), resources(6000, 20000))
+    (placement(true), resources(3000, 8000))
         .prop_map(|(placement, resources)| PodSpec { placement, resources })
 }
 

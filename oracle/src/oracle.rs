@@ -10,6 +10,15 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+/// A Go map or slice that may be `null`.
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Karpenter's decision for one Pod (the oracle's `PodOutcome`).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
@@ -17,6 +26,7 @@ pub struct PodOutcome {
     /// Karpenter skipped the Pod before scheduling, with why.
     pub ignored: String,
     pub node_pool: String,
+    #[serde(deserialize_with = "nullable")]
     pub instance_types: Vec<String>,
     /// The scheduler's error.
     pub error: String,
@@ -47,6 +57,7 @@ pub struct NodePoolOutcome {
     pub skipped: String,
     pub probe: PodOutcome,
     pub offered: usize,
+    #[serde(deserialize_with = "nullable")]
     pub pods: BTreeMap<String, PodOutcome>,
 }
 
@@ -57,7 +68,9 @@ pub struct Answer {
     pub name: String,
     pub release: String,
     pub error: String,
+    #[serde(deserialize_with = "nullable")]
     pub pods: BTreeMap<String, PodOutcome>,
+    #[serde(deserialize_with = "nullable")]
     pub node_pools: BTreeMap<String, NodePoolOutcome>,
 }
 

@@ -145,6 +145,8 @@ pub struct DaemonSetSpec {
     /// The newest running Pod asks for other requests than the template (a VPA lowered them):
     /// its one container's.
     pub running_pod: Option<Resources>,
+    /// Its Pods ask for a dynamic resource (a container's `resources.claims`).
+    pub resource_claim: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -394,20 +396,30 @@ fn daemonset_pod_spec(d: &DaemonSetSpec, containers: Vec<Value>) -> Value {
 
 fn daemonset_json(i: usize, d: &DaemonSetSpec) -> Value {
     let name = daemonset_name(i);
-    let containers: Vec<Value> = d
+    let mut containers: Vec<Value> = d
         .containers
         .iter()
         .enumerate()
         .map(|(j, r)| container(&format!("c{j}"), r))
         .collect();
+    let mut spec = daemonset_pod_spec(d, Vec::new());
+    if d.resource_claim {
+        containers[0]["resources"]["claims"] = json!([{"name": "device"}]);
+        spec["resourceClaims"] =
+            json!([{"name": "device", "resourceClaimTemplateName": "device-template"}]);
+    }
+    spec["containers"] = json!(containers);
     json!({
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": name, "namespace": "kube-system", "uid": format!("ds-uid-{i}"), "generation": 1},
         "spec": {
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                         "spec": daemonset_pod_spec(d, containers)}
-        }
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec}
+        },
+        // Pods exist only where the scenario has one running.
+        "status": {"currentNumberScheduled": i32::from(d.running_pod.is_some()),
+                   "desiredNumberScheduled": i32::from(d.running_pod.is_some()),
+                   "numberMisscheduled": 0, "numberReady": 0}
     })
 }
 
@@ -437,7 +449,14 @@ pub fn pod_name(i: usize) -> (String, String) {
 fn pod_json(i: usize, p: &PodSpec) -> Value {
     let (namespace, name) = pod_name(i);
     let mut spec = placement_json(&p.placement);
-    spec["containers"] = json!([container("app", &p.resources)]);
+    // The API server defaults a Pod container's missing requests to its limits
+    // (`SetDefaults_Pod`); Pod templates are not defaulted.
+    let resources = Resources {
+        cpu_request: p.resources.cpu_request.or(p.resources.cpu_limit),
+        memory_request: p.resources.memory_request.or(p.resources.memory_limit),
+        ..p.resources.clone()
+    };
+    spec["containers"] = json!([container("app", &resources)]);
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "uid": format!("pod-uid-{i}"),

@@ -1,103 +1,36 @@
-//! Which NodePools Karpenter may make a NodeClaim of for a pending Pod, from the Pod's node
-//! selector, required node affinity and tolerations against the NodePool's template. Pure: no IO.
+//! Which NodePools Karpenter may make a NodeClaim of for a pending Pod, and on which it counts a
+//! DaemonSet, from the Pod's node selector, required node affinity and tolerations against the
+//! NodePool's template. Pure: no IO.
 //!
 //! Karpenter's scheduler tries a Pod on a NodePool only if the Pod tolerates every taint of the
 //! NodePool's template and the Pod's requirements are compatible with the template's
 //! (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/nodeclaim.go` `CanAdd`).
-//! The template's requirements are `spec.template.spec.requirements` and its labels: the template
-//! labels, `karpenter.sh/nodepool` and the class label (`scheduling/nodeclaimtemplate.go`
-//! `NewNodeClaimTemplate`). Compatible means: every label the Pod requires that is not one of
-//! Karpenter's well-known labels must be defined by the template, unless the Pod asks for it with
-//! `NotIn` or `DoesNotExist`, and every key both define must have a value in common
-//! (`pkg/scheduling/requirements.go` `Compatible`, `Intersects`).
+//! The template's requirements are `spec.template.spec.requirements`, its labels, and the labels
+//! the release adds (`scheduling/nodeclaimtemplate.go` `NewNodeClaimTemplate`;
+//! [`KarpenterRelease::template_labels`]). Compatible means (`pkg/scheduling/requirements.go`
+//! `Compatible`, modelled exactly in [`crate::requirements`]): every label the Pod requires must be
+//! defined by the template unless it is one of the release's well-known labels
+//! ([`KarpenterRelease::well_known`]: Karpenter's short list, not whole domains) or the Pod asks
+//! for it with `NotIn` or `DoesNotExist`, and every label both define must have a value in common.
+//! A Pod's requirements are its node selector and one required-affinity term at a time: Karpenter
+//! relaxes to the next term when one fails (`scheduling/preferences.go`); preferences are relaxed
+//! away, and a `PreferNoSchedule` taint is tolerated when relaxing.
 //!
-//! The answer errs on the side of "may": a NodePool is ruled out only when one of those rules
-//! certainly refuses the Pod. Labels under a Kubernetes, Karpenter or AWS-provider domain are
-//! treated as well-known (Karpenter's list is a subset of them), `Gt` and `Lt` and operators the
-//! model does not know admit everything, each required-affinity term is tried (Karpenter relaxes
-//! to the next term when one fails, `scheduling/preferences.go`), preferences are ignored (they
-//! are relaxed away), and a `PreferNoSchedule` taint is never a reason (Karpenter tolerates it
-//! when relaxing).
+//! Two questions, with opposite safe sides. For a pending Pod, *may* Karpenter take it on a
+//! NodePool ([`NodeClaimTemplate::may_take`]): what the model cannot decide (an unknown operator,
+//! a release not known) lets it. For a DaemonSet, does Karpenter *certainly* count it on the
+//! NodePool's nodes ([`NodeClaimTemplate::certainly_counts`]): what the model cannot decide does
+//! not count. Karpenter relaxes a DaemonSet's required terms on the Pod object it shares across
+//! NodePools and instance types (`scheduler.go` `isDaemonPodCompatible` removes the first term
+//! in place, never the last), so with several terms only the last one is certain to be tried.
 
 use crate::facts::{PodScheduling, Toleration};
-use karpenter_health_api::karpenter::{NODEPOOL_LABEL, NodePool, Requirement, Taint};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::karpenter_release::{KarpenterRelease, Sure};
+use crate::requirements::{Requirement, Requirements};
+use karpenter_health_api::karpenter::{NodePool, Requirement as Written, Taint};
+use std::collections::BTreeSet;
 
-/// The label naming the EC2NodeClass a NodeClaim is launched from.
-pub const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
-
-/// Domains whose labels Karpenter may know without a NodePool defining them: its well-known
-/// labels (`pkg/apis/v1/labels.go` `WellKnownLabels`, and the AWS provider's additions in
-/// aws/karpenter-provider-aws `pkg/apis/v1/labels.go`) all live under these.
-const WELL_KNOWN_DOMAINS: [&str; 4] = ["kubernetes.io", "k8s.io", "karpenter.sh", "k8s.aws"];
-
-fn is_well_known(key: &str) -> bool {
-    let Some((domain, _)) = key.split_once('/') else {
-        return false;
-    };
-    WELL_KNOWN_DOMAINS
-        .iter()
-        .any(|d| domain == *d || domain.ends_with(&format!(".{d}")))
-}
-
-/// What the template allows for one key, after every requirement on it.
-#[derive(Clone, Debug, PartialEq)]
-enum Allowed<'a> {
-    In(BTreeSet<&'a str>),
-    NotIn(BTreeSet<&'a str>),
-    Exists,
-    DoesNotExist,
-    /// An operator (`Gt`, `Lt`, unknown) or combination not modelled: admits anything.
-    Anything,
-}
-
-impl<'a> Allowed<'a> {
-    fn of(r: &'a Requirement) -> Self {
-        let values = || r.values.iter().map(String::as_str).collect();
-        match r.operator.as_str() {
-            "In" => Self::In(values()),
-            "NotIn" => Self::NotIn(values()),
-            "Exists" => Self::Exists,
-            "DoesNotExist" => Self::DoesNotExist,
-            _ => Self::Anything,
-        }
-    }
-
-    /// Both at once, as Karpenter adds requirements on one key to each other.
-    fn and(self, other: Self) -> Self {
-        use Allowed::*;
-        match (self, other) {
-            (Anything, _) | (_, Anything) => Anything,
-            (In(a), In(b)) => In(a.intersection(&b).copied().collect()),
-            (In(a), NotIn(b)) | (NotIn(b), In(a)) => In(a.difference(&b).copied().collect()),
-            (NotIn(a), NotIn(b)) => NotIn(a.union(&b).copied().collect()),
-            (In(a), Exists) | (Exists, In(a)) => In(a),
-            (NotIn(a), Exists) | (Exists, NotIn(a)) => NotIn(a),
-            (Exists, Exists) => Exists,
-            (DoesNotExist, DoesNotExist) => DoesNotExist,
-            (DoesNotExist, NotIn(_)) | (NotIn(_), DoesNotExist) => DoesNotExist,
-            (DoesNotExist, _) | (_, DoesNotExist) => In(BTreeSet::new()),
-        }
-    }
-
-    /// Whether a Pod's requirement `r` on the same key has a value in common with this one.
-    fn admits(&self, r: &Requirement) -> bool {
-        use Allowed::*;
-        match (self, &Allowed::of(r)) {
-            (Anything, _) | (_, Anything) => true,
-            (In(a), In(b)) => a.intersection(b).next().is_some(),
-            (In(a), NotIn(b)) => a.difference(b).next().is_some(),
-            (In(a), Exists) => !a.is_empty(),
-            (In(_), DoesNotExist) => false,
-            (NotIn(a), In(b)) => b.difference(a).next().is_some(),
-            (NotIn(_), _) => true,
-            (Exists, DoesNotExist) => false,
-            (Exists, _) => true,
-            (DoesNotExist, In(_) | Exists) => false,
-            (DoesNotExist, _) => true,
-        }
-    }
-}
+pub use crate::karpenter_release::NODE_CLASS_LABEL;
 
 /// What a NodeClaim of one NodePool would be, as Karpenter's scheduler compares Pods with it.
 #[derive(Debug)]
@@ -105,12 +38,42 @@ pub struct NodeClaimTemplate<'a> {
     pub node_pool: &'a str,
     /// The EC2NodeClass it launches from (`None` when the NodePool names none).
     pub node_class: Option<&'a str>,
-    allowed: BTreeMap<&'a str, Allowed<'a>>,
+    requirements: Requirements,
+    /// Keys the NodePool constrains with an operator the model does not know: anything may hold.
+    unjudged_keys: BTreeSet<String>,
+    /// The template's taints.
     taints: Vec<&'a Taint>,
+    release: KarpenterRelease,
+    sure: Sure,
+}
+
+/// A Pod's requirements: its node selector with one required term and, where Karpenter treats it
+/// as required, one preferred term (`scheduling.NewPodRequirements`); `None` when a requirement's
+/// operator is one the model does not know.
+fn pod_requirements(
+    pod: &PodScheduling,
+    term: Option<&[Written]>,
+    preferred: Option<&[Written]>,
+) -> Option<Requirements> {
+    let mut r = Requirements::default();
+    for (k, v) in &pod.node_selector {
+        r.add(k, Requirement::single(v));
+    }
+    for w in preferred.into_iter().flatten().chain(term.into_iter().flatten()) {
+        r.add(&w.key, Requirement::new(&w.operator, &w.values)?);
+    }
+    Some(r)
 }
 
 impl<'a> NodeClaimTemplate<'a> {
+    /// The template of `pool` for whichever release is installed: Pods "may" go where some release
+    /// may take them.
     pub fn of(pool: &'a NodePool) -> Self {
+        Self::for_release(pool, &KarpenterRelease::unknown(), Sure::May)
+    }
+
+    /// The template of `pool` as `release` builds it, answering with `sure`'s certainty.
+    pub fn for_release(pool: &'a NodePool, release: &KarpenterRelease, sure: Sure) -> Self {
         let template = &pool.spec.template;
         let node_pool = pool.metadata.name.as_deref().unwrap_or_default();
         let node_class = template
@@ -118,71 +81,133 @@ impl<'a> NodeClaimTemplate<'a> {
             .node_class_ref
             .as_ref()
             .map(|r| r.name.as_str());
-        let mut allowed: BTreeMap<&'a str, Allowed<'a>> = BTreeMap::new();
-        let mut add = |key: &'a str, a: Allowed<'a>| {
-            let merged = match allowed.remove(key) {
-                Some(existing) => existing.and(a),
-                None => a,
-            };
-            allowed.insert(key, merged);
-        };
-        for r in &template.spec.requirements {
-            add(r.key.as_str(), Allowed::of(r));
-        }
-        let one = |v: &'a str| Allowed::In(BTreeSet::from([v]));
+        let mut requirements = Requirements::default();
+        let mut unjudged_keys = BTreeSet::new();
         for (k, v) in &template.metadata.labels {
-            add(k.as_str(), one(v.as_str()));
+            requirements.add(k, Requirement::single(v));
         }
-        add(NODEPOOL_LABEL, one(node_pool));
-        if let Some(class) = node_class {
-            add(NODE_CLASS_LABEL, one(class));
+        for r in &template.spec.requirements {
+            match Requirement::new(&r.operator, &r.values) {
+                Some(req) => requirements.add(&r.key, req),
+                None => {
+                    unjudged_keys.insert(crate::requirements::normalized(&r.key).to_owned());
+                }
+            }
         }
-        let taints = template
-            .spec
-            .taints
-            .iter()
-            .filter(|t| t.effect != "PreferNoSchedule")
-            .collect();
+        for (k, v) in release.template_labels(node_pool, node_class, sure) {
+            requirements.add(k, Requirement::single(&v));
+        }
+        let taints = template.spec.taints.iter().collect();
         Self {
             node_pool,
             node_class,
-            allowed,
+            requirements,
+            unjudged_keys,
             taints,
+            release: release.clone(),
+            sure,
         }
     }
 
+    /// The template's requirements, for comparing with an instance type's.
+    pub fn requirements(&self) -> &Requirements {
+        &self.requirements
+    }
+
     /// Whether Karpenter may make a NodeClaim of this NodePool for `pod`: `false` only when a
-    /// taint it does not tolerate or a requirement it cannot meet certainly rules it out.
+    /// taint it does not tolerate or a requirement it cannot meet rules it out in every term.
+    /// A `PreferNoSchedule` taint is never a reason: Karpenter tolerates it when relaxing.
     pub fn may_take(&self, pod: &PodScheduling) -> bool {
-        self.tolerated_by(&pod.tolerations)
-            && self.compatible(pod.node_selector.iter().map(|(k, v)| Requirement {
-                key: k.clone(),
-                operator: "In".into(),
-                values: vec![v.clone()],
-                min_values: None,
-            }))
-            && (pod.required_affinity.is_empty()
-                || pod
-                    .required_affinity
-                    .iter()
-                    .any(|term| self.compatible(term.iter().cloned())))
+        self.may_take_but_for(pod, |_| false)
     }
 
-    fn compatible(&self, requirements: impl IntoIterator<Item = Requirement>) -> bool {
-        requirements
-            .into_iter()
-            .all(|r| match self.allowed.get(r.key.as_str()) {
-                Some(allowed) => allowed.admits(&r),
-                None => {
-                    is_well_known(&r.key) || matches!(r.operator.as_str(), "NotIn" | "DoesNotExist")
-                }
-            })
+    /// [`Self::may_take`] with the Pod's requirements on keys `ignored` says left out: whether
+    /// only those keys keep the Pod off this NodePool.
+    pub fn may_take_but_for(&self, pod: &PodScheduling, ignored: impl Fn(&str) -> bool) -> bool {
+        if !self.tolerated_by(&pod.tolerations, Sure::May, true) {
+            return false;
+        }
+        let admitted = |term: Option<&[Written]>| {
+            let Some(wanted) = pod_requirements(pod, term, None) else {
+                return true;
+            };
+            self.compatible(&wanted, &ignored) != Some(false)
+        };
+        if pod.required_affinity.is_empty() {
+            admitted(None)
+        } else {
+            pod.required_affinity
+                .iter()
+                .any(|term| admitted(Some(term.as_slice())))
+        }
     }
 
-    fn tolerated_by(&self, tolerations: &[Toleration]) -> bool {
+    /// Whether Karpenter certainly counts a DaemonSet whose Pod is `pod` on this NodePool's nodes
+    /// (up to v1.13), or, from v1.14, on the instance types `also` admits too: its taints are
+    /// tolerated and its requirements are compatible, as each possible release compares them.
+    /// From v1.1.5 (`isDaemonPodCompatible`) its required terms are tried in turn and only the
+    /// last one is certain (see the module); `PreferNoSchedule` is tolerated. Before,
+    /// `getDaemonOverhead` compares its node selector, first required term and heaviest
+    /// preferred term at once and a `PreferNoSchedule` taint must be tolerated.
+    pub fn certainly_counts(
+        &self,
+        pod: &PodScheduling,
+        also: impl Fn(&Requirements) -> Option<bool>,
+    ) -> bool {
+        let counts = |relaxed: bool| {
+            if !self.tolerated_by(&pod.tolerations, Sure::Certainly, relaxed) {
+                return false;
+            }
+            let wanted = if relaxed {
+                pod_requirements(pod, pod.required_affinity.last().map(Vec::as_slice), None)
+            } else {
+                pod_requirements(
+                    pod,
+                    pod.required_affinity.first().map(Vec::as_slice),
+                    pod.preferred_affinity.first().map(Vec::as_slice),
+                )
+            };
+            let Some(wanted) = wanted else {
+                return false;
+            };
+            self.compatible(&wanted, &|_| false) == Some(true) && also(&wanted) == Some(true)
+        };
+        match self.release.daemon_terms_relaxed() {
+            Some(relaxed) => counts(relaxed),
+            None => counts(true) && counts(false),
+        }
+    }
+
+    /// Whether the template admits `wanted` (its keys `ignored` left out): `None` when a key the
+    /// NodePool constrains with an unknown operator is involved.
+    fn compatible(&self, wanted: &Requirements, ignored: &impl Fn(&str) -> bool) -> Option<bool> {
+        let mut kept = Requirements::default();
+        for key in wanted.keys() {
+            if ignored(key) {
+                continue;
+            }
+            if self.unjudged_keys.contains(key) {
+                return None;
+            }
+            if let Some(r) = wanted.get(key) {
+                kept.add(key, r.clone());
+            }
+        }
+        let sure = self.sure;
+        Some(
+            self.requirements
+                .compatible(&kept, |k| self.release.well_known(k, sure))
+                .is_ok(),
+        )
+    }
+
+    /// Whether `tolerations` tolerate every taint of the template, `PreferNoSchedule` ones
+    /// included unless `relaxed` (Karpenter then tolerates them).
+    fn tolerated_by(&self, tolerations: &[Toleration], sure: Sure, relaxed: bool) -> bool {
         self.taints
             .iter()
-            .all(|taint| tolerations.iter().any(|t| tolerates(t, taint)))
+            .filter(|taint| !(relaxed && taint.effect == "PreferNoSchedule"))
+            .all(|taint| tolerations.iter().any(|t| tolerates(t, taint, sure)))
     }
 }
 
@@ -204,8 +229,8 @@ pub fn held_by<'a>(
 
 /// Kubernetes' rule (`k8s.io/api/core/v1` `Toleration.ToleratesTaint`): the effect matches (or
 /// the toleration names none), the key matches (or is empty with `Exists`), and with `Equal` the
-/// value matches. An operator this model does not know tolerates (never rules a NodePool out).
-fn tolerates(t: &Toleration, taint: &Taint) -> bool {
+/// value matches. An operator this model does not know may tolerate, never certainly.
+fn tolerates(t: &Toleration, taint: &Taint, sure: Sure) -> bool {
     if !t.effect.is_empty() && t.effect != taint.effect {
         return false;
     }
@@ -215,7 +240,7 @@ fn tolerates(t: &Toleration, taint: &Taint) -> bool {
     match t.operator.as_str() {
         "Exists" => true,
         "" | "Equal" => t.value == taint.value.as_deref().unwrap_or_default(),
-        _ => true,
+        _ => sure == Sure::May,
     }
 }
 
@@ -242,8 +267,8 @@ mod tests {
         }
     }
 
-    fn req(key: &str, operator: &str, values: &[&str]) -> Requirement {
-        Requirement {
+    fn req(key: &str, operator: &str, values: &[&str]) -> Written {
+        Written {
             key: key.into(),
             operator: operator.into(),
             values: values.iter().map(|v| v.to_string()).collect(),
@@ -287,7 +312,7 @@ mod tests {
     fn not_in_and_does_not_exist_on_an_undefined_label_are_met() {
         let batch = batch();
         let t = NodeClaimTemplate::of(&batch);
-        let with = |term: Vec<Requirement>| PodScheduling {
+        let with = |term: Vec<Written>| PodScheduling {
             required_affinity: vec![term],
             ..PodScheduling::default()
         };
@@ -296,9 +321,11 @@ mod tests {
         assert!(!t.may_take(&with(vec![req("dedicated", "Exists", &[])])));
         assert!(!t.may_take(&with(vec![req("team", "DoesNotExist", &[])])));
         assert!(!t.may_take(&with(vec![req("team", "NotIn", &["batch"])])));
+        // `Gt` is a bound on an integer; "batch" is none (Karpenter's `withinBounds`).
+        assert!(!t.may_take(&with(vec![req("team", "Gt", &["1"])])));
         assert!(
-            t.may_take(&with(vec![req("team", "Gt", &["1"])])),
-            "not modelled: may"
+            t.may_take(&with(vec![req("team", "Near", &["1"])])),
+            "an operator not modelled: may"
         );
     }
 

@@ -10,8 +10,9 @@ use k8s_openapi::api::core::v1::{Container, NodeSelectorRequirement, NodeSelecto
 use karpenter_health_api::karpenter::Requirement;
 use std::collections::BTreeMap;
 
-/// The requirement operators whose meaning the NodePool model judges exactly.
-const EXACT_REQUIREMENT_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
+/// The requirement operators whose meaning the NodePool model judges exactly (Karpenter's
+/// requirement algebra, `crate::requirements`).
+const EXACT_REQUIREMENT_OPERATORS: [&str; 6] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 const EXACT_TOLERATION_OPERATORS: [&str; 3] = ["", "Equal", "Exists"];
 
 /// The scheduling constraints of the Pods `spec` makes, named `namespace`/`name`; the Pod's own
@@ -33,12 +34,17 @@ pub fn scheduling(namespace: &str, name: &str, spec: Option<&PodSpec>) -> PodSch
                 .collect()
         })
         .unwrap_or_default();
+    // Heaviest first, as Karpenter tries them (`scheduling.NewPodRequirements` sorts by weight).
     let preferred = node_affinity
         .and_then(|n| {
             n.preferred_during_scheduling_ignored_during_execution
                 .as_ref()
         })
-        .map(|terms| terms.iter().map(|t| requirements(&t.preference)).collect())
+        .map(|terms| {
+            let mut terms: Vec<_> = terms.iter().collect();
+            terms.sort_by_key(|t| std::cmp::Reverse(t.weight));
+            terms.iter().map(|t| requirements(&t.preference)).collect()
+        })
         .unwrap_or_default();
     PodScheduling {
         only_this_class: true,
@@ -66,7 +72,8 @@ pub fn scheduling(namespace: &str, name: &str, spec: Option<&PodSpec>) -> PodSch
 }
 
 /// Whether a constraint of `pod` is beyond what the NodePool model judges exactly (a required
-/// affinity operator such as `Gt`, a toleration operator other than `Equal` or `Exists`).
+/// affinity operator Kubernetes does not define, a toleration operator other than `Equal` or
+/// `Exists`).
 pub fn constraints_unjudged(pod: &PodScheduling) -> bool {
     pod.required_affinity
         .iter()
@@ -80,29 +87,90 @@ pub fn constraints_unjudged(pod: &PodScheduling) -> bool {
 
 /// What Karpenter reads of a DaemonSet named `namespace`/`name` whose Pod template is `spec`
 /// to count its Pod on a NodePool's nodes (kubernetes-sigs/karpenter `pkg/utils/daemonset`
-/// `PodForDaemonSet`): its scheduling constraints (preferences left out: Karpenter ignores a
-/// daemon's, `isDaemonPodCompatible`) and the sum of its containers' CPU (millicores) and memory
-/// (bytes) requests. A request that is no quantity counts as none (the API server refuses such
-/// a DaemonSet anyway).
+/// `PodForDaemonSet`): its scheduling constraints (its heaviest preference kept: Karpenter up to
+/// v1.1.0 weighs it) and its Pod's CPU (millicores) and memory (bytes) requests as
+/// [`pod_requests`] counts them. A request that is no quantity counts as none (the API server
+/// refuses such a DaemonSet anyway).
 pub fn daemonset(namespace: &str, name: &str, spec: Option<&PodSpec>) -> DaemonSetFacts {
     let pod = scheduling(namespace, name, spec);
-    let requests = |resource: &str| -> f64 {
-        spec.iter()
-            .flat_map(|s| s.containers.iter())
-            .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get(resource))
-            .filter_map(|q| quantity(&serde_json::Value::String(q.0.clone())))
-            .sum()
-    };
+    let (cpu, memory) = spec.map(pod_requests).unwrap_or_default();
     DaemonSetFacts {
-        cpu_millis: (requests("cpu") * 1000.0).round() as u64,
-        memory_bytes: requests("memory").round() as u64,
+        cpu_millis: (cpu * 1000.0).round() as u64,
+        memory_bytes: memory.round() as u64,
         constraints_unjudged: constraints_unjudged(&pod),
+        has_pods: None,
+        newest_pod: None,
+        resource_claims: spec.is_some_and(has_resource_claims),
         pod: PodScheduling {
-            preferred_affinity: Vec::new(),
             only_this_class: false,
             ..pod
         },
     }
+}
+
+/// Whether the Pod asks for dynamic resources (a container's `resources.claims`, or the Pod's
+/// `resourceClaims`): Karpenter leaves such a DaemonSet out of its overhead from v1.7
+/// (`pod.HasDRARequirements`, `IGNORE_DRA_REQUESTS` true by default).
+fn has_resource_claims(spec: &PodSpec) -> bool {
+    spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
+        || spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .any(|c| {
+                c.resources
+                    .as_ref()
+                    .and_then(|r| r.claims.as_ref())
+                    .is_some_and(|c| !c.is_empty())
+            })
+}
+
+/// One container's CPU (cores) and memory (bytes) requests, a limit standing in for a request
+/// it does not set (Karpenter merges them: `PodForDaemonSet` from v1.8, its `Ceiling` before).
+fn container_requests(c: &Container) -> (f64, f64) {
+    let one = |resource: &str| {
+        let r = c.resources.as_ref();
+        r.and_then(|r| r.requests.as_ref()?.get(resource))
+            .or_else(|| r.and_then(|r| r.limits.as_ref()?.get(resource)))
+            .and_then(|q| quantity(&serde_json::Value::String(q.0.clone())))
+            .unwrap_or(0.0)
+    };
+    (one("cpu"), one("memory"))
+}
+
+/// A Pod's CPU (cores) and memory (bytes) requests as Kubernetes counts them
+/// (`k8s.io/component-helpers/resource` `PodRequests`, which Karpenter calls from v1.8; its own
+/// `podRequests` before counts the same): the containers' sum, or more where an init container
+/// needs more beside the sidecars started before it (restartable init containers run beside the
+/// others and add to the sum), plus the Pod's `overhead`.
+pub fn pod_requests(spec: &PodSpec) -> (f64, f64) {
+    let add = |a: (f64, f64), b: (f64, f64)| (a.0 + b.0, a.1 + b.1);
+    let max = |a: (f64, f64), b: (f64, f64)| (a.0.max(b.0), a.1.max(b.1));
+    let mut regular = spec
+        .containers
+        .iter()
+        .map(container_requests)
+        .fold((0.0, 0.0), add);
+    let (mut sidecars, mut init) = ((0.0, 0.0), (0.0, 0.0));
+    for c in spec.init_containers.iter().flatten() {
+        let r = container_requests(c);
+        let in_use = if c.restart_policy.as_deref() == Some("Always") {
+            regular = add(regular, r);
+            sidecars = add(sidecars, r);
+            sidecars
+        } else {
+            add(sidecars, r)
+        };
+        init = max(init, in_use);
+    }
+    let overhead = |resource: &str| {
+        spec.overhead
+            .as_ref()
+            .and_then(|o| o.get(resource))
+            .and_then(|q| quantity(&serde_json::Value::String(q.0.clone())))
+            .unwrap_or(0.0)
+    };
+    add(max(regular, init), (overhead("cpu"), overhead("memory")))
 }
 
 /// The match expressions of one node selector term as requirements.

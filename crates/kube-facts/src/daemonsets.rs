@@ -9,14 +9,20 @@ use karpenter_health_checks::facts::DaemonSetFacts;
 /// containers' CPU (millicores) and memory (bytes) requests.
 pub fn facts_of(daemonset: &DaemonSet) -> DaemonSetFacts {
     let meta = &daemonset.metadata;
-    karpenter_health_checks::pod_template::daemonset(
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.name.as_deref().unwrap_or_default(),
-        daemonset
-            .spec
+    DaemonSetFacts {
+        has_pods: daemonset
+            .status
             .as_ref()
-            .and_then(|s| s.template.spec.as_ref()),
-    )
+            .map(|s| s.current_number_scheduled > 0),
+        ..karpenter_health_checks::pod_template::daemonset(
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+            daemonset
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref()),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -55,8 +61,8 @@ mod tests {
         }));
         let facts = facts_of(&ds);
         assert_eq!(
-            facts.cpu_millis, 1750,
-            "containers only, init containers left out"
+            facts.cpu_millis, 4000,
+            "the init container needs more than the containers' 1750m (Kubernetes' PodRequests)"
         );
         assert_eq!(facts.memory_bytes, 1 << 30);
         assert_eq!(facts.pod.namespace, "monitoring");
@@ -72,33 +78,46 @@ mod tests {
         assert_eq!(facts.pod.required_affinity.len(), 1);
         assert_eq!(facts.pod.tolerations.len(), 1);
         assert!(!facts.constraints_unjudged);
-        // Nothing else is kept: no env (not aws-node), no limits, no init containers.
+        // Nothing else is kept: no env (not aws-node), no images; requests and limits are.
         let spec = ds.spec.unwrap().template.spec.unwrap();
         assert!(
             spec.containers
                 .iter()
                 .all(|c| c.env.is_none() && c.image.is_none())
         );
-        assert!(
-            spec.containers[0]
-                .resources
-                .as_ref()
-                .unwrap()
-                .limits
-                .is_none()
-        );
-        assert!(spec.init_containers.is_none());
+        assert!(spec.containers[0].resources.as_ref().unwrap().limits.is_some());
+        assert!(spec.init_containers.is_some_and(|i| i[0].image.is_none()));
+    }
+
+    #[test]
+    fn sidecars_add_to_the_containers_and_limits_stand_in_for_missing_requests() {
+        let ds = daemonset(json!({
+            "containers": [{"name": "agent", "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}}],
+            "initContainers": [
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}},
+                {"name": "setup", "resources": {"requests": {"cpu": "600m"}}}],
+            "overhead": {"cpu": "10m"},
+        }));
+        let facts = facts_of(&ds);
+        // 500m (the limit) + 250m sidecar = 750m; the setup container needs 250m + 600m = 850m
+        // beside the sidecar started before it; plus 10m overhead.
+        assert_eq!(facts.cpu_millis, 860);
+        assert_eq!(facts.memory_bytes, 64 << 20);
     }
 
     #[test]
     fn an_operator_the_model_does_not_judge_exactly_is_marked() {
-        let gt = daemonset(json!({
-            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["4"]}]}]}}},
-        }));
-        assert!(facts_of(&gt).constraints_unjudged);
+        let with = |operator: &str| {
+            daemonset(json!({
+                "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "karpenter.k8s.aws/instance-cpu", "operator": operator, "values": ["4"]}]}]}}},
+            }))
+        };
+        // Gt is Karpenter's bound, judged exactly; an operator Kubernetes does not define is not.
+        assert!(!facts_of(&with("Gt")).constraints_unjudged);
+        assert!(facts_of(&with("Near")).constraints_unjudged);
         let no_requests = daemonset(json!({"containers": [{"name": "a"}]}));
         assert_eq!(
             (

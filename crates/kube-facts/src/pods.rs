@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_checks::facts::PodScheduling;
+use karpenter_health_checks::labels::{KeyContext, LabelRules};
 use karpenter_health_checks::pod_fit::NodeClaimTemplate;
 use kube::ResourceExt;
 
@@ -42,14 +43,21 @@ pub fn karpenter_provisions_for(pod: &Pod) -> bool {
 
 /// Whether the EC2NodeClass `name` could take `pod`, given every NodePool's template:
 /// `Some(true)` when it is the only class with a NodePool Karpenter may use for the Pod,
-/// `Some(false)` when another class has one too, `None` when it has none.
+/// `Some(false)` when another class has one too, `None` when it has none. A key some release's
+/// label rules reject is left out of the question: such a Pod is the class's to report
+/// (`LabelsAllowed`), whichever NodePool it would have gone to.
 pub(crate) fn candidacy(
     pod: &PodScheduling,
     templates: &[NodeClaimTemplate<'_>],
     name: &str,
 ) -> Option<bool> {
+    let rejected = |key: &str| {
+        [LabelRules::UpTo1_8, LabelRules::From1_9]
+            .iter()
+            .any(|rules| rules.restriction(key, KeyContext::Requirement).is_some())
+    };
     let (mut this, mut others) = (false, false);
-    for template in templates.iter().filter(|t| t.may_take(pod)) {
+    for template in templates.iter().filter(|t| t.may_take_but_for(pod, rejected)) {
         if template.node_class == Some(name) {
             this = true;
         } else {

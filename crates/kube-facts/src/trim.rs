@@ -5,7 +5,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, ValidatingWebhook,
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus, Deployment};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, EndpointAddress, Endpoints, NodeAffinity, PodSpec, ResourceRequirements,
 };
@@ -103,31 +103,64 @@ pub fn endpoints(endpoints: &mut Endpoints) {
     }
 }
 
-/// Keeps of a DaemonSet what Karpenter schedules its Pod by (node selector, required node
-/// affinity, tolerations) and its containers' requests; of the VPC CNI's `kube-system/aws-node`
-/// also its containers' env (the CNI's settings: warm targets, prefix delegation).
+/// Keeps of a DaemonSet what Karpenter schedules its Pod by (node selector, node affinity,
+/// tolerations) and counts of it (its containers' and init containers' requests and limits,
+/// restart policies and resource claims, the Pod's overhead and resource claims); of the VPC
+/// CNI's `kube-system/aws-node` also its containers' env (the CNI's settings: warm targets,
+/// prefix delegation); of its status only whether it has Pods (`currentNumberScheduled` as 0 or
+/// 1, so a node joining or leaving is no change here).
 pub fn daemonset(daemonset: &mut DaemonSet) {
     metadata(daemonset);
     let keep_env = crate::snapshot::is_aws_node(daemonset);
     if let Some(spec) = daemonset.spec.as_mut()
         && let Some(pod_spec) = spec.template.spec.as_mut()
     {
+        let counted = |c: Container, env: bool| Container {
+            name: c.name,
+            env: if env { c.env } else { None },
+            resources: c.resources.map(|r| ResourceRequirements {
+                requests: r.requests,
+                limits: r.limits,
+                claims: r.claims,
+            }),
+            restart_policy: c.restart_policy,
+            ..Default::default()
+        };
         let containers = std::mem::take(&mut pod_spec.containers)
             .into_iter()
-            .map(|c| Container {
-                name: c.name,
-                env: if keep_env { c.env } else { None },
-                resources: c.resources.map(|r| ResourceRequirements {
-                    requests: r.requests,
-                    ..ResourceRequirements::default()
-                }),
-                ..Default::default()
-            })
+            .map(|c| counted(c, keep_env))
             .collect();
-        *pod_spec = scheduling_only(pod_spec, containers);
+        let init_containers = pod_spec
+            .init_containers
+            .take()
+            .map(|cs| cs.into_iter().map(|c| counted(c, false)).collect());
+        let preferred = pod_spec
+            .affinity
+            .as_mut()
+            .and_then(|a| a.node_affinity.as_mut())
+            .and_then(|n| n.preferred_during_scheduling_ignored_during_execution.take());
+        let overhead = pod_spec.overhead.take();
+        let resource_claims = pod_spec.resource_claims.take();
+        let mut kept = scheduling_only(pod_spec, containers);
+        if let Some(preferred) = preferred {
+            kept.affinity
+                .get_or_insert_with(Affinity::default)
+                .node_affinity
+                .get_or_insert_with(NodeAffinity::default)
+                .preferred_during_scheduling_ignored_during_execution = Some(preferred);
+        }
+        *pod_spec = PodSpec {
+            init_containers,
+            overhead,
+            resource_claims,
+            ..kept
+        };
         spec.template.metadata = None;
     }
-    daemonset.status = None;
+    daemonset.status = daemonset.status.take().map(|s| DaemonSetStatus {
+        current_number_scheduled: s.current_number_scheduled.min(1),
+        ..DaemonSetStatus::default()
+    });
 }
 
 /// `pod_spec` reduced to `containers` and what decides where its Pods can be scheduled: node

@@ -517,15 +517,39 @@ pub struct DaemonSetFacts {
     /// The template's node selector, required node affinity and tolerations (`namespace` and
     /// `name` are the DaemonSet's).
     pub pod: PodScheduling,
-    /// The sum of the template's containers' CPU requests, in millicores (init containers
-    /// left out: a lower bound of what Karpenter counts).
+    /// The template's Pod's CPU requests, in millicores, as Kubernetes and Karpenter count them
+    /// (`crate::pod_template::pod_requests`: containers, init and sidecar containers, overhead,
+    /// a limit standing in for a missing request).
     pub cpu_millis: u64,
-    /// The sum of the template's containers' memory requests, in bytes.
+    /// The template's Pod's memory requests, in bytes, counted likewise.
     pub memory_bytes: u64,
-    /// A scheduling constraint this model does not judge exactly (an operator such as `Gt` in
-    /// its node affinity, a toleration operator other than `Equal` or `Exists`): such a
-    /// DaemonSet is never counted, so what is counted is never more than Karpenter counts.
+    /// A scheduling constraint this model does not judge exactly (an operator Kubernetes does
+    /// not define in its node affinity, a toleration operator other than `Equal` or `Exists`):
+    /// such a DaemonSet is never counted, so what is counted is never more than Karpenter counts.
     pub constraints_unjudged: bool,
+    /// Whether Pods of it exist (`status.currentNumberScheduled` above 0); `None` when not known.
+    /// Karpenter counts the requests of a DaemonSet's newest Pod where one exists, the template's
+    /// only where none does (kubernetes-sigs/karpenter `provisioning/provisioner.go`
+    /// `getDaemonSetPods`: `cluster.GetDaemonSetPod`, else `daemonset.PodForDaemonSet`), and an
+    /// admission webhook (the Vertical Pod Autoscaler) may have given its Pods other requests.
+    pub has_pods: Option<bool>,
+    /// The CPU (millicores) and memory (bytes) requests of its newest Pod, when read.
+    pub newest_pod: Option<(u64, u64)>,
+    /// Its Pods ask for dynamic resources (`resources.claims`, `resourceClaims`): Karpenter
+    /// leaves it out of the overhead from v1.7.
+    pub resource_claims: bool,
+}
+
+impl DaemonSetFacts {
+    /// The requests Karpenter certainly counts for it: its newest Pod's when read, its template's
+    /// when it has no Pod; `None` when its Pods' requests were not read.
+    pub fn counted_requests(&self) -> Option<(u64, u64)> {
+        match (self.newest_pod, self.has_pods) {
+            (Some(read), _) => Some(read),
+            (None, Some(false)) => Some((self.cpu_millis, self.memory_bytes)),
+            (None, _) => None,
+        }
+    }
 }
 
 /// What the AWS Load Balancer Controller's Deployment says of how it finds its VPC, which it

@@ -60,6 +60,26 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The installed Karpenter, as far as its scheduling differs by release (any release when its
+    /// version is not known).
+    pub fn release(&self) -> crate::karpenter_release::KarpenterRelease {
+        crate::karpenter_release::KarpenterRelease::of(self.version.as_ref().ok())
+    }
+
+    /// Whether the class boots Windows (its alias's family, else `spec.amiFamily`, as Karpenter's
+    /// `AMIFamily()` reads them): its nodes' OS label is `windows`, not `linux`.
+    pub fn windows_nodes(&self) -> bool {
+        let class = &self.facts.cluster.node_class;
+        match crate::plan::ami_alias::Alias::of(class) {
+            Some(alias) => matches!(alias.family, crate::plan::ami_alias::AliasFamily::Windows(_)),
+            None => class
+                .spec
+                .ami_family
+                .as_deref()
+                .is_some_and(|f| f.starts_with("Windows")),
+        }
+    }
+
     pub fn node_class_subject(&self) -> SubjectRef {
         SubjectRef::new("EC2NodeClass", self.node_class_name)
     }

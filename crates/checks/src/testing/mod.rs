@@ -404,7 +404,8 @@ fn healthy_cluster() -> ClusterFacts {
 }
 
 /// A DaemonSet of `namespace` whose Pod requests `cpu_millis` and `memory_bytes` and may run on
-/// every Linux node (no selector, no affinity, no toleration).
+/// every Linux node (no selector, no affinity, no toleration), with Pods whose newest asks the
+/// same (read, as the operator reads it).
 pub fn daemonset(
     namespace: &str,
     name: &str,
@@ -426,6 +427,9 @@ pub fn daemonset(
         cpu_millis,
         memory_bytes,
         constraints_unjudged: false,
+        has_pods: Some(true),
+        newest_pod: Some((cpu_millis, memory_bytes)),
+        resource_claims: false,
     }
 }
 

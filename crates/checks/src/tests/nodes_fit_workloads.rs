@@ -319,7 +319,8 @@ fn daemonsets_beyond_the_roomiest_types_cpu_launch_nothing_and_are_named() {
     let (status, reason, message, _) = fit(&facts);
     assert_eq!((status.as_str(), reason.as_str()), ("False", "DaemonSetsFillNodes"));
     assert!(
-        message.contains("request 1931m CPU, more than the 1930m m5.large can give Pods")
+        message.contains("on m5.large, the one instance type it allows")
+            && message.contains("request 1931m CPU, more than the 1930m it can give Pods")
             && message.contains("monitoring/agent (1806m, 0 MiB)")
             && message.contains("launches nothing"),
         "{message}"
@@ -338,7 +339,10 @@ fn memory_is_judged_against_an_upper_bound() {
     let over = with_daemonset(m5_large_only(), crate::testing::daemonset("logs", "shipper", 0, 7838 * MIB));
     let (status, _, message, _) = fit(&over);
     assert_eq!(status, "False");
-    assert!(message.contains("7838 MiB of memory, more than the at most 7837 MiB m5.large"), "{message}");
+    assert!(
+        message.contains("on m5.large") && message.contains("7838 MiB of memory, more than the at most 7837 MiB"),
+        "{message}"
+    );
     let under = with_daemonset(m5_large_only(), crate::testing::daemonset("logs", "shipper", 0, 7837 * MIB));
     assert_eq!(fit(&under).0, "True");
 }
@@ -371,11 +375,16 @@ fn only_the_daemonsets_karpenter_would_run_on_the_node_pool_are_counted() {
     let mut unjudged = big();
     unjudged.constraints_unjudged = true;
     assert_eq!(fit(&with_daemonset(m5_large_only(), unjudged)).0, "True");
-    // A selector on a key the NodePool constrains with Gt: not counted either.
-    let mut on_gt = big();
-    on_gt.pod.node_selector.insert("karpenter.k8s.aws/instance-cpu".into(), "2".into());
-    let gt_pool = m5_large_only().with_pool_requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["1"]);
-    assert_eq!(fit(&with_daemonset(gt_pool, on_gt)).0, "True");
+    // A selector on a key the NodePool bounds with Gt is judged as Karpenter judges it: 2 > 1, so
+    // it counts; 1 is not above 1, so it does not.
+    let on_cpus = |n: &str| {
+        let mut d = big();
+        d.pod.node_selector.insert("karpenter.k8s.aws/instance-cpu".into(), n.into());
+        d
+    };
+    let gt_pool = || m5_large_only().with_pool_requirement("karpenter.k8s.aws/instance-cpu", "Gt", &["1"]);
+    assert_eq!(fit(&with_daemonset(gt_pool(), on_cpus("2"))).0, "False");
+    assert_eq!(fit(&with_daemonset(gt_pool(), on_cpus("1"))).0, "True");
 }
 
 #[test]

@@ -168,6 +168,91 @@ pub(super) fn values_of(t: &InstanceTypeFacts, key: Key) -> Option<Vec<String>> 
     })
 }
 
+/// The keys Karpenter's instance types carry (aws/karpenter-provider-aws
+/// `pkg/providers/instancetype/types.go` `computeRequirements`) whose values this model does not
+/// derive: a requirement on one cannot be judged against a type.
+const CARRIED_NOT_DERIVED: [&str; 21] = [
+    "topology.k8s.aws/zone-id",
+    "topology.kubernetes.io/region",
+    "node.kubernetes.io/windows-build",
+    "karpenter.k8s.aws/instance-cpu-manufacturer",
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    "karpenter.k8s.aws/instance-ebs-bandwidth",
+    "karpenter.k8s.aws/instance-network-bandwidth",
+    "karpenter.k8s.aws/instance-capability-flex",
+    "karpenter.k8s.aws/instance-local-nvme",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-manufacturer",
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-memory",
+    "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-accelerator-manufacturer",
+    "karpenter.k8s.aws/instance-accelerator-count",
+    "karpenter.k8s.aws/instance-hypervisor",
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    "karpenter.k8s.aws/instance-tenancy",
+    "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-type",
+];
+
+/// Whether `wanted` intersects the requirements Karpenter gives instance type `t` offered in
+/// `zones` as `capacity` (`Requirements.Intersects`, which compares only the keys both have):
+/// `None` when `wanted` constrains a key the type carries with values this model does not derive.
+/// The OS is `linux`, or `windows` for a Windows AMI family (then only on amd64: `getOS`).
+pub(crate) fn type_intersects(
+    t: &InstanceTypeFacts,
+    zones: &[&str],
+    capacity: &[&str],
+    windows: bool,
+    wanted: &crate::requirements::Requirements,
+) -> Option<bool> {
+    use crate::requirements::{Requirement, Requirements};
+    if wanted.keys().any(|k| CARRIED_NOT_DERIVED.contains(&k)) {
+        return None;
+    }
+    let mut its = Requirements::default();
+    let mut put = |key: &str, values: Option<Vec<String>>| match values {
+        Some(v) => its.add(key, Requirement::any_of(v.iter().map(String::as_str))),
+        None => its.add(key, Requirement::any_of([])),
+    };
+    // Karpenter starts these absent (`DoesNotExist`) and fills them from the name.
+    for (key, k) in [
+        (INSTANCE_TYPE, Key::InstanceType),
+        (FAMILY, Key::Family),
+        (CATEGORY, Key::Category),
+        (GENERATION, Key::Generation),
+        (SIZE, Key::Size),
+    ] {
+        put(key, values_of(t, k));
+    }
+    // EC2's figures; one it left out is not known here.
+    for (key, k) in [(CPU, Key::Cpu), (MEMORY, Key::Memory)] {
+        match values_of(t, k) {
+            Some(v) => put(key, Some(v)),
+            None if wanted.has(key) => return None,
+            None => {}
+        }
+    }
+    // `getArchitecture`: the first architecture Karpenter knows.
+    let arch = values_of(t, Key::Arch).and_then(|a| a.into_iter().next());
+    if arch.is_none() && wanted.has(ARCH) {
+        return None;
+    }
+    let os = match (windows, arch.as_deref()) {
+        (false, _) => vec!["linux".to_owned()],
+        (true, Some("amd64")) => vec!["windows".to_owned()],
+        (true, _) => Vec::new(),
+    };
+    put(ARCH, arch.map(|a| vec![a]));
+    put("kubernetes.io/os", Some(os));
+    put(ZONE, Some(zones.iter().map(|z| (*z).to_owned()).collect()));
+    put(
+        CAPACITY_TYPE,
+        Some(capacity.iter().map(|c| (*c).to_owned()).collect()),
+    );
+    Some(its.intersects(wanted).is_ok())
+}
+
 /// One instance type that may still be picked, with the zones and capacity types still open
 /// for it.
 #[derive(Clone, Debug)]

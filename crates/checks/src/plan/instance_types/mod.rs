@@ -18,7 +18,7 @@ mod labels;
 mod offered;
 
 pub use labels::{ARCH, CATEGORY, CPU, FAMILY, GENERATION, INSTANCE_TYPE, MEMORY, SIZE, ZONE};
-pub(crate) use labels::{Candidate, admits, category_and_generation};
+pub(crate) use labels::{Candidate, admits, category_and_generation, type_intersects};
 use labels::{Key, values_of};
 pub(crate) use offered::{ami_architectures, min_values_strict, offered, reserved_offerings};
 

@@ -10,10 +10,11 @@
 //!
 //! A warning, never a False: the extra nodes cost money and are consolidated away later; no Pod
 //! fails for it. Judged only for Cilium, whose settings say whether and with which key it
-//! taints, and only on NodePools its agent DaemonSet (`kube-system/cilium`) runs on.
+//! taints, and only on NodePools its agent DaemonSet (`kube-system/cilium`) may run on (an agent
+//! selecting a label Karpenter's nodes never carry does not).
 
-use super::daemonset_room::{counted_on, inexact_keys};
 use crate::clip;
+use crate::karpenter_release::Sure;
 use crate::facts::Observed;
 use crate::plan::Context;
 use crate::pod_fit::NodeClaimTemplate;
@@ -56,7 +57,8 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
         if spec.startup_taints.iter().chain(&spec.taints).any(|t| t.key == key) {
             continue;
         }
-        if !counted_on(&NodeClaimTemplate::of(pool), &inexact_keys(pool), agent) {
+        // What runs on a node: where the agent may run, it is warned of.
+        if !NodeClaimTemplate::for_release(pool, &ctx.release(), Sure::May).may_take(&agent.pod) {
             continue;
         }
         let name = pool.metadata.name.as_deref().unwrap_or_default();

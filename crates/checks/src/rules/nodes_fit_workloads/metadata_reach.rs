@@ -15,10 +15,10 @@
 //! SDK's last resort for credentials or region; the EBS CSI driver, which falls back to the
 //! Kubernetes API) are not judged: nothing proves they fail.
 
-use super::daemonset_room::{inexact_keys, runs_on};
 use crate::clip;
 use crate::facts::{LoadBalancerControllerFacts, Observed};
 use crate::plan::Context;
+use crate::karpenter_release::Sure;
 use crate::pod_fit::NodeClaimTemplate;
 use crate::verdict::{Check, Why};
 use crate::warnings::Warning;
@@ -97,7 +97,7 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
     };
     let (namespace, name) = (&controller.pod.namespace, &controller.pod.name);
     for pool in pools {
-        if !may_run_on(controller, pool) {
+        if !may_run_on(ctx, controller, pool) {
             continue;
         }
         let pool_name = pool.metadata.name.as_deref().unwrap_or_default();
@@ -127,13 +127,9 @@ fn needs_metadata(controller: &LoadBalancerControllerFacts) -> bool {
     controller.replicas > 0 && !controller.vpc_id_configured && !controller.vpc_source_unjudged
 }
 
-/// Whether the controller's Pods can be scheduled on `pool`'s nodes, judged only where the
-/// NodePool model is exact.
-fn may_run_on(controller: &LoadBalancerControllerFacts, pool: &NodePool) -> bool {
-    runs_on(
-        &NodeClaimTemplate::of(pool),
-        &inexact_keys(pool),
-        &controller.pod,
-        controller.constraints_unjudged,
-    )
+/// Whether Karpenter may launch a node of `pool` for the controller's Pods (a label Karpenter
+/// neither knows nor finds in the NodePool keeps them off it); what runs on a node errs toward a
+/// warning, so what the model cannot decide may.
+fn may_run_on(ctx: &Context, controller: &LoadBalancerControllerFacts, pool: &NodePool) -> bool {
+    NodeClaimTemplate::for_release(pool, &ctx.release(), Sure::May).may_take(&controller.pod)
 }
