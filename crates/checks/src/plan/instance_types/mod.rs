@@ -98,6 +98,31 @@ fn judge<'a>(
             alone,
         };
     }
+    // minValues: under the Strict policy Karpenter drops a NodePool whose remaining types offer
+    // fewer distinct values of the key (kubernetes-sigs/karpenter
+    // `pkg/controllers/provisioning/scheduling/nodeclaim.go` `filterInstanceTypesByRequirements`
+    // with `minValuesIncompatibleErr`; the AWS provider's `Truncate` again at launch). Counted
+    // on the superset, so fewer here is fewer for Karpenter too; and counted before the AMIs'
+    // architectures narrow the types, as Karpenter counts it: it maps the types to the AMIs only
+    // when it builds the launch templates (aws/karpenter-provider-aws
+    // `pkg/providers/amifamily/resolver.go` `MapToInstanceTypes`), and checks minValues no more.
+    if min_values_strict {
+        for r in requirements {
+            let (Some(min), Some(key)) = (r.min_values, Key::of(&r.key)) else {
+                continue;
+            };
+            let Some(found) = distinct_values(&left, key) else {
+                continue;
+            };
+            if found.len() < min as usize {
+                return Judged::MinValuesUnmet {
+                    requirement: show(r),
+                    min,
+                    found: found.into_iter().collect(),
+                };
+            }
+        }
+    }
     if let Some(archs) = ami_archs {
         let fits = |c: &Candidate<'_>| match values_of(c.facts, Key::Arch) {
             None => true,
@@ -115,28 +140,6 @@ fn judge<'a>(
             };
         }
         left.retain(fits);
-    }
-    // minValues: under the Strict policy Karpenter drops a NodePool whose remaining types offer
-    // fewer distinct values of the key (kubernetes-sigs/karpenter
-    // `pkg/controllers/provisioning/scheduling/scheduler.go`, "skipping, nodepool requirements
-    // filtered out all instance types" with `minValuesIncompatibleErr`). Counted on the
-    // superset, so fewer here is fewer for Karpenter too.
-    if min_values_strict {
-        for r in requirements {
-            let (Some(min), Some(key)) = (r.min_values, Key::of(&r.key)) else {
-                continue;
-            };
-            let Some(found) = distinct_values(&left, key) else {
-                continue;
-            };
-            if found.len() < min as usize {
-                return Judged::MinValuesUnmet {
-                    requirement: show(r),
-                    min,
-                    found: found.into_iter().collect(),
-                };
-            }
-        }
     }
     Judged::Allows {
         left: left.into_iter().map(|c| (c.index, c.capacity)).collect(),
