@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -126,13 +127,25 @@ func run(ctx context.Context, s *Scenario, o *scenarioObjects, pools []*nodePool
 	for p, perr := range results.PodErrors {
 		result.pods[podKey(p)] = PodOutcome{Error: perr.Error()}
 	}
-	for _, nc := range results.NewNodeClaims {
+	// Launched at once, as the NodeClaim lifecycle controller launches them (its reconciles run
+	// concurrently; the AWS provider batches their CreateFleet calls).
+	launchErrs := make([]error, len(results.NewNodeClaims))
+	var wg sync.WaitGroup
+	for i, nc := range results.NewNodeClaims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			launchErrs[i] = launch(ctx, k, nc)
+		}()
+	}
+	wg.Wait()
+	for i, nc := range results.NewNodeClaims {
 		var names []string
 		for _, it := range nc.InstanceTypeOptions {
 			names = append(names, it.Name)
 		}
 		sort.Strings(names)
-		launchErr := launch(ctx, k, nc)
+		launchErr := launchErrs[i]
 		for _, p := range nc.Pods {
 			out := PodOutcome{NodePool: nc.NodePoolName, InstanceTypes: names, Launched: launchErr == nil}
 			if launchErr != nil {

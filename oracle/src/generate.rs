@@ -88,7 +88,7 @@ fn pool() -> impl Strategy<Value = PoolSpec> {
             prop_oneof![Just("a".to_owned()), Just("b".to_owned()), Just("x".to_owned())],
             0..=2,
         ),
-        vec(pool_requirement(), 0..=4),
+        prop_oneof![2 => vec(pool_requirement(), 0..=1), 1 => vec(pool_requirement(), 2..=4)],
         option::weighted(
             0.25,
             prop_oneof![
@@ -230,7 +230,7 @@ pub fn spec() -> impl Strategy<Value = Spec> {
     );
     (
         zones,
-        vec(offered, 1..=10),
+        vec(offered, 1..=14),
         prop_oneof![3 => Just(Amis::Amd64), 1 => Just(Amis::Arm64), 3 => Just(Amis::Both)],
         kubelet(),
         vec(pool(), 1..=3),
