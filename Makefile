@@ -32,7 +32,21 @@ lint: ## clippy over every target, warnings denied
 
 .PHONY: test-unit
 test-unit: ## unit, property and adapter tests (no bed)
-	$(CARGO) test --workspace --exclude karpenter-health-e2e --locked
+	$(CARGO) test --workspace --exclude karpenter-health-e2e --exclude karpenter-health-oracle --locked
+
+# The differential suite: generated clusters judged by the engine and by Karpenter's own scheduler
+# and AWS provider, built from the Go modules of every release in oracle/karpenter/releases
+# (oracle/build.sh caches each build). ORACLE_CASES scenarios, each judged at every release.
+ORACLE_CASES ?= 2000
+.PHONY: oracle
+oracle: ## the differential suite: ORACLE_CASES generated clusters per release, the engine against Karpenter's own scheduler (see oracle/)
+	@bash e2e/bed/install-deps.sh >/dev/null
+	@for r in $$(bash oracle/build.sh --list); do bash oracle/build.sh $$r >/dev/null || exit 1; done
+	KH_ORACLE_CASES=$(ORACLE_CASES) $(CARGO) test --locked -p karpenter-health-oracle --test differential -- --nocapture --test-threads=1
+
+.PHONY: oracle-soak
+oracle-soak: ## the differential suite at 100,000 generated clusters per release, before a release (about 3 hours on 2 cores)
+	@$(MAKE) --no-print-directory oracle ORACLE_CASES=100000 KH_ORACLE_SEED=$$(date +%s)
 
 .PHONY: crds
 crds: ## regenerate the KarpenterHealth CRD from the Rust types
@@ -191,7 +205,7 @@ image-test: image ## the image on a bed of its own: digest twice, in-cluster con
 	@bash image/test.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit crds-check rbac-check e2e-list-check purity-check deny e2e chart-test terraform-test image-test release-test ## everything CI runs
+test: deps fmt-check lint test-unit oracle crds-check rbac-check e2e-list-check purity-check deny e2e chart-test terraform-test image-test release-test ## everything CI runs
 
 .PHONY: demo
 demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth

@@ -85,10 +85,7 @@ pub fn instance_type(index: usize, zones: Vec<String>, no_spot: bool) -> Instanc
 
 /// The families (the part before the dot) of the catalogue, for requirements to name.
 pub fn families() -> Vec<&'static str> {
-    let mut families: Vec<&str> = TYPES
-        .iter()
-        .filter_map(|t| t.0.split('.').next())
-        .collect();
+    let mut families: Vec<&str> = TYPES.iter().filter_map(|t| t.0.split('.').next()).collect();
     families.dedup();
     families
 }

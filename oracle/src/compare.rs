@@ -7,11 +7,11 @@
 use crate::oracle::Answer;
 use crate::scenario::Scenario;
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_health_checks::facts::PodScheduling;
-use karpenter_health_kube_facts::pods;
 use karpenter_health_api::{ConditionStatus, ConditionType, KarpenterHealthStatus, Severity};
+use karpenter_health_checks::facts::PodScheduling;
 use karpenter_health_checks::facts::{Facts, Observed};
 use karpenter_health_checks::pod_fit::NodeClaimTemplate;
+use karpenter_health_kube_facts::pods;
 use std::fmt;
 
 /// The conditions whose verdicts model Karpenter's scheduling.
@@ -113,7 +113,11 @@ impl fmt::Display for Comparison {
             )?;
         }
         for m in &self.misses {
-            writeln!(f, "miss: {} waits ({}) while every scheduling condition is True", m.pod, m.karpenter)?;
+            writeln!(
+                f,
+                "miss: {} waits ({}) while every scheduling condition is True",
+                m.pod, m.karpenter
+            )?;
         }
         Ok(())
     }
@@ -127,7 +131,10 @@ pub fn claims(status: &KarpenterHealthStatus, pods: &[String]) -> Vec<(Claim, St
         if !SCHEDULING.contains(&f.condition_type) {
             continue;
         }
-        let said = format!("{} {} ({:?}): {}", f.condition_type, f.reason, f.severity, f.message);
+        let said = format!(
+            "{} {} ({:?}): {}",
+            f.condition_type, f.reason, f.severity, f.message
+        );
         if LAUNCHES_NOTHING.contains(&f.reason.as_str()) {
             for s in f.subjects.iter().filter(|s| s.kind == "NodePool") {
                 claims.push((
@@ -192,10 +199,9 @@ pub fn compare(
         }
     }
     let all_true = SCHEDULING.iter().all(|ty| {
-        status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == ty.to_string() && ConditionStatus::parse(&c.status) == ConditionStatus::True)
+        status.conditions.iter().any(|c| {
+            c.type_ == ty.to_string() && ConditionStatus::parse(&c.status) == ConditionStatus::True
+        })
     }) && !status
         .findings
         .iter()

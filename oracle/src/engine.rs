@@ -53,7 +53,10 @@ fn karpenter_deployment(release: &str, env: &BTreeMap<String, String>) -> Deploy
     .expect("a Deployment the chart renders")
 }
 
-fn decode<T: serde::de::DeserializeOwned>(value: &serde_json::Value, what: &str) -> anyhow::Result<T> {
+fn decode<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    what: &str,
+) -> anyhow::Result<T> {
     serde_json::from_value(value.clone()).map_err(|e| anyhow::anyhow!("{what}: {e}"))
 }
 
@@ -100,7 +103,10 @@ pub fn facts(scenario: &Scenario, release: &str, crds: &ReleaseCrds) -> anyhow::
     let karpenter_crds = [
         crd("nodepools.karpenter.sh", inputs.node_pool_crd.trim),
         crd("nodeclaims.karpenter.sh", inputs.node_claim_crd.trim),
-        crd("ec2nodeclasses.karpenter.k8s.aws", inputs.node_class_crd.trim),
+        crd(
+            "ec2nodeclasses.karpenter.k8s.aws",
+            inputs.node_class_crd.trim,
+        ),
     ]
     .into_iter()
     .flatten()

@@ -34,7 +34,10 @@ fn zone_names() -> &'static [&'static str] {
 }
 
 fn families() -> &'static [&'static str] {
-    &["t3", "m5", "c5", "r5", "m7i", "c7i", "m6a", "c6i", "r6i", "m6g", "c6g", "c7g", "m7g", "r6g", "t4g"]
+    &[
+        "t3", "m5", "c5", "r5", "m7i", "c7i", "m6a", "c6i", "r6i", "m6g", "c6g", "c7g", "m7g",
+        "r6g", "t4g",
+    ]
 }
 
 fn req(key: &str, operator: &'static str, values: Vec<String>) -> Req {
@@ -85,38 +88,62 @@ fn pool() -> impl Strategy<Value = PoolSpec> {
         option::weighted(0.3, 0u32..=100),
         btree_map(
             prop_oneof![Just("team".to_owned()), Just("example.com/tier".to_owned())],
-            prop_oneof![Just("a".to_owned()), Just("b".to_owned()), Just("x".to_owned())],
+            prop_oneof![
+                Just("a".to_owned()),
+                Just("b".to_owned()),
+                Just("x".to_owned())
+            ],
             0..=2,
         ),
         prop_oneof![2 => vec(pool_requirement(), 0..=1), 1 => vec(pool_requirement(), 2..=4)],
         option::weighted(
             0.25,
             prop_oneof![
-                Just(Taint { key: "dedicated".into(), value: "gpu".into(), effect: "NoSchedule" }),
-                Just(Taint { key: "spot".into(), value: "true".into(), effect: "PreferNoSchedule" }),
+                Just(Taint {
+                    key: "dedicated".into(),
+                    value: "gpu".into(),
+                    effect: "NoSchedule"
+                }),
+                Just(Taint {
+                    key: "spot".into(),
+                    value: "true".into(),
+                    effect: "PreferNoSchedule"
+                }),
             ],
         ),
         option::weighted(0.25, 1u32..=24),
     )
-        .prop_map(|(weight, labels, requirements, taint, cpu_limit)| PoolSpec {
-            weight,
-            labels,
-            requirements,
-            taints: taint.into_iter().collect(),
-            cpu_limit,
-        })
+        .prop_map(
+            |(weight, labels, requirements, taint, cpu_limit)| PoolSpec {
+                weight,
+                labels,
+                requirements,
+                taints: taint.into_iter().collect(),
+                cpu_limit,
+            },
+        )
 }
 
 fn toleration() -> impl Strategy<Value = Toleration> {
     prop_oneof![
-        Just(Toleration { key: None, operator: "Exists", value: String::new(), effect: None }),
+        Just(Toleration {
+            key: None,
+            operator: "Exists",
+            value: String::new(),
+            effect: None
+        }),
         Just(Toleration {
             key: Some("dedicated".into()),
             operator: "Equal",
             value: "gpu".into(),
             effect: Some("NoSchedule"),
         }),
-        Just(Toleration { key: Some("dedicated".into()), operator: "Exists", value: String::new(), effect: None }),
+        Just(Toleration {
+            key: Some("dedicated".into()),
+            operator: "Exists",
+            value: String::new(),
+            effect: None
+        }),
     ]
 }
 
@@ -147,10 +174,17 @@ fn affinity_requirement() -> impl Strategy<Value = Req> {
         some_of(&["a", "b"]).prop_map(|v| req("team", "In", v)),
         Just(req("team", "DoesNotExist", Vec::new())),
         Just(req("node-role.kubernetes.io/edge", "Exists", Vec::new())),
-        Just(req("node-role.kubernetes.io/edge", "DoesNotExist", Vec::new())),
+        Just(req(
+            "node-role.kubernetes.io/edge",
+            "DoesNotExist",
+            Vec::new()
+        )),
         some_of(zone_names()).prop_map(|v| req("topology.kubernetes.io/zone", "In", v)),
-        (prop_oneof![Just("Gt"), Just("Lt")], 2u32..=8)
-            .prop_map(|(op, n)| req("karpenter.k8s.aws/instance-cpu", op, vec![n.to_string()])),
+        (prop_oneof![Just("Gt"), Just("Lt")], 2u32..=8).prop_map(|(op, n)| req(
+            "karpenter.k8s.aws/instance-cpu",
+            op,
+            vec![n.to_string()]
+        )),
     ]
 }
 
@@ -175,12 +209,14 @@ fn resources(max_cpu: u32, max_memory: u32) -> impl Strategy<Value = Resources> 
         option::weighted(0.2, 0..=max_cpu),
         option::weighted(0.2, 0..=max_memory),
     )
-        .prop_map(|(cpu_request, memory_request, cpu_extra, memory_extra)| Resources {
-            cpu_request,
-            memory_request,
-            cpu_limit: cpu_extra.map(|e| cpu_request.unwrap_or(0) + e),
-            memory_limit: memory_extra.map(|e| memory_request.unwrap_or(0) + e),
-        })
+        .prop_map(
+            |(cpu_request, memory_request, cpu_extra, memory_extra)| Resources {
+                cpu_request,
+                memory_request,
+                cpu_limit: cpu_extra.map(|e| cpu_request.unwrap_or(0) + e),
+                memory_limit: memory_extra.map(|e| memory_request.unwrap_or(0) + e),
+            },
+        )
 }
 
 fn daemonset() -> impl Strategy<Value = DaemonSetSpec> {
@@ -203,8 +239,10 @@ fn daemonset() -> impl Strategy<Value = DaemonSetSpec> {
 }
 
 fn pod() -> impl Strategy<Value = PodSpec> {
-    (placement(true), resources(3000, 8000))
-        .prop_map(|(placement, resources)| PodSpec { placement, resources })
+    (placement(true), resources(3000, 8000)).prop_map(|(placement, resources)| PodSpec {
+        placement,
+        resources,
+    })
 }
 
 fn kubelet() -> impl Strategy<Value = Option<Value>> {
@@ -215,7 +253,8 @@ fn kubelet() -> impl Strategy<Value = Option<Value>> {
             (1u32..=10).prop_map(|n| json!({"podsPerCore": n})),
             (50u32..=1000).prop_map(|m| json!({"kubeReserved": {"cpu": format!("{m}m")}})),
             (100u32..=2000).prop_map(|m| json!({"systemReserved": {"memory": format!("{m}Mi")}})),
-            (100u32..=1000).prop_map(|m| json!({"evictionHard": {"memory.available": format!("{m}Mi")}})),
+            (100u32..=1000)
+                .prop_map(|m| json!({"evictionHard": {"memory.available": format!("{m}Mi")}})),
         ],
     )
 }
@@ -239,7 +278,16 @@ pub fn spec() -> impl Strategy<Value = Spec> {
         option::weighted(0.3, prop_oneof![Just("Strict"), Just("BestEffort")]),
     )
         .prop_map(
-            |(subnet_zones, mut types, amis, kubelet, pools, daemonsets, pods, min_values_policy)| {
+            |(
+                subnet_zones,
+                mut types,
+                amis,
+                kubelet,
+                pools,
+                daemonsets,
+                pods,
+                min_values_policy,
+            )| {
                 types.sort_by_key(|t| t.0);
                 types.dedup_by_key(|t| t.0);
                 Spec {

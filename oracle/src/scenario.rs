@@ -202,7 +202,12 @@ fn placement_json(p: &Placement) -> Value {
         }});
     }
     if !p.tolerations.is_empty() {
-        spec["tolerations"] = json!(p.tolerations.iter().map(toleration_json).collect::<Vec<_>>());
+        spec["tolerations"] = json!(
+            p.tolerations
+                .iter()
+                .map(toleration_json)
+                .collect::<Vec<_>>()
+        );
     }
     spec
 }
@@ -217,7 +222,10 @@ impl Spec {
     pub fn render(&self, name: &str) -> Scenario {
         let mut env = BTreeMap::from([
             ("CLUSTER_NAME".to_owned(), CLUSTER.to_owned()),
-            ("CLUSTER_ENDPOINT".to_owned(), "https://test-cluster".to_owned()),
+            (
+                "CLUSTER_ENDPOINT".to_owned(),
+                "https://test-cluster".to_owned(),
+            ),
         ]);
         if let Some(p) = self.min_values_policy {
             env.insert("MIN_VALUES_POLICY".into(), p.into());

@@ -64,7 +64,8 @@ fn judge(j: &mut Judge, scenario: &Scenario) -> Result<Comparison, String> {
         return Err(format!("the oracle could not judge it: {}", answer.error));
     }
     let started = Instant::now();
-    let facts = engine::facts(scenario, &j.oracle.release, &j.crds).map_err(|e| format!("{e:#}"))?;
+    let facts =
+        engine::facts(scenario, &j.oracle.release, &j.crds).map_err(|e| format!("{e:#}"))?;
     let status = engine::evaluate(&facts);
     j.stats.engine_time += started.elapsed();
     let comparison = compare(scenario, &facts, &status, &answer);
@@ -75,13 +76,18 @@ fn judge(j: &mut Judge, scenario: &Scenario) -> Result<Comparison, String> {
         j.stats.pods += 1;
         if !outcome.launched {
             j.stats.pods_waiting += 1;
-            *j.stats.why_waiting.entry(kind_of(outcome.why_not())).or_default() += 1;
+            *j.stats
+                .why_waiting
+                .entry(kind_of(outcome.why_not()))
+                .or_default() += 1;
             let _ = pod;
         }
     }
     for m in comparison.misses.iter().take(1) {
         if j.stats.miss_examples.len() < 5 {
-            j.stats.miss_examples.push(format!("{}: {}", m.pod, m.karpenter));
+            j.stats
+                .miss_examples
+                .push(format!("{}: {}", m.pod, m.karpenter));
         }
     }
     Ok(comparison)
@@ -102,7 +108,10 @@ fn regressions_dir() -> PathBuf {
 }
 
 fn report(judges: &[Judge], what: &str, wall: Duration) {
-    println!("differential suite ({what}), {:.1} s wall:", wall.as_secs_f64());
+    println!(
+        "differential suite ({what}), {:.1} s wall:",
+        wall.as_secs_f64()
+    );
     for j in judges {
         let s = &j.stats;
         let per_sec = |d: Duration| s.scenarios as f64 / d.as_secs_f64().max(1e-9);
@@ -170,7 +179,9 @@ fn generated_clusters_agree_with_karpenters_scheduler() {
         for (release, verdict) in verdicts {
             let comparison = verdict.map_err(TestCaseError::fail)?;
             if comparison.failed() {
-                return Err(TestCaseError::fail(format!("Karpenter {release}:\n{comparison}")));
+                return Err(TestCaseError::fail(format!(
+                    "Karpenter {release}:\n{comparison}"
+                )));
             }
         }
         Ok(())
@@ -184,8 +195,11 @@ fn generated_clusters_agree_with_karpenters_scheduler() {
         if let Some(spec) = spec {
             let scenario = spec.render("counterexample");
             let path = regressions_dir().join("new-counterexample.json");
-            std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap_or_default())
-                .expect("writing the counterexample");
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&scenario).unwrap_or_default(),
+            )
+            .expect("writing the counterexample");
             panic!(
                 "{why}\nshrunk counterexample written to {} (name it, fix the engine, commit it)\n{spec:#?}",
                 path.display()

@@ -32,7 +32,10 @@ const CORE_WELL_KNOWN: [&str; 8] = [
 /// is taken to arrive with that minor).
 const AWS_WELL_KNOWN: &[(&str, Release)] = &[
     ("karpenter.k8s.aws/instance-hypervisor", ALWAYS),
-    ("karpenter.k8s.aws/instance-encryption-in-transit-supported", ALWAYS),
+    (
+        "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+        ALWAYS,
+    ),
     ("karpenter.k8s.aws/instance-category", ALWAYS),
     ("karpenter.k8s.aws/instance-family", ALWAYS),
     ("karpenter.k8s.aws/instance-generation", ALWAYS),
@@ -48,15 +51,24 @@ const AWS_WELL_KNOWN: &[(&str, Release)] = &[
     ("karpenter.k8s.aws/instance-gpu-count", ALWAYS),
     ("karpenter.k8s.aws/instance-gpu-memory", ALWAYS),
     ("karpenter.k8s.aws/instance-accelerator-name", ALWAYS),
-    ("karpenter.k8s.aws/instance-accelerator-manufacturer", ALWAYS),
+    (
+        "karpenter.k8s.aws/instance-accelerator-manufacturer",
+        ALWAYS,
+    ),
     ("karpenter.k8s.aws/instance-accelerator-count", ALWAYS),
     ("topology.k8s.aws/zone-id", ALWAYS),
-    ("karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz", (1, 2, 0)),
+    (
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+        (1, 2, 0),
+    ),
     ("karpenter.k8s.aws/capacity-reservation-id", (1, 3, 0)),
     ("karpenter.k8s.aws/capacity-reservation-type", (1, 6, 0)),
     ("karpenter.k8s.aws/instance-capability-flex", (1, 8, 0)),
     ("karpenter.k8s.aws/instance-tenancy", (1, 9, 0)),
-    ("karpenter.k8s.aws/capacity-reservation-interruptible", (1, 10, 0)),
+    (
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+        (1, 10, 0),
+    ),
     ("karpenter.k8s.aws/placement-group-id", (1, 11, 0)),
     ("karpenter.k8s.aws/placement-group-partition", (1, 11, 0)),
 ];
@@ -135,7 +147,12 @@ impl KarpenterRelease {
 
     /// The labels a NodeClaim template of NodePool `pool` (of class `class`) carries besides the
     /// NodePool's own labels and requirements.
-    pub fn template_labels(&self, pool: &str, class: Option<&str>, sure: Sure) -> Vec<(&'static str, String)> {
+    pub fn template_labels(
+        &self,
+        pool: &str,
+        class: Option<&str>,
+        sure: Sure,
+    ) -> Vec<(&'static str, String)> {
         let mut labels = vec![("karpenter.sh/nodepool", pool.to_owned())];
         if let Some(class) = class
             && self.holds(NODE_CLASS_LABEL_FROM, sure)
@@ -207,10 +224,16 @@ mod tests {
                 .map(|(k, _)| k)
                 .collect()
         };
-        assert_eq!(keys(&release(8)), ["karpenter.sh/nodepool", NODE_CLASS_LABEL]);
+        assert_eq!(
+            keys(&release(8)),
+            ["karpenter.sh/nodepool", NODE_CLASS_LABEL]
+        );
         assert!(keys(&release(14)).contains(&"karpenter.sh/initialized"));
         assert_eq!(release(13).daemons_per_instance_type(), Some(false));
         assert_eq!(release(14).daemons_per_instance_type(), Some(true));
-        assert_eq!(KarpenterRelease::unknown().daemons_per_instance_type(), None);
+        assert_eq!(
+            KarpenterRelease::unknown().daemons_per_instance_type(),
+            None
+        );
     }
 }

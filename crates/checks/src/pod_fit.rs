@@ -59,7 +59,11 @@ fn pod_requirements(
     for (k, v) in &pod.node_selector {
         r.add(k, Requirement::single(v));
     }
-    for w in preferred.into_iter().flatten().chain(term.into_iter().flatten()) {
+    for w in preferred
+        .into_iter()
+        .flatten()
+        .chain(term.into_iter().flatten())
+    {
         r.add(&w.key, Requirement::new(&w.operator, &w.values)?);
     }
     Some(r)

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 /// The requirement operators whose meaning the NodePool model judges exactly (Karpenter's
 /// requirement algebra, `crate::requirements`).
-const EXACT_REQUIREMENT_OPERATORS: [&str; 6] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
+const EXACT_REQUIREMENT_OPERATORS: [&str; 6] =
+    ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 const EXACT_TOLERATION_OPERATORS: [&str; 3] = ["", "Equal", "Exists"];
 
 /// The scheduling constraints of the Pods `spec` makes, named `namespace`/`name`; the Pod's own

@@ -285,9 +285,8 @@ impl Requirements {
             if ours.has_intersection(theirs) {
                 continue;
             }
-            let negative = |r: &Requirement| {
-                matches!(r.operator(), Operator::NotIn | Operator::DoesNotExist)
-            };
+            let negative =
+                |r: &Requirement| matches!(r.operator(), Operator::NotIn | Operator::DoesNotExist);
             if negative(theirs) && negative(ours) {
                 continue;
             }
@@ -302,7 +301,11 @@ mod tests {
     use super::*;
 
     fn req(op: &str, values: &[&str]) -> Requirement {
-        Requirement::new(op, &values.iter().map(|v| v.to_string()).collect::<Vec<_>>()).unwrap()
+        Requirement::new(
+            op,
+            &values.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap()
     }
 
     fn set(entries: &[(&str, Requirement)]) -> Requirements {
@@ -347,7 +350,9 @@ mod tests {
         let pod = set(&[("node-role.kubernetes.io/edge", req("In", &["true"]))]);
         assert_eq!(
             template.compatible(&pod, well_known),
-            Err(Incompatible::Undefined("node-role.kubernetes.io/edge".into()))
+            Err(Incompatible::Undefined(
+                "node-role.kubernetes.io/edge".into()
+            ))
         );
         let os = set(&[("kubernetes.io/os", req("In", &["windows"]))]);
         assert_eq!(template.compatible(&os, well_known), Ok(()));

@@ -85,7 +85,14 @@ mod tests {
                 .iter()
                 .all(|c| c.env.is_none() && c.image.is_none())
         );
-        assert!(spec.containers[0].resources.as_ref().unwrap().limits.is_some());
+        assert!(
+            spec.containers[0]
+                .resources
+                .as_ref()
+                .unwrap()
+                .limits
+                .is_some()
+        );
         assert!(spec.init_containers.is_some_and(|i| i[0].image.is_none()));
     }
 

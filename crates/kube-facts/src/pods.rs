@@ -57,7 +57,10 @@ pub(crate) fn candidacy(
             .any(|rules| rules.restriction(key, KeyContext::Requirement).is_some())
     };
     let (mut this, mut others) = (false, false);
-    for template in templates.iter().filter(|t| t.may_take_but_for(pod, rejected)) {
+    for template in templates
+        .iter()
+        .filter(|t| t.may_take_but_for(pod, rejected))
+    {
         if template.node_class == Some(name) {
             this = true;
         } else {

@@ -138,7 +138,10 @@ pub fn daemonset(daemonset: &mut DaemonSet) {
             .affinity
             .as_mut()
             .and_then(|a| a.node_affinity.as_mut())
-            .and_then(|n| n.preferred_during_scheduling_ignored_during_execution.take());
+            .and_then(|n| {
+                n.preferred_during_scheduling_ignored_during_execution
+                    .take()
+            });
         let overhead = pod_spec.overhead.take();
         let resource_claims = pod_spec.resource_claims.take();
         let mut kept = scheduling_only(pod_spec, containers);

@@ -71,7 +71,10 @@ impl<'a> Context<'a> {
     pub fn windows_nodes(&self) -> bool {
         let class = &self.facts.cluster.node_class;
         match crate::plan::ami_alias::Alias::of(class) {
-            Some(alias) => matches!(alias.family, crate::plan::ami_alias::AliasFamily::Windows(_)),
+            Some(alias) => matches!(
+                alias.family,
+                crate::plan::ami_alias::AliasFamily::Windows(_)
+            ),
             None => class
                 .spec
                 .ami_family
