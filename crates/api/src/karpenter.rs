@@ -340,6 +340,10 @@ pub struct NodePoolSpec {
     pub limits: BTreeMap<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disruption: Option<Disruption>,
+    /// `spec.replicas`: a static NodePool (Karpenter v1.8 and later, `StaticCapacity` gate) keeps
+    /// this many nodes whatever its Pods ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i64>,
 }
 
 /// `spec.disruption`, as far as the checks read it.

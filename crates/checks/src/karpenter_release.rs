@@ -59,11 +59,11 @@ const AWS_WELL_KNOWN: &[(&str, Release)] = &[
     ("topology.k8s.aws/zone-id", ALWAYS),
     (
         "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
-        (1, 2, 0),
+        (1, 1, 0),
     ),
     ("karpenter.k8s.aws/capacity-reservation-id", (1, 3, 0)),
     ("karpenter.k8s.aws/capacity-reservation-type", (1, 6, 0)),
-    ("karpenter.k8s.aws/instance-capability-flex", (1, 8, 0)),
+    ("karpenter.k8s.aws/instance-capability-flex", (1, 7, 0)),
     ("karpenter.k8s.aws/instance-tenancy", (1, 9, 0)),
     (
         "karpenter.k8s.aws/capacity-reservation-interruptible",
@@ -72,6 +72,14 @@ const AWS_WELL_KNOWN: &[(&str, Release)] = &[
     ("karpenter.k8s.aws/placement-group-id", (1, 11, 0)),
     ("karpenter.k8s.aws/placement-group-partition", (1, 11, 0)),
 ];
+
+/// The NodePool annotation Karpenter v1.0 reads kubelet settings from, ahead of the class's
+/// `spec.kubelet` (aws/karpenter-provider-aws v1.0.8 `pkg/utils/utils.go`
+/// `GetKubletConfigurationWithNodePool`); v1.1 and later refuse to start while a NodePool has it.
+pub const KUBELET_CONVERSION_ANNOTATION: &str =
+    "compatibility.karpenter.sh/v1beta1-kubelet-conversion";
+/// The first release that reads kubelet settings only from the class.
+const KUBELET_FROM_CLASS_ONLY: Release = (1, 1, 0);
 
 /// The label naming the EC2NodeClass a NodeClaim is launched from.
 pub const NODE_CLASS_LABEL: &str = "karpenter.k8s.aws/ec2nodeclass";
@@ -85,10 +93,11 @@ const LIFECYCLE_LABELS_FROM: Release = (1, 14, 0);
 /// (core `scheduling/scheduler.go` `buildDaemonOverheadGroups`).
 const DAEMONS_PER_INSTANCE_TYPE_FROM: Release = (1, 14, 0);
 /// The first release that tries a DaemonSet's required terms in turn, on its required terms only,
-/// tolerating `PreferNoSchedule` (core v1.1.5 `isDaemonPodCompatible`); before, `getDaemonOverhead`
-/// compares its node selector, first required term and heaviest preferred term at once, and a
+/// tolerating `PreferNoSchedule` (`isDaemonPodCompatible`, kubernetes-sigs/karpenter #1727, in
+/// core v1.1.1, which the AWS provider's v1.1.1 runs); before, `getDaemonOverhead` compares its
+/// node selector, first required term and heaviest preferred term at once, and a
 /// `PreferNoSchedule` taint it does not tolerate keeps it off.
-const DAEMON_TERMS_RELAXED_FROM: Release = (1, 1, 5);
+const DAEMON_TERMS_RELAXED_FROM: Release = (1, 1, 1);
 /// The first release that leaves DaemonSets with dynamic resource claims out of the overhead
 /// (core v1.7.0 `HasDRARequirements` with `IGNORE_DRA_REQUESTS`, default true).
 const DAEMONS_WITH_CLAIMS_IGNORED_FROM: Release = (1, 7, 0);
@@ -146,24 +155,46 @@ impl KarpenterRelease {
     }
 
     /// The labels a NodeClaim template of NodePool `pool` (of class `class`) carries besides the
-    /// NodePool's own labels and requirements.
+    /// NodePool's own labels and requirements: one set for a known release, one per release that
+    /// differs when it is not known (the nodepool label only up to v1.0; with the class label from
+    /// v1.1; with `registered` and `initialized` from v1.14), each to be tried.
     pub fn template_labels(
         &self,
         pool: &str,
         class: Option<&str>,
-        sure: Sure,
-    ) -> Vec<(&'static str, String)> {
-        let mut labels = vec![("karpenter.sh/nodepool", pool.to_owned())];
-        if let Some(class) = class
-            && self.holds(NODE_CLASS_LABEL_FROM, sure)
-        {
-            labels.push((NODE_CLASS_LABEL, class.to_owned()));
-        }
-        if self.holds(LIFECYCLE_LABELS_FROM, sure) {
-            labels.push(("karpenter.sh/registered", "true".to_owned()));
-            labels.push(("karpenter.sh/initialized", "true".to_owned()));
-        }
-        labels
+    ) -> Vec<Vec<(&'static str, String)>> {
+        let firsts: Vec<Release> = match self.0 {
+            Some(r) => vec![r],
+            None => vec![ALWAYS, NODE_CLASS_LABEL_FROM, LIFECYCLE_LABELS_FROM],
+        };
+        firsts
+            .into_iter()
+            .map(|release| {
+                let mut labels = vec![("karpenter.sh/nodepool", pool.to_owned())];
+                if let Some(class) = class
+                    && release >= NODE_CLASS_LABEL_FROM
+                {
+                    labels.push((NODE_CLASS_LABEL, class.to_owned()));
+                }
+                if release >= LIFECYCLE_LABELS_FROM {
+                    labels.push(("karpenter.sh/registered", "true".to_owned()));
+                    labels.push(("karpenter.sh/initialized", "true".to_owned()));
+                }
+                labels
+            })
+            .collect()
+    }
+
+    /// Whether this release may read `pool`'s kubelet settings from its annotation rather than
+    /// from the class (v1.0, or a release not known, with the annotation set): the class's
+    /// `spec.kubelet` then does not certainly say what a node of it reserves.
+    pub fn kubelet_from_pool(&self, pool: &karpenter_health_api::karpenter::NodePool) -> bool {
+        let annotated = pool
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(KUBELET_CONVERSION_ANNOTATION));
+        annotated && self.has(KUBELET_FROM_CLASS_ONLY) != Some(true)
     }
 
     /// Whether Karpenter counts a DaemonSet per instance type (`Some(true)`), per NodeClaim
@@ -218,17 +249,20 @@ mod tests {
 
     #[test]
     fn templates_carry_the_lifecycle_labels_from_1_14() {
-        let keys = |r: &KarpenterRelease| -> Vec<&str> {
-            r.template_labels("p", Some("c"), Sure::Certainly)
+        let keys = |r: &KarpenterRelease| -> Vec<Vec<&str>> {
+            r.template_labels("p", Some("c"))
                 .into_iter()
-                .map(|(k, _)| k)
+                .map(|set| set.into_iter().map(|(k, _)| k).collect())
                 .collect()
         };
         assert_eq!(
             keys(&release(8)),
-            ["karpenter.sh/nodepool", NODE_CLASS_LABEL]
+            [["karpenter.sh/nodepool", NODE_CLASS_LABEL]]
         );
-        assert!(keys(&release(14)).contains(&"karpenter.sh/initialized"));
+        assert!(keys(&release(14))[0].contains(&"karpenter.sh/initialized"));
+        // Not known: each release's set, to be tried (a DaemonSet's DoesNotExist on the class
+        // label is met only where no class label is carried).
+        assert_eq!(keys(&KarpenterRelease::unknown()).len(), 3);
         assert_eq!(release(13).daemons_per_instance_type(), Some(false));
         assert_eq!(release(14).daemons_per_instance_type(), Some(true));
         assert_eq!(

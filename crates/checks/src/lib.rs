@@ -15,6 +15,7 @@ pub mod aws_auth;
 pub mod docs;
 pub mod facts;
 pub mod generated;
+pub mod go;
 pub mod iam_policy;
 pub mod karpenter_permissions;
 pub mod karpenter_release;

@@ -118,9 +118,7 @@ pub enum PodAddressing {
 }
 
 fn truthy(cni: &VpcCniSettings, key: &str) -> bool {
-    cni.env
-        .get(key)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    crate::vpc_cni::truthy(&cni.env, key)
 }
 
 impl PodAddressing {

@@ -45,25 +45,7 @@ const DURATION_DO_NOT_DISRUPT: Version = Version::new(1, 12, 0);
 /// A duration as Go's `time.ParseDuration` reads it (`30m`, `1h30m`, `1.5h`, `90s`), if it is
 /// one and positive: Karpenter treats anything else as no annotation (`parseDoNotDisrupt`).
 fn go_duration(text: &str) -> Option<SignedDuration> {
-    let body = text.strip_prefix('+').unwrap_or(text);
-    let units = ["ns", "us", "µs", "ms", "h", "m", "s"];
-    let mut rest = body;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if number == 0 || rest[..number].chars().filter(|c| *c == '.').count() > 1 {
-            return None;
-        }
-        rest = &rest[number..];
-        let unit = units.iter().find(|u| rest.starts_with(*u))?;
-        rest = &rest[unit.len()..];
-    }
-    let d: SignedDuration = body.replace("µs", "us").parse().ok()?;
-    d.is_positive().then_some(d)
+    crate::go::parse_duration(text).filter(SignedDuration::is_positive)
 }
 
 /// What holds the drain of `drain`'s Node at `now`, for the installed Karpenter's `version`

@@ -38,7 +38,8 @@ pub struct NodeClaimTemplate<'a> {
     pub node_pool: &'a str,
     /// The EC2NodeClass it launches from (`None` when the NodePool names none).
     pub node_class: Option<&'a str>,
-    requirements: Requirements,
+    /// Its requirements as each possible release builds them (one when the release is known).
+    variants: Vec<Requirements>,
     /// Keys the NodePool constrains with an operator the model does not know: anything may hold.
     unjudged_keys: BTreeSet<String>,
     /// The template's taints.
@@ -98,24 +99,27 @@ impl<'a> NodeClaimTemplate<'a> {
                 }
             }
         }
-        for (k, v) in release.template_labels(node_pool, node_class, sure) {
-            requirements.add(k, Requirement::single(&v));
-        }
+        let variants = release
+            .template_labels(node_pool, node_class)
+            .into_iter()
+            .map(|labels| {
+                let mut r = requirements.clone();
+                for (k, v) in labels {
+                    r.add(k, Requirement::single(&v));
+                }
+                r
+            })
+            .collect();
         let taints = template.spec.taints.iter().collect();
         Self {
             node_pool,
             node_class,
-            requirements,
+            variants,
             unjudged_keys,
             taints,
             release: release.clone(),
             sure,
         }
-    }
-
-    /// The template's requirements, for comparing with an instance type's.
-    pub fn requirements(&self) -> &Requirements {
-        &self.requirements
     }
 
     /// Whether Karpenter may make a NodeClaim of this NodePool for `pod`: `false` only when a
@@ -197,12 +201,16 @@ impl<'a> NodeClaimTemplate<'a> {
                 kept.add(key, r.clone());
             }
         }
+        // Some release may take it, or every release certainly does.
         let sure = self.sure;
-        Some(
-            self.requirements
-                .compatible(&kept, |k| self.release.well_known(k, sure))
-                .is_ok(),
-        )
+        let admits = |r: &Requirements| {
+            r.compatible(&kept, |k| self.release.well_known(k, sure))
+                .is_ok()
+        };
+        Some(match sure {
+            Sure::May => self.variants.iter().any(admits),
+            Sure::Certainly => self.variants.iter().all(admits),
+        })
     }
 
     /// Whether `tolerations` tolerate every taint of the template, `PreferNoSchedule` ones

@@ -101,6 +101,7 @@ pub fn daemonset(namespace: &str, name: &str, spec: Option<&PodSpec>) -> DaemonS
         constraints_unjudged: constraints_unjudged(&pod),
         has_pods: None,
         newest_pod: None,
+        generation: None,
         resource_claims: spec.is_some_and(has_resource_claims),
         pod: PodScheduling {
             only_this_class: false,
@@ -299,7 +300,7 @@ pub const CILIUM_DEFAULT_TAINT_KEY: &str = "node.cilium.io/agent-not-ready";
 /// (through viper), a value it cannot parse being false.
 pub fn cilium_node_taint_key(data: &BTreeMap<String, String>) -> Option<String> {
     let set = data.get(CILIUM_SET_NODE_TAINTS)?;
-    if !matches!(set.trim(), "1" | "t" | "T" | "true" | "TRUE" | "True") {
+    if crate::go::parse_bool(set.trim()) != Some(true) {
         return None;
     }
     Some(

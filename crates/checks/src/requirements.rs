@@ -7,8 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The deprecated label keys Karpenter reads as their stable names (core `NormalizedLabels`).
-const NORMALIZED: [(&str, &str); 5] = [
+/// The label keys Karpenter reads as others (core `NormalizedLabels`, and the EBS CSI driver's
+/// zone key the AWS provider adds in `pkg/operator/operator.go`, in every release).
+const NORMALIZED: [(&str, &str); 6] = [
     (
         "failure-domain.beta.kubernetes.io/zone",
         "topology.kubernetes.io/zone",
@@ -23,6 +24,7 @@ const NORMALIZED: [(&str, &str); 5] = [
         "failure-domain.beta.kubernetes.io/region",
         "topology.kubernetes.io/region",
     ),
+    ("topology.ebs.csi.aws.com/zone", "topology.kubernetes.io/zone"),
 ];
 
 /// `key` as Karpenter stores it.

@@ -60,9 +60,12 @@ fn number(env: &std::collections::BTreeMap<String, String>, key: &str) -> Option
     env.get(key)?.trim().parse().ok()
 }
 
-fn truthy(env: &std::collections::BTreeMap<String, String>, key: &str) -> bool {
+/// A boolean setting of the CNI, read as ipamd reads its env (`strconv.ParseBool`; false when
+/// unset or no boolean, its default for the settings read here).
+pub(crate) fn truthy(env: &std::collections::BTreeMap<String, String>, key: &str) -> bool {
     env.get(key)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        .and_then(|v| crate::go::parse_bool(v))
+        .unwrap_or(false)
 }
 
 /// The addresses one starting node takes under `cni`. Unparsable numbers count as unset (ipamd

@@ -10,6 +10,7 @@ use karpenter_health_checks::facts::DaemonSetFacts;
 pub fn facts_of(daemonset: &DaemonSet) -> DaemonSetFacts {
     let meta = &daemonset.metadata;
     DaemonSetFacts {
+        generation: meta.generation,
         has_pods: daemonset
             .status
             .as_ref()

@@ -141,6 +141,25 @@ pub(crate) fn trim_guarded<K: Resource>(guarded: &mut DeserializeGuard<K>) {
     }
 }
 
+/// A NodePool without its metadata's bulk, but for the kubelet settings Karpenter v1.0 reads
+/// from its annotation ([`trim::KUBELET_CONVERSION_ANNOTATION`]); a malformed one is logged.
+fn trim_node_pool(guarded: &mut DeserializeGuard<NodePool>) {
+    let kubelet = guarded.0.as_ref().ok().and_then(|pool| {
+        pool.metadata
+            .annotations
+            .as_ref()?
+            .get(trim::KUBELET_CONVERSION_ANNOTATION)
+            .cloned()
+    });
+    trim_guarded(guarded);
+    if let (Ok(pool), Some(kubelet)) = (&mut guarded.0, kubelet) {
+        pool.metadata.annotations = Some(std::collections::BTreeMap::from([(
+            trim::KUBELET_CONVERSION_ANNOTATION.to_owned(),
+            kubelet,
+        )]));
+    }
+}
+
 /// A malformed NodeClaim is kept as the error the index skips, and logged.
 fn warn_malformed_claim(claim: &mut LeanNodeClaim) {
     if let Err(invalid) = &claim.0 {
@@ -207,7 +226,7 @@ impl Inputs {
         let kube_system = Some("kube-system");
         let named = |name: &str| Named(name.to_owned());
         Self {
-            node_pools: Input::new("nodepools", "NodePools", None, All, trim_guarded),
+            node_pools: Input::new("nodepools", "NodePools", None, All, trim_node_pool),
             node_claims: Input::new("nodeclaims", "NodeClaims", None, All, warn_malformed_claim),
             pending_pods: Input::new(
                 "pending pods",

@@ -60,9 +60,10 @@ fn flag(container: &Container, name: &str) -> Option<String> {
     found
 }
 
-/// Go's `strconv.ParseBool` true values.
+/// A boolean flag or env as Karpenter reads it (`strconv.ParseBool`; its `env.WithDefaultBool`
+/// keeps the default, false, for anything else).
 fn parse_bool(value: &str) -> bool {
-    matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True")
+    karpenter_health_checks::go::parse_bool(value).unwrap_or(false)
 }
 
 /// An env var of the container: its literal value, or how it is set when from a reference.
@@ -145,7 +146,7 @@ pub fn controller_settings(deployment: &Deployment) -> ControllerSettings {
             .and_then(|c| c.image.as_deref())
             .and_then(version_from_image),
         cluster_name: env("CLUSTER_NAME"),
-        isolated_vpc: env("ISOLATED_VPC").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        isolated_vpc: env("ISOLATED_VPC").is_some_and(|v| parse_bool(&v)),
         service_account: pod_spec.and_then(|p| p.service_account_name.clone()),
     }
 }

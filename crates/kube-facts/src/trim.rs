@@ -19,6 +19,12 @@ use kube::Resource;
 
 /// Drops what no check reads from any object's metadata: managed fields (about half of a typical
 /// ObjectMeta) and annotations.
+/// The NodePool annotation Karpenter v1.0 reads kubelet settings from before the class's
+/// `spec.kubelet` (aws/karpenter-provider-aws v1.0.8 `pkg/utils/utils.go`
+/// `GetKubletConfigurationWithNodePool`; v1.1 and later refuse to start while one is set).
+pub const KUBELET_CONVERSION_ANNOTATION: &str =
+    karpenter_health_checks::karpenter_release::KUBELET_CONVERSION_ANNOTATION;
+
 pub fn metadata<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
     meta.managed_fields = None;

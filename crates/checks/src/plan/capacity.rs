@@ -78,10 +78,9 @@ pub(crate) fn reserved_capacity_enabled(ctx: &Context) -> Result<bool, Why> {
                 (name.trim() == RESERVED_CAPACITY_GATE).then(|| value.trim().to_owned())
             });
             if let Some(value) = written {
-                return match value.as_str() {
-                    "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
-                    "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-                    _ => Err(Why::new(
+                return match crate::go::parse_bool(&value) {
+                    Some(enabled) => Ok(enabled),
+                    None => Err(Why::new(
                         Reason::NotObserved,
                         format!(
                             "The Karpenter controller's FEATURE_GATES sets \

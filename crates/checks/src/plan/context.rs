@@ -66,20 +66,16 @@ impl<'a> Context<'a> {
         crate::karpenter_release::KarpenterRelease::of(self.version.as_ref().ok())
     }
 
-    /// Whether the class boots Windows (its alias's family, else `spec.amiFamily`, as Karpenter's
-    /// `AMIFamily()` reads them): its nodes' OS label is `windows`, not `linux`.
+    /// Whether the class boots Windows (`spec.amiFamily`, else its alias's family, as Karpenter's
+    /// `AMIFamily()` reads them: aws/karpenter-provider-aws `pkg/apis/v1/ec2nodeclass.go`): its
+    /// nodes' OS label is `windows`, not `linux`.
     pub fn windows_nodes(&self) -> bool {
         let class = &self.facts.cluster.node_class;
-        match crate::plan::ami_alias::Alias::of(class) {
-            Some(alias) => matches!(
-                alias.family,
-                crate::plan::ami_alias::AliasFamily::Windows(_)
-            ),
-            None => class
-                .spec
-                .ami_family
-                .as_deref()
-                .is_some_and(|f| f.starts_with("Windows")),
+        match class.spec.ami_family.as_deref() {
+            Some(family) => family.starts_with("Windows"),
+            None => crate::plan::ami_alias::Alias::of(class).is_some_and(|alias| {
+                matches!(alias.family, crate::plan::ami_alias::AliasFamily::Windows(_))
+            }),
         }
     }
 

@@ -54,9 +54,9 @@ fn stops_drift(budget: &Budget) -> bool {
 /// instant: each window lasts at least until the next fire. Judged only for schedules whose
 /// fires come at a fixed longest gap (`longest_gap`); any other schedule is assumed to open.
 fn never_opens(schedule: &str, duration: &str) -> bool {
-    let (Some(gap), Ok(duration)) = (
+    let (Some(gap), Some(duration)) = (
         longest_gap(schedule),
-        duration.trim().parse::<SignedDuration>(),
+        crate::go::parse_duration(duration.trim()),
     ) else {
         return false;
     };
@@ -178,8 +178,8 @@ fn expiry(claim: &NodeClaimFacts, now: jiff::Timestamp) -> String {
     let after = claim.drift.as_ref().and_then(|d| d.expire_after.as_deref());
     match after.map(str::trim) {
         Some("Never") => "never expires (expireAfter: Never)".to_owned(),
-        Some(after) => match (after.parse::<SignedDuration>(), claim.created) {
-            (Ok(after), Some(created)) => match created.checked_add(after) {
+        Some(after) => match (crate::go::parse_duration(after), claim.created) {
+            (Some(after), Some(created)) => match created.checked_add(after) {
                 Ok(at) if at > now => format!("expires at {}", crate::wording::at(at)),
                 Ok(_) => "past its expiry, so Karpenter is replacing it".to_owned(),
                 Err(_) => format!("expires {after} after creation"),

@@ -201,6 +201,7 @@ pub fn node_pool(name: &str) -> NodePool {
             // Karpenter's getting-started NodePool caps cpu at 1000.
             limits: BTreeMap::from([("cpu".into(), serde_json::json!("1000"))]),
             disruption: None,
+            replicas: None,
         },
     )
 }
@@ -429,6 +430,7 @@ pub fn daemonset(
         constraints_unjudged: false,
         has_pods: Some(true),
         newest_pod: Some((cpu_millis, memory_bytes)),
+        generation: Some(1),
         resource_claims: false,
     }
 }

@@ -171,7 +171,7 @@ pub(super) fn values_of(t: &InstanceTypeFacts, key: Key) -> Option<Vec<String>> 
 /// The keys Karpenter's instance types carry (aws/karpenter-provider-aws
 /// `pkg/providers/instancetype/types.go` `computeRequirements`) whose values this model does not
 /// derive: a requirement on one cannot be judged against a type.
-const CARRIED_NOT_DERIVED: [&str; 21] = [
+const CARRIED_NOT_DERIVED: [&str; 25] = [
     "topology.k8s.aws/zone-id",
     "topology.kubernetes.io/region",
     "node.kubernetes.io/windows-build",
@@ -193,16 +193,21 @@ const CARRIED_NOT_DERIVED: [&str; 21] = [
     "karpenter.k8s.aws/instance-tenancy",
     "karpenter.k8s.aws/capacity-reservation-id",
     "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+    "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
+    // The capacity types this model keeps for a type are a superset (reserved where it does not
+    // know the class's reservations, spot where EC2 did not say), not the type's own.
+    "karpenter.sh/capacity-type",
 ];
 
 /// Whether `wanted` intersects the requirements Karpenter gives instance type `t` offered in
-/// `zones` as `capacity` (`Requirements.Intersects`, which compares only the keys both have):
+/// `zones` (`Requirements.Intersects`, which compares only the keys both have):
 /// `None` when `wanted` constrains a key the type carries with values this model does not derive.
 /// The OS is `linux`, or `windows` for a Windows AMI family (then only on amd64: `getOS`).
 pub(crate) fn type_intersects(
     t: &InstanceTypeFacts,
     zones: &[&str],
-    capacity: &[&str],
     windows: bool,
     wanted: &crate::requirements::Requirements,
 ) -> Option<bool> {
@@ -246,10 +251,6 @@ pub(crate) fn type_intersects(
     put(ARCH, arch.map(|a| vec![a]));
     put("kubernetes.io/os", Some(os));
     put(ZONE, Some(zones.iter().map(|z| (*z).to_owned()).collect()));
-    put(
-        CAPACITY_TYPE,
-        Some(capacity.iter().map(|c| (*c).to_owned()).collect()),
-    );
     Some(its.intersects(wanted).is_ok())
 }
 

@@ -111,6 +111,11 @@ fn judge<'a>(
             let (Some(min), Some(key)) = (r.min_values, Key::of(&r.key)) else {
                 continue;
             };
+            // Karpenter counts each type's own zones and capacity types (its requirements), not
+            // what the NodePool's requirements left of them: not judged.
+            if matches!(key, Key::Zone | Key::CapacityType) {
+                continue;
+            }
             let Some(found) = distinct_values(&left, key) else {
                 continue;
             };

@@ -118,14 +118,19 @@ fn closest<'o, 'a: 'o>(overheads: impl Iterator<Item = &'o Overhead<'a>>) -> Opt
 }
 
 /// The DaemonSets Karpenter counts on each instance type `pool` allows, with the type's room;
-/// `None` when that is not known (no type allowed, a type EC2 did not size).
+/// `None` when that is not known (no type allowed, a type EC2 did not size, kubelet settings
+/// Karpenter v1.0 reads from the NodePool) or does not decide (a static NodePool keeps its
+/// `replicas` whatever its Pods ask).
 fn overheads<'a>(
     ctx: &Context<'a>,
     pool: &'a NodePool,
     daemonsets: &'a [DaemonSetFacts],
 ) -> Option<Vec<Counted<'a>>> {
-    let allowed = allowed(ctx, pool)?;
     let release = ctx.release();
+    if pool.spec.replicas.is_some() || release.kubelet_from_pool(pool) {
+        return None;
+    }
+    let allowed = allowed(ctx, pool)?;
     let template = NodeClaimTemplate::for_release(pool, &release, Sure::Certainly);
     let kubelet = ctx.facts.cluster.node_class.spec.kubelet.as_ref();
     let windows = ctx.windows_nodes();
@@ -142,7 +147,7 @@ fn overheads<'a>(
     allowed
         .types()
         .into_iter()
-        .map(|(t, capacity)| {
+        .map(|(t, _)| {
             let room = allocatable::of(t, kubelet)?;
             let zones: Vec<&str> = catalog
                 .zones
@@ -156,7 +161,7 @@ fn overheads<'a>(
             // with the release unknown only what both count is certain (the second is narrower).
             let admits = |wanted: &crate::requirements::Requirements| match per_type {
                 Some(false) => Some(true),
-                Some(true) | None => type_intersects(t, &zones, capacity, windows, wanted),
+                Some(true) | None => type_intersects(t, &zones, windows, wanted),
             };
             let mut counted: Vec<&DaemonSetFacts> = daemonsets
                 .iter()

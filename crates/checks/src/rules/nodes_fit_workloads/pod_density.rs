@@ -79,8 +79,13 @@ fn judge_pools(
 ) -> (Vec<String>, Vec<String>) {
     let mut judged = Vec::new();
     let mut unjudged = Vec::new();
+    let release = ctx.release();
     for pool in pools {
         let name = pool.metadata.name.as_deref().unwrap_or_default();
+        // Karpenter v1.0 may take maxPods from the NodePool's annotation: not judged there.
+        if release.kubelet_from_pool(pool) {
+            continue;
+        }
         // A NodePool that allows no type is InstanceTypesAvailable's to report.
         let Some(allowed) = allowed(ctx, pool) else {
             continue;
