@@ -103,17 +103,30 @@ mod tests {
     #[test]
     fn durations_are_what_time_parse_duration_accepts() {
         let mins = SignedDuration::from_mins;
-        assert_eq!(parse_duration("720h"), Some(SignedDuration::from_hours(720)));
+        assert_eq!(
+            parse_duration("720h"),
+            Some(SignedDuration::from_hours(720))
+        );
         assert_eq!(parse_duration("1h30m"), Some(mins(90)));
         assert_eq!(parse_duration("1.5h"), Some(mins(90)));
         assert_eq!(parse_duration(".5h"), Some(mins(30)));
         assert_eq!(parse_duration("-2m"), Some(mins(-2)));
-        assert_eq!(parse_duration("300ms"), Some(SignedDuration::from_millis(300)));
-        assert_eq!(parse_duration("1\u{b5}s"), Some(SignedDuration::from_micros(1)));
+        assert_eq!(
+            parse_duration("300ms"),
+            Some(SignedDuration::from_millis(300))
+        );
+        assert_eq!(
+            parse_duration("1\u{b5}s"),
+            Some(SignedDuration::from_micros(1))
+        );
         assert_eq!(parse_duration("0"), Some(SignedDuration::ZERO));
         for refused in ["", "1", "1d", "1 h", "h", "1.h.5", "Never", "P1D", "1hour"] {
             assert_eq!(parse_duration(refused), None, "{refused:?}");
         }
-        assert_eq!(parse_duration("9999999999999h"), None, "beyond Go's int64 nanoseconds");
+        assert_eq!(
+            parse_duration("9999999999999h"),
+            None,
+            "beyond Go's int64 nanoseconds"
+        );
     }
 }

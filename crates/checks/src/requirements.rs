@@ -24,7 +24,10 @@ const NORMALIZED: [(&str, &str); 6] = [
         "failure-domain.beta.kubernetes.io/region",
         "topology.kubernetes.io/region",
     ),
-    ("topology.ebs.csi.aws.com/zone", "topology.kubernetes.io/zone"),
+    (
+        "topology.ebs.csi.aws.com/zone",
+        "topology.kubernetes.io/zone",
+    ),
 ];
 
 /// `key` as Karpenter stores it.

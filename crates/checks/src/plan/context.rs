@@ -74,7 +74,10 @@ impl<'a> Context<'a> {
         match class.spec.ami_family.as_deref() {
             Some(family) => family.starts_with("Windows"),
             None => crate::plan::ami_alias::Alias::of(class).is_some_and(|alias| {
-                matches!(alias.family, crate::plan::ami_alias::AliasFamily::Windows(_))
+                matches!(
+                    alias.family,
+                    crate::plan::ami_alias::AliasFamily::Windows(_)
+                )
             }),
         }
     }

@@ -495,3 +495,98 @@ fn unread_cilium_settings_are_unknown_with_their_cause() {
     assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "AwsAccessDenied"), "{message}");
     assert!(message.contains("kube-system/cilium-config"), "{message}");
 }
+
+/// The healthy NodePool allowing exactly `types` (of either architecture), as `version` runs.
+fn pool_of(types: &[&str], version: &str) -> Facts {
+    Facts::healthy().with_karpenter_version(version).with(|f| {
+        if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+            pool.spec.template.spec.requirements = vec![crate::testing::requirement(
+                "node.kubernetes.io/instance-type",
+                "In",
+                types,
+            )];
+        }
+    })
+}
+
+fn on_arch(name: &str, cpu: u64, arch: &str) -> crate::facts::DaemonSetFacts {
+    let mut d = crate::testing::daemonset("monitoring", name, cpu, 0);
+    d.pod.node_selector.insert("kubernetes.io/arch".into(), arch.into());
+    d
+}
+
+#[test]
+fn daemonsets_split_by_architecture_count_once_per_node_from_1_14() {
+    // Two agents of 1200m, one per architecture, on m5.large and c6g.large (1930m for Pods each,
+    // less kube-proxy's and aws-node's 125m): Karpenter v1.14 counts one of them per type
+    // (kubernetes-sigs/karpenter #2975), v1.13 both on every type.
+    let split = |version: &str| {
+        let facts = pool_of(&["m5.large", "c6g.large"], version);
+        let facts = with_daemonset(facts, on_arch("agent-amd64", 1200, "amd64"));
+        with_daemonset(facts, on_arch("agent-arm64", 1200, "arm64"))
+    };
+    assert_eq!(fit(&split("1.14.1")).0, "True", "{}", message_of(&split("1.14.1")));
+    assert_eq!(fit(&split("1.13.1")).1, "DaemonSetsFillNodes");
+    // Not knowing the release, only what every release counts is certain.
+    assert_eq!(fit(&split("not-a-version")).1, "NodesFitTheirPods");
+    // A Windows-only agent counts nowhere on Linux nodes from v1.14, on every node before.
+    let windows = |version: &str| {
+        let mut agent = crate::testing::daemonset("monitoring", "windows-agent", 1900, 0);
+        agent.pod.node_selector.insert("kubernetes.io/os".into(), "windows".into());
+        with_daemonset(pool_of(&["m5.large"], version), agent)
+    };
+    assert_eq!(fit(&windows("1.14.1")).0, "True");
+    assert_eq!(fit(&windows("1.13.1")).0, "False");
+}
+
+#[test]
+fn a_label_karpenter_does_not_know_keeps_a_daemonset_uncounted() {
+    // node-role.kubernetes.io/edge is in no release's WellKnownLabels and no NodePool defines
+    // it: Karpenter finds the DaemonSet incompatible (`label ... does not have known values`).
+    let mut edge = crate::testing::daemonset("monitoring", "edge-agent", 1900, 0);
+    edge.pod.node_selector.insert("node-role.kubernetes.io/edge".into(), "true".into());
+    assert_eq!(fit(&with_daemonset(m5_large_only(), edge)).0, "True");
+}
+
+#[test]
+fn requests_karpenter_may_not_count_make_a_warning_never_a_false() {
+    let big = |has_pods: Option<bool>, newest: Option<(u64, u64)>, generation: i64| {
+        let mut d = crate::testing::daemonset("monitoring", "agent", 1900, 0);
+        (d.has_pods, d.newest_pod, d.generation) = (has_pods, newest, Some(generation));
+        with_daemonset(m5_large_only(), d)
+    };
+    // Its Pods' requests were not read: Karpenter counts its newest Pod's.
+    let unread = big(Some(true), None, 1);
+    assert_eq!(fit(&unread).0, "True");
+    assert_eq!(fit(&unread).3, ["DaemonSetsMayFillNodes"]);
+    // Read, and smaller than the template (a VPA lowered them): counted as read.
+    assert_eq!(fit(&big(Some(true), Some((100, 0)), 3)).3, Vec::<String>::new());
+    // No Pod, template never changed: Karpenter counts the template.
+    assert_eq!(fit(&big(Some(false), None, 1)).1, "DaemonSetsFillNodes");
+    // No Pod, template changed since: Karpenter may still hold its last Pod's requests.
+    assert_eq!(fit(&big(Some(false), None, 2)).3, ["DaemonSetsMayFillNodes"]);
+}
+
+#[test]
+fn static_node_pools_and_v1_0_kubelet_annotations_are_not_judged() {
+    let agent = || crate::testing::daemonset("monitoring", "agent", 1900, 0);
+    let static_pool = m5_large_only().with(|f| {
+        if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+            pool.spec.replicas = Some(3);
+        }
+    });
+    assert_eq!(fit(&with_daemonset(static_pool, agent())).0, "True");
+    let annotated = |version: &str| {
+        m5_large_only().with_karpenter_version(version).with(|f| {
+            if let Some(pool) = f.cluster.node_pools.found_mut().and_then(|p| p.first_mut()) {
+                pool.metadata.annotations = Some(std::collections::BTreeMap::from([(
+                    crate::karpenter_release::KUBELET_CONVERSION_ANNOTATION.to_owned(),
+                    r#"{"kubeReserved":{"cpu":"10m"}}"#.to_owned(),
+                )]));
+            }
+        })
+    };
+    // v1.0 reads the NodePool's kubelet settings first: the room is not the class's to say.
+    assert_eq!(fit(&with_daemonset(annotated("1.0.8"), agent())).0, "True");
+    assert_eq!(fit(&with_daemonset(annotated("1.8.6"), agent())).1, "DaemonSetsFillNodes");
+}
