@@ -4,7 +4,7 @@
 //! (misses), and which NodePools Karpenter puts a Pod on that the engine's model rules out
 //! (narrower than Karpenter). Pure.
 
-use crate::oracle::Answer;
+use crate::oracle::{Answer, PodOutcome};
 use crate::scenario::Scenario;
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::{ConditionStatus, ConditionType, KarpenterHealthStatus, Severity};
@@ -46,6 +46,16 @@ const POD_WAITS: [&str; 7] = [
     "RestrictedLabelDomain",
 ];
 
+/// The findings that name the NodePools a Pod they name waits on.
+const BLAMES_NODE_POOLS: [&str; 6] = [
+    "NoInstanceTypeMatchesRequirements",
+    "RequiredZonesWithoutSubnets",
+    "NoInstanceTypeForAmiArchitecture",
+    "NodePoolLimitsReached",
+    "NodePoolLimitsBelowSmallestInstance",
+    "VcpuQuotaExhausted",
+];
+
 /// What a finding of the verdict says Karpenter does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
@@ -53,6 +63,19 @@ pub enum Claim {
     LaunchesNothing { node_pool: String },
     /// Karpenter launches nothing for this Pod (`namespace/name`).
     PodWaits { pod: String },
+    /// This Pod waits on this NodePool for what the finding names (its limits, its instance
+    /// types): Karpenter would take the Pod there otherwise, so it does not refuse the Pod there
+    /// for the Pod's own requirements or taints ("raise the limit" must be able to help).
+    WaitsOn { pod: String, node_pool: String },
+}
+
+/// Whether Karpenter refused a Pod on a NodePool for the Pod's own scheduling constraints (its
+/// requirements, its tolerations) or before scheduling: no change to the NodePool's limits or
+/// instance types would take it.
+fn refused_for_the_pod(outcome: &PodOutcome) -> bool {
+    !outcome.ignored.is_empty()
+        || outcome.error.starts_with("incompatible requirements")
+        || outcome.error.contains("did not tolerate")
 }
 
 /// A claim Karpenter's code contradicts: a false alarm.
@@ -153,8 +176,20 @@ pub fn claims(status: &KarpenterHealthStatus, pods: &[String]) -> Vec<(Claim, St
                             && format!("{}/{}", s.namespace.as_deref().unwrap_or_default(), s.name)
                                 == *pod
                     });
-                if named {
-                    claims.push((Claim::PodWaits { pod: pod.clone() }, said.clone()));
+                if !named {
+                    continue;
+                }
+                claims.push((Claim::PodWaits { pod: pod.clone() }, said.clone()));
+                if BLAMES_NODE_POOLS.contains(&f.reason.as_str()) {
+                    for s in f.subjects.iter().filter(|s| s.kind == "NodePool") {
+                        claims.push((
+                            Claim::WaitsOn {
+                                pod: pod.clone(),
+                                node_pool: s.name.clone(),
+                            },
+                            said.clone(),
+                        ));
+                    }
                 }
             }
         }
@@ -189,6 +224,17 @@ pub fn compare(
                 .get(pod)
                 .filter(|p| p.launched)
                 .map(|p| format!("launches NodePool {} ({:?}) for it", p.node_pool, p.instance_types)),
+            Claim::WaitsOn { pod, node_pool } => answer
+                .node_pools
+                .get(node_pool)
+                .and_then(|np| np.pods.get(pod))
+                .filter(|p| refused_for_the_pod(p))
+                .map(|p| {
+                    format!(
+                        "refuses the Pod on NodePool {node_pool} for its own constraints: {}",
+                        p.why_not()
+                    )
+                }),
         };
         if let Some(karpenter) = contradiction {
             out.disagreements.push(Disagreement {
@@ -208,7 +254,14 @@ pub fn compare(
         .any(|f| SCHEDULING.contains(&f.condition_type));
     if all_true {
         for (pod, outcome) in &answer.pods {
-            if !outcome.launched && outcome.node_pool != "(existing node)" {
+            // A Pod of the class: some NodePool of it would take the Pod but for what the
+            // scheduling checks judge (room, limits, instance types, a launch).
+            let of_the_class = answer.node_pools.values().any(|np| {
+                np.pods
+                    .get(pod)
+                    .is_some_and(|p| !p.launched && !refused_for_the_pod(p))
+            });
+            if !outcome.launched && outcome.node_pool != "(existing node)" && of_the_class {
                 out.misses.push(Miss {
                     pod: pod.clone(),
                     karpenter: outcome.why_not().to_owned(),

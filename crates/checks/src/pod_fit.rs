@@ -223,6 +223,31 @@ impl<'a> NodeClaimTemplate<'a> {
     }
 }
 
+/// Whether the Karpenter controller certainly refuses `pod` before scheduling it, whichever of
+/// `rules` it follows (kubernetes-sigs/karpenter `provisioning/provisioner.go` `Validate`, which
+/// ignores a Pod with "ignoring pod"): a key of its node selector or of any required term is one
+/// its label rules reject (`v1.IsRestrictedLabel`), or it requires `karpenter.sh/nodepool` not
+/// to exist. Such a Pod waits whatever the NodePools offer: it is `LabelsAllowed`'s to report.
+pub fn refused_before_scheduling(pod: &PodScheduling, rules: &[crate::labels::LabelRules]) -> bool {
+    let requirement = crate::labels::KeyContext::Requirement;
+    let keys = pod
+        .node_selector
+        .keys()
+        .chain(pod.required_affinity.iter().flatten().map(|r| &r.key));
+    let avoids_karpenter = pod
+        .required_affinity
+        .first()
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            r.key == karpenter_health_api::karpenter::NODEPOOL_LABEL && r.operator == "DoesNotExist"
+        });
+    avoids_karpenter
+        || keys.into_iter().any(|key| {
+            crate::labels::LabelRules::rejected_by_all(rules, key, requirement).is_some()
+        })
+}
+
 /// The NodePools among `templates` that may take `pod`, when there is one and every one of them
 /// is `held` (stopped by its limits, allowing no instance type): the Pod waits on exactly them.
 /// `None` when none may take it, or one that may is not held.

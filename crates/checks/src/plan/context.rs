@@ -66,6 +66,17 @@ impl<'a> Context<'a> {
         crate::karpenter_release::KarpenterRelease::of(self.version.as_ref().ok())
     }
 
+    /// The label rules the Karpenter controller validates Pods by: its version's, or every rule
+    /// set when the version is not known (the installed CRD decides what NodeClaims the API
+    /// server admits, the controller's own code which Pods it schedules at all).
+    pub fn controller_label_rules(&self) -> Vec<crate::labels::LabelRules> {
+        use crate::labels::LabelRules;
+        match &self.version {
+            Ok(v) => vec![LabelRules::for_version(v)],
+            Err(_) => vec![LabelRules::UpTo1_8, LabelRules::From1_9],
+        }
+    }
+
     /// Whether the class boots Windows (`spec.amiFamily`, else its alias's family, as Karpenter's
     /// `AMIFamily()` reads them: aws/karpenter-provider-aws `pkg/apis/v1/ec2nodeclass.go`): its
     /// nodes' OS label is `windows`, not `linux`.

@@ -46,7 +46,12 @@ fn stranded_pods<'p>(
             .iter()
             .any(|(p, _, _)| p.metadata.name.as_deref() == Some(name))
     };
-    for pod in pods.iter().filter(|p| p.only_this_class) {
+    let rules = ctx.controller_label_rules();
+    for pod in pods
+        .iter()
+        .filter(|p| p.only_this_class)
+        .filter(|p| !crate::pod_fit::refused_before_scheduling(p, &rules))
+    {
         let Some(its) = crate::pod_fit::held_by(&templates, pod, is_empty) else {
             continue;
         };

@@ -389,7 +389,12 @@ fn waiting_pods<'a>(
     let waiting: Result<Vec<String>, Why> = match &ctx.facts.cluster.pending_pods {
         Observed::Found(pods) => {
             let mut names: Vec<String> = Vec::new();
-            for p in pods.iter().filter(|p| p.only_this_class) {
+            let rules = ctx.controller_label_rules();
+            for p in pods
+                .iter()
+                .filter(|p| p.only_this_class)
+                .filter(|p| !crate::pod_fit::refused_before_scheduling(p, &rules))
+            {
                 let name = format!("{}/{}", p.namespace, p.name);
                 let Some(its) = crate::pod_fit::held_by(templates, p, is_stopped) else {
                     continue;
