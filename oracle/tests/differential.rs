@@ -235,3 +235,16 @@ fn committed_regressions_agree_with_karpenters_scheduler() {
     report(&judges, "committed regressions", started.elapsed());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn the_releases_docs_name_are_the_releases_built() {
+    let built = oracle::releases().expect("the releases oracle/build.sh knows");
+    if std::env::var("KH_ORACLE_RELEASES").is_ok() {
+        return;
+    }
+    assert_eq!(
+        built,
+        karpenter_health_api::vocabulary::ORACLE_RELEASES,
+        "docs/checks.md names the releases of karpenter_health_api::vocabulary::ORACLE_RELEASES"
+    );
+}

@@ -12,9 +12,12 @@
 #[macro_use]
 mod macros;
 mod lab;
+mod oracle;
 
 pub use lab::Lab;
 use lab::*;
+use oracle::*;
+pub use oracle::{ORACLE_RELEASES, Oracle};
 
 include!(concat!(env!("OUT_DIR"), "/vocabulary_table.rs"));
 

@@ -6,7 +6,7 @@ use crate::facts::UnknownCause;
 use crate::verdict::unknown_reason;
 use crate::warnings::Warning;
 use karpenter_health_api::conditions::ReasonScope;
-use karpenter_health_api::vocabulary::Lab;
+use karpenter_health_api::vocabulary::{Lab, ORACLE_RELEASES, Oracle};
 use karpenter_health_api::{ConditionType, Reason};
 use std::fmt::Write;
 
@@ -363,6 +363,24 @@ fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
             }
             Some(Lab::NotProven(why)) => {
                 let _ = writeln!(w, "- Against the real Karpenter: not proven; {}", text(why));
+            }
+            None => {}
+        }
+        match reason.oracle() {
+            Some(Oracle::Checked) => {
+                let _ = writeln!(
+                    w,
+                    "- Against Karpenter's scheduler: checked on generated clusters (`make \
+                     oracle`), Karpenter {}",
+                    ORACLE_RELEASES.join(" and ")
+                );
+            }
+            Some(Oracle::NotChecked(why)) => {
+                let _ = writeln!(
+                    w,
+                    "- Against Karpenter's scheduler: not checked; {}",
+                    text(why)
+                );
             }
             None => {}
         }

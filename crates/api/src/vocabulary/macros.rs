@@ -32,6 +32,9 @@ macro_rules! vocabulary {
                 $(lab {
                     $($lab_reason:ident => $lab:expr;)+
                 })?
+                $(oracle {
+                    $($oracle_reason:ident => $oracle:expr;)+
+                })?
             }
         )+
     ) => {
@@ -55,6 +58,16 @@ macro_rules! vocabulary {
             pub fn lab(self) -> Option<$crate::vocabulary::Lab> {
                 match self {
                     $($($(Reason::$lab_reason => Some($lab),)+)?)+
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+
+            /// What the oracle says of this reason, when it models Karpenter's scheduling (its
+            /// condition's `oracle` entry names it).
+            pub fn oracle(self) -> Option<$crate::vocabulary::Oracle> {
+                match self {
+                    $($($(Reason::$oracle_reason => Some($oracle),)+)?)+
                     #[allow(unreachable_patterns)]
                     _ => None,
                 }
