@@ -207,6 +207,51 @@ fn alias_published(ctx: &Context, c: &mut Check, alias: &Alias, ok: &mut Vec<Str
     published_for_next_minor(ctx, c, alias, facts, ok);
 }
 
+/// An alias AWS publishes nothing for at the cluster's minor that a newer Karpenter than the
+/// installed one refuses there: a warning while Karpenter launches from the images it resolved for
+/// an earlier Kubernetes version, False when it holds none; either way the fix is the refusal's.
+fn refused_by_newer(
+    ctx: &Context,
+    c: &mut Check,
+    alias: &Alias,
+    minor: &str,
+    refusal: crate::plan::ami_alias::Refusal,
+) {
+    let (a, b, p) = refusal.since;
+    let installed = match &ctx.version {
+        Ok(v) => format!("Karpenter {v}"),
+        Err(_) => "The installed Karpenter".to_owned(),
+    };
+    let newer = format!(
+        "Karpenter {a}.{b}.{p} and later refuse {} (AMIsReady False UnsupportedAlias) and launch \
+         nothing, so upgrading Karpenter does not help either",
+        refusal.what
+    );
+    if let Some(kept) = images_karpenter_keeps(ctx) {
+        return c.warn(
+            Warning::AmiAliasNoLongerResolves,
+            format!(
+                "The alias {} resolves nothing at Kubernetes {minor}, the cluster's version: \
+                 {installed} keeps launching from the image(s) it resolved for an earlier \
+                 Kubernetes version ({kept}), whose kubelet is older than the control plane and \
+                 which no upgrade of the cluster replaces; {newer}. {}",
+                alias.written, refusal.fix
+            ),
+            vec![ctx.node_class_subject()],
+        );
+    }
+    c.fail(
+        Reason::AmiAliasNotPublished,
+        format!(
+            "The alias {} resolves nothing at Kubernetes {minor}, the cluster's version, and \
+             {installed} holds no image resolved for this version of the EC2NodeClass, so it \
+             launches nothing; {newer}. {}",
+            alias.written, refusal.fix
+        ),
+        vec![ctx.node_class_subject()],
+    );
+}
+
 /// The SSM parameters read for the alias, or why they are not known.
 fn alias_parameters<'a>(
     ctx: &Context<'a>,
@@ -301,6 +346,13 @@ fn published_for_cluster(
 /// The alias is not published for the cluster's minor: a warning while Karpenter keeps
 /// launching from images it resolved before, else False.
 fn not_published(ctx: &Context, c: &mut Check, alias: &Alias, minor: &str) {
+    // An alias a newer Karpenter refuses at this minor (AL2 from 1.33): AWS publishes no image for
+    // it, so no pin or `@latest` helps, and the installed release, older than the refusal, keeps
+    // what it resolved before (aws/karpenter-provider-aws v1.5 `pkg/providers/amifamily/al2.go`
+    // `DescribeImageQuery` fails, `pkg/controllers/nodeclass/ami.go` returns before the status).
+    if let Some(refusal) = alias.refused_at(minor) {
+        return refused_by_newer(ctx, c, alias, minor, refusal);
+    }
     // `@LATEST`: Karpenter reads a release of that name, not AWS's newest.
     let fix = if alias.version.eq_ignore_ascii_case(LATEST) {
         format!(

@@ -190,7 +190,9 @@ fn al2_from_1_33_and_windows_2025_before_1_35_are_refused_by_karpenter() {
             })
     };
     assert_eq!(amis(&windows("1.9.0")).1, "AmiAliasUnsupported");
-    assert_eq!(amis(&windows("1.8.6")).0, "True");
+    // No 1.8.6 case: its CRD admits no windows2025 alias (aws/karpenter-provider-aws v1.8.6
+    // `pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml` lists al2, al2023, bottlerocket,
+    // windows2019 and windows2022), so such a class never reaches that release.
     // Karpenter's own UnsupportedAlias decides when its version is not known.
     let said = windows("unknown").with(|f| {
         if let Some(status) = f.cluster.node_class.status.as_mut() {
@@ -439,4 +441,37 @@ pub(crate) mod by_reason {
             Facts::healthy().with_image_ids(&["ami-0gone"], Vec::new())
             => AmisResolvable is False because AmiUnavailable;
     }
+}
+
+/// Karpenter before 1.6 does not refuse AL2 at 1.33, and AWS publishes no AL2 image for 1.33: its
+/// `DescribeImageQuery` fails, the AMI controller returns before writing the status
+/// (aws/karpenter-provider-aws v1.5 `pkg/providers/amifamily/al2.go`,
+/// `pkg/controllers/nodeclass/ami.go`), and it keeps launching from the 1.32 images it holds. The
+/// message says so, and the fix is the move to AL2023, never a pin or an upgrade of Karpenter.
+#[test]
+fn al2_at_1_33_on_karpenter_before_1_6_launches_from_the_images_it_held() {
+    let al2_at_1_33 = |version: &str| {
+        Facts::healthy()
+            .with_ami_alias("al2@latest", "1.33", |_| Observed::Absent)
+            .with_karpenter_version(version)
+    };
+    let (status, _, message, warnings) = amis(&al2_at_1_33("1.5.8"));
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, vec!["AmiAliasNoLongerResolves"]);
+    let text = super::reasons::status(&al2_at_1_33("1.5.8"))
+        .findings
+        .into_iter()
+        .find(|f| f.reason == "AmiAliasNoLongerResolves")
+        .map(|f| f.message)
+        .unwrap_or_default();
+    assert!(
+        text.contains("Karpenter 1.5.8 keeps launching from the image(s) it resolved for an earlier")
+            && text.contains("Karpenter 1.6.0 and later refuse")
+            && text.contains("al2023@latest")
+            && !text.contains("Pin a release"),
+        "{text}"
+    );
+    // Holding no image, it launches nothing; from 1.6 Karpenter refuses the alias outright.
+    assert_eq!(amis(&al2_at_1_33("1.5.8").with_no_images_resolved()).1, "AmiAliasNotPublished");
+    assert_eq!(amis(&al2_at_1_33("1.6.0")).1, "AmiAliasUnsupported");
 }
