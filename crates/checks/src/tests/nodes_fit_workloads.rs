@@ -590,3 +590,27 @@ fn static_node_pools_and_v1_0_kubelet_annotations_are_not_judged() {
     assert_eq!(fit(&with_daemonset(annotated("1.0.8"), agent())).0, "True");
     assert_eq!(fit(&with_daemonset(annotated("1.8.6"), agent())).1, "DaemonSetsFillNodes");
 }
+
+#[test]
+fn a_node_waiting_for_its_gpu_is_certain_only_after_three_thresholds() {
+    // NVIDIA's GPU Operator builds the driver on the node before its device plugin registers the
+    // GPU: 25 minutes in, it may still come (a warning); 40 minutes in, it is certain.
+    let gpu = |minutes| {
+        with_claims(vec![node_claim_uninitialized(
+            "default-gpu",
+            "i-0gpu",
+            minutes,
+            "ResourceNotRegistered",
+            "Resource \"nvidia.com/gpu\" was requested but not registered",
+        )])
+    };
+    let (status, _, message, warnings) = fit(&gpu(25));
+    assert_eq!(status, "True", "{message}");
+    assert_eq!(warnings, ["NodeNotInitializing"]);
+    assert!(
+        warning_text(&gpu(25), "NodeNotInitializing").is_some_and(|t| t.contains("judged at 30m")),
+        "{:?}",
+        warning_text(&gpu(25), "NodeNotInitializing")
+    );
+    assert_eq!(fit(&gpu(40)).1, "NodesNotInitializing");
+}

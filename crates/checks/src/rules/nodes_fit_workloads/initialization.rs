@@ -9,7 +9,10 @@
 //!
 //! A False needs every node of the NodePool to fail: at least one registered past the threshold
 //! and not initialized, and none initialized. A stuck node beside initialized ones is that
-//! node's trouble, a warning.
+//! node's trouble, a warning. A node that waits for an extended resource to register (Karpenter's
+//! reason `ResourceNotRegistered`: a GPU's device plugin, which NVIDIA's GPU Operator starts only
+//! once it has built the driver on the node, which can take past the threshold) is certain only
+//! after [`RESOURCE_WAIT_FACTOR`] times it, a warning until then.
 
 use crate::clip;
 use crate::facts::{NodeClaimFacts, Observed};
@@ -20,12 +23,22 @@ use crate::wording::{at, human, list_bounded};
 use karpenter_health_api::karpenter::NodePool;
 use karpenter_health_api::{ConditionStatus, Reason, SubjectRef};
 
+/// How many thresholds a node waiting for an extended resource gets before it is certain.
+const RESOURCE_WAIT_FACTOR: i32 = 3;
+
 /// One NodeClaim registered longer than the threshold without initializing.
 struct Stuck<'a> {
     name: &'a str,
     registered: jiff::Timestamp,
     /// What Karpenter's `Initialized` condition says it waits for.
     waits_for: &'a str,
+    /// It has waited long enough for what it waits for to be certain not to come.
+    certain: bool,
+}
+
+/// Whether Karpenter's `Initialized` reason says the node waits for an extended resource.
+fn waits_for_a_resource(waits_for: &str) -> bool {
+    waits_for.starts_with("ResourceNotRegistered")
 }
 
 /// Since when `claim` has been registered without initializing, if it has: from its `Registered`
@@ -71,13 +84,20 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
             .iter()
             .filter_map(|claim| {
                 let since = registered_uninitialized(claim)?;
+                let waits_for = claim
+                    .initialization_wait
+                    .as_deref()
+                    .unwrap_or("Karpenter gave no reason");
+                let certain_after = if waits_for_a_resource(waits_for) {
+                    timeout * RESOURCE_WAIT_FACTOR
+                } else {
+                    timeout
+                };
                 (ctx.age(since) > timeout).then(|| Stuck {
                     name: &claim.name,
                     registered: since,
-                    waits_for: claim
-                        .initialization_wait
-                        .as_deref()
-                        .unwrap_or("Karpenter gave no reason"),
+                    waits_for,
+                    certain: ctx.age(since) > certain_after,
                 })
             })
             .collect();
@@ -126,7 +146,7 @@ fn report(ctx: &Context, c: &mut Check, pool: &str, stuck: &[Stuck], initialized
             .map(|s| SubjectRef::new("NodeClaim", s.name)),
     );
     let timeout = human(ctx.settings.initialization_timeout);
-    if initialized == 0 {
+    if initialized == 0 && stuck.iter().all(|s| s.certain) {
         c.fail(
             Reason::NodesNotInitializing,
             format!(
@@ -134,6 +154,21 @@ fn report(ctx: &Context, c: &mut Check, pool: &str, stuck: &[Stuck], initialized
                  {timeout} ago and still wait: {}. Karpenter sets no deadline on initialization: \
                  it keeps these nodes and counts them as room for the Pods it launched them for, \
                  which stay pending.",
+                clip(pool, 128),
+                stuck.len(),
+                list_bounded(&described, 3)
+            ),
+            subjects,
+        );
+    } else if initialized == 0 {
+        let longer = human(ctx.settings.initialization_timeout * RESOURCE_WAIT_FACTOR);
+        c.warn(
+            Warning::NodeNotInitializing,
+            format!(
+                "NodePool {}: none of its nodes initialized yet; {} NodeClaim(s) registered more \
+                 than {timeout} ago and still wait: {}. A node waiting for an extended resource \
+                 to register may still be building its device's driver (NVIDIA's GPU Operator \
+                 starts the device plugin only after it), so this is judged at {longer}.",
                 clip(pool, 128),
                 stuck.len(),
                 list_bounded(&described, 3)
