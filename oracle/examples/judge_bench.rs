@@ -38,8 +38,10 @@ fn main() -> anyhow::Result<()> {
     let crds = oracle.crds()?;
     let mut seed = [0u8; 32];
     seed[0] = 42;
-    let mut runner =
-        TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed),
+    );
     let strategy = generate::spec();
     let (mut oracle_times, mut engine_times) = (Vec::new(), Vec::new());
     for i in 0..count {
@@ -53,8 +55,7 @@ fn main() -> anyhow::Result<()> {
         oracle_times.push(started.elapsed());
         anyhow::ensure!(answer.error.is_empty(), "the oracle: {}", answer.error);
         let started = Instant::now();
-        let facts = engine::facts(&scenario, &release, &crds)?;
-        let status = engine::evaluate(&facts);
+        let (_, status) = engine::judge(&scenario, &release, &crds)?;
         engine_times.push(started.elapsed());
         std::hint::black_box(status);
     }

@@ -60,8 +60,15 @@ fn decode<T: serde::de::DeserializeOwned>(
     serde_json::from_value(value.clone()).map_err(|e| anyhow::anyhow!("{what}: {e}"))
 }
 
-/// The facts the operator would gather for the class of `scenario`, under Karpenter `release`.
-pub fn facts(scenario: &Scenario, release: &str, crds: &ReleaseCrds) -> anyhow::Result<Facts> {
+/// The facts the operator would gather for the class of `scenario`, under Karpenter `release`,
+/// with the newest Pods of the DaemonSets `read` names read (as the operator reads those its
+/// findings name).
+pub fn facts_reading(
+    scenario: &Scenario,
+    release: &str,
+    crds: &ReleaseCrds,
+    read: &[String],
+) -> anyhow::Result<Facts> {
     let inputs = Inputs::of(&WatchTargets::default());
     let node_class: EC2NodeClass = decode(&scenario.node_class, "the EC2NodeClass")?;
     let node_pools = scenario
@@ -130,6 +137,7 @@ pub fn facts(scenario: &Scenario, release: &str, crds: &ReleaseCrds) -> anyhow::
         endpoints: Observed::Found(Vec::new()),
         karpenter_namespace: "kube-system".into(),
         apiserver_version: Observed::Found(format!("v{}.0-eks-1", scenario.kubernetes_version)),
+        daemonset_pods: daemonset_pods(scenario, read)?,
         ..Sources::default()
     };
     let overrides = Overrides {
@@ -141,6 +149,59 @@ pub fn facts(scenario: &Scenario, release: &str, crds: &ReleaseCrds) -> anyhow::
         cluster,
         aws: aws_facts(scenario),
     })
+}
+
+/// The facts the operator gathers for `scenario`'s class and the engine's verdict on them, as the
+/// operator comes to them: evaluated once, then again with the newest Pods of the DaemonSets the
+/// first verdict's findings name read.
+pub fn judge(
+    scenario: &Scenario,
+    release: &str,
+    crds: &ReleaseCrds,
+) -> anyhow::Result<(Facts, KarpenterHealthStatus)> {
+    let facts = facts_reading(scenario, release, crds, &[])?;
+    let status = evaluate(&facts);
+    let named: Vec<String> = status
+        .findings
+        .iter()
+        .filter(|f| f.reason == "DaemonSetsFillNodes" || f.reason == "DaemonSetsMayFillNodes")
+        .flat_map(|f| f.subjects.iter())
+        .filter(|s| s.kind == "DaemonSet")
+        .map(|s| format!("{}/{}", s.namespace.as_deref().unwrap_or_default(), s.name))
+        .collect();
+    if named.is_empty() {
+        return Ok((facts, status));
+    }
+    let facts = facts_reading(scenario, release, crds, &named)?;
+    let status = evaluate(&facts);
+    Ok((facts, status))
+}
+
+/// The newest Pods of the DaemonSets of `read`, from the scenario's DaemonSet Pods, as the
+/// operator's list of each DaemonSet's Pods finds them.
+fn daemonset_pods(
+    scenario: &Scenario,
+    read: &[String],
+) -> anyhow::Result<karpenter_health_kube_facts::daemonset_pods::DaemonSetPodReads> {
+    use karpenter_health_kube_facts::daemonset_pods::{DaemonSetPodReads, newest_of};
+    let pods: Vec<Pod> = scenario
+        .daemon_set_pods
+        .iter()
+        .map(|p| decode(p, "a DaemonSet Pod"))
+        .collect::<anyhow::Result<_>>()?;
+    let mut reads = BTreeMap::new();
+    for raw in &scenario.daemon_sets {
+        let ds: DaemonSet = decode(raw, "a DaemonSet")?;
+        let key = format!(
+            "{}/{}",
+            ds.metadata.namespace.as_deref().unwrap_or_default(),
+            ds.metadata.name.as_deref().unwrap_or_default()
+        );
+        if read.contains(&key) {
+            reads.insert(key, newest_of(&ds, &pods));
+        }
+    }
+    Ok(DaemonSetPodReads::listed(reads))
 }
 
 /// EC2's answers as the AWS adapter reports them: the class's subnets (Karpenter's

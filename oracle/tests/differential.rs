@@ -64,9 +64,8 @@ fn judge(j: &mut Judge, scenario: &Scenario) -> Result<Comparison, String> {
         return Err(format!("the oracle could not judge it: {}", answer.error));
     }
     let started = Instant::now();
-    let facts =
-        engine::facts(scenario, &j.oracle.release, &j.crds).map_err(|e| format!("{e:#}"))?;
-    let status = engine::evaluate(&facts);
+    let (facts, status) =
+        engine::judge(scenario, &j.oracle.release, &j.crds).map_err(|e| format!("{e:#}"))?;
     j.stats.engine_time += started.elapsed();
     let comparison = compare(scenario, &facts, &status, &answer);
     j.stats.scenarios += 1;

@@ -26,6 +26,22 @@ pub fn facts_of(daemonset: &DaemonSet) -> DaemonSetFacts {
     }
 }
 
+/// [`facts_of`] with the requests of its newest Pod where they were read.
+pub fn facts_with_newest(
+    daemonset: &DaemonSet,
+    reads: &crate::daemonset_pods::DaemonSetPodReads,
+) -> DaemonSetFacts {
+    let key = format!(
+        "{}/{}",
+        daemonset.metadata.namespace.as_deref().unwrap_or_default(),
+        daemonset.metadata.name.as_deref().unwrap_or_default()
+    );
+    DaemonSetFacts {
+        newest_pod: reads.of(&key).and_then(|read| read.found().copied()),
+        ..facts_of(daemonset)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

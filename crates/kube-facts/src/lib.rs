@@ -8,6 +8,7 @@
 mod api_errors;
 pub mod changes;
 pub mod cilium;
+pub mod daemonset_pods;
 pub mod daemonsets;
 pub mod disruption_events;
 pub mod drain;

@@ -43,6 +43,8 @@ pub struct Sources {
     pub disruption_events: Observed<SharedDisruptionEvents>,
     /// What the drains of NodeClaims stuck terminating wait for.
     pub drains: crate::drain::DrainReads,
+    /// The requests of the newest Pods of the DaemonSets read ([`crate::daemonset_pods`]).
+    pub daemonset_pods: crate::daemonset_pods::DaemonSetPodReads,
     pub aws_auth: Observed<Option<Arc<ConfigMap>>>,
     /// `kube-system/cilium-config`, trimmed to its node taint settings ([`crate::cilium`]).
     pub cilium_config: Observed<Option<Arc<ConfigMap>>>,
@@ -267,7 +269,7 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
         daemonsets: sources.daemonsets.as_ref().map(|all| {
             Arc::new(
                 all.iter()
-                    .map(|ds| crate::daemonsets::facts_of(ds))
+                    .map(|ds| crate::daemonsets::facts_with_newest(ds, &sources.daemonset_pods))
                     .collect(),
             )
         }),
@@ -296,6 +298,7 @@ pub struct WideKey {
     objects: Vec<Observed<Vec<ObjectId>>>,
     webhooks: Observed<Vec<Webhook>>,
     apiserver_version: Observed<String>,
+    daemonset_pods: u64,
 }
 
 /// One cached object, compared by address.
@@ -313,6 +316,7 @@ impl PartialEq for WideKey {
         self.objects == other.objects
             && self.webhooks == other.webhooks
             && self.apiserver_version == other.apiserver_version
+            && self.daemonset_pods == other.daemonset_pods
     }
 }
 
@@ -346,6 +350,7 @@ impl WideKey {
             ],
             webhooks: sources.webhooks.clone(),
             apiserver_version: sources.apiserver_version.clone(),
+            daemonset_pods: sources.daemonset_pods.version(),
         }
     }
 }

@@ -214,6 +214,16 @@ where
     (shared, stream)
 }
 
+/// What is read in the background rather than watched, each only where a verdict needs it.
+#[derive(Clone, Debug, Default)]
+struct BackgroundReads {
+    /// What the drains of NodeClaims stuck terminating wait for ([`KubeFacts::refresh_drains`]).
+    drains: crate::drain::DrainReads,
+    /// The newest Pods of the DaemonSets a verdict hangs on
+    /// ([`KubeFacts::refresh_daemonset_pods`]).
+    daemonset_pods: crate::daemonset_pods::DaemonSetPodReads,
+}
+
 /// The caches of everything the checks read besides the EC2NodeClass itself.
 #[derive(Clone)]
 pub struct KubeFacts {
@@ -221,8 +231,8 @@ pub struct KubeFacts {
     node_claims: SharedClaims,
     pending_pods: SharedPendingPods,
     disruption_events: SharedDisruptionEvents,
-    /// What the drains of NodeClaims stuck terminating wait for ([`KubeFacts::refresh_drains`]).
-    drains: crate::drain::DrainReads,
+    /// What is read in the background rather than watched.
+    reads: BackgroundReads,
     aws_auth: Store<ConfigMap>,
     cilium_config: Store<ConfigMap>,
     karpenter_deployment: Store<Deployment>,
@@ -295,7 +305,7 @@ impl KubeFacts {
             node_claims,
             pending_pods,
             disruption_events,
-            drains: crate::drain::DrainReads::default(),
+            reads: BackgroundReads::default(),
             aws_auth,
             cilium_config,
             karpenter_deployment,
@@ -363,7 +373,8 @@ impl KubeFacts {
                 .observe(self.inputs.disruption_events.watch, || {
                     self.disruption_events.clone()
                 }),
-            drains: self.drains.clone(),
+            drains: self.reads.drains.clone(),
+            daemonset_pods: self.reads.daemonset_pods.clone(),
             aws_auth: self.health.observe(self.inputs.aws_auth.watch, || {
                 self.aws_auth.state().into_iter().next()
             }),
@@ -475,7 +486,32 @@ impl KubeFacts {
         if !self.health.all_synced(&[self.inputs.node_claims.watch]) {
             return None;
         }
-        Some(self.drains.refresh(client, &self.node_claims, before).await)
+        Some(
+            self.reads
+                .drains
+                .refresh(client, &self.node_claims, before)
+                .await,
+        )
+    }
+
+    /// Reads anew the newest Pod of each DaemonSet of `wanted` (`namespace/name`) and returns the
+    /// DaemonSets whose answer changed, whose verdicts are to be re-evaluated; `None` (and
+    /// nothing read) while the DaemonSets have not been listed.
+    pub async fn refresh_daemonset_pods(
+        &self,
+        client: &Client,
+        wanted: &[String],
+    ) -> Option<Vec<String>> {
+        if !self.health.all_synced(&[self.inputs.daemonsets.watch]) {
+            return None;
+        }
+        let daemonsets = self.daemonsets.state();
+        Some(
+            self.reads
+                .daemonset_pods
+                .refresh(client, &daemonsets, wanted)
+                .await,
+        )
     }
 
     /// Names of every NodePool in the cache that refers to some EC2NodeClass, with that class.

@@ -163,13 +163,12 @@ async fn run_controller(
     shutdown: SharedShutdown,
 ) -> anyhow::Result<()> {
     let (kube_facts, inputs) = KubeFacts::new(&client, &config.watch_targets());
-    let _version_refresh = spawn_version_refresh(&kube_facts, &client);
-    let (drain_changes, drain_changed) = futures::channel::mpsc::unbounded::<Vec<String>>();
-    let _drain_refresh = spawn_drain_refresh(&kube_facts, &client, &config, drain_changes);
+    let written = WrittenStatuses::default();
+    let (_background, drain_changed, daemonset_pods_changed) =
+        spawn_background_reads(&kube_facts, &client, &config, &written);
     let metrics = process.metrics.clone();
     metrics.set_leader(true);
     let (healths, health_writer) = reflector::store();
-    let written = WrittenStatuses::default();
     let health_stream = health_watch(&client, written.clone(), health_writer);
     let reporter = Reporter {
         controller: "karpenter-health".into(),
@@ -231,6 +230,8 @@ async fn run_controller(
         // evaluated with re-evaluates that class (the fact store's stale-while-revalidate).
         .reconcile_on(aws_changes(&aws, &triggers))
         .reconcile_on(drain_classes(drain_changed, &triggers))
+        // A DaemonSet's newest Pod read anew differently: every class counts DaemonSets.
+        .reconcile_all_on(daemonset_pods_changed)
         .with_config(ControllerConfig::default().concurrency(config.concurrency))
         .graceful_shutdown_on(shutdown.clone())
         .run(
@@ -356,6 +357,29 @@ fn spawn_version_refresh(kube_facts: &KubeFacts, client: &Client) -> AbortOnDrop
     }))
 }
 
+/// The reads in the background of the leader: the API server's version, what holds NodeClaims
+/// stuck terminating, the newest Pods of the DaemonSets the written verdicts hang on; with the
+/// NodeClaims whose drain changed and a tick when a DaemonSet's newest Pod did.
+fn spawn_background_reads(
+    kube_facts: &KubeFacts,
+    client: &Client,
+    config: &OperatorConfig,
+    written: &WrittenStatuses,
+) -> (
+    Vec<AbortOnDrop>,
+    futures::channel::mpsc::UnboundedReceiver<Vec<String>>,
+    futures::channel::mpsc::UnboundedReceiver<()>,
+) {
+    let (drain_changes, drain_changed) = futures::channel::mpsc::unbounded::<Vec<String>>();
+    let (pod_changes, pods_changed) = futures::channel::mpsc::unbounded::<()>();
+    let tasks = vec![
+        spawn_version_refresh(kube_facts, client),
+        spawn_drain_refresh(kube_facts, client, config, drain_changes),
+        spawn_daemonset_pod_refresh(kube_facts, client, config, written.clone(), pod_changes),
+    ];
+    (tasks, drain_changed, pods_changed)
+}
+
 /// Reads what holds NodeClaims stuck terminating (their Nodes' Pods and PodDisruptionBudgets)
 /// anew every refresh interval while any is (no call otherwise), and sends the NodeClaims whose
 /// answer changed, to re-evaluate their classes in the bulk lane.
@@ -384,6 +408,57 @@ fn spawn_drain_refresh(
                 return;
             }
             tokio::time::sleep(every).await;
+        }
+    }))
+}
+
+/// The DaemonSets the written verdicts hang on: those a `DaemonSetsFillNodes` or
+/// `DaemonSetsMayFillNodes` finding of any class names (`namespace/name`).
+fn daemonsets_named(written: &WrittenStatuses) -> Vec<String> {
+    let Ok(written) = written.lock() else {
+        return Vec::new();
+    };
+    let mut named: Vec<String> = written
+        .values()
+        .flat_map(|status| status.findings.iter())
+        .filter(|f| f.reason == "DaemonSetsFillNodes" || f.reason == "DaemonSetsMayFillNodes")
+        .flat_map(|f| f.subjects.iter())
+        .filter(|s| s.kind == "DaemonSet")
+        .map(|s| format!("{}/{}", s.namespace.as_deref().unwrap_or_default(), s.name))
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
+/// Reads the newest Pods of the DaemonSets the written verdicts hang on: a newly named one at
+/// once (checked every few seconds), every one again each refresh interval; a changed answer
+/// re-evaluates every class (no call while no verdict names a DaemonSet).
+fn spawn_daemonset_pod_refresh(
+    kube_facts: &KubeFacts,
+    client: &Client,
+    config: &OperatorConfig,
+    written: WrittenStatuses,
+    changes: futures::channel::mpsc::UnboundedSender<()>,
+) -> AbortOnDrop {
+    let (facts, client, every) = (kube_facts.clone(), client.clone(), config.refresh_interval);
+    AbortOnDrop(tokio::spawn(async move {
+        let mut read: Vec<String> = Vec::new();
+        let mut last = std::time::Instant::now();
+        loop {
+            let wanted = daemonsets_named(&written);
+            let due = last.elapsed() >= every || wanted.iter().any(|d| !read.contains(d));
+            // Nothing is read while the DaemonSets are not listed yet.
+            if due
+                && !(wanted.is_empty() && read.is_empty())
+                && let Some(changed) = facts.refresh_daemonset_pods(&client, &wanted).await
+            {
+                (read, last) = (wanted, std::time::Instant::now());
+                if !changed.is_empty() && changes.unbounded_send(()).is_err() {
+                    return;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
         }
     }))
 }

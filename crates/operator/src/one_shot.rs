@@ -114,6 +114,8 @@ pub async fn evaluate_once(
         jiff::Timestamp::now() - settings.terminating_long_after,
     )
     .await;
+    // The newest Pods of the DaemonSets that have Pods: Karpenter counts theirs, not the templates'.
+    let sources = listed::with_daemonset_pods(client, sources).await;
     let total = node_classes.len();
     let mut reports = Vec::with_capacity(total);
     for (index, guarded) in node_classes.iter().enumerate() {
