@@ -64,7 +64,8 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
             .unwrap_or_default();
         ensure!(
             message.contains(&format!("{}/{DAEMONSET} (2000m", lab.fx.name))
-                && message.contains("more than the 1930m m5.large can give Pods"),
+                && message.contains("on m5.large, the one instance type it allows")
+                && message.contains("2000m CPU, more than the 1930m it can give Pods"),
             "names the DaemonSet and the room: {message}"
         );
 

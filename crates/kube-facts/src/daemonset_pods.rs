@@ -61,16 +61,44 @@ impl DaemonSetPodReads {
         self.held().version
     }
 
-    /// Reads the newest Pod of each of `wanted` (`namespace/name`) among `daemonsets`, replacing
-    /// what was held (a DaemonSet no longer wanted is dropped); returns the DaemonSets whose
-    /// answer changed.
+    /// Whether any read is held (then it is refreshed even while no verdict names a DaemonSet).
+    pub fn holds_any(&self) -> bool {
+        !self.held().by_daemonset.is_empty()
+    }
+
+    /// The DaemonSets whose held read is what keeps their verdict away: a newest Pod asking
+    /// other than its template (a Vertical Pod Autoscaler's), so a verdict no longer names the
+    /// DaemonSet; dropping the read would count the template again and bring the finding back,
+    /// once every refresh. They stay read while they exist.
+    fn still_deciding(&self, daemonsets: &[Arc<DaemonSet>]) -> Vec<String> {
+        let held = self.held();
+        daemonsets
+            .iter()
+            .filter(|d| {
+                let template = d
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.spec.as_ref())
+                    .map(requests_of);
+                matches!(held.by_daemonset.get(&key_of(d)),
+                         Some(Observed::Found(read)) if Some(*read) != template)
+            })
+            .map(|d| key_of(d))
+            .collect()
+    }
+
+    /// Reads the newest Pod of each of `wanted` (`namespace/name`) among `daemonsets`, and of
+    /// each DaemonSet whose held read still decides its verdict, replacing what was held (any
+    /// other DaemonSet is dropped); returns the DaemonSets whose answer changed.
     pub async fn refresh(
         &self,
         client: &Client,
         daemonsets: &[Arc<DaemonSet>],
         wanted: &[String],
     ) -> Vec<String> {
-        let read = read_all(client, daemonsets, wanted).await;
+        let mut wanted = wanted.to_vec();
+        wanted.extend(self.still_deciding(daemonsets));
+        let read = read_all(client, daemonsets, &wanted).await;
         let mut held = self
             .0
             .write()
@@ -160,12 +188,13 @@ pub fn newest_of(daemonset: &DaemonSet, pods: &[Pod]) -> NewestPod {
     else {
         return Observed::Absent;
     };
-    let (cpu, memory) = newest
-        .spec
-        .as_ref()
-        .map(karpenter_health_checks::pod_template::pod_requests)
-        .unwrap_or_default();
-    Observed::Found(((cpu * 1000.0).round() as u64, memory.round() as u64))
+    Observed::Found(newest.spec.as_ref().map(requests_of).unwrap_or_default())
+}
+
+/// A Pod's CPU (millicores) and memory (bytes) requests as Karpenter sums them.
+fn requests_of(spec: &k8s_openapi::api::core::v1::PodSpec) -> (u64, u64) {
+    let (cpu, memory) = karpenter_health_checks::pod_template::pod_requests(spec);
+    ((cpu * 1000.0).round() as u64, memory.round() as u64)
 }
 
 #[cfg(test)]
@@ -203,5 +232,33 @@ mod tests {
         ];
         assert_eq!(newest_of(&daemonset(), &pods), Observed::Found((250, 0)));
         assert_eq!(newest_of(&daemonset(), &[]), Observed::Absent);
+    }
+
+    #[test]
+    fn a_read_asking_other_than_the_template_is_kept_while_the_daemonset_exists() {
+        let mut ds = daemonset();
+        let template = ds.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+        template.containers = pod("t", "2026-01-01T00:00:00Z", "2", "ds-1")
+            .spec
+            .unwrap()
+            .containers;
+        let ds = [Arc::new(ds)];
+        let held = |read| {
+            DaemonSetPodReads::listed(BTreeMap::from([("monitoring/agent".to_owned(), read)]))
+        };
+        // A VPA lowered the Pod's request: dropping the read would bring the finding back.
+        let lowered = held(Observed::Found((250, 0)));
+        assert_eq!(lowered.still_deciding(&ds), ["monitoring/agent"]);
+        assert!(
+            lowered.still_deciding(&[]).is_empty(),
+            "gone with the DaemonSet"
+        );
+        // As the template asks, or no Pod: the template is what is counted anyway.
+        assert!(
+            held(Observed::Found((2000, 0)))
+                .still_deciding(&ds)
+                .is_empty()
+        );
+        assert!(held(Observed::Absent).still_deciding(&ds).is_empty());
     }
 }

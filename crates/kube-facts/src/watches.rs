@@ -494,6 +494,11 @@ impl KubeFacts {
         )
     }
 
+    /// Whether a DaemonSet's newest Pod is held read.
+    pub fn daemonset_pods_held(&self) -> bool {
+        self.reads.daemonset_pods.holds_any()
+    }
+
     /// Reads anew the newest Pod of each DaemonSet of `wanted` (`namespace/name`) and returns the
     /// DaemonSets whose answer changed, whose verdicts are to be re-evaluated; `None` (and
     /// nothing read) while the DaemonSets have not been listed.

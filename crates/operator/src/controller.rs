@@ -433,7 +433,8 @@ fn daemonsets_named(written: &WrittenStatuses) -> Vec<String> {
 
 /// Reads the newest Pods of the DaemonSets the written verdicts hang on: a newly named one at
 /// once (checked every few seconds), every one again each refresh interval; a changed answer
-/// re-evaluates every class (no call while no verdict names a DaemonSet).
+/// re-evaluates every class (no call while no verdict names a DaemonSet and no read keeps one's
+/// verdict away).
 fn spawn_daemonset_pod_refresh(
     kube_facts: &KubeFacts,
     client: &Client,
@@ -450,7 +451,7 @@ fn spawn_daemonset_pod_refresh(
             let due = last.elapsed() >= every || wanted.iter().any(|d| !read.contains(d));
             // Nothing is read while the DaemonSets are not listed yet.
             if due
-                && !(wanted.is_empty() && read.is_empty())
+                && !(wanted.is_empty() && read.is_empty() && !facts.daemonset_pods_held())
                 && let Some(changed) = facts.refresh_daemonset_pods(&client, &wanted).await
             {
                 (read, last) = (wanted, std::time::Instant::now());

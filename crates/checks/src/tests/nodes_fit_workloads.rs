@@ -559,6 +559,8 @@ fn requests_karpenter_may_not_count_make_a_warning_never_a_false() {
     let unread = big(Some(true), None, 1);
     assert_eq!(fit(&unread).0, "True");
     assert_eq!(fit(&unread).3, ["DaemonSetsMayFillNodes"]);
+    // The True message does not say its DaemonSets leave room.
+    assert!(!fit(&unread).2.contains("leave room"), "{}", fit(&unread).2);
     // Read, and smaller than the template (a VPA lowered them): counted as read.
     assert_eq!(fit(&big(Some(true), Some((100, 0)), 3)).3, Vec::<String>::new());
     // No Pod, template never changed: Karpenter counts the template.

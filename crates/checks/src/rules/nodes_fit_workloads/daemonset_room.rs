@@ -90,11 +90,13 @@ pub(super) fn judge(ctx: &Context, c: &mut Check, pools: &[&NodePool]) -> String
         let Some(counted) = overheads(ctx, pool, daemonsets) else {
             continue;
         };
-        judged.push(name.to_owned());
+        // Only a NodePool with room whatever the unread Pods ask is named in the True message.
         if let Some(o) = closest(counted.iter().map(|c| &c.certain)) {
             fail(ctx, c, name, o, counted.len());
         } else if let Some(o) = closest(counted.iter().map(|c| &c.possible)) {
             warn_unread(ctx, c, name, o, counted.len());
+        } else {
+            judged.push(name.to_owned());
         }
     }
     if judged.is_empty() {
