@@ -12,8 +12,8 @@
 
 use crate::catalogue;
 use crate::scenario::{
-    Amis, DaemonSetSpec, Placement, PodSpec, PoolSpec, Req, Resources, Spec, Taint, Toleration,
-    ZONES, pool_name,
+    Amis, DaemonSetSpec, Placement, PodSpec, PoolSpec, Req, ResourceClaim, Resources, Spec, Taint,
+    Toleration, ZONES, pool_name,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -225,7 +225,11 @@ fn daemonset() -> impl Strategy<Value = DaemonSetSpec> {
         vec(resources(1500, 3000), 1..=2),
         vec((resources(1500, 2000), any::<bool>()), 0..=1),
         option::weighted(0.2, resources(1500, 3000)),
-        proptest::bool::weighted(0.1),
+        prop_oneof![
+            18 => Just(ResourceClaim::None),
+            1 => Just(ResourceClaim::Container),
+            1 => Just(ResourceClaim::PodOnly),
+        ],
     )
         .prop_map(
             |(placement, containers, init_containers, running_pod, resource_claim)| DaemonSetSpec {

@@ -145,8 +145,19 @@ pub struct DaemonSetSpec {
     /// The newest running Pod asks for other requests than the template (a VPA lowered them):
     /// its one container's.
     pub running_pod: Option<Resources>,
-    /// Its Pods ask for a dynamic resource (a container's `resources.claims`).
-    pub resource_claim: bool,
+    /// Its Pods ask for a dynamic resource.
+    pub resource_claim: ResourceClaim,
+}
+
+/// Where a DaemonSet's Pods ask for a dynamic resource: Karpenter reads a container's claim from
+/// v1.7 and the Pod's `resourceClaims` alone only from v1.14.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceClaim {
+    None,
+    /// `spec.resourceClaims` and a container's `resources.claims` naming it.
+    Container,
+    /// `spec.resourceClaims` only.
+    PodOnly,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -411,8 +422,10 @@ fn daemonset_json(i: usize, d: &DaemonSetSpec) -> Value {
         .map(|(j, r)| container(&format!("c{j}"), r))
         .collect();
     let mut spec = daemonset_pod_spec(d, Vec::new());
-    if d.resource_claim {
+    if d.resource_claim == ResourceClaim::Container {
         containers[0]["resources"]["claims"] = json!([{"name": "device"}]);
+    }
+    if d.resource_claim != ResourceClaim::None {
         spec["resourceClaims"] =
             json!([{"name": "device", "resourceClaimTemplateName": "device-template"}]);
     }

@@ -6,6 +6,7 @@
 //! release at once: a label "may" be known when some release knows it, is "certainly" known when
 //! every release does. Pure: no IO.
 
+use crate::facts::ResourceClaims;
 use semver::Version;
 
 /// A release, `(major, minor, patch)`.
@@ -98,9 +99,13 @@ const DAEMONS_PER_INSTANCE_TYPE_FROM: Release = (1, 14, 0);
 /// node selector, first required term and heaviest preferred term at once, and a
 /// `PreferNoSchedule` taint it does not tolerate keeps it off.
 const DAEMON_TERMS_RELAXED_FROM: Release = (1, 1, 1);
-/// The first release that leaves DaemonSets with dynamic resource claims out of the overhead
-/// (core v1.7.0 `HasDRARequirements` with `IGNORE_DRA_REQUESTS`, default true).
+/// The first release that leaves DaemonSets whose containers claim dynamic resources out of the
+/// overhead (core v1.7.0 `pkg/utils/pod/scheduling.go` `HasDRARequirements` with
+/// `IGNORE_DRA_REQUESTS`, default true).
 const DAEMONS_WITH_CLAIMS_IGNORED_FROM: Release = (1, 7, 0);
+/// The first release whose `HasDRARequirements` also reads the Pod's own `resourceClaims`
+/// (core v1.14.0; v1.13.0 reads only the containers').
+const DAEMONS_WITH_POD_CLAIMS_IGNORED_FROM: Release = (1, 14, 0);
 
 /// The installed Karpenter, as far as its scheduling differs by release.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -210,9 +215,14 @@ impl KarpenterRelease {
         self.has(DAEMON_TERMS_RELAXED_FROM)
     }
 
-    /// Whether Karpenter leaves a DaemonSet with dynamic resource claims out of the overhead.
-    pub fn daemons_with_claims_ignored(&self) -> Option<bool> {
-        self.has(DAEMONS_WITH_CLAIMS_IGNORED_FROM)
+    /// Whether Karpenter leaves a DaemonSet whose Pods claim dynamic resources as `claims` says
+    /// out of the overhead (`None`: not known).
+    pub fn daemon_ignored_for_claims(&self, claims: ResourceClaims) -> Option<bool> {
+        match claims {
+            ResourceClaims::None => Some(false),
+            ResourceClaims::Containers => self.has(DAEMONS_WITH_CLAIMS_IGNORED_FROM),
+            ResourceClaims::PodOnly => self.has(DAEMONS_WITH_POD_CLAIMS_IGNORED_FROM),
+        }
     }
 }
 

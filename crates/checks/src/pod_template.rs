@@ -4,7 +4,9 @@
 //! Balancer Controller's way to its VPC, Cilium's node taint. Shared by the operator's watches
 //! and by lint, which reads the same objects from files. Pure.
 
-use crate::facts::{DaemonSetFacts, LoadBalancerControllerFacts, PodScheduling, Toleration};
+use crate::facts::{
+    DaemonSetFacts, LoadBalancerControllerFacts, PodScheduling, ResourceClaims, Toleration,
+};
 use crate::quantity::quantity;
 use k8s_openapi::api::core::v1::{Container, NodeSelectorRequirement, NodeSelectorTerm, PodSpec};
 use karpenter_health_api::karpenter::Requirement;
@@ -102,7 +104,7 @@ pub fn daemonset(namespace: &str, name: &str, spec: Option<&PodSpec>) -> DaemonS
         has_pods: None,
         newest_pod: None,
         generation: None,
-        resource_claims: spec.is_some_and(has_resource_claims),
+        resource_claims: spec.map(resource_claims).unwrap_or_default(),
         pod: PodScheduling {
             only_this_class: false,
             ..pod
@@ -110,21 +112,27 @@ pub fn daemonset(namespace: &str, name: &str, spec: Option<&PodSpec>) -> DaemonS
     }
 }
 
-/// Whether the Pod asks for dynamic resources (a container's `resources.claims`, or the Pod's
-/// `resourceClaims`): Karpenter leaves such a DaemonSet out of its overhead from v1.7
-/// (`pod.HasDRARequirements`, `IGNORE_DRA_REQUESTS` true by default).
-fn has_resource_claims(spec: &PodSpec) -> bool {
-    spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
-        || spec
-            .containers
-            .iter()
-            .chain(spec.init_containers.iter().flatten())
-            .any(|c| {
-                c.resources
-                    .as_ref()
-                    .and_then(|r| r.claims.as_ref())
-                    .is_some_and(|c| !c.is_empty())
-            })
+/// Where the Pod asks for dynamic resources: Karpenter leaves such a DaemonSet out of its
+/// overhead (`pod.HasDRARequirements`, `IGNORE_DRA_REQUESTS` true by default), by release
+/// ([`crate::karpenter_release::KarpenterRelease::daemon_ignored_for_claims`]).
+fn resource_claims(spec: &PodSpec) -> ResourceClaims {
+    let containers = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .any(|c| {
+            c.resources
+                .as_ref()
+                .and_then(|r| r.claims.as_ref())
+                .is_some_and(|c| !c.is_empty())
+        });
+    if containers {
+        ResourceClaims::Containers
+    } else if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+        ResourceClaims::PodOnly
+    } else {
+        ResourceClaims::None
+    }
 }
 
 /// One container's CPU (cores) and memory (bytes) requests, a limit standing in for a request

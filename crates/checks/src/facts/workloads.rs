@@ -56,9 +56,21 @@ pub struct DaemonSetFacts {
     pub newest_pod: Option<(u64, u64)>,
     /// `metadata.generation`: 1 while its template was never changed.
     pub generation: Option<i64>,
-    /// Its Pods ask for dynamic resources (`resources.claims`, `resourceClaims`): Karpenter
-    /// leaves it out of the overhead from v1.7.
-    pub resource_claims: bool,
+    /// Which dynamic resources its Pods ask for, as Karpenter tells them apart.
+    pub resource_claims: ResourceClaims,
+}
+
+/// Where a Pod asks for dynamic resources (DRA), as Karpenter's `pod.HasDRARequirements` looks:
+/// a container's `resources.claims` from core v1.7.0, the Pod's `resourceClaims` alone only from
+/// v1.14.0 (kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResourceClaims {
+    #[default]
+    None,
+    /// `spec.resourceClaims` with no container claiming one.
+    PodOnly,
+    /// A container's (or init container's) `resources.claims`.
+    Containers,
 }
 
 impl DaemonSetFacts {

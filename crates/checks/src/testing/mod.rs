@@ -10,8 +10,8 @@ use crate::facts::{
     SimulatedDecision, UnknownCause,
 };
 use crate::facts::{
-    NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts, VpcCniSettings,
-    VpcEndpointFacts, VpcNetworkFacts,
+    NatGatewayFacts, ResourceClaims, RouteFacts, RouteTableFacts, RouteTarget, SubnetFacts,
+    VpcCniSettings, VpcEndpointFacts, VpcNetworkFacts,
 };
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -431,7 +431,7 @@ pub fn daemonset(
         has_pods: Some(true),
         newest_pod: Some((cpu_millis, memory_bytes)),
         generation: Some(1),
-        resource_claims: false,
+        resource_claims: ResourceClaims::None,
     }
 }
 

@@ -540,6 +540,25 @@ fn daemonsets_split_by_architecture_count_once_per_node_from_1_14() {
 }
 
 #[test]
+fn daemonsets_claiming_dynamic_resources_count_as_each_release_counts_them() {
+    use crate::facts::ResourceClaims;
+    // An agent of 1931m on m5.large (1930m for Pods): counted, it leaves no room.
+    let claiming = |claims: ResourceClaims, version: &str| {
+        let mut agent = crate::testing::daemonset("monitoring", "gpu-agent", 1931, 0);
+        agent.resource_claims = claims;
+        with_daemonset(pool_of(&["m5.large"], version), agent)
+    };
+    // A container's claim: left out from v1.7 (`HasDRARequirements`, IGNORE_DRA_REQUESTS).
+    assert_eq!(fit(&claiming(ResourceClaims::Containers, "1.6.3")).1, "DaemonSetsFillNodes");
+    assert_eq!(fit(&claiming(ResourceClaims::Containers, "1.8.6")).0, "True");
+    // The Pod's own resourceClaims alone: read only from v1.14.
+    assert_eq!(fit(&claiming(ResourceClaims::PodOnly, "1.13.1")).1, "DaemonSetsFillNodes");
+    assert_eq!(fit(&claiming(ResourceClaims::PodOnly, "1.14.1")).0, "True");
+    // Not knowing the release, a claiming DaemonSet is not counted.
+    assert_eq!(fit(&claiming(ResourceClaims::PodOnly, "not-a-version")).0, "True");
+}
+
+#[test]
 fn a_label_karpenter_does_not_know_keeps_a_daemonset_uncounted() {
     // node-role.kubernetes.io/edge is in no release's WellKnownLabels and no NodePool defines
     // it: Karpenter finds the DaemonSet incompatible (`label ... does not have known values`).

@@ -144,8 +144,6 @@ fn overheads<'a>(
         return None;
     };
     let per_type = release.daemons_per_instance_type();
-    // A DaemonSet with dynamic resource claims counts only where the release certainly counts it.
-    let claims_counted = release.daemons_with_claims_ignored() == Some(false);
     allowed
         .types()
         .into_iter()
@@ -167,7 +165,11 @@ fn overheads<'a>(
             };
             let mut counted: Vec<&DaemonSetFacts> = daemonsets
                 .iter()
-                .filter(|d| !d.constraints_unjudged && (!d.resource_claims || claims_counted))
+                // One with dynamic resource claims counts only where the release certainly does.
+                .filter(|d| {
+                    !d.constraints_unjudged
+                        && release.daemon_ignored_for_claims(d.resource_claims) == Some(false)
+                })
                 .filter(|d| template.certainly_counts(&d.pod, admits))
                 .collect();
             counted.sort_by(|a, b| {
