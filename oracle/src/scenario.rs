@@ -387,12 +387,23 @@ fn container(name: &str, r: &Resources) -> Value {
     json!({"name": name, "image": "registry.example/agent:1", "resources": r.json()})
 }
 
+/// `r` as the API server stores it in a Pod: a missing request defaulted to the limit
+/// (`SetDefaults_Pod`, for containers and init containers alike); Pod templates are not defaulted.
+fn as_stored_in_a_pod(r: &Resources) -> Resources {
+    Resources {
+        cpu_request: r.cpu_request.or(r.cpu_limit),
+        memory_request: r.memory_request.or(r.memory_limit),
+        ..r.clone()
+    }
+}
+
 /// The name of the `i`th DaemonSet.
 pub fn daemonset_name(i: usize) -> String {
     format!("agent-{i}")
 }
 
-fn daemonset_pod_spec(d: &DaemonSetSpec, containers: Vec<Value>) -> Value {
+/// A DaemonSet's Pod spec: its template's (`in_a_pod`: as the API server stores the Pod).
+fn daemonset_pod_spec(d: &DaemonSetSpec, containers: Vec<Value>, in_a_pod: bool) -> Value {
     let mut spec = placement_json(&d.placement);
     spec["containers"] = json!(containers);
     if !d.init_containers.is_empty() {
@@ -401,7 +412,8 @@ fn daemonset_pod_spec(d: &DaemonSetSpec, containers: Vec<Value>) -> Value {
                 .iter()
                 .enumerate()
                 .map(|(j, (r, sidecar))| {
-                    let mut c = container(&format!("init-{j}"), r);
+                    let r = if in_a_pod { as_stored_in_a_pod(r) } else { r.clone() };
+                    let mut c = container(&format!("init-{j}"), &r);
                     if *sidecar {
                         c["restartPolicy"] = json!("Always");
                     }
@@ -421,7 +433,7 @@ fn daemonset_json(i: usize, d: &DaemonSetSpec) -> Value {
         .enumerate()
         .map(|(j, r)| container(&format!("c{j}"), r))
         .collect();
-    let mut spec = daemonset_pod_spec(d, Vec::new());
+    let mut spec = daemonset_pod_spec(d, Vec::new(), false);
     if d.resource_claim == ResourceClaim::Container {
         containers[0]["resources"]["claims"] = json!([{"name": "device"}]);
     }
@@ -448,7 +460,7 @@ fn daemonset_json(i: usize, d: &DaemonSetSpec) -> Value {
 fn daemonset_pod_json(i: usize, d: &DaemonSetSpec) -> Option<Value> {
     let r = d.running_pod.as_ref()?;
     let name = daemonset_name(i);
-    let mut spec = daemonset_pod_spec(d, vec![container("c0", r)]);
+    let mut spec = daemonset_pod_spec(d, vec![container("c0", &as_stored_in_a_pod(r))], true);
     spec["nodeName"] = json!("ip-10-0-0-1.ec2.internal");
     Some(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -470,14 +482,7 @@ pub fn pod_name(i: usize) -> (String, String) {
 fn pod_json(i: usize, p: &PodSpec) -> Value {
     let (namespace, name) = pod_name(i);
     let mut spec = placement_json(&p.placement);
-    // The API server defaults a Pod container's missing requests to its limits
-    // (`SetDefaults_Pod`); Pod templates are not defaulted.
-    let resources = Resources {
-        cpu_request: p.resources.cpu_request.or(p.resources.cpu_limit),
-        memory_request: p.resources.memory_request.or(p.resources.memory_limit),
-        ..p.resources.clone()
-    };
-    spec["containers"] = json!([container("app", &resources)]);
+    spec["containers"] = json!([container("app", &as_stored_in_a_pod(&p.resources))]);
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "uid": format!("pod-uid-{i}"),

@@ -88,6 +88,12 @@ impl DaemonSetFacts {
             _ => None,
         }
     }
+
+    /// The requests it is counted at: what Karpenter certainly counts, else its template's.
+    pub fn requests(&self) -> (u64, u64) {
+        self.counted_requests()
+            .unwrap_or((self.cpu_millis, self.memory_bytes))
+    }
 }
 
 /// What the AWS Load Balancer Controller's Deployment says of how it finds its VPC, which it

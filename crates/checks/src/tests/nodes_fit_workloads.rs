@@ -589,6 +589,16 @@ fn requests_karpenter_may_not_count_make_a_warning_never_a_false() {
 }
 
 #[test]
+fn a_daemonset_is_named_at_the_requests_it_is_counted_at() {
+    // Its template asks 100m, its newest Pod (read) 1900m: the verdict counts and names 1900m.
+    let mut d = crate::testing::daemonset("monitoring", "agent", 100, 0);
+    d.newest_pod = Some((1900, 0));
+    let (status, reason, message, _) = fit(&with_daemonset(m5_large_only(), d));
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "DaemonSetsFillNodes"));
+    assert!(message.contains("monitoring/agent (1900m, 0 MiB)"), "{message}");
+}
+
+#[test]
 fn static_node_pools_and_v1_0_kubelet_annotations_are_not_judged() {
     let agent = || crate::testing::daemonset("monitoring", "agent", 1900, 0);
     let static_pool = m5_large_only().with(|f| {

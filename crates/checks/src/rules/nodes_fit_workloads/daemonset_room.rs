@@ -173,9 +173,8 @@ fn overheads<'a>(
                 .filter(|d| template.certainly_counts(&d.pod, admits))
                 .collect();
             counted.sort_by(|a, b| {
-                (b.cpu_millis, b.memory_bytes, &a.pod.namespace, &a.pod.name).cmp(&(
-                    a.cpu_millis,
-                    a.memory_bytes,
+                (b.requests(), &a.pod.namespace, &a.pod.name).cmp(&(
+                    a.requests(),
                     &b.pod.namespace,
                     &b.pod.name,
                 ))
@@ -196,9 +195,7 @@ fn overheads<'a>(
                 .collect();
             Some(Counted {
                 certain: sum(certain, |d| d.counted_requests().unwrap_or_default()),
-                possible: sum(counted, |d| {
-                    d.counted_requests().unwrap_or((d.cpu_millis, d.memory_bytes))
-                }),
+                possible: sum(counted, DaemonSetFacts::requests),
             })
         })
         .collect()
@@ -223,12 +220,12 @@ fn named(ctx: &Context, pool: &str, overhead: &Overhead) -> (String, Vec<Subject
         .daemonsets
         .iter()
         .map(|d| {
+            let (cpu, memory) = d.requests();
             format!(
-                "{}/{} ({}m, {} MiB)",
+                "{}/{} ({cpu}m, {} MiB)",
                 d.pod.namespace,
                 d.pod.name,
-                d.cpu_millis,
-                d.memory_bytes / MIB
+                memory / MIB
             )
         })
         .collect();
@@ -256,7 +253,7 @@ fn warn_unread(ctx: &Context, c: &mut Check, pool: &str, closest: &Overhead, typ
         Warning::DaemonSetsMayFillNodes,
         format!(
             "NodePool {pool}: {}, the {} DaemonSet(s) Karpenter counts there request {}m CPU and \
-             {} MiB as their Pod templates are written ({named}), more than the {}m and at most \
+             {} MiB, their templates' where their Pods were not read ({named}), more than the {}m and at most \
              {} MiB it can give Pods. Karpenter counts the requests of a DaemonSet's newest Pod, \
              and those of {} were not read; if they are what the templates ask, this NodePool \
              launches nothing.",
