@@ -412,7 +412,11 @@ fn daemonset_pod_spec(d: &DaemonSetSpec, containers: Vec<Value>, in_a_pod: bool)
                 .iter()
                 .enumerate()
                 .map(|(j, (r, sidecar))| {
-                    let r = if in_a_pod { as_stored_in_a_pod(r) } else { r.clone() };
+                    let r = if in_a_pod {
+                        as_stored_in_a_pod(r)
+                    } else {
+                        r.clone()
+                    };
                     let mut c = container(&format!("init-{j}"), &r);
                     if *sidecar {
                         c["restartPolicy"] = json!("Always");
