@@ -38,6 +38,11 @@ type karpenter struct {
 	// provisioner uses a NodePool.
 	reconcileNodePool func(context.Context, *karpv1.NodePool) error
 	debug             func()
+	// Launches go through the cloud provider one at a time: the AWS provider's fake EC2 API
+	// checks, then pops, its record of launch templates in CreateFleet without holding its lock
+	// across both (aws/karpenter-provider-aws `pkg/fake/ec2api.go`), so two CreateFleet batches
+	// at once can panic the process with "index out of range [-1]".
+	launching sync.Mutex
 }
 
 var discardRecorder = func() *record.FakeRecorder { return &record.FakeRecorder{} }
@@ -127,8 +132,8 @@ func run(ctx context.Context, s *Scenario, o *scenarioObjects, pools []*nodePool
 	for p, perr := range results.PodErrors {
 		result.pods[podKey(p)] = PodOutcome{Error: perr.Error()}
 	}
-	// Launched at once, as the NodeClaim lifecycle controller launches them (its reconciles run
-	// concurrently; the AWS provider batches their CreateFleet calls).
+	// Created at once, as the provisioner creates them, and launched one after the other
+	// (`karpenter.launching`).
 	launchErrs := make([]error, len(results.NewNodeClaims))
 	var wg sync.WaitGroup
 	for i, nc := range results.NewNodeClaims {
@@ -188,7 +193,10 @@ func launch(ctx context.Context, k *karpenter, nc *schedulingNodeClaim) error {
 	if os.Getenv("ORACLE_DEBUG") != "" {
 		fmt.Fprintf(os.Stderr, "nodeclaim reqs: %+v\n", created.Spec.Requirements)
 	}
-	if _, err := k.cloudProvider.Create(ctx, created); err != nil {
+	k.launching.Lock()
+	_, err = k.cloudProvider.Create(ctx, created)
+	k.launching.Unlock()
+	if err != nil {
 		if k.debug != nil && os.Getenv("ORACLE_DEBUG") != "" {
 			k.debug()
 		}

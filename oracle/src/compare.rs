@@ -72,7 +72,7 @@ pub enum Claim {
 /// Whether Karpenter refused a Pod on a NodePool for the Pod's own scheduling constraints (its
 /// requirements, its tolerations) or before scheduling: no change to the NodePool's limits or
 /// instance types would take it.
-fn refused_for_the_pod(outcome: &PodOutcome) -> bool {
+pub fn refused_for_the_pod(outcome: &PodOutcome) -> bool {
     !outcome.ignored.is_empty()
         || outcome.error.starts_with("incompatible requirements")
         || outcome.error.contains("did not tolerate")

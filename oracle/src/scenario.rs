@@ -34,6 +34,46 @@ pub struct Scenario {
     pub instance_types: Vec<InstanceType>,
 }
 
+impl Scenario {
+    /// The required node affinity terms of pending Pod `pod` (`namespace/name`).
+    pub fn required_terms(&self, pod: &str) -> usize {
+        self.pending_pod(pod)
+            .and_then(|p| terms(p).as_array().map(Vec::len))
+            .unwrap_or(0)
+    }
+
+    /// This scenario with pending Pod `pod`'s required node affinity narrowed to its `term`th
+    /// term, as Karpenter tries it after relaxing the ones before.
+    pub fn with_only_term(&self, pod: &str, term: usize) -> Scenario {
+        let mut narrowed = self.clone();
+        if let Some(p) = narrowed.pending_pods.iter_mut().find(|p| key_of(p) == pod) {
+            let path = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms";
+            if let Some(terms) = p.pointer_mut(path).and_then(Value::as_array_mut) {
+                let kept = terms.get(term).cloned();
+                *terms = kept.into_iter().collect();
+            }
+        }
+        narrowed
+    }
+
+    fn pending_pod(&self, pod: &str) -> Option<&Value> {
+        self.pending_pods.iter().find(|p| key_of(p) == pod)
+    }
+}
+
+fn terms(pod: &Value) -> &Value {
+    &pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+}
+
+/// An object's `namespace/name`.
+fn key_of(object: &Value) -> String {
+    format!(
+        "{}/{}",
+        object["metadata"]["namespace"].as_str().unwrap_or_default(),
+        object["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
 /// The architectures the class's AMIs are built for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Amis {
