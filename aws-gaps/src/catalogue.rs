@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 /// moto's, kept for the proxy's life, or for a region moto has no offerings for, the emulated
 /// one, rebuilt at each first page since the region's subnets may have changed.
 pub(super) async fn serve_page(
-    state: &Mutex<State>,
+    state: &Arc<Mutex<State>>,
     client: &Upstream,
     upstream: &str,
     asked: &hyper::http::request::Parts,
@@ -29,18 +29,48 @@ pub(super) async fn serve_page(
     let kept = lock(state).listings.get(region, &request.listing);
     let listing = match kept {
         Some(listing) if !(listing.follows_subnets && request.offset == 0) => listing,
-        _ => match full_listing(state, client, upstream, asked, paged, region, &request).await {
-            Ok(listing) => {
-                let listing = Arc::new(listing);
-                lock(state)
+        _ => {
+            // Fetched and kept by a task of its own: moto takes about 3 s to list every instance
+            // type, as long as the AWS SDK's attempt timeout, and a client that gives up must not
+            // cancel the fetch its retry will find kept.
+            let (state, client) = (state.clone(), client.clone());
+            let (upstream, region, wanted) =
+                (upstream.to_owned(), region.to_owned(), request.clone());
+            let asked = copy_of(asked);
+            let fetch = tokio::spawn(async move {
+                let listing =
+                    full_listing(&state, &client, &upstream, &asked, paged, &region, &wanted)
+                        .await
+                        .map(Arc::new)?;
+                lock(&state)
                     .listings
-                    .keep(region, &request.listing, listing.clone());
-                listing
+                    .keep(&region, &wanted.listing, listing.clone());
+                Ok::<_, Response<Full<Bytes>>>(listing)
+            });
+            match fetch.await {
+                Ok(Ok(listing)) => listing,
+                Ok(Err(answer)) => return answer,
+                Err(e) => {
+                    return aws_wire::ec2_error(
+                        500,
+                        "InternalError",
+                        &format!("aws-gap-proxy's listing fetch failed: {e}"),
+                    );
+                }
             }
-            Err(answer) => return answer,
-        },
+        }
     };
     aws_wire::query_xml(200, listing.page(&request))
+}
+
+/// A request's method, URI, version and headers, for a task that outlives it.
+fn copy_of(asked: &hyper::http::request::Parts) -> hyper::http::request::Parts {
+    let mut copy = hyper::Request::new(());
+    *copy.method_mut() = asked.method.clone();
+    *copy.uri_mut() = asked.uri.clone();
+    *copy.version_mut() = asked.version;
+    *copy.headers_mut() = asked.headers.clone();
+    copy.into_parts().0
 }
 
 /// The whole listing `request` asks for; moto's own error answer when it refuses.
