@@ -42,8 +42,43 @@ impl Scenario {
             .unwrap_or(0)
     }
 
+    /// Whether Karpenter, scheduling pending Pod `pod` on NodePool `pool`, relaxes more than its
+    /// required node affinity terms: its preferences, or a `PreferNoSchedule` taint of the
+    /// NodePool it does not tolerate (kubernetes-sigs/karpenter `scheduling/preferences.go`
+    /// `Relax` removes required terms first and tolerates `PreferNoSchedule` last, so a Pod
+    /// narrowed to one term goes on relaxing where Karpenter's attempt at that term did not).
+    pub fn relaxes_beyond_required_terms(&self, pod: &str, pool: &str) -> bool {
+        let Some(p) = self.pending_pod(pod) else {
+            return true;
+        };
+        let affinity = &p["spec"]["affinity"];
+        let preferences =
+            !affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].is_null()
+                || !affinity["podAffinity"].is_null()
+                || !affinity["podAntiAffinity"].is_null()
+                || !p["spec"]["topologySpreadConstraints"].is_null();
+        let tolerations = p["spec"]["tolerations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let untolerated = self
+            .node_pools
+            .iter()
+            .filter(|np| np["metadata"]["name"] == pool)
+            .flat_map(|np| {
+                np["spec"]["template"]["spec"]["taints"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|taint| taint["effect"] == "PreferNoSchedule")
+            .any(|taint| !tolerations.iter().any(|t| tolerates(t, &taint)));
+        preferences || untolerated
+    }
+
     /// This scenario with pending Pod `pod`'s required node affinity narrowed to its `term`th
-    /// term, as Karpenter tries it after relaxing the ones before.
+    /// term: Karpenter's attempt at that term, where it relaxes nothing else
+    /// ([`Self::relaxes_beyond_required_terms`]).
     pub fn with_only_term(&self, pod: &str, term: usize) -> Scenario {
         let mut narrowed = self.clone();
         if let Some(p) = narrowed.pending_pods.iter_mut().find(|p| key_of(p) == pod) {
@@ -59,6 +94,18 @@ impl Scenario {
     fn pending_pod(&self, pod: &str) -> Option<&Value> {
         self.pending_pods.iter().find(|p| key_of(p) == pod)
     }
+}
+
+/// Kubernetes' `Toleration.ToleratesTaint`: the effect matches or is empty, the key matches or
+/// is empty with `Exists`, and with `Equal` (or no operator) the value matches.
+fn tolerates(toleration: &Value, taint: &Value) -> bool {
+    let field = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    let effect = field(toleration, "effect");
+    let key = field(toleration, "key");
+    let exists = field(toleration, "operator") == "Exists";
+    (effect.is_empty() || effect == field(taint, "effect"))
+        && ((key.is_empty() && exists) || key == field(taint, "key"))
+        && (exists || field(toleration, "value") == field(taint, "value"))
 }
 
 fn terms(pod: &Value) -> &Value {

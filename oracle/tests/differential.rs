@@ -11,7 +11,7 @@
 use karpenter_health_oracle::compare::{Claim, Comparison, compare, refused_for_the_pod};
 use karpenter_health_oracle::engine::{self, ReleaseCrds};
 use karpenter_health_oracle::generate;
-use karpenter_health_oracle::oracle::{self, Oracle};
+use karpenter_health_oracle::oracle::{self, Answer, Oracle};
 use karpenter_health_oracle::scenario::Scenario;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use std::cell::RefCell;
@@ -70,7 +70,7 @@ fn judge(j: &mut Judge, scenario: &Scenario) -> Result<Comparison, String> {
     let mut comparison = compare(scenario, &facts, &status, &answer);
     let disagreements = std::mem::take(&mut comparison.disagreements);
     for d in disagreements {
-        if !refused_only_on_its_last_term(j, scenario, &d.claim)? {
+        if !refused_only_on_its_last_term(j, scenario, &answer, &d.claim)? {
             comparison.disagreements.push(d);
         }
     }
@@ -99,30 +99,45 @@ fn judge(j: &mut Judge, scenario: &Scenario) -> Result<Comparison, String> {
 }
 
 /// Whether a Pod Karpenter refused on a NodePool for its own constraints has a required node
-/// affinity term that NodePool does not refuse so. Karpenter tries the terms one at a time and
+/// affinity term for which it waits there for what the NodePool offers. Karpenter tries the terms one at a time and
 /// reports only the last one's error (kubernetes-sigs/karpenter
 /// `provisioning/scheduling/preferences.go` `removeRequiredNodeAffinityTerm`): an earlier term
-/// may have failed for what the NodePool offers, as a Pod of that term alone does.
+/// may have failed for what the NodePool offers, as the Pod narrowed to that term fails (an
+/// oracle error on the narrowed Pod keeps the disagreement).
 fn refused_only_on_its_last_term(
     j: &mut Judge,
     scenario: &Scenario,
+    original: &Answer,
     claim: &Claim,
 ) -> Result<bool, String> {
     let Claim::WaitsOn { pod, node_pool } = claim else {
         return Ok(false);
     };
+    // Karpenter validates every term before scheduling (`provisioner.go` `validateAffinity`): a
+    // Pod it ignored is not the last term's doing. Where it relaxes more than the terms, a Pod
+    // narrowed to one term is not the attempt Karpenter made at it.
+    let ignored = original
+        .node_pools
+        .get(node_pool)
+        .and_then(|np| np.pods.get(pod))
+        .is_none_or(|p| !p.ignored.is_empty());
+    if ignored || scenario.relaxes_beyond_required_terms(pod, node_pool) {
+        return Ok(false);
+    }
     let terms = scenario.required_terms(pod);
     for term in 0..terms.saturating_sub(1) {
         let answer = j
             .oracle
             .ask(&scenario.with_only_term(pod, term))
             .map_err(|e| format!("{e:#}"))?;
-        let refused = answer
+        // Waiting there for what the NodePool offers, not launched (a launch would contradict
+        // the claim all the same).
+        let waits_for_the_pool = answer
             .node_pools
             .get(node_pool)
             .and_then(|np| np.pods.get(pod))
-            .is_none_or(refused_for_the_pod);
-        if !refused {
+            .is_some_and(|p| !p.launched && !refused_for_the_pod(p));
+        if waits_for_the_pool {
             return Ok(true);
         }
     }
