@@ -136,53 +136,44 @@ async fn twenty_node_classes_over_2000_instances_stay_within_the_call_budget() -
         sdk: test_options().sdk,
         ..ObserverOptions::default()
     };
-    let mut walls = Vec::new();
-    for run in 0..3 {
-        // A fresh observer: a cold refresh of all 20 EC2NodeClasses, reconciled concurrently.
-        let obs = observer(&bed, &proxy, region, options.clone()).await?;
-        proxy.reset_counts();
-        let started = Instant::now();
-        let all = futures::future::join_all(requests.iter().map(|r| obs.observe(r))).await;
-        let wall = started.elapsed();
-        walls.push(wall);
-        for facts in &all {
-            assert_eq!(facts.cluster_instances.found().map(Vec::len), Some(2000));
-            assert_eq!(instance_vpcs(facts)?.len(), 2);
-            assert!(facts.security_groups.found().is_some_and(|g| !g.is_empty()));
-        }
-        let sg_calls = proxy.count("ec2", "DescribeSecurityGroups");
-        let pages = proxy.count("ec2", "DescribeInstances");
-        eprintln!(
-            "run {run}: refresh of 20 EC2NodeClasses over 2,000 instances took {wall:?}; \
-             DescribeSecurityGroups={sg_calls} DescribeInstances pages={pages} all calls={:?}",
-            proxy.counts()
-        );
-        assert!(
-            sg_calls <= 3,
-            "at most 3 DescribeSecurityGroups per refresh, got {sg_calls}"
-        );
-        assert!(
-            pages <= 2,
-            "at most 2 DescribeInstances pages per sweep, got {pages}"
-        );
-        assert_eq!(
-            pages, 2,
-            "one instance per reservation: moto pages like EC2"
-        );
-        assert_eq!(obs.call_stats().calls_of("DescribeInstances"), pages as u64);
-
-        if run == 0 {
-            // Within the TTL the next refresh costs no call at all.
-            proxy.reset_counts();
-            futures::future::join_all(requests.iter().map(|r| obs.observe(r))).await;
-            assert!(proxy.counts().is_empty(), "{:?}", proxy.counts());
-        }
+    // A fresh observer: a cold refresh of all 20 EC2NodeClasses, reconciled concurrently. One
+    // cold refresh decides the budget (the calls do not vary between fresh observers); its wall
+    // time is printed only, since performance is measured in the benchmarks (docs/benchmarks.md).
+    let obs = observer(&bed, &proxy, region, options).await?;
+    proxy.reset_counts();
+    let started = Instant::now();
+    let all = futures::future::join_all(requests.iter().map(|r| obs.observe(r))).await;
+    let wall = started.elapsed();
+    for facts in &all {
+        assert_eq!(facts.cluster_instances.found().map(Vec::len), Some(2000));
+        assert_eq!(instance_vpcs(facts)?.len(), 2);
+        assert!(facts.security_groups.found().is_some_and(|g| !g.is_empty()));
     }
-    walls.sort();
+    let sg_calls = proxy.count("ec2", "DescribeSecurityGroups");
+    let pages = proxy.count("ec2", "DescribeInstances");
     eprintln!(
-        "median refresh wall time at 2,000 instances on moto: {:?}",
-        walls[walls.len() / 2]
+        "refresh of 20 EC2NodeClasses over 2,000 instances took {wall:?}; \
+         DescribeSecurityGroups={sg_calls} DescribeInstances pages={pages} all calls={:?}",
+        proxy.counts()
     );
+    assert!(
+        sg_calls <= 3,
+        "at most 3 DescribeSecurityGroups per refresh, got {sg_calls}"
+    );
+    assert!(
+        pages <= 2,
+        "at most 2 DescribeInstances pages per sweep, got {pages}"
+    );
+    assert_eq!(
+        pages, 2,
+        "one instance per reservation: moto pages like EC2"
+    );
+    assert_eq!(obs.call_stats().calls_of("DescribeInstances"), pages as u64);
+
+    // Within the TTL the next refresh costs no call at all.
+    proxy.reset_counts();
+    futures::future::join_all(requests.iter().map(|r| obs.observe(r))).await;
+    assert!(proxy.counts().is_empty(), "{:?}", proxy.counts());
     Ok(())
 }
 
