@@ -124,7 +124,8 @@ impl<'a> NodeClaimTemplate<'a> {
 
     /// Whether Karpenter may make a NodeClaim of this NodePool for `pod`: `false` only when a
     /// taint it does not tolerate or a requirement it cannot meet rules it out in every term.
-    /// A `PreferNoSchedule` taint is never a reason: Karpenter tolerates it when relaxing.
+    /// A `PreferNoSchedule` taint rules out only the terms before the last: Karpenter tolerates
+    /// it once it has relaxed every other term away.
     pub fn may_take(&self, pod: &PodScheduling) -> bool {
         self.may_take_but_for(pod, |_| false)
     }
@@ -141,12 +142,17 @@ impl<'a> NodeClaimTemplate<'a> {
             };
             self.compatible(&wanted, &ignored) != Some(false)
         };
+        // Karpenter relaxes the required terms first and tolerates a `PreferNoSchedule` taint
+        // only after them (kubernetes-sigs/karpenter `scheduling/preferences.go` `Relax`): a term
+        // before the last never lands on a NodePool with such a taint the Pod does not tolerate.
+        let strictly_tolerated = self.tolerated_by(&pod.tolerations, Sure::May, false);
+        let last = pod.required_affinity.len().saturating_sub(1);
         if pod.required_affinity.is_empty() {
             admitted(None)
         } else {
-            pod.required_affinity
-                .iter()
-                .any(|term| admitted(Some(term.as_slice())))
+            pod.required_affinity.iter().enumerate().any(|(i, term)| {
+                (i == last || strictly_tolerated) && admitted(Some(term.as_slice()))
+            })
         }
     }
 
@@ -427,5 +433,33 @@ mod tests {
         );
         assert!(!t.may_take(&tolerating("nvidia.com/gpu", "Equal", "false", "")));
         assert!(!t.may_take(&tolerating("nvidia.com/gpu", "Exists", "", "NoExecute")));
+    }
+
+    #[test]
+    fn a_prefer_no_schedule_taint_is_tolerated_only_for_the_last_required_term() {
+        // Karpenter tries `arch In [amd64]` without tolerating the taint, relaxes it away, and
+        // tolerates the taint only with `team In [b]` left, which this NodePool cannot meet.
+        let spot = pool(
+            json!({"spec": {"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}}),
+        );
+        let t = NodeClaimTemplate::of(&spot);
+        let term = |key: &str, value: &str| {
+            vec![Written {
+                key: key.into(),
+                operator: "In".into(),
+                values: vec![value.into()],
+                min_values: None,
+            }]
+        };
+        let two_terms = |first: (&str, &str), last: (&str, &str)| PodScheduling {
+            required_affinity: vec![term(first.0, first.1), term(last.0, last.1)],
+            ..PodScheduling::default()
+        };
+        assert!(!t.may_take(&two_terms(("kubernetes.io/arch", "amd64"), ("team", "b"))));
+        assert!(t.may_take(&two_terms(("team", "b"), ("kubernetes.io/arch", "amd64"))));
+        assert!(t.may_take(&PodScheduling {
+            required_affinity: vec![term("kubernetes.io/arch", "amd64")],
+            ..PodScheduling::default()
+        }));
     }
 }
