@@ -255,7 +255,7 @@ pub fn cluster_wide(sources: &Sources, overrides: &Overrides) -> ClusterWide {
         karpenter_webhooks,
         service_endpoints,
         vpc_cni: match &sources.daemonsets {
-            Observed::Found(all) => match all.iter().find(|ds| is_aws_node(ds)) {
+            Observed::Found(all) => match all.iter().find(|ds| crate::trim::is_aws_node(ds)) {
                 Some(ds) => Observed::Found(vpc_cni_settings(ds)),
                 None => Observed::Absent,
             },
@@ -499,12 +499,6 @@ pub fn class_facts(
         disruption_blocked,
         drains,
     }
-}
-
-/// Whether `daemonset` is the VPC CNI's, `kube-system/aws-node`.
-pub fn is_aws_node(daemonset: &DaemonSet) -> bool {
-    daemonset.metadata.namespace.as_deref() == Some("kube-system")
-        && daemonset.metadata.name.as_deref() == Some("aws-node")
 }
 
 /// The literal env of the `aws-node` container (the first container when none has that name);

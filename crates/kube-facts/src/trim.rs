@@ -117,7 +117,7 @@ pub fn endpoints(endpoints: &mut Endpoints) {
 /// 1, so a node joining or leaving is no change here).
 pub fn daemonset(daemonset: &mut DaemonSet) {
     metadata(daemonset);
-    let keep_env = crate::snapshot::is_aws_node(daemonset);
+    let keep_env = is_aws_node(daemonset);
     if let Some(spec) = daemonset.spec.as_mut()
         && let Some(pod_spec) = spec.template.spec.as_mut()
     {
@@ -312,6 +312,12 @@ pub fn label_rules_of(crd: &CustomResourceDefinition) -> Option<LabelRules> {
         "From1_9" => Some(LabelRules::From1_9),
         _ => None,
     }
+}
+
+/// Whether `daemonset` is the VPC CNI's, `kube-system/aws-node`.
+pub fn is_aws_node(daemonset: &DaemonSet) -> bool {
+    daemonset.metadata.namespace.as_deref() == Some("kube-system")
+        && daemonset.metadata.name.as_deref() == Some("aws-node")
 }
 
 #[cfg(test)]
