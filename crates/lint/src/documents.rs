@@ -449,6 +449,11 @@ pub fn sequence_item_lines(text: &str) -> Vec<usize> {
     }
 }
 
+/// The line of `path` in `doc`, else the document's first line.
+pub(crate) fn line_of(doc: &Document, path: &[&str]) -> usize {
+    doc.positions.line(path).unwrap_or(doc.first_line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

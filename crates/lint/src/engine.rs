@@ -2,10 +2,9 @@
 //! what the files decide together ([`Manifests`]); only what the engine proves is kept. Pure:
 //! no IO, no clock.
 
-use crate::documents::Document;
-use crate::lint::{Found, Options, line_of};
+use crate::documents::{Document, line_of};
 use crate::manifests::Manifests;
-use crate::model::{Anchor, Rule};
+use crate::model::{Anchor, Found, Options, Rule};
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_api::{ConditionStatus, Severity as EngineSeverity};
 use karpenter_health_checks::facts::{

@@ -17,7 +17,8 @@ use clap::{Args, ValueEnum};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-pub use lint::{Options, Source};
+pub use lint::Source;
+pub use model::Options;
 pub use model::{Finding, Rule, Severity};
 
 /// Files larger than this are not manifests; reading them would only cost memory.

@@ -7,9 +7,9 @@
 //! Pod templates, aws-auth without the live node role) goes through the same pure helpers the
 //! rules use.
 
-use crate::documents::{self, Document, Object, Workload};
+use crate::documents::{self, Document, Object, Workload, line_of};
 use crate::manifests::Manifests;
-use crate::model::{Finding, Rule};
+use crate::model::{Finding, Found, Options, Rule};
 use karpenter_health_api::Reason;
 use karpenter_health_api::karpenter::EC2NodeClass;
 use karpenter_health_checks::arn::{self, IamArn};
@@ -17,23 +17,11 @@ use karpenter_health_checks::aws_auth::{AwsAuth, MAP_ROLES, MAP_USERS, RoleMappi
 use karpenter_health_checks::labels::{KeyContext, LabelRules};
 use karpenter_health_checks::node_mapping;
 use karpenter_health_checks::warnings::Warning;
-use semver::Version;
 use std::collections::BTreeSet;
 
 /// The Fargate pod execution role's mapping: it names `system:node:{{SessionName}}` by design,
 /// so it is a node mapping that is not a node role's.
 const FARGATE_USERNAME: &str = "system:node:{{SessionName}}";
-
-/// What lint is told beyond the files.
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    pub karpenter_version: Option<Version>,
-    pub region: Option<String>,
-    /// A role name or ARN.
-    pub node_role: Option<String>,
-    /// A role name or ARN.
-    pub controller_role: Option<String>,
-}
 
 /// One input: its path as given and its text.
 #[derive(Clone, Copy, Debug)]
@@ -78,8 +66,6 @@ pub fn lint(sources: &[Source<'_>], options: &Options) -> Vec<Finding> {
     findings
 }
 
-pub(crate) type Found = (Rule, String, usize);
-
 fn lint_document(
     doc: &Document,
     options: &Options,
@@ -115,10 +101,6 @@ fn lint_document(
         Object::AwsAuth(data) => aws_auth_findings(doc, data.parsed(), roles),
         Object::NodeClaim(_) | Object::CiliumConfig(_) | Object::Other => Vec::new(),
     }
-}
-
-pub(crate) fn line_of(doc: &Document, path: &[&str]) -> usize {
-    doc.positions.line(path).unwrap_or(doc.first_line)
 }
 
 fn clip(s: &str) -> String {

@@ -162,3 +162,16 @@ impl Finding {
         self.rule.severity()
     }
 }
+/// What lint is told beyond the files.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub karpenter_version: Option<semver::Version>,
+    pub region: Option<String>,
+    /// A role name or ARN.
+    pub node_role: Option<String>,
+    /// A role name or ARN.
+    pub controller_role: Option<String>,
+}
+
+/// One finding of a rule on a document: the rule, its message, its line.
+pub(crate) type Found = (Rule, String, usize);
