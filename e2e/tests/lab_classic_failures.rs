@@ -146,10 +146,11 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
                 ),
             ])
             .await?;
-        let message = status
-            .condition(ConditionType::NodeClaimsRegistered)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message = karpenter_health_e2e::health_status::message(
+            &status,
+            ConditionType::NodeClaimsRegistered,
+        )
+        .to_owned();
         ensure!(
             message.contains(&name),
             "names the NodeClaim {name}: {message}"
@@ -271,10 +272,11 @@ async fn another_clusters_instances_under_the_same_name_are_terminated_by_karpen
                 Reason::ClusterNameSharedWithOtherCluster,
             )
             .await?;
-        let message = status
-            .condition(ConditionType::ClusterIdentityUnique)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message = karpenter_health_e2e::health_status::message(
+            &status,
+            ConditionType::ClusterIdentityUnique,
+        )
+        .to_owned();
         ensure!(message.contains(&same_name), "names {same_name}: {message}");
         ensure!(
             !message.contains(&other_name),
@@ -344,10 +346,7 @@ async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_ag
         lab.workload("web", "500m").await?;
         lab.wait_node_claim("Initialized", LAUNCH).await?;
         let status = lab.fx.wait_healthy("in an isolated region").await?;
-        let said = status
-            .condition(ConditionType::MetadataOptionsSupported)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let said = karpenter_health_e2e::health_status::message(&status, ConditionType::MetadataOptionsSupported).to_owned();
         ensure!(said.contains("no longer sends httpProtocolIPv6"), "{said}");
         for held in log.stop().await {
             ensure!(

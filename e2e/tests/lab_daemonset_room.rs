@@ -58,10 +58,9 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
                 Reason::DaemonSetsFillNodes,
             )
             .await?;
-        let message = status
-            .condition(ConditionType::NodesFitWorkloads)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message =
+            karpenter_health_e2e::health_status::message(&status, ConditionType::NodesFitWorkloads)
+                .to_owned();
         ensure!(
             message.contains(&format!("{}/{DAEMONSET} (2000m", lab.fx.name))
                 && message.contains("on m5.large, the one instance type it allows")

@@ -71,10 +71,9 @@ async fn a_startup_taint_nobody_removes_leaves_the_node_uninitialized_and_its_po
                 Reason::NodesNotInitializing,
             )
             .await?;
-        let message = status
-            .condition(ConditionType::NodesFitWorkloads)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message =
+            karpenter_health_e2e::health_status::message(&status, ConditionType::NodesFitWorkloads)
+                .to_owned();
         ensure!(
             message.contains(&name)
                 && message.contains("StartupTaintsExist")

@@ -526,10 +526,9 @@ async fn an_al2_alias_is_refused_from_kubernetes_1_33_and_launches_nothing() -> 
             .fx
             .wait_failed(&[(ConditionType::AmisResolvable, Reason::AmiAliasUnsupported)])
             .await?;
-        let message = status
-            .condition(ConditionType::AmisResolvable)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message =
+            karpenter_health_e2e::health_status::message(&status, ConditionType::AmisResolvable)
+                .to_owned();
         ensure!(message.contains("al2023@latest"), "the fix: {message}");
         // What Karpenter does: nothing for a Pod of the class.
         lab.workload("web", "500m").await?;

@@ -117,10 +117,9 @@ async fn karpenter_counts_a_daemonsets_newest_pod_and_so_does_the_operator() -> 
                 Reason::DaemonSetsFillNodes,
             )
             .await?;
-        let message = status
-            .condition(ConditionType::NodesFitWorkloads)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message =
+            karpenter_health_e2e::health_status::message(&status, ConditionType::NodesFitWorkloads)
+                .to_owned();
         ensure!(
             message.contains(&format!("{}/{DAEMONSET} (1000000m", fx.name)),
             "names the DaemonSet and what Karpenter counts: {message}"
