@@ -115,12 +115,11 @@ e2e-down: ## stop the local bed
 E2E_OPERATOR_TESTS := --test foundation --test check_command --test probes --test leader_election --test shutdown \
   --test status_writer $(patsubst e2e/tests/%.rs,--test %,$(sort $(wildcard e2e/tests/operator_*.rs)))
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
-# Verdict against behaviour: the real Karpenter controller on a bed of its own, whose Karpenter
-# CRDs are the release's own (KH_KARPENTER_RELEASE, v1.14.1 by default; v1.8.6 selectable).
+# Verdict against behaviour: the real Karpenter controller, each release of LAB_RELEASES on a bed
+# of its own whose Karpenter CRDs are the release's own, the releases side by side (e2e/lab.sh).
 E2E_LAB_TESTS := $(patsubst e2e/tests/%.rs,--test %,$(sort $(wildcard e2e/tests/lab_*.rs)))
-KH_KARPENTER_RELEASE ?= v1.14.1
-export KH_KARPENTER_RELEASE
-LAB_BED_DIR ?= $(CURDIR)/e2e/.bed-lab
+export E2E_LAB_TESTS
+LAB_RELEASES ?= v1.14.1 v1.8.6 v1.6.3/lab_classic_failures/before_1_7
 
 .PHONY: e2e-list-check
 e2e-list-check: ## fail when a test file in e2e/tests is in no list `make e2e` runs
@@ -138,14 +137,8 @@ e2e: ## end-to-end tests on a fresh bed, then the lab's (the real Karpenter) on 
 	@$(MAKE) --no-print-directory e2e-lab
 
 .PHONY: e2e-lab
-e2e-lab: ## verdict against behaviour: the real Karpenter (KH_KARPENTER_RELEASE) on a bed of its own
-	@crds="$$(bash e2e/bed/build-karpenter.sh crds $(KH_KARPENTER_RELEASE))" && \
-	  KARPENTER_CRDS_DIR="$$crds" KH_BED_DIR=$(LAB_BED_DIR) bash $(BED) up $(LAB_BED_DIR)
-	@status=0; \
-	  echo "lab: the real Karpenter $(KH_KARPENTER_RELEASE) ($$(bash e2e/bed/build-karpenter.sh $(KH_KARPENTER_RELEASE)))" && \
-	  KH_BED_DIR=$(LAB_BED_DIR) $(CARGO) test --locked -p karpenter-health-e2e $(E2E_LAB_TESTS) -- --test-threads=1 \
-	  || status=$$?; \
-	  bash $(BED) down $(LAB_BED_DIR); exit $$status
+e2e-lab: ## verdict against behaviour: the real Karpenter of each of LAB_RELEASES (v1.14.1 v1.8.6) on a bed of its own, side by side
+	@CARGO=$(CARGO) bash e2e/lab.sh $(LAB_RELEASES)
 
 # `make e2e-repeat N=20 TESTS="leader_election shutdown"`: chosen e2e test files N times in a row
 # on a bed of their own, each failure reported with its round, tests and kept log (e2e/repeat.sh).
@@ -205,11 +198,21 @@ image-test: image ## the image on a bed of its own: digest twice, in-cluster con
 	@bash image/test.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit oracle crds-check rbac-check e2e-list-check purity-check deny e2e chart-test terraform-test image-test release-test ## everything CI runs
+test: deps fmt-check lint test-unit oracle crds-check rbac-check e2e-list-check purity-check deny e2e demo-smoke chart-test terraform-test image-test release-test ## everything CI runs
 
+DEMO_BED_DIR ?= $(CURDIR)/e2e/.bed-demo
 .PHONY: demo
-demo: deps ## start the bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth
-	@bash e2e/demo.sh
+demo: deps ## start the demo's bed, seed broken Karpenter setups, run the operator, show kubectl get karpenterhealth; fails unless every verdict settles as expected
+	@KH_DEMO_BED_DIR=$(DEMO_BED_DIR) bash e2e/demo.sh
+
+.PHONY: demo-down
+demo-down: ## stop the demo's bed (its Karpenter, operator and stand-in too)
+	@bash $(BED) down $(DEMO_BED_DIR)
+
+.PHONY: demo-smoke
+demo-smoke: ## the demo on a bed of its own, its verdicts asserted, the bed stopped afterwards
+	@status=0; KH_DEMO_BED_DIR=$(CURDIR)/e2e/.bed-demo-smoke bash e2e/demo.sh || status=$$?; \
+	  bash $(BED) down $(CURDIR)/e2e/.bed-demo-smoke; exit $$status
 
 .PHONY: generate
 generate: crds ## regenerate what the vocabulary table makes: docs/checks.md, the chart's condition lists and alert tests, the CRD; and the IAM policy templates (a unit test fails when one drifts)

@@ -135,9 +135,16 @@ async fn answer(
     if call.service == "ec2" && call.operation == "DescribeCapacityReservations" {
         let held = lock(&state).capacity_reservations.clone();
         // moto's default account, which owns everything else the bed creates.
-        let xml =
-            capacity_reservations::answer(&String::from_utf8_lossy(&body), &held, "123456789012");
-        return Ok(aws_wire::query_xml(200, xml));
+        return Ok(
+            match capacity_reservations::answer(
+                &String::from_utf8_lossy(&body),
+                &held,
+                "123456789012",
+            ) {
+                Ok(xml) => aws_wire::query_xml(200, xml),
+                Err((code, message)) => aws_wire::ec2_error(400, code, &message),
+            },
+        );
     }
 
     if call.service == "ec2" && call.operation == "EnableImageDeprecation" {
@@ -171,7 +178,30 @@ async fn answer(
         && let Some((code, message)) =
             launch_parameters::refused(&upstream, &call, &String::from_utf8_lossy(&body)).await
     {
+        lock(&state).launch_refusals.push(LaunchRefusal {
+            operation: call.operation.clone(),
+            code: code.to_owned(),
+            message: message.clone(),
+            dry_run: aws_wire::dry_run(&body),
+        });
         return Ok(aws_wire::ec2_error(400, code, &message));
+    }
+    if call.service == "ec2"
+        && let Some((code, message)) =
+            launch_parameters::fleet_refused(&upstream, &call, &String::from_utf8_lossy(&body))
+                .await
+    {
+        lock(&state).launch_refusals.push(LaunchRefusal {
+            operation: call.operation.clone(),
+            code: code.to_owned(),
+            message: message.clone(),
+            dry_run: aws_wire::dry_run(&body),
+        });
+        let form = aws_wire::form(&String::from_utf8_lossy(&body));
+        return Ok(aws_wire::query_xml(
+            200,
+            aws_wire::create_fleet_errors(&form, code, &message),
+        ));
     }
 
     // EC2 answers a permitted dry run with the error DryRunOperation (412) and does nothing

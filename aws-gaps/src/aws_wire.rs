@@ -502,3 +502,124 @@ pub(super) fn unserved(status: u16, body: &[u8]) -> bool {
         .iter()
         .any(|marker| text.contains(marker))
 }
+
+/// An instant CreateFleet's answer when EC2 launched nothing: a fleet id, no instance, and one
+/// `errorSet` item (the EC2 API reference's `CreateFleetError`) per launch template override the
+/// request (`form`) asked for, each with `code` and `message` and the request's lifecycle.
+pub(super) fn create_fleet_errors(
+    form: &BTreeMap<String, String>,
+    code: &str,
+    message: &str,
+) -> String {
+    let lifecycle = form
+        .get("TargetCapacitySpecification.DefaultTargetCapacityType")
+        .map_or("on-demand", String::as_str);
+    let mut items = String::new();
+    for n in 1.. {
+        let config = format!("LaunchTemplateConfigs.{n}");
+        let spec = format!("{config}.LaunchTemplateSpecification");
+        let template = match (
+            form.get(&format!("{spec}.LaunchTemplateId")),
+            form.get(&format!("{spec}.LaunchTemplateName")),
+        ) {
+            (Some(id), _) => format!("<launchTemplateId>{}</launchTemplateId>", xml_escape(id)),
+            (None, Some(name)) => {
+                format!(
+                    "<launchTemplateName>{}</launchTemplateName>",
+                    xml_escape(name)
+                )
+            }
+            (None, None) => break,
+        };
+        let version = form
+            .get(&format!("{spec}.Version"))
+            .map(|v| format!("<version>{}</version>", xml_escape(v)))
+            .unwrap_or_default();
+        let mut overrides = Vec::new();
+        for o in 1.. {
+            let prefix = format!("{config}.Overrides.{o}.");
+            let fields: String = form
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|field| (field, v)))
+                .filter(|(field, _)| {
+                    ["InstanceType", "SubnetId", "AvailabilityZone"].contains(field)
+                })
+                .map(|(field, v)| {
+                    let tag = lower_first(field);
+                    format!("<{tag}>{}</{tag}>", xml_escape(v))
+                })
+                .collect();
+            if fields.is_empty() && !form.keys().any(|k| k.starts_with(&prefix)) {
+                break;
+            }
+            overrides.push(fields);
+        }
+        if overrides.is_empty() {
+            overrides.push(String::new());
+        }
+        for fields in overrides {
+            items.push_str(&format!(
+                "<item><launchTemplateAndOverrides><launchTemplateSpecification>{template}{version}\
+                 </launchTemplateSpecification><overrides>{fields}</overrides>\
+                 </launchTemplateAndOverrides><lifecycle>{lifecycle}</lifecycle>\
+                 <errorCode>{}</errorCode><errorMessage>{}</errorMessage></item>",
+                xml_escape(code),
+                xml_escape(message)
+            ));
+        }
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CreateFleetResponse \
+         xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>fault-proxy</requestId>\
+         <fleetId>fleet-{:016x}</fleetId><errorSet>{items}</errorSet><fleetInstanceSet/>\
+         </CreateFleetResponse>",
+        fleet_serial()
+    )
+}
+
+/// `InstanceType` → `instanceType`: EC2's query answers name fields in lower camel case.
+fn lower_first(field: &str) -> String {
+    let mut chars = field.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_lowercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
+/// A fleet id's number, distinct within the process.
+fn fleet_serial() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_fleet_answers_one_error_per_override_and_no_instance() {
+        let asked = form(
+            "Action=CreateFleet&Type=instant\
+             &TargetCapacitySpecification.DefaultTargetCapacityType=spot\
+             &LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=karpenter-a\
+             &LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version=%24Latest\
+             &LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large\
+             &LaunchTemplateConfigs.1.Overrides.1.SubnetId=subnet-1\
+             &LaunchTemplateConfigs.1.Overrides.2.InstanceType=m5.xlarge\
+             &LaunchTemplateConfigs.1.Overrides.2.SubnetId=subnet-1",
+        );
+        let xml = create_fleet_errors(&asked, "InvalidParameterValue", "Invalid IAM <name>");
+        assert_eq!(xml.matches("<item>").count(), 2, "{xml}");
+        assert!(
+            xml.contains("<instanceType>m5.xlarge</instanceType>"),
+            "{xml}"
+        );
+        assert!(xml.contains("<lifecycle>spot</lifecycle>"), "{xml}");
+        assert!(
+            xml.contains("<launchTemplateName>karpenter-a</launchTemplateName>"),
+            "{xml}"
+        );
+        assert!(xml.contains("Invalid IAM &lt;name&gt;"), "{xml}");
+        assert!(xml.contains("<fleetInstanceSet/>"), "{xml}");
+    }
+}

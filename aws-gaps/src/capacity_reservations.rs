@@ -63,15 +63,38 @@ fn matches(r: &CapacityReservation, name: &str, values: &[String]) -> bool {
     values.iter().any(|v| v == field)
 }
 
+/// The `CapacityReservationId.N` values of an awsQuery form body: the reservations asked for by
+/// id (Karpenter's `id` selector term), in order.
+fn asked_ids(body: &str) -> Vec<String> {
+    let form = super::aws_wire::form(body);
+    (1..)
+        .map_while(|n| form.get(&format!("CapacityReservationId.{n}")).cloned())
+        .collect()
+}
+
 /// The answer (ec2Query XML) to a DescribeCapacityReservations request `body` for the
-/// reservations `held` by `owner`.
-pub(super) fn answer(body: &str, held: &[CapacityReservation], owner: &str) -> String {
+/// reservations `held` by `owner`: `Err` with EC2's error (code, message) when an id asked for
+/// is not held, as EC2 refuses an unknown id rather than leaving it out (the EC2 API reference's
+/// error codes, `InvalidCapacityReservationId.NotFound`).
+pub(super) fn answer(
+    body: &str,
+    held: &[CapacityReservation],
+    owner: &str,
+) -> Result<String, (&'static str, String)> {
     let filters = filters(body);
+    let ids = asked_ids(body);
+    if let Some(unknown) = ids.iter().find(|id| !held.iter().any(|r| &r.id == *id)) {
+        return Err((
+            "InvalidCapacityReservationId.NotFound",
+            format!("The capacity reservation ID '{unknown}' does not exist"),
+        ));
+    }
     let mut items = String::new();
     for r in held.iter().filter(|r| {
-        filters
-            .iter()
-            .all(|(name, values)| matches(r, name, values))
+        (ids.is_empty() || ids.contains(&r.id))
+            && filters
+                .iter()
+                .all(|(name, values)| matches(r, name, values))
     }) {
         items.push_str(&format!(
             "<item><capacityReservationId>{id}</capacityReservationId><ownerId>{owner}</ownerId>\
@@ -90,12 +113,12 @@ pub(super) fn answer(body: &str, held: &[CapacityReservation], owner: &str) -> S
             state = super::aws_wire::xml_escape(&r.state),
         ));
     }
-    format!(
+    Ok(format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DescribeCapacityReservationsResponse \
          xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>gap-proxy</requestId>\
          <capacityReservationSet>{items}</capacityReservationSet>\
          </DescribeCapacityReservationsResponse>"
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -123,19 +146,40 @@ mod tests {
         ];
         let body = "Action=DescribeCapacityReservations&Filter.1.Name=state&Filter.1.Value.1=active\
                     &Filter.2.Name=instance-match-criteria&Filter.2.Value.1=open&Version=2016-11-15";
-        let xml = answer(body, &held, "123456789012");
+        let xml = answer(body, &held, "123456789012").expect("answered");
         assert!(xml.contains("cr-0open"), "{xml}");
         assert!(
             !xml.contains("cr-0targeted") && !xml.contains("cr-0expired"),
             "{xml}"
         );
-        let all = answer("Action=DescribeCapacityReservations", &held, "123456789012");
+        let all =
+            answer("Action=DescribeCapacityReservations", &held, "123456789012").expect("answered");
         assert_eq!(all.matches("<item>").count(), 3);
         let unknown = answer(
             "Action=DescribeCapacityReservations&Filter.1.Name=tag%3Ateam&Filter.1.Value.1=ml",
             &held,
             "123456789012",
-        );
+        )
+        .expect("answered");
         assert_eq!(unknown.matches("<item>").count(), 0);
+    }
+
+    #[test]
+    fn reservations_asked_by_id_are_those_only_and_an_unknown_id_is_refused() {
+        let held = [
+            reservation("cr-0open", "open", "active"),
+            reservation("cr-0targeted", "targeted", "active"),
+        ];
+        let body = "Action=DescribeCapacityReservations&CapacityReservationId.1=cr-0targeted\
+                    &Filter.1.Name=state&Filter.1.Value.1=active";
+        let xml = answer(body, &held, "123456789012").expect("answered");
+        assert!(
+            xml.contains("cr-0targeted") && !xml.contains("cr-0open"),
+            "{xml}"
+        );
+        let body = "Action=DescribeCapacityReservations&CapacityReservationId.1=cr-0gone";
+        let (code, message) = answer(body, &held, "123456789012").expect_err("refused");
+        assert_eq!(code, "InvalidCapacityReservationId.NotFound");
+        assert!(message.contains("cr-0gone"), "{message}");
     }
 }

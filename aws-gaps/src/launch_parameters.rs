@@ -8,8 +8,11 @@
 //!   regions (`us-iso-*`, `us-isob-*`, `us-isof-*`), where EC2 has no IPv6 metadata endpoint and
 //!   refuses the option (aws/karpenter-provider-aws #7081).
 //!
-//! Pure except [`template_data`] and [`refused`], which read the launch template a RunInstances
-//! names from moto.
+//! Each refusal is made by RunInstances (an error) and by an instant CreateFleet (the fleet's
+//! `Errors[]`, no instance), the two ways Karpenter launches.
+//!
+//! Pure except [`template_data`], [`refused`] and [`fleet_refused`], which read the launch
+//! templates a launch names from moto.
 
 use std::collections::BTreeMap;
 
@@ -141,6 +144,67 @@ pub(super) async fn template_data(
     })
 }
 
+/// The launch templates of a CreateFleet form (`LaunchTemplateConfigs.N.
+/// LaunchTemplateSpecification.*`), in the order of their configs.
+pub(super) fn fleet_templates(form: &BTreeMap<String, String>) -> Vec<(TemplateRef, String)> {
+    let mut templates = Vec::new();
+    for n in 1.. {
+        let spec = format!("LaunchTemplateConfigs.{n}.LaunchTemplateSpecification");
+        let template = if let Some(id) = form.get(&format!("{spec}.LaunchTemplateId")) {
+            TemplateRef::Id(id.clone())
+        } else if let Some(name) = form.get(&format!("{spec}.LaunchTemplateName")) {
+            TemplateRef::Name(name.clone())
+        } else {
+            break;
+        };
+        let version = form
+            .get(&format!("{spec}.Version"))
+            .cloned()
+            .unwrap_or_else(|| "$Default".to_owned());
+        templates.push((template, version));
+    }
+    templates
+}
+
+/// What EC2 refuses of an instant CreateFleet in `region` whose launch templates hold
+/// `templates`: the first refusal of any, which EC2 reports in the fleet's `Errors[]` (an
+/// instant fleet answers 200 with the errors of each launch it could not make, the EC2 API
+/// reference for CreateFleet; aws/karpenter-provider-aws #3051 shows the profile error there).
+pub(super) fn fleet_refusal(region: &str, templates: &[TemplateData]) -> Option<Refusal> {
+    let empty = BTreeMap::new();
+    templates
+        .iter()
+        .find_map(|template| run_instances_refusal(region, &empty, template))
+}
+
+/// What EC2 refuses of an instant CreateFleet that moto would launch: the refusal, read from
+/// the launch templates in moto (`upstream`); `None` for every other request.
+pub(super) async fn fleet_refused(
+    upstream: &str,
+    call: &super::aws_wire::Call,
+    body: &str,
+) -> Option<Refusal> {
+    if call.operation != "CreateFleet" {
+        return None;
+    }
+    let form = form(body);
+    // A dry run (Karpenter's validation sends one before its RunInstances dry run) is left to
+    // moto as before: what EC2's dry-run CreateFleet says of the profile is not documented.
+    if form.get("Type").map(String::as_str) != Some("instant")
+        || form.get("DryRun").map(String::as_str) == Some("true")
+    {
+        return None;
+    }
+    let mut templates = Vec::new();
+    for (template, version) in fleet_templates(&form) {
+        // A template moto cannot describe is moto's to refuse.
+        if let Ok(data) = template_data(upstream, &call.region, &template, &version).await {
+            templates.push(data);
+        }
+    }
+    fleet_refusal(&call.region, &templates)
+}
+
 /// What EC2 refuses at launch and moto lets through ; `None` for every
 /// other request.
 pub(super) async fn refused(
@@ -172,6 +236,35 @@ pub(super) async fn refused(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fleet_whose_template_names_an_arn_is_refused_and_one_naming_a_profile_is_not() {
+        let form = form(
+            "Action=CreateFleet&Type=instant\
+             &LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=karpenter-a\
+             &LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version=%24Latest\
+             &LaunchTemplateConfigs.2.LaunchTemplateSpecification.LaunchTemplateId=lt-0b\
+             &LaunchTemplateConfigs.2.Overrides.1.InstanceType=m5.large",
+        );
+        assert_eq!(
+            fleet_templates(&form),
+            vec![
+                (TemplateRef::Name("karpenter-a".into()), "$Latest".into()),
+                (TemplateRef::Id("lt-0b".into()), "$Default".into()),
+            ]
+        );
+        let arn = TemplateData {
+            profile_name: Some("arn:aws:iam::123456789012:instance-profile/Node".into()),
+            http_protocol_ipv6: None,
+        };
+        let named = TemplateData {
+            profile_name: Some("Node".into()),
+            http_protocol_ipv6: None,
+        };
+        let refused = fleet_refusal("eu-west-1", &[named.clone(), arn]).expect("refused");
+        assert!(refused.1.contains("Invalid IAM Instance Profile name"));
+        assert_eq!(fleet_refusal("eu-west-1", &[named]), None);
+    }
 
     #[test]
     fn an_arn_is_no_instance_profile_name_and_a_name_is() {

@@ -125,6 +125,19 @@ struct State {
     enforced: Option<simulator::Enforced>,
     /// The (action, resource) pairs the enforced policy refused, in order.
     refused: Vec<(String, String)>,
+    /// The launches refused as EC2 refuses what moto accepts (`launch_parameters.rs`), in order.
+    launch_refusals: Vec<LaunchRefusal>,
+}
+
+/// A launch (a RunInstances, dry or not, or an instant CreateFleet) the proxy refused as EC2
+/// does (`launch_parameters.rs`): the witness of a refusal Karpenter itself may only requeue on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchRefusal {
+    pub operation: String,
+    pub code: String,
+    pub message: String,
+    /// A RunInstances with `DryRun=true` (Karpenter's validation).
+    pub dry_run: bool,
 }
 
 /// The running proxy; stops when dropped.
@@ -322,6 +335,11 @@ impl FaultProxy {
         state.enforced = Some(enforced);
         state.refused.clear();
         Ok(())
+    }
+
+    /// The launches refused so far as EC2 refuses them (`launch_parameters.rs`), in order.
+    pub fn launch_refusals(&self) -> Vec<LaunchRefusal> {
+        lock(&self.state).launch_refusals.clone()
     }
 
     /// What the enforced policy refused so far: (action, resource), in order.

@@ -184,9 +184,23 @@ start_karpenter() {
   log "Karpenter ${KH_KARPENTER_RELEASE:-v1.14.1} and the node stand-in running (logs/karpenter.log)"
 }
 
+# What a bed is up for: its role (KH_BED_ROLE: the operator tests, a lab release, the demo) and
+# the Karpenter CRDs it installed. A running bed is reused only for the same; another role would
+# run its tests beside a controller it does not know of (the demo's Karpenter reconciles every
+# NodePool on its bed), so `up` refuses.
+bed_role() {
+  echo "role=${KH_BED_ROLE:-tests} crds=${KARPENTER_CRDS_DIR:-minimal}"
+}
+
 up() {
   if [ -f "$dir/env" ] && [ -f "$dir/pids/kube-apiserver.pid" ] && kill -0 "$(cat "$dir/pids/kube-apiserver.pid")" 2>/dev/null; then
-    log "already up in $dir"; return 0
+    local running wanted
+    running="$(cat "$dir/role" 2>/dev/null || echo "role=unknown")"; wanted="$(bed_role)"
+    if [ "$running" != "$wanted" ]; then
+      log "refusing to reuse the bed in $dir: it is up as [$running], this asks for [$wanted]; stop it first: bash e2e/bed/bed.sh down $dir"
+      exit 1
+    fi
+    log "already up in $dir ($running)"; return 0
   fi
   "$here/install-deps.sh"
   resolve_binaries
@@ -286,8 +300,9 @@ export KH_ETCD_PORT="$etcd_port"
 export KH_APISERVER_BIN="$apiserver"
 export KH_AUDIT_LOG="$dir/logs/audit.log"
 ENV
+  bed_role > "$dir/role"
   trap - ERR
-  log "up in $dir (apiserver :$api_port, etcd :$etcd_port, moto :$moto_port)"
+  log "up in $dir (apiserver :$api_port, etcd :$etcd_port, moto :$moto_port; $(bed_role))"
   log "versions: $("$apiserver" --version 2>&1 | head -1), etcd $("$etcd_bin" --version 2>&1 | head -1 | awk '{print $3}'), moto $("$cache_root/moto-venv/bin/python" -c 'import moto; print(moto.__version__)')"
 }
 

@@ -12,7 +12,6 @@
 use crate::fixture::Fixture;
 use anyhow::{Context as _, Result};
 use k8s_openapi::api::core::v1::{Event, Pod};
-use karpenter_health_api::karpenter::{EC2NodeClass, NodeClaim, NodePool};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -21,22 +20,32 @@ mod controller;
 mod instances;
 pub use controller::*;
 
-/// Whether Karpenter's `conditions` (of an EC2NodeClass or a NodeClaim) hold `type_` with
-/// `status`.
-fn carries(
-    conditions: Option<&[karpenter_health_api::karpenter::KarpenterCondition]>,
-    type_: &str,
-    status: &str,
-) -> bool {
-    conditions
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == type_ && c.status == status)
+/// One of Karpenter's objects (an EC2NodeClass, a NodePool, a NodeClaim) as Karpenter wrote it:
+/// plain JSON, so that the lab judges Karpenter's own fields, never the product's reading of them.
+pub type KarpenterObject = kube::api::DynamicObject;
+
+/// Karpenter's condition `type_` in `object`'s `status.conditions`, as written.
+pub fn condition<'a>(object: &'a KarpenterObject, type_: &str) -> Option<&'a Value> {
+    object
+        .data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+}
+
+/// Whether `object` carries Karpenter's condition `type_` with `status`.
+pub fn carries(object: &KarpenterObject, type_: &str, status: &str) -> bool {
+    condition(object, type_).is_some_and(|c| c["status"] == status)
 }
 
 /// One lab scenario: the test's seeded AWS and cluster (a [`Fixture`] whose EC2NodeClass status
 /// is Karpenter's own), the real Karpenter, and the node stand-in.
 pub struct Lab {
+    /// First, so that it is dropped while Karpenter still runs: a Lab dropped without
+    /// [`Lab::finish`] (an assertion that panicked) releases its Karpenter objects anyway.
+    teardown: TeardownOnDrop,
     pub fx: Fixture,
     pub karpenter: KarpenterProcess,
     settings: Settings,
@@ -76,6 +85,17 @@ impl Lab {
         configure: impl FnOnce(&mut Settings),
     ) -> Result<Self> {
         Self::start_seeded(test, region, configure, None::<fn(&Fixture) -> Value>).await
+    }
+
+    /// [`Lab::start`] with both: Karpenter's settings changed by `configure` and the class's
+    /// spec by `spec`.
+    pub async fn start_seeded_with(
+        test: &str,
+        region: &str,
+        configure: impl FnOnce(&mut Settings),
+        spec: impl FnOnce(&Fixture) -> Value,
+    ) -> Result<Self> {
+        Self::start_seeded(test, region, configure, Some(spec)).await
     }
 
     async fn start_seeded(
@@ -137,6 +157,10 @@ impl Lab {
             }
         });
         Ok(Self {
+            teardown: TeardownOnDrop {
+                kubeconfig: Some(fx.bed.admin_kubeconfig()),
+                class: fx.name.clone(),
+            },
             fx,
             karpenter,
             settings,
@@ -207,7 +231,7 @@ impl Lab {
 
     /// Merges `patch` into the test's NodePool.
     pub async fn patch_node_pool(&self, patch: Value) -> Result<()> {
-        Api::<NodePool>::all(self.fx.admin.clone())
+        karpenter_objects(&self.fx.admin, "NodePool")
             .patch(&self.fx.name, &PatchParams::default(), &Patch::Merge(patch))
             .await?;
         Ok(())
@@ -346,7 +370,7 @@ impl Lab {
     /// Adds the node label `key`=`value` to this test's NodePool's template (Karpenter turns it
     /// into a requirement of every NodeClaim it makes there).
     pub async fn label_node_pool(&self, key: &str, value: &str) -> Result<()> {
-        Api::<NodePool>::all(self.fx.admin.clone())
+        karpenter_objects(&self.fx.admin, "NodePool")
             .patch(
                 &self.fx.name,
                 &kube::api::PatchParams::default(),
@@ -388,7 +412,7 @@ impl Lab {
     /// Deletes the NodeClaims of this test's NodePool (as a user clears claims that never
     /// launched: Karpenter keeps a Pod's claim for its 5-minute launch timeout otherwise).
     pub async fn delete_node_claims(&self) -> Result<()> {
-        let api = Api::<NodeClaim>::all(self.fx.admin.clone());
+        let api = karpenter_objects(&self.fx.admin, "NodeClaim");
         for claim in self.node_claims().await? {
             if let Some(name) = claim.metadata.name {
                 let _ = api.delete(&name, &DeleteParams::default()).await;
@@ -398,8 +422,8 @@ impl Lab {
     }
 
     /// The NodeClaims Karpenter made for this test's NodePool.
-    pub async fn node_claims(&self) -> Result<Vec<NodeClaim>> {
-        Ok(Api::<NodeClaim>::all(self.fx.admin.clone())
+    pub async fn node_claims(&self) -> Result<Vec<KarpenterObject>> {
+        Ok(karpenter_objects(&self.fx.admin, "NodeClaim")
             .list(&ListParams::default().labels(&format!("karpenter.sh/nodepool={}", self.fx.name)))
             .await?
             .items)
@@ -407,17 +431,19 @@ impl Lab {
 
     /// Waits until Karpenter launched a NodeClaim for this test's NodePool and it is
     /// `condition` (`Launched`, `Registered`, `Initialized`), and returns it.
-    pub async fn wait_node_claim(&self, condition: &str, deadline: Duration) -> Result<NodeClaim> {
+    pub async fn wait_node_claim(
+        &self,
+        condition: &str,
+        deadline: Duration,
+    ) -> Result<KarpenterObject> {
         let what = format!("a NodeClaim of NodePool {} {condition}", self.fx.name);
         let started = Instant::now();
         let found = crate::wait_for(&what, deadline, || async {
-            Ok(self.node_claims().await?.into_iter().find(|claim| {
-                claim
-                    .status
-                    .iter()
-                    .flat_map(|s| s.conditions.iter())
-                    .any(|c| c.type_ == condition && c.status == "True")
-            }))
+            Ok(self
+                .node_claims()
+                .await?
+                .into_iter()
+                .find(|claim| carries(claim, condition, "True")))
         })
         .await
         .with_context(|| format!("Karpenter's log ends:\n{}", self.karpenter.log_tail(15)))?;
@@ -426,7 +452,7 @@ impl Lab {
         Ok(found)
     }
 
-    /// Waits until Karpenter logged `message` (a JSON log line's `message`) for this test's
+    /// Waits until Karpenter logged `message` (within a JSON log line's `message`) for this test's
     /// objects (`fields` all present in the line's text: a NodePool's name, a Pod's), and
     /// returns the line.
     pub async fn wait_logged(
@@ -449,10 +475,19 @@ impl Lab {
     }
 
     /// This test's EC2NodeClass as Karpenter left it.
-    pub async fn node_class(&self) -> Result<EC2NodeClass> {
-        Ok(Api::<EC2NodeClass>::all(self.fx.admin.clone())
-            .get(&self.fx.name)
-            .await?)
+    pub async fn node_class(&self) -> Result<KarpenterObject> {
+        let resource = kube::api::ApiResource {
+            group: "karpenter.k8s.aws".into(),
+            version: "v1".into(),
+            api_version: "karpenter.k8s.aws/v1".into(),
+            kind: "EC2NodeClass".into(),
+            plural: "ec2nodeclasses".into(),
+        };
+        Ok(
+            Api::<KarpenterObject>::all_with(self.fx.admin.clone(), &resource)
+                .get(&self.fx.name)
+                .await?,
+        )
     }
 
     /// Waits until this test's EC2NodeClass carries Karpenter's condition `type_` with `status`.
@@ -460,11 +495,7 @@ impl Lab {
         crate::wait_for(
             &format!("Karpenter's {type_}={status} on the EC2NodeClass"),
             Duration::from_secs(60),
-            || async {
-                let class = self.node_class().await?;
-                let conditions = class.status.as_ref().map(|s| s.conditions.as_slice());
-                Ok(carries(conditions, type_, status).then_some(()))
-            },
+            || async { Ok(carries(&self.node_class().await?, type_, status).then_some(())) },
         )
         .await
     }
@@ -480,11 +511,10 @@ impl Lab {
             &format!("Karpenter's {type_}={status} on NodeClaim {name}"),
             Duration::from_secs(60),
             || async {
-                let claim = Api::<NodeClaim>::all(self.fx.admin.clone())
+                let claim = karpenter_objects(&self.fx.admin, "NodeClaim")
                     .get(name)
                     .await?;
-                let conditions = claim.status.as_ref().map(|s| s.conditions.as_slice());
-                Ok(carries(conditions, type_, status).then_some(()))
+                Ok(carries(&claim, type_, status).then_some(()))
             },
         )
         .await
@@ -504,34 +534,19 @@ impl Lab {
     /// Deletes the test's NodePool and waits (up to a minute) for Karpenter to terminate its
     /// NodeClaims, so no finalizer outlives the controller; then stops Karpenter and the
     /// stand-in and tears the fixture down. The body's error wins.
-    pub async fn finish(self, outcome: Result<()>) -> Result<()> {
-        let pools: Api<NodePool> = Api::all(self.fx.admin.clone());
-        let _ = pools.delete(&self.fx.name, &DeleteParams::default()).await;
-        // And every other NodePool of the test's class (`add_node_pool`).
-        for pool in pools
-            .list(&Default::default())
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
-            let of_this_class = pool
-                .spec
-                .template
-                .spec
-                .node_class_ref
-                .as_ref()
-                .map(|r| &r.name)
-                == Some(&self.fx.name);
-            if let (true, Some(name)) = (of_this_class, pool.metadata.name.as_deref()) {
-                let _ = pools.delete(name, &DeleteParams::default()).await;
-            }
+    pub async fn finish(mut self, outcome: Result<()>) -> Result<()> {
+        self.teardown.kubeconfig = None;
+        let drained = release_node_pools(&self.fx.admin, &self.fx.name).await;
+        if self.karpenter.exits_at_start > 0 {
+            // A start-up gap of the bed (a read Karpenter panics on) would hide behind the
+            // restart: said in every test's output, with the kept logs.
+            eprintln!(
+                "lab: Karpenter {} exited {} time(s) at start before it was ready (logs: {}.exit-N)",
+                self.karpenter.release,
+                self.karpenter.exits_at_start,
+                self.karpenter.log.display()
+            );
         }
-        let drained = crate::wait_for(
-            "Karpenter to terminate the test's NodeClaims",
-            Duration::from_secs(60),
-            || async { Ok(self.node_claims().await?.is_empty().then_some(())) },
-        )
-        .await;
         let _ = self.karpenter.stop().await;
         self.stand_in.abort();
         // The gaps the lab leaves open, from what Karpenter asked and moto could not serve.
@@ -540,5 +555,80 @@ impl Lab {
         }
         let outcome = outcome.and(drained);
         self.fx.finish(outcome).await
+    }
+}
+
+/// Karpenter's cluster-scoped `karpenter.sh/v1` objects of `kind`, read as plain JSON: the lab
+/// judges what Karpenter wrote, not what the product's types make of it.
+fn karpenter_objects(client: &kube::Client, kind: &str) -> Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource {
+        group: "karpenter.sh".into(),
+        version: "v1".into(),
+        api_version: "karpenter.sh/v1".into(),
+        kind: kind.into(),
+        plural: format!("{}s", kind.to_ascii_lowercase()),
+    };
+    Api::all_with(client.clone(), &resource)
+}
+
+/// Deletes the NodePools of EC2NodeClass `class` (read as plain JSON: whatever their shape) and
+/// waits up to a minute for Karpenter to terminate their NodeClaims, so that no claim with
+/// Karpenter's finalizer outlives the controller and is reconciled by the next test's.
+async fn release_node_pools(client: &kube::Client, class: &str) -> Result<()> {
+    let pools = karpenter_objects(client, "NodePool");
+    let listed = pools.list(&ListParams::default()).await?;
+    for pool in listed.items {
+        let of_this_class =
+            pool.data.pointer("/spec/template/spec/nodeClassRef/name") == Some(&json!(class));
+        if let (true, Some(name)) = (of_this_class, pool.metadata.name.as_deref()) {
+            let _ = pools.delete(name, &DeleteParams::default()).await;
+        }
+    }
+    let claims = karpenter_objects(client, "NodeClaim");
+    crate::wait_for(
+        "Karpenter to terminate the test's NodeClaims",
+        Duration::from_secs(60),
+        || async {
+            let left = claims.list(&ListParams::default()).await?.items;
+            let ours = left
+                .iter()
+                .any(|claim| claim.data.pointer("/spec/nodeClassRef/name") == Some(&json!(class)));
+            Ok((!ours).then_some(()))
+        },
+    )
+    .await
+}
+
+/// Releases a dropped [`Lab`]'s NodePools and NodeClaims when [`Lab::finish`] did not (a test
+/// body that panicked): on a thread of its own with its own runtime and client, since the
+/// test's runtime may be unwinding.
+struct TeardownOnDrop {
+    /// The bed's admin kubeconfig; `None` once `finish` has released the objects.
+    kubeconfig: Option<std::path::PathBuf>,
+    class: String,
+}
+
+impl Drop for TeardownOnDrop {
+    fn drop(&mut self) {
+        let Some(kubeconfig) = self.kubeconfig.take() else {
+            return;
+        };
+        let class = self.class.clone();
+        eprintln!("lab: {class} dropped without finish: releasing its NodePools and NodeClaims");
+        let released = std::thread::spawn(move || -> Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let client = crate::client_from(&kubeconfig).await?;
+                release_node_pools(&client, &class).await
+            })
+        })
+        .join();
+        match released {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("lab: releasing {} failed: {e:#}", self.class),
+            Err(_) => eprintln!("lab: releasing {} panicked", self.class),
+        }
     }
 }

@@ -178,7 +178,7 @@ impl Bed {
 /// The access key everything in the bed signs with unless a test names another.
 pub const BED_ACCESS_KEY: &str = "testing";
 
-async fn client_from(path: &Path) -> Result<kube::Client> {
+pub(crate) async fn client_from(path: &Path) -> Result<kube::Client> {
     let kubeconfig = Kubeconfig::read_from(path)?;
     let config =
         kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;

@@ -10,7 +10,7 @@
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::health_status::condition_is;
-use karpenter_health_e2e::lab::{Lab, release};
+use karpenter_health_e2e::lab::{Lab, condition, release};
 use karpenter_health_e2e::status_log::StatusLog;
 use serde_json::json;
 use std::time::Duration;
@@ -26,12 +26,35 @@ const LAUNCH: Duration = Duration::from_secs(60);
 /// provisioner.go`); the provisioner runs at least every 10 s while Pods wait.
 const PROVISIONER_PASS: Duration = Duration::from_secs(30);
 
+/// The ValidationStuck threshold the ARN scenario runs with: long enough that Karpenter requeues
+/// its refused validation many times before it (a requeue backs off from 5 ms, doubling:
+/// controller-runtime's default rate limiter), short enough for the bed (the default is 10 min).
+const VALIDATION_STUCK: Duration = Duration::from_secs(45);
+
+/// The instance-profile refusals the gap proxy made of Karpenter's launches as EC2 makes them:
+/// (dry-run RunInstances, CreateFleet).
+fn profile_refusals(lab: &Lab) -> (usize, usize) {
+    let refusals = lab.fx.proxy.launch_refusals();
+    let of = |operation: &str, dry_run: bool| {
+        refusals
+            .iter()
+            .filter(|r| {
+                r.operation == operation
+                    && r.dry_run == dry_run
+                    && r.message.contains("Invalid IAM Instance Profile name")
+            })
+            .count()
+    };
+    (of("RunInstances", true), of("CreateFleet", false))
+}
+
 /// Classic 2. Karpenter takes `spec.instanceProfile` as given and marks it ready without asking
 /// IAM (`pkg/controllers/nodeclass/instanceprofile.go`); its validation's RunInstances dry run is
-/// refused by EC2 ("Invalid IAM Instance Profile name", which the gap proxy answers as EC2 does)
-/// and requeued without a condition (`pkg/controllers/nodeclass/validation.go`,
-/// `pkg/errors/errors.go`), so ValidationSucceeded stays Unknown and the provisioner ignores the
-/// NodePool: nothing launches.
+/// refused by EC2 ("Invalid IAM Instance Profile name", which the gap proxy answers as EC2 does
+/// and counts) and requeued without a condition (`pkg/controllers/nodeclass/validation.go`,
+/// `pkg/errors/errors.go` IsInstanceProfileNotFound), so ValidationSucceeded stays Unknown across
+/// the requeues and the provisioner ignores the NodePool: nothing launches. ValidationStuck comes
+/// only once the threshold has passed since Karpenter's Unknown, never before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launches_nothing()
 -> Result<()> {
@@ -42,11 +65,11 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
     )
     .await?;
     let outcome: Result<()> = async {
+        let verdicts = StatusLog::start(&lab.fx.admin, &lab.fx.name);
         let operator = lab
             .fx
             .start_operator_with(None, |config| {
-                // The bed cannot wait Karpenter's validation out for the default 10 minutes.
-                config.evaluation.validation_stuck_after = Duration::ZERO;
+                config.evaluation.validation_stuck_after = VALIDATION_STUCK;
             })
             .await?;
         lab.workload("web", "500m").await?;
@@ -62,7 +85,8 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
                 ),
             ])
             .await?;
-        // What Karpenter does: the profile "ready", validation never concluding, no launch.
+        // What Karpenter does: the profile "ready", validation never concluding across its
+        // requeues (each a dry run EC2 refused), no launch.
         lab.karpenter_condition("InstanceProfileReady", "True")
             .await?;
         lab.wait_logged(
@@ -72,18 +96,54 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
         )
         .await?;
         let class = lab.node_class().await?;
-        let validation = class
-            .status
-            .iter()
-            .flat_map(|s| s.conditions.iter())
-            .find(|c| c.type_ == "ValidationSucceeded")
+        let validation = condition(&class, "ValidationSucceeded")
             .context("Karpenter wrote no ValidationSucceeded")?;
-        ensure!(validation.status == "Unknown", "validation: {validation:?}");
+        ensure!(
+            validation["status"] == "Unknown",
+            "validation: {validation}"
+        );
+        let (dry_runs, fleets) = profile_refusals(&lab);
+        ensure!(
+            dry_runs >= 2,
+            "Karpenter's validation was refused {dry_runs} times: not seen across requeues"
+        );
+        ensure!(
+            fleets == 0,
+            "Karpenter launched a fleet while not validated"
+        );
         ensure!(lab.node_claims().await?.is_empty(), "Karpenter launched");
         ensure!(
             lab.launched_instances().await?.is_empty(),
             "an instance was launched"
         );
+        // Nothing said "stuck" before the threshold had passed since Karpenter's Unknown.
+        let unknown_since: k8s_openapi::jiff::Timestamp = validation["lastTransitionTime"]
+            .as_str()
+            .context("ValidationSucceeded's lastTransitionTime")?
+            .parse()?;
+        let threshold = k8s_openapi::jiff::SignedDuration::try_from(VALIDATION_STUCK)?;
+        let held = verdicts.stop().await;
+        let stuck_at: Vec<_> = held
+            .iter()
+            .filter(|s| {
+                condition_is(
+                    s,
+                    ConditionType::KarpenterStatusConsistent,
+                    "False",
+                    Reason::ValidationStuck,
+                )
+            })
+            .filter_map(|s| s.condition(ConditionType::KarpenterStatusConsistent))
+            .map(|c| c.last_transition_time.0)
+            .collect();
+        ensure!(!stuck_at.is_empty(), "no status said ValidationStuck");
+        for at in stuck_at {
+            ensure!(
+                at.duration_since(unknown_since) >= threshold,
+                "ValidationStuck at {at}, before {VALIDATION_STUCK:?} had passed since \
+                 Karpenter's Unknown at {unknown_since}"
+            );
+        }
 
         // The healthy twin: the profile's name. Karpenter validates, launches, the node joins.
         let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
@@ -111,9 +171,63 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
     lab.finish(outcome).await
 }
 
+/// Classic 2 where a user skipped Karpenter's validation (`settings.disableDryRun`, env
+/// `DISABLE_DRY_RUN`; K14 `pkg/operator/options/options.go`): Karpenter marks the class validated
+/// and launches, and EC2 refuses every fleet with the profile error in its `Errors[]` (as for
+/// RunInstances, aws/karpenter-provider-aws #3051), so no NodeClaim ever launches. The verdict is
+/// the same: it is judged from the class, not from Karpenter's validation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_profile_arn_without_dry_run_fails_every_launch() -> Result<()> {
+    let lab = Lab::start_seeded_with(
+        "lab-arn-nodry",
+        "eu-north-1",
+        |settings| settings.disable_dry_run = true,
+        |fx| json!({"instanceProfile": fx.profile_arn}),
+    )
+    .await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.workload("web", "500m").await?;
+        lab.fx
+            .wait_only_failed(
+                ConditionType::InstanceProfileReady,
+                Reason::InstanceProfileIsArn,
+            )
+            .await?;
+        // What Karpenter does: validated without a dry run, it launches, and every fleet is
+        // refused; no claim launches and no instance runs.
+        lab.karpenter_condition("ValidationSucceeded", "True")
+            .await?;
+        karpenter_health_e2e::wait_for("a refused fleet", LAUNCH, || async {
+            Ok((profile_refusals(&lab).1 >= 1).then_some(()))
+        })
+        .await?;
+        let (dry_runs, _) = profile_refusals(&lab);
+        ensure!(
+            dry_runs == 0,
+            "Karpenter dry-ran {dry_runs} times with DISABLE_DRY_RUN"
+        );
+        for claim in lab.node_claims().await? {
+            ensure!(
+                !karpenter_health_e2e::lab::carries(&claim, "Launched", "True"),
+                "a NodeClaim launched with an ARN profile"
+            );
+        }
+        ensure!(
+            lab.launched_instances().await?.is_empty(),
+            "an instance was launched"
+        );
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
 /// Classic 3. aws-auth maps the controller role, not the node role: the kubelet, which
-/// authenticates as the node role, is refused, so the stand-in makes no Node (the authenticator's
-/// decision is the test's to state; what follows is Karpenter's). Karpenter launches the instance
+/// authenticates as the node role, is refused. Nothing on the bed authenticates a node as EKS
+/// does, so the test tells the stand-in to make no Node: the refusal is the premise, and this
+/// test proves only what Karpenter does after it (docs/checks.md marks ControllerRoleMappedInstead
+/// not proven). Karpenter launches the instance
 /// and waits for a Node that never comes (`pkg/controllers/nodeclaim/lifecycle/registration.go`;
 /// it deletes the NodeClaim after 15 minutes, `liveness.go`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,13 +276,9 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
             .into_iter()
             .find(|c| c.metadata.name.as_deref() == Some(&name))
             .context("Karpenter deleted the NodeClaim before its registration timeout")?;
-        let registered = claim
-            .status
-            .iter()
-            .flat_map(|s| s.conditions.iter())
-            .find(|c| c.type_ == "Registered");
+        let registered = condition(&claim, "Registered");
         ensure!(
-            registered.is_some_and(|c| c.status != "True"),
+            registered.is_some_and(|c| c["status"] != "True"),
             "registered without a Node: {registered:?}"
         );
 
@@ -206,15 +316,14 @@ async fn a_node_role_label_is_refused_where_karpenter_restricts_it_and_launched_
             lab.fx
                 .wait_only_failed(ConditionType::LabelsAllowed, Reason::RestrictedLabelDomain)
                 .await?;
+            // The provisioner's own refusal (core v1.8 `provisioner.go`, a debug line that
+            // carries the key after the phrase), not an Event that might come from elsewhere.
             lab.wait_logged(
                 "ignoring pod, label is restricted",
                 &["web"],
                 PROVISIONER_PASS,
             )
-            .await
-            .or(lab
-                .wait_events_of_pod("web", "FailedScheduling", "label is restricted")
-                .await)?;
+            .await?;
             ensure!(lab.node_claims().await?.is_empty(), "Karpenter launched");
             // The twin: the workload asks for a label of the user's own domain instead, which
             // the NodePool carries.
@@ -299,14 +408,20 @@ async fn another_clusters_instances_under_the_same_name_are_terminated_by_karpen
     lab.finish(outcome).await
 }
 
-/// Classic 1, as far as the releases the lab can build go: both are 1.7 or later, which no longer
-/// send `httpProtocolIPv6` in the isolated regions (PR #8404, `pkg/providers/amifamily/
-/// resolver.go`). EC2 there refuses the option (the gap proxy answers as EC2 does), so a launch
-/// proves it was not sent. The failing side (Karpenter before 1.7) is not served by the Go
-/// module proxy; docs/checks.md says so.
+/// Classic 1, its healthy half: Karpenter 1.7 and later no longer sends `httpProtocolIPv6` in the
+/// isolated regions (PR #8404, `pkg/providers/amifamily/resolver.go`). EC2 there refuses the
+/// option (the gap proxy answers as EC2 does), so a launch proves it was not sent. Runs on the
+/// lab's releases from 1.7 (v1.8.6, v1.14.1); the failing half runs on v1.6.3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_agrees() -> Result<()>
 {
+    if karpenter_health_e2e::lab::release_before(&release(), (1, 7, 0)) {
+        eprintln!(
+            "lab: Karpenter {} sends httpProtocolIPv6: its half is in_an_isolated_region_karpenter_before_1_7_launches_nothing",
+            release()
+        );
+        return Ok(());
+    }
     // The option set explicitly: Karpenter from 1.7 drops it in these regions whatever the class
     // says (`resolver.go`, httpProtocolUnsupportedRegions).
     let lab = Lab::start_with_class(
@@ -354,6 +469,61 @@ async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_ag
                 "False while Karpenter launched"
             );
         }
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// Classic 1, its failing half: Karpenter before 1.7 writes `httpProtocolIPv6` into every launch
+/// template (`disabled` on an IPv4 cluster; v1.6.3 `pkg/providers/amifamily/resolver.go`), which
+/// EC2 refuses in the isolated regions, so no launch template is made and nothing launches. Runs
+/// on the lab's release before 1.7 (v1.6.3, which `make test` runs for this test only); there is
+/// no healthy twin on that release (every template carries the option): the twin is the 1.7
+/// test above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_an_isolated_region_karpenter_before_1_7_launches_nothing() -> Result<()> {
+    if !karpenter_health_e2e::lab::release_before(&release(), (1, 7, 0)) {
+        eprintln!(
+            "lab: Karpenter {} no longer sends httpProtocolIPv6: its half is in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_agrees",
+            release()
+        );
+        return Ok(());
+    }
+    let lab = Lab::start("lab-iso-old", "us-iso-east-1").await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.workload("web", "500m").await?;
+        lab.fx
+            .wait_failed(&[(
+                ConditionType::MetadataOptionsSupported,
+                Reason::HttpProtocolIPv6UnsupportedInRegion,
+            )])
+            .await?;
+        // What Karpenter does: its launch template is refused for the option, in its own log,
+        // and nothing launches.
+        let refused = lab
+            .wait_logged("", &["HttpProtocolIpv6 is not supported"], LAUNCH)
+            .await?;
+        eprintln!("lab: Karpenter's refusal: {refused}");
+        let templates = lab
+            .fx
+            .proxy
+            .launch_refusals()
+            .iter()
+            .filter(|r| r.operation.starts_with("CreateLaunchTemplate"))
+            .count();
+        ensure!(templates >= 1, "no launch template was refused");
+        for claim in lab.node_claims().await? {
+            ensure!(
+                !karpenter_health_e2e::lab::carries(&claim, "Launched", "True"),
+                "a NodeClaim launched with httpProtocolIPv6 in an isolated region"
+            );
+        }
+        ensure!(
+            lab.launched_instances().await?.is_empty(),
+            "an instance was launched"
+        );
         operator.stop().await
     }
     .await;

@@ -29,17 +29,10 @@ async fn initialized_of(lab: &Lab, name: &str) -> Result<(String, String, String
         .into_iter()
         .find(|c| c.metadata.name.as_deref() == Some(name))
         .with_context(|| format!("NodeClaim {name} is gone"))?;
-    let condition = claim
-        .status
-        .iter()
-        .flat_map(|s| s.conditions.iter())
-        .find(|c| c.type_ == "Initialized")
+    let condition = karpenter_health_e2e::lab::condition(&claim, "Initialized")
         .with_context(|| format!("NodeClaim {name} has no Initialized condition"))?;
-    Ok((
-        condition.status.clone(),
-        condition.reason.clone().unwrap_or_default(),
-        condition.message.clone().unwrap_or_default(),
-    ))
+    let field = |f: &str| condition[f].as_str().unwrap_or_default().to_owned();
+    Ok((field("status"), field("reason"), field("message")))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

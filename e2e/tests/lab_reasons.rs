@@ -6,7 +6,6 @@
 
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
-use karpenter_health_checks::Settings;
 use karpenter_health_e2e::fault_proxy::public_parameters::al2023_recommended;
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::Lab;
@@ -21,6 +20,11 @@ const LAUNCH: Duration = Duration::from_secs(60);
 /// The provisioner runs at least every 10 s while Pods wait (kubernetes-sigs/karpenter
 /// `pkg/controllers/provisioning`); three passes.
 const PROVISIONER_PASS: Duration = Duration::from_secs(30);
+
+/// How long a Pod waits on NodePool limits before it counts (the operator's
+/// `waiting_on_limits_after`, 2 minutes by default): shortened for the bed, still past several
+/// of Karpenter's provisioner passes.
+const WAITING_ON_LIMITS: Duration = Duration::from_secs(45);
 
 fn requirements(extra: Value) -> Value {
     let mut all = vec![
@@ -143,10 +147,10 @@ async fn a_required_zone_without_a_subnet_launches_nothing() -> Result<()> {
         lab.karpenter_condition("SubnetsReady", "True").await?;
         let class = lab.node_class().await?;
         let zone = class
-            .status
-            .as_ref()
-            .and_then(|s| s.subnets.first())
-            .and_then(|s| s.zone.clone())
+            .data
+            .pointer("/status/subnets/0/zone")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
             .context("Karpenter resolved no subnet")?;
         let elsewhere = ["a", "b", "c"]
             .iter()
@@ -264,11 +268,7 @@ async fn an_architecture_the_images_are_not_built_for_launches_nothing() -> Resu
         )
         .await?;
         for claim in lab.node_claims().await? {
-            let launched = claim
-                .status
-                .iter()
-                .flat_map(|s| s.conditions.iter())
-                .any(|c| c.type_ == "Launched" && c.status == "True");
+            let launched = karpenter_health_e2e::lab::carries(&claim, "Launched", "True");
             ensure!(
                 !launched,
                 "Karpenter launched an arm64 node without an arm64 image"
@@ -312,7 +312,12 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
         .await?;
         lab.label_node_pool("team", "shop").await?;
         let spare = lab.add_node_pool("spare", json!({})).await?;
-        let operator = lab.fx.start_operator(None, false).await?;
+        let operator = lab
+            .fx
+            .start_operator_with(None, |config| {
+                config.evaluation.waiting_on_limits_after = WAITING_ON_LIMITS;
+            })
+            .await?;
         lab.fx.wait_healthy("before any Pod").await?;
         // An ordinary scale-up to the limit: one m5.large (2 vCPU) for the first Pod.
         let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
@@ -327,8 +332,7 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
             );
         }
         // A Pod that fits beside the first on no node: Karpenter may launch nothing more. It
-        // counts as waiting on the limits once it has waited waiting_on_limits_after (the
-        // default, 2 minutes).
+        // counts as waiting on the limits once it has waited WAITING_ON_LIMITS.
         let waited = std::time::Instant::now();
         lab.workload_with("batch", "1800m", json!({"team": "shop"})).await?;
         let refused = lab
@@ -346,8 +350,7 @@ async fn pods_beyond_the_node_pools_limit_wait_and_the_scale_up_to_it_is_never_f
                 })
             })
             .await?;
-        let threshold = Duration::try_from(Settings::default().waiting_on_limits_after)?;
-        tokio::time::sleep(threshold.saturating_sub(waited.elapsed())).await;
+        tokio::time::sleep(WAITING_ON_LIMITS.saturating_sub(waited.elapsed())).await;
         lab.fx
             .wait_failed(&[(ConditionType::LimitsLeaveRoom, Reason::NodePoolLimitsReached)])
             .await?;
@@ -510,17 +513,12 @@ async fn an_al2_alias_is_refused_from_kubernetes_1_33_and_launches_nothing() -> 
     let outcome: Result<()> = async {
         let operator = lab.fx.start_operator(None, false).await?;
         lab.karpenter_condition("AMIsReady", "False").await?;
-        let refused = lab
-            .node_class()
-            .await?
-            .status
-            .into_iter()
-            .flat_map(|s| s.conditions)
-            .find(|c| c.type_ == "AMIsReady")
-            .context("AMIsReady")?;
+        let class = lab.node_class().await?;
+        let refused =
+            karpenter_health_e2e::lab::condition(&class, "AMIsReady").context("AMIsReady")?;
         ensure!(
-            refused.reason.as_deref() == Some("UnsupportedAlias"),
-            "Karpenter's reason: {refused:?}"
+            refused["reason"] == "UnsupportedAlias",
+            "Karpenter's reason: {refused}"
         );
         let status = lab
             .fx
@@ -639,6 +637,102 @@ async fn the_drift_freeze_of_a_budget_holds_the_node_claim_until_it_expires() ->
                 "False while drift was off on purpose: {c:?}"
             );
         }
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// AmisResolvable: an alias pinned to a release AWS never built for the cluster's Kubernetes
+/// version. Karpenter asks SSM for the release's image parameter, gets none, fails to resolve the
+/// class's images ("failed to discover any AMIs for alias", `pkg/providers/amifamily/al2023.go`)
+/// and never marks AMIsReady True, so the provisioner ignores the NodePool
+/// (`pkg/controllers/nodeclass/ami.go`). The twin is the same class on `@latest`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alias_pinned_to_a_release_never_built_launches_nothing() -> Result<()> {
+    let lab = Lab::start_with_class(
+        "lab-pinned",
+        "us-west-2",
+        |_| json!({"amiSelectorTerms": [{"alias": "al2023@v20200101"}]}),
+    )
+    .await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        let status = launches_nothing(
+            &lab,
+            (ConditionType::AmisResolvable, Reason::AmiAliasNotPublished),
+            "ignoring nodepool, not ready",
+        )
+        .await?;
+        let message =
+            karpenter_health_e2e::health_status::message(&status, ConditionType::AmisResolvable);
+        ensure!(
+            message.contains("v20200101"),
+            "names the release: {message}"
+        );
+        lab.wait_logged(
+            "Reconciler error",
+            &["failed to discover any AMIs for alias", &lab.fx.name],
+            PROVISIONER_PASS,
+        )
+        .await?;
+        let class = lab.node_class().await?;
+        ensure!(
+            !karpenter_health_e2e::lab::carries(&class, "AMIsReady", "True"),
+            "Karpenter resolved images for a release never built"
+        );
+        lab.fx
+            .patch_node_class_spec(json!({"amiSelectorTerms": [{"alias": "al2023@latest"}]}))
+            .await?;
+        launches(&lab, "with the latest release").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// LimitsLeaveRoom: a NodePool whose `limits.cpu` is below the vCPUs of every instance type it
+/// allows (1 against m5.large's 2). Karpenter filters every type out as exceeding the limits
+/// ("all available instance types exceed limits for nodepool", kubernetes-sigs/karpenter
+/// `scheduling/scheduler.go`) and launches nothing; raised to one node's worth, it launches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_below_the_smallest_instance_launch_nothing() -> Result<()> {
+    let lab = Lab::start("lab-small-limits", "ap-south-1").await?;
+    let outcome: Result<()> = async {
+        lab.patch_node_pool(json!({"spec": {
+            "limits": {"cpu": "1"},
+            "template": {"spec": {"requirements": [
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+            ]}},
+        }}))
+        .await?;
+        let operator = lab
+            .fx
+            .start_operator_with(None, |config| {
+                config.evaluation.waiting_on_limits_after = WAITING_ON_LIMITS;
+            })
+            .await?;
+        let waited = std::time::Instant::now();
+        lab.workload("web", "500m").await?;
+        let refused = lab
+            .wait_logged("could not schedule pod", &["exceed limits", "web"], PROVISIONER_PASS)
+            .await?;
+        eprintln!("lab: Karpenter on the Pod: {refused}");
+        tokio::time::sleep(WAITING_ON_LIMITS.saturating_sub(waited.elapsed())).await;
+        lab.fx
+            .wait_failed(&[(
+                ConditionType::LimitsLeaveRoom,
+                Reason::NodePoolLimitsBelowSmallestInstance,
+            )])
+            .await?;
+        ensure!(
+            lab.node_claims().await?.is_empty() && lab.launched_instances().await?.is_empty(),
+            "Karpenter launched under a limit below one node"
+        );
+        lab.patch_node_pool(json!({"spec": {"limits": {"cpu": "2"}}}))
+            .await?;
+        launches(&lab, "with a limit of one node").await?;
         operator.stop().await
     }
     .await;

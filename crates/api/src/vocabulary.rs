@@ -38,12 +38,39 @@ mod tests {
         }
         let proven = Reason::ALL
             .iter()
-            .filter(|r| matches!(r.lab(), Some(Lab::Proven(_))))
+            .filter(|r| r.lab().and_then(Lab::test).is_some())
             .count();
         assert!(
             proven >= 13,
             "the five classic failures and at least eight more: {proven}"
         );
+    }
+
+    /// A renamed or deleted lab test must not leave "proven" standing: each `file::function` is a
+    /// test function of `e2e/tests/<file>.rs`.
+    #[test]
+    fn every_proving_lab_test_exists() {
+        let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/tests");
+        for &reason in Reason::ALL {
+            let Some(path) = reason.lab().and_then(Lab::test) else {
+                continue;
+            };
+            let (file, function) = path
+                .split_once("::")
+                .unwrap_or_else(|| panic!("{reason}: {path:?} is not file::function"));
+            let source = std::fs::read_to_string(tests.join(format!("{file}.rs")))
+                .unwrap_or_else(|e| panic!("{reason}: e2e/tests/{file}.rs: {e}"));
+            let declared = source.lines().collect::<Vec<_>>().windows(2).any(|pair| {
+                pair[0].trim_start().starts_with("#[tokio::test")
+                    && pair[1]
+                        .trim_start()
+                        .starts_with(&format!("async fn {function}("))
+            });
+            assert!(
+                declared,
+                "{reason}: e2e/tests/{file}.rs has no test function {function}"
+            );
+        }
     }
 
     #[test]

@@ -361,6 +361,13 @@ fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
                     "- Against the real Karpenter: proven in the lab, `e2e/tests/{test}`"
                 );
             }
+            Some(Lab::ProvenWithin(test, releases)) => {
+                let _ = writeln!(
+                    w,
+                    "- Against the real Karpenter: proven in the lab, `e2e/tests/{test}` ({})",
+                    text(releases)
+                );
+            }
             Some(Lab::NotProven(why)) => {
                 let _ = writeln!(w, "- Against the real Karpenter: not proven; {}", text(why));
             }

@@ -8,8 +8,22 @@
 pub enum Lab {
     /// Proven by this e2e test (`file::function`).
     Proven(&'static str),
+    /// Proven by this e2e test (`file::function`) within a scope docs/checks.md states: which
+    /// release proves which half (the lab runs every release `make test` builds), or how much of
+    /// Karpenter's behaviour the test observes.
+    ProvenWithin(&'static str, &'static str),
     /// Not proven against the real controller, for this reason.
     NotProven(&'static str),
+}
+
+impl Lab {
+    /// The e2e test that proves the reason (`file::function`), if one does.
+    pub fn test(self) -> Option<&'static str> {
+        match self {
+            Lab::Proven(test) | Lab::ProvenWithin(test, _) => Some(test),
+            Lab::NotProven(_) => None,
+        }
+    }
 }
 
 // Why the lab cannot prove a family of reasons, shared by the table's entries.
@@ -33,8 +47,4 @@ pub(super) const VERSIONS: &str = "the lab runs the CRDs of the release it build
     older CRDs, stored versions and webhooks of earlier releases are not reproduced.";
 pub(super) const STATUS_TIMING: &str = "a contradiction or lag in Karpenter's status needs a controller \
     that misbehaves or stops; the real one in the lab does neither.";
-pub(super) const AMI_CATALOGUE: &str = "the gap proxy publishes the current EKS image parameters only; \
-    releases AWS never built, and the images of another family, are not in its catalogue.";
-pub(super) const RESERVATIONS: &str = "moto has no capacity reservations; the gap proxy answers \
-    DescribeCapacityReservations from test data, which Karpenter reads but cannot launch into.";
 pub(super) const SUMMARY: &str = "a summary of other conditions, not a claim about Karpenter.";
