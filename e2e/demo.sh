@@ -14,8 +14,9 @@ cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-
 release="${KH_KARPENTER_RELEASE:-v1.14.1}"
 export KH_KARPENTER_RELEASE="$release"
 
-# The bed installs the Karpenter CRDs of the release the demo runs.
-KARPENTER_CRDS_DIR="${KARPENTER_CRDS_DIR:-$(bash e2e/bed/build-karpenter.sh crds "$release")}"
+# The bed installs the Karpenter CRDs of the release the demo runs, whatever the caller's
+# KARPENTER_CRDS_DIR says (CI sets it to another release's for the operator tests).
+KARPENTER_CRDS_DIR="$(bash e2e/bed/build-karpenter.sh crds "$release")"
 export KARPENTER_CRDS_DIR
 KH_BED_ROLE="demo $release" bash e2e/bed/bed.sh up "$bed_dir"
 # shellcheck disable=SC1091
