@@ -26,6 +26,9 @@ tidy=""
 if [ "${1:-}" = --module ]; then tidy=1; shift; fi
 release="${1:?usage: oracle/build.sh RELEASE (oracle/build.sh --list names them)}"
 modfile="$src/releases/$release.mod"
+# The pinned Go install-deps.sh installs where the machine has none.
+# shellcheck source=e2e/bed/go-path.sh
+source "$here/../e2e/bed/go-path.sh"
 command -v go >/dev/null || { log "no Go toolchain on PATH (e2e/bed/install-deps.sh installs one)"; exit 1; }
 # v1.14.1 → karpenter_v1_14: the wiring file for that minor.
 minor="$(echo "$release" | sed -E 's/^v([0-9]+)\.([0-9]+)\..*/v\1_\2/')"

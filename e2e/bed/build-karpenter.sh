@@ -19,6 +19,9 @@ cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-
 log() { echo "build-karpenter: $*" >&2; }
 
 [ -f "$module/go.mod" ] || { log "no module for Karpenter $release (releases: $(ls "$here/karpenter" | tr '\n' ' '))"; exit 1; }
+# The pinned Go install-deps.sh installs where the machine has none.
+# shellcheck source=e2e/bed/go-path.sh
+source "$here/go-path.sh"
 command -v go >/dev/null || { log "no Go toolchain on PATH (e2e/bed/install-deps.sh installs one)"; exit 1; }
 if [ -n "$want_crds" ]; then
   dir="$(cd "$module" && GOFLAGS="-mod=readonly" GOSUMDB=off go list -m -f '{{.Dir}}' github.com/aws/karpenter-provider-aws)"

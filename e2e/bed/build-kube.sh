@@ -15,6 +15,9 @@ module="$here/kube"
 cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
 log() { echo "build-kube: $*" >&2; }
 
+# The pinned Go install-deps.sh installs where the machine has none.
+# shellcheck source=e2e/bed/go-path.sh
+source "$here/go-path.sh"
 command -v go >/dev/null || { log "no Go toolchain on PATH (e2e/bed/install-deps.sh installs one)"; exit 1; }
 # The pinned release and a digest of the module and the compiler: a new pin or Go gets new binaries.
 version="$(sed -n 's/^\(require \)\{0,1\}[[:space:]]*k8s.io\/kubernetes \(v[^ ]*\).*/\2/p' "$module/go.mod")"

@@ -32,16 +32,40 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 
 # Go builds the control plane and Karpenter from the module proxy (build-kube.sh,
-# build-karpenter.sh). The machine's Go must know toolchain switching (1.21 or later): it then
-# fetches, from the same proxy, the newer Go a module's go.mod asks for.
-go_minor="$(go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
+# build-karpenter.sh, oracle/build.sh). A machine's own Go of 1.21 or later is used as it is (it
+# fetches from the same proxy the newer Go a module's go.mod asks for); without one, the pinned
+# release below is installed from the Go module proxy (the toolchain module the go command itself
+# downloads for GOTOOLCHAIN), its archive checked against the SHA-256 pinned here, into the cache,
+# where go-path.sh puts it on PATH.
+cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
+go_pinned=1.26.8
+declare -A go_sha256=(
+  [amd64]=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
+  [arm64]=02b36b6787b3ac767668f630e2998df45a3b1f9ffee08d1bf3ef6487cd658d99
+)
+# shellcheck source=e2e/bed/go-path.sh
+source "$(dirname "$0")/go-path.sh"
+go_minor="$( { go env GOVERSION 2>/dev/null || true; } | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
 if [ -z "$go_minor" ] || [ "$go_minor" -lt 21 ]; then
-  echo "bed: Go 1.21 or later is needed on PATH to build the bed (found: $(go version 2>&1 || echo none))" >&2
-  exit 1
+  case "$(uname -m)" in x86_64) go_arch=amd64 ;; aarch64|arm64) go_arch=arm64 ;; *) go_arch="" ;; esac
+  [ -n "$go_arch" ] || { echo "bed: no Go 1.21+ on PATH and no pinned Go for $(uname -m)" >&2; exit 1; }
+  module="v0.0.1-go$go_pinned.linux-$go_arch"
+  echo "bed: no Go 1.21+ on PATH (found: $(go version 2>/dev/null || echo none)); installing Go $go_pinned from the Go module proxy"
+  tmp="$(mktemp -d)"
+  curl -sSfL -o "$tmp/go.zip" "${GOPROXY_URL:-https://proxy.golang.org}/golang.org/toolchain/@v/$module.zip"
+  echo "${go_sha256[$go_arch]}  $tmp/go.zip" | sha256sum -c --quiet - \
+    || { echo "bed: the Go $go_pinned archive does not match its pinned SHA-256" >&2; rm -rf "$tmp"; exit 1; }
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$tmp/go.zip" "$tmp"
+  rm -rf "$cache_root/go"; mkdir -p "$cache_root"
+  mv "$tmp/golang.org/toolchain@$module" "$cache_root/go"
+  chmod +x "$cache_root"/go/bin/* "$cache_root"/go/pkg/tool/*/* 2>/dev/null || true
+  rm -rf "$tmp"
+  # shellcheck source=e2e/bed/go-path.sh
+  source "$(dirname "$0")/go-path.sh"
+  echo "bed: $(go version) in $cache_root/go"
 fi
 
 # moto server (AWS API emulator) in a virtualenv of its own, outside the work tree.
-cache_root="${KARPENTER_HEALTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpenter-health}"
 venv="$cache_root/moto-venv"
 moto_version="${MOTO_VERSION:-5.2.5}"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import moto.server, flask_cors" >/dev/null 2>&1; then
