@@ -1,9 +1,10 @@
 //! Launch parameters EC2 refuses and moto accepts, refused as EC2 refuses them:
-//! - an instance profile named by something that is no IAM name (an ARN, say): RunInstances
-//!   answers `InvalidParameterValue` "Invalid IAM Instance Profile name", whether the profile is
-//!   given in the request or in its launch template (IAM names match `[\w+=,.@-]{1,128}`, the IAM
-//!   API reference; EC2 resolves the profile at launch, the EC2 API reference for
-//!   IamInstanceProfileSpecification);
+//! - an instance profile named by something that is no IAM name (an ARN, say), or by a name IAM
+//!   has no profile of: RunInstances answers `InvalidParameterValue` "Invalid IAM Instance Profile
+//!   name", whether the profile is given in the request or in its launch template (IAM names match
+//!   `[\w+=,.@-]{1,128}`, the IAM API reference; EC2 resolves the profile at launch, the EC2 API
+//!   reference for IamInstanceProfileSpecification; Karpenter reads this text as "profile not
+//!   found", aws/karpenter-provider-aws `pkg/errors/errors.go` IsInstanceProfileNotFound);
 //! - `HttpProtocolIpv6` in the metadata options of a launch template or launch in the isolated
 //!   regions (`us-iso-*`, `us-isob-*`, `us-isof-*`), where EC2 has no IPv6 metadata endpoint and
 //!   refuses the option (aws/karpenter-provider-aws #7081).
@@ -91,6 +92,8 @@ pub(super) enum TemplateRef {
 pub(super) struct TemplateData {
     pub(super) profile_name: Option<String>,
     pub(super) http_protocol_ipv6: Option<String>,
+    /// The security groups its network interfaces (or the template itself) name.
+    pub(super) security_groups: Vec<String>,
 }
 
 /// What EC2 refuses of a RunInstances form in `region`, its launch template's data included.
@@ -109,6 +112,33 @@ pub(super) fn run_instances_refusal(
         .get("MetadataOptions.HttpProtocolIpv6")
         .or(template.http_protocol_ipv6.as_ref());
     ipv6_metadata_refusal(region, ipv6)
+}
+
+/// Whether IAM (moto, `upstream`) holds an instance profile named `name`; an unanswered
+/// question counts as held, so that only IAM's own NoSuchEntity refuses a launch.
+async fn profile_held(upstream: &str, name: &str) -> bool {
+    let iam = aws_sdk_iam::Client::new(&super::upstream::moto_config(upstream, "us-east-1").await);
+    match iam.get_instance_profile().instance_profile_name(name).send().await {
+        Ok(_) => true,
+        Err(e) => !e
+            .as_service_error()
+            .is_some_and(aws_sdk_iam::operation::get_instance_profile::GetInstanceProfileError::is_no_such_entity_exception),
+    }
+}
+
+/// The refusal of a launch whose instance profile, an IAM name, names no profile IAM holds.
+async fn missing_profile_refusal(upstream: &str, profile: Option<&String>) -> Option<Refusal> {
+    let name = profile.filter(|p| is_iam_name(p))?;
+    if profile_held(upstream, name).await {
+        return None;
+    }
+    Some((
+        "InvalidParameterValue",
+        format!(
+            "Value ({name}) for parameter iamInstanceProfile.name is invalid. Invalid IAM \
+             Instance Profile name"
+        ),
+    ))
 }
 
 /// Reads the launch template `template` names from moto (`upstream`) in `region`.
@@ -141,7 +171,94 @@ pub(super) async fn template_data(
             .metadata_options()
             .and_then(|m| m.http_protocol_ipv6())
             .map(|v| v.as_str().to_owned()),
+        security_groups: data
+            .security_group_ids()
+            .iter()
+            .cloned()
+            .chain(
+                data.network_interfaces()
+                    .iter()
+                    .flat_map(|n| n.groups().iter().cloned()),
+            )
+            .collect(),
     })
+}
+
+/// EC2's refusal of a launch whose security group is in another VPC than its subnet: "Security
+/// group sg-… and subnet subnet-… belong to different networks" (`InvalidParameter`), the error EC2
+/// returns for a launch (moto launches). `vpc_of` maps each security group and subnet id moto
+/// knows to its VPC.
+pub(super) fn network_refusal(
+    groups: &[String],
+    subnets: &[String],
+    vpc_of: &BTreeMap<String, String>,
+) -> Option<Refusal> {
+    for subnet in subnets {
+        let Some(subnet_vpc) = vpc_of.get(subnet) else {
+            continue;
+        };
+        if let Some(group) = groups
+            .iter()
+            .find(|g| vpc_of.get(*g).is_some_and(|vpc| vpc != subnet_vpc))
+        {
+            return Some((
+                "InvalidParameter",
+                format!("Security group {group} and subnet {subnet} belong to different networks."),
+            ));
+        }
+    }
+    None
+}
+
+/// The VPC of each of `groups` and `subnets` that moto (`upstream`) has in `region`; an id moto
+/// cannot describe is left out (moto's to refuse).
+async fn vpcs_of(
+    upstream: &str,
+    region: &str,
+    groups: &[String],
+    subnets: &[String],
+) -> BTreeMap<String, String> {
+    let ec2 = aws_sdk_ec2::Client::new(&super::upstream::moto_config(upstream, region).await);
+    let mut vpc_of = BTreeMap::new();
+    if !groups.is_empty()
+        && let Ok(out) = ec2
+            .describe_security_groups()
+            .set_group_ids(Some(groups.to_vec()))
+            .send()
+            .await
+    {
+        for group in out.security_groups() {
+            if let (Some(id), Some(vpc)) = (group.group_id(), group.vpc_id()) {
+                vpc_of.insert(id.to_owned(), vpc.to_owned());
+            }
+        }
+    }
+    if !subnets.is_empty()
+        && let Ok(out) = ec2
+            .describe_subnets()
+            .set_subnet_ids(Some(subnets.to_vec()))
+            .send()
+            .await
+    {
+        for subnet in out.subnets() {
+            if let (Some(id), Some(vpc)) = (subnet.subnet_id(), subnet.vpc_id()) {
+                vpc_of.insert(id.to_owned(), vpc.to_owned());
+            }
+        }
+    }
+    vpc_of
+}
+
+/// The subnets of a CreateFleet form's overrides.
+fn fleet_subnets(form: &BTreeMap<String, String>) -> Vec<String> {
+    let mut subnets: Vec<String> = form
+        .iter()
+        .filter(|(k, _)| k.starts_with("LaunchTemplateConfigs.") && k.ends_with(".SubnetId"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    subnets.sort();
+    subnets.dedup();
+    subnets
 }
 
 /// The launch templates of a CreateFleet form (`LaunchTemplateConfigs.N.
@@ -202,7 +319,26 @@ pub(super) async fn fleet_refused(
             templates.push(data);
         }
     }
-    fleet_refusal(&call.region, &templates)
+    if let Some(refusal) = fleet_refusal(&call.region, &templates) {
+        return Some(refusal);
+    }
+    for template in &templates {
+        if let Some(refusal) =
+            missing_profile_refusal(upstream, template.profile_name.as_ref()).await
+        {
+            return Some(refusal);
+        }
+    }
+    let groups: Vec<String> = templates
+        .iter()
+        .flat_map(|t| t.security_groups.iter().cloned())
+        .collect();
+    let subnets = fleet_subnets(&form);
+    network_refusal(
+        &groups,
+        &subnets,
+        &vpcs_of(upstream, &call.region, &groups, &subnets).await,
+    )
 }
 
 /// What EC2 refuses at launch and moto lets through ; `None` for every
@@ -227,7 +363,38 @@ pub(super) async fn refused(
                 }
                 None => TemplateData::default(),
             };
-            run_instances_refusal(&call.region, &form, &template)
+            if let Some(refusal) = run_instances_refusal(&call.region, &form, &template) {
+                return Some(refusal);
+            }
+            let profile = form
+                .get("IamInstanceProfile.Name")
+                .or(template.profile_name.as_ref());
+            if let Some(refusal) = missing_profile_refusal(upstream, profile).await {
+                return Some(refusal);
+            }
+            // A launch's network is checked when it launches: what EC2's dry run says of it is not
+            // documented, so a dry run (Karpenter's validation) is left to moto.
+            if super::aws_wire::dry_run(body.as_bytes()) {
+                return None;
+            }
+            let groups: Vec<String> = form
+                .iter()
+                .filter(|(k, _)| {
+                    k.starts_with("SecurityGroupId.") || k.contains(".SecurityGroupId.")
+                })
+                .map(|(_, v)| v.clone())
+                .chain(template.security_groups.iter().cloned())
+                .collect();
+            let subnets: Vec<String> = form
+                .iter()
+                .filter(|(k, _)| *k == "SubnetId" || k.ends_with(".SubnetId"))
+                .map(|(_, v)| v.clone())
+                .collect();
+            network_refusal(
+                &groups,
+                &subnets,
+                &vpcs_of(upstream, &call.region, &groups, &subnets).await,
+            )
         }
         _ => None,
     }
@@ -236,6 +403,35 @@ pub(super) async fn refused(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_security_group_of_another_vpc_than_the_subnet_is_refused() {
+        let vpc_of: BTreeMap<String, String> = [
+            ("sg-home", "vpc-1"),
+            ("sg-stray", "vpc-2"),
+            ("subnet-a", "vpc-1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let groups = vec!["sg-home".to_owned(), "sg-stray".to_owned()];
+        let refused = network_refusal(&groups, &["subnet-a".to_owned()], &vpc_of).expect("refused");
+        assert_eq!(refused.0, "InvalidParameter");
+        assert!(
+            refused.1.contains("sg-stray") && refused.1.contains("subnet-a"),
+            "{}",
+            refused.1
+        );
+        assert_eq!(
+            network_refusal(&groups[..1], &["subnet-a".to_owned()], &vpc_of),
+            None
+        );
+        // What moto does not know is moto's to refuse.
+        assert_eq!(
+            network_refusal(&groups, &["subnet-unknown".to_owned()], &vpc_of),
+            None
+        );
+    }
 
     #[test]
     fn a_fleet_whose_template_names_an_arn_is_refused_and_one_naming_a_profile_is_not() {
@@ -256,10 +452,12 @@ mod tests {
         let arn = TemplateData {
             profile_name: Some("arn:aws:iam::123456789012:instance-profile/Node".into()),
             http_protocol_ipv6: None,
+            security_groups: Vec::new(),
         };
         let named = TemplateData {
             profile_name: Some("Node".into()),
             http_protocol_ipv6: None,
+            security_groups: Vec::new(),
         };
         let refused = fleet_refusal("eu-west-1", &[named.clone(), arn]).expect("refused");
         assert!(refused.1.contains("Invalid IAM Instance Profile name"));
@@ -272,6 +470,7 @@ mod tests {
         let template = TemplateData {
             profile_name: Some(arn.into()),
             http_protocol_ipv6: None,
+            security_groups: Vec::new(),
         };
         let form = form("Action=RunInstances&LaunchTemplate.LaunchTemplateName=lt&DryRun=true");
         let refused = run_instances_refusal("us-west-2", &form, &template).expect("refused");
@@ -284,6 +483,7 @@ mod tests {
         let template = TemplateData {
             profile_name: Some("KarpenterNodeInstanceProfile-a_b.c@d+e=f,g".into()),
             http_protocol_ipv6: None,
+            security_groups: Vec::new(),
         };
         assert_eq!(run_instances_refusal("us-west-2", &form, &template), None);
         // The request's own profile counts too, percent-encoded as the SDK sends it.

@@ -66,6 +66,13 @@ resolve_binaries() {
   for b in "$apiserver" "$etcd_bin" "$kcm" "$scheduler"; do
     [ -x "$b" ] || { log "missing binary: $b"; exit 1; }
   done
+  # kubectl of the server's release: envtest's assets carry one; else the one build-kube.sh makes.
+  kubectl_dir="${assets:-}"
+  if [ -z "$kubectl_dir" ] || [ ! -x "$kubectl_dir/kubectl" ]; then
+    kubectl_dir="${built:-$("$here/build-kube.sh")}"
+  fi
+  [ -x "$kubectl_dir/kubectl" ] || { log "missing binary: $kubectl_dir/kubectl"; exit 1; }
+  PATH="$kubectl_dir:$PATH"
 }
 
 make_pki() {
@@ -299,6 +306,7 @@ export KH_APISERVER_PORT="$api_port"
 export KH_ETCD_PORT="$etcd_port"
 export KH_APISERVER_BIN="$apiserver"
 export KH_AUDIT_LOG="$dir/logs/audit.log"
+export PATH="$kubectl_dir:\$PATH"
 ENV
   bed_role > "$dir/role"
   trap - ERR

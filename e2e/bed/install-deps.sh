@@ -20,7 +20,6 @@ fi
 
 need_apt=()
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
-command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 python3 -c 'import venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 

@@ -171,6 +171,71 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
     lab.finish(outcome).await
 }
 
+/// InstanceProfileReady: a profile name IAM has no profile of (a typo, a profile deleted or not
+/// yet made). Karpenter takes the name as given, like the ARN; EC2 refuses its validation's dry
+/// run with the same "Invalid IAM Instance Profile name" (the gap proxy asks moto's IAM, as EC2
+/// resolves the name at launch), which Karpenter reads as a profile not yet propagated and
+/// requeues (`pkg/controllers/nodeclass/validation.go`): validation never concludes and nothing
+/// launches. The twin names the profile that exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_profile_iam_does_not_have_leaves_validation_unknown_and_launches_nothing()
+-> Result<()> {
+    let lab = Lab::start_with_class(
+        "lab-no-profile",
+        "eu-west-1",
+        |fx| json!({"instanceProfile": format!("{}-missing", fx.profile)}),
+    )
+    .await?;
+    let outcome: Result<()> = async {
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.workload("web", "500m").await?;
+        let status = lab
+            .fx
+            .wait_only_failed(
+                ConditionType::InstanceProfileReady,
+                Reason::InstanceProfileNotFound,
+            )
+            .await?;
+        let message = karpenter_health_e2e::health_status::message(
+            &status,
+            ConditionType::InstanceProfileReady,
+        );
+        ensure!(message.contains("-missing"), "names the profile: {message}");
+        // What Karpenter does: the profile "ready", validation refused again and again and
+        // never concluding, the NodePool ignored, nothing launched.
+        lab.karpenter_condition("InstanceProfileReady", "True")
+            .await?;
+        lab.wait_logged(
+            "ignoring nodepool, not ready",
+            &[&lab.fx.name],
+            PROVISIONER_PASS,
+        )
+        .await?;
+        karpenter_health_e2e::wait_for("two refused dry runs", PROVISIONER_PASS, || async {
+            Ok((profile_refusals(&lab).0 >= 2).then_some(()))
+        })
+        .await?;
+        let class = lab.node_class().await?;
+        ensure!(
+            !karpenter_health_e2e::lab::carries(&class, "ValidationSucceeded", "True"),
+            "Karpenter validated a class whose profile IAM does not have"
+        );
+        ensure!(
+            lab.node_claims().await?.is_empty() && lab.launched_instances().await?.is_empty(),
+            "Karpenter launched"
+        );
+        // The twin: the profile that exists.
+        lab.fx
+            .patch_node_class_spec(json!({"instanceProfile": lab.fx.profile}))
+            .await?;
+        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        lab.fx.wait_healthy("once the profile exists").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
 /// Classic 2 where a user skipped Karpenter's validation (`settings.disableDryRun`, env
 /// `DISABLE_DRY_RUN`; K14 `pkg/operator/options/options.go`): Karpenter marks the class validated
 /// and launches, and EC2 refuses every fleet with the profile error in its `Errors[]` (as for

@@ -738,3 +738,76 @@ async fn limits_below_the_smallest_instance_launch_nothing() -> Result<()> {
     .await;
     lab.finish(outcome).await
 }
+
+/// SecurityGroupsReady: the selector also matches a group of another VPC. Karpenter resolves it
+/// with the cluster's (its SecurityGroupsReady is True: it does not compare VPCs,
+/// `pkg/providers/securitygroup`), validates and launches, and EC2 refuses every fleet ("... belong
+/// to different networks", which the gap proxy answers as EC2 does for a launch): no NodeClaim
+/// launches. The twin selects the cluster's group only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_security_group_of_another_vpc_fails_every_launch() -> Result<()> {
+    let lab = Lab::start("lab-sg-vpc", "eu-north-1").await?;
+    let outcome: Result<()> = async {
+        // moto's DescribeCluster leaves the VPC out; the proxy adds it as EKS answers.
+        lab.fx.proxy.set_cluster_vpc(&lab.fx.cluster, &lab.fx.vpc);
+        let other_vpc = lab.fx.aws.vpc("10.42.0.0/16", &[]).await?;
+        let stray = lab
+            .fx
+            .aws
+            .security_group(
+                &other_vpc,
+                &format!("{}-stray", lab.fx.cluster),
+                &[("karpenter.sh/discovery", lab.fx.cluster.as_str())],
+            )
+            .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.workload("web", "500m").await?;
+        let status = lab
+            .fx
+            .wait_only_failed(
+                ConditionType::SecurityGroupsReady,
+                Reason::SecurityGroupInOtherVpc,
+            )
+            .await?;
+        let message = karpenter_health_e2e::health_status::message(
+            &status,
+            ConditionType::SecurityGroupsReady,
+        );
+        ensure!(message.contains(&stray), "names {stray}: {message}");
+        // What Karpenter does: both groups resolved, every launch refused by EC2, nothing runs.
+        lab.karpenter_condition("SecurityGroupsReady", "True")
+            .await?;
+        let refused = lab
+            .wait_logged("", &["belong to different networks"], LAUNCH)
+            .await?;
+        eprintln!("lab: Karpenter's launch: {refused}");
+        let fleets = lab
+            .fx
+            .proxy
+            .launch_refusals()
+            .iter()
+            .filter(|r| r.operation == "CreateFleet" && r.message.contains(&stray))
+            .count();
+        ensure!(fleets >= 1, "no fleet with {stray} was refused");
+        for claim in lab.node_claims().await? {
+            ensure!(
+                !karpenter_health_e2e::lab::carries(&claim, "Launched", "True"),
+                "a NodeClaim launched with a group of another VPC"
+            );
+        }
+        ensure!(
+            lab.launched_instances().await?.is_empty(),
+            "an instance was launched"
+        );
+        // The twin: the cluster's group only.
+        lab.fx
+            .patch_node_class_spec(
+                json!({"securityGroupSelectorTerms": [{"id": lab.fx.security_group}]}),
+            )
+            .await?;
+        launches(&lab, "with the cluster's group only").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
