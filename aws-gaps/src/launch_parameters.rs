@@ -5,6 +5,9 @@
 //!   `[\w+=,.@-]{1,128}`, the IAM API reference; EC2 resolves the profile at launch, the EC2 API
 //!   reference for IamInstanceProfileSpecification; Karpenter reads this text as "profile not
 //!   found", aws/karpenter-provider-aws `pkg/errors/errors.go` IsInstanceProfileNotFound);
+//! - a launch whose security group is in another VPC than its subnet (`InvalidParameter`), or
+//!   none of whose subnets has a free address (`InsufficientFreeAddressesInSubnet`); checked when
+//!   it launches, not in a dry run, whose answer to them EC2 does not document;
 //! - `HttpProtocolIpv6` in the metadata options of a launch template or launch in the isolated
 //!   regions (`us-iso-*`, `us-isob-*`, `us-isof-*`), where EC2 has no IPv6 metadata endpoint and
 //!   refuses the option (aws/karpenter-provider-aws #7081).
@@ -210,16 +213,51 @@ pub(super) fn network_refusal(
     None
 }
 
-/// The VPC of each of `groups` and `subnets` that moto (`upstream`) has in `region`; an id moto
-/// cannot describe is left out (moto's to refuse).
-async fn vpcs_of(
+/// EC2's refusal of a launch none of whose `subnets` has a free address:
+/// `InsufficientFreeAddressesInSubnet` (the EC2 API reference's error codes; Karpenter marks the
+/// subnet unavailable on it, aws/karpenter-provider-aws `pkg/providers/instance/instance.go`).
+/// moto counts the addresses its network interfaces take but launches regardless. A subnet moto
+/// does not know, or one with room, lets the launch through.
+pub(super) fn address_refusal(subnets: &[String], free: &BTreeMap<String, i32>) -> Option<Refusal> {
+    let full = |s: &String| free.get(s).is_some_and(|n| *n < 1);
+    let first = subnets.first()?;
+    subnets.iter().all(full).then(|| {
+        (
+            "InsufficientFreeAddressesInSubnet",
+            format!(
+                "There are not enough free addresses in subnet '{first}' to satisfy the requested \
+                 number of instances."
+            ),
+        )
+    })
+}
+
+/// What moto (`upstream`) knows in `region` of a launch's network: the VPC of each of `groups`
+/// and `subnets`, and each subnet's free addresses; an id moto cannot describe is left out
+/// (moto's to refuse).
+#[derive(Debug, Default)]
+struct Network {
+    vpc_of: BTreeMap<String, String>,
+    free: BTreeMap<String, i32>,
+}
+
+impl Network {
+    /// The refusal EC2 makes of a launch of `groups` into `subnets`, if any.
+    fn refusal(&self, groups: &[String], subnets: &[String]) -> Option<Refusal> {
+        network_refusal(groups, subnets, &self.vpc_of)
+            .or_else(|| address_refusal(subnets, &self.free))
+    }
+}
+
+async fn network_of(
     upstream: &str,
     region: &str,
     groups: &[String],
     subnets: &[String],
-) -> BTreeMap<String, String> {
+) -> Network {
     let ec2 = aws_sdk_ec2::Client::new(&super::upstream::moto_config(upstream, region).await);
     let mut vpc_of = BTreeMap::new();
+    let mut free = BTreeMap::new();
     if !groups.is_empty()
         && let Ok(out) = ec2
             .describe_security_groups()
@@ -244,9 +282,14 @@ async fn vpcs_of(
             if let (Some(id), Some(vpc)) = (subnet.subnet_id(), subnet.vpc_id()) {
                 vpc_of.insert(id.to_owned(), vpc.to_owned());
             }
+            if let (Some(id), Some(count)) =
+                (subnet.subnet_id(), subnet.available_ip_address_count())
+            {
+                free.insert(id.to_owned(), count);
+            }
         }
     }
-    vpc_of
+    Network { vpc_of, free }
 }
 
 /// The subnets of a CreateFleet form's overrides.
@@ -334,11 +377,9 @@ pub(super) async fn fleet_refused(
         .flat_map(|t| t.security_groups.iter().cloned())
         .collect();
     let subnets = fleet_subnets(&form);
-    network_refusal(
-        &groups,
-        &subnets,
-        &vpcs_of(upstream, &call.region, &groups, &subnets).await,
-    )
+    network_of(upstream, &call.region, &groups, &subnets)
+        .await
+        .refusal(&groups, &subnets)
 }
 
 /// What EC2 refuses at launch and moto lets through ; `None` for every
@@ -390,11 +431,9 @@ pub(super) async fn refused(
                 .filter(|(k, _)| *k == "SubnetId" || k.ends_with(".SubnetId"))
                 .map(|(_, v)| v.clone())
                 .collect();
-            network_refusal(
-                &groups,
-                &subnets,
-                &vpcs_of(upstream, &call.region, &groups, &subnets).await,
-            )
+            network_of(upstream, &call.region, &groups, &subnets)
+                .await
+                .refusal(&groups, &subnets)
         }
         _ => None,
     }
@@ -403,6 +442,21 @@ pub(super) async fn refused(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launch_is_refused_only_when_every_subnet_it_may_use_is_full() {
+        let free: BTreeMap<String, i32> = [("subnet-full", 0), ("subnet-roomy", 40)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        let refused = address_refusal(&["subnet-full".to_owned()], &free).expect("refused");
+        assert_eq!(refused.0, "InsufficientFreeAddressesInSubnet");
+        assert!(refused.1.contains("subnet-full"), "{}", refused.1);
+        let both = ["subnet-full".to_owned(), "subnet-roomy".to_owned()];
+        assert_eq!(address_refusal(&both, &free), None);
+        assert_eq!(address_refusal(&["subnet-unknown".to_owned()], &free), None);
+        assert_eq!(address_refusal(&[], &free), None);
+    }
 
     #[test]
     fn a_security_group_of_another_vpc_than_the_subnet_is_refused() {

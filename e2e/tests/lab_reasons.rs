@@ -811,3 +811,74 @@ async fn a_security_group_of_another_vpc_fails_every_launch() -> Result<()> {
     .await;
     lab.finish(outcome).await
 }
+
+/// SubnetsReady: the class's only subnet has no free address. Karpenter resolves it (SubnetsReady
+/// True), launches into it, and EC2 refuses every fleet (`InsufficientFreeAddressesInSubnet`,
+/// which the gap proxy answers from moto's own address count; Karpenter marks the subnet
+/// unavailable, `pkg/providers/instance/instance.go`): no NodeClaim launches. The twin selects the
+/// class's roomy subnet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subnet_without_a_free_address_fails_every_launch() -> Result<()> {
+    let lab = Lab::start("lab-full-subnet", "ap-northeast-2").await?;
+    let outcome: Result<()> = async {
+        // A /28 (11 free addresses, as in EC2) with a route out, filled by other ENIs.
+        let full = lab
+            .fx
+            .aws
+            .subnet(&lab.fx.vpc, "10.40.3.0/28", None, &[])
+            .await?;
+        lab.fx
+            .aws
+            .associate_route_table(&lab.fx.route_table, &full)
+            .await?;
+        let enis = lab.fx.aws.fill_subnet(&full, 0).await?;
+        eprintln!("lab: {full} filled by {} network interfaces", enis.len());
+        lab.fx
+            .patch_node_class_spec(json!({"subnetSelectorTerms": [{"id": full}]}))
+            .await?;
+        let operator = lab.fx.start_operator(None, false).await?;
+        lab.workload("web", "500m").await?;
+        let status = lab
+            .fx
+            .wait_only_failed(ConditionType::SubnetsReady, Reason::SubnetsOutOfAddresses)
+            .await?;
+        let message =
+            karpenter_health_e2e::health_status::message(&status, ConditionType::SubnetsReady);
+        ensure!(message.contains(&full), "names {full}: {message}");
+        // What Karpenter does: the subnet resolved, every launch refused, nothing runs.
+        lab.karpenter_condition("SubnetsReady", "True").await?;
+        let refused = lab
+            .wait_logged("", &["InsufficientFreeAddressesInSubnet"], LAUNCH)
+            .await?;
+        eprintln!("lab: Karpenter's launch: {refused}");
+        let fleets = lab
+            .fx
+            .proxy
+            .launch_refusals()
+            .iter()
+            .filter(|r| {
+                r.operation == "CreateFleet" && r.code == "InsufficientFreeAddressesInSubnet"
+            })
+            .count();
+        ensure!(fleets >= 1, "no fleet into {full} was refused");
+        for claim in lab.node_claims().await? {
+            ensure!(
+                !karpenter_health_e2e::lab::carries(&claim, "Launched", "True"),
+                "a NodeClaim launched into a subnet without a free address"
+            );
+        }
+        ensure!(
+            lab.launched_instances().await?.is_empty(),
+            "an instance was launched"
+        );
+        // The twin: the class's roomy subnet.
+        let roomy = lab.fx.subnet.clone().context("the fixture's subnet")?;
+        lab.fx
+            .patch_node_class_spec(json!({"subnetSelectorTerms": [{"id": roomy}]}))
+            .await?;
+        launches(&lab, "with a subnet that has room").await?;
+        operator.stop().await
+    }
+    .await;
+    lab.finish(outcome).await
+}
