@@ -27,9 +27,12 @@ impl Lab {
 }
 
 // Why the lab cannot prove a family of reasons, shared by the table's entries.
-pub(super) const NO_IAM: &str = "moto enforces no IAM policy and keeps no permissions boundary or SCP, so \
-    the real controller is never refused; the verdict is proven against IAM's documented \
-    evaluation by the gap proxy's simulator (operator_controller_wiring) instead.";
+pub(super) const NO_IAM: &str = "moto enforces no IAM policy and keeps no permissions boundary or SCP, and \
+    the lab's Karpenter signs with the bed's shared key, which the gap proxy does not hold to a \
+    policy: the real controller is never refused (the proxy can hold a caller to a policy, but maps \
+    every EC2 write to resource * without request tags, so only an action missing outright could \
+    be shown faithfully, which is not scripted yet). The verdict is proven against IAM's \
+    documented evaluation by the gap proxy's simulator (operator_controller_wiring) instead.";
 pub(super) const KUBELET: &str = "what the instance and its kubelet do with this setup (join, authenticate, \
     pull images) is the node stand-in's to say, not the real kubelet's; the lab can only be told \
     that a node never joins, which the aws-auth scenario shows.";
