@@ -188,6 +188,7 @@ release-test: ## make release, then verify every artifact (checksums, chart and 
 .PHONY: terraform-test
 terraform-test: ## the Terraform example's policy module, applied offline, makes the policy iam-policy prints
 	@$(CARGO) build --quiet --locked -p karpenter-health
+	@command -v shellcheck >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
 	shellcheck -x deploy/terraform/test.sh deploy/changelog-check.sh
 	@bash deploy/terraform/test.sh
 

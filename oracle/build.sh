@@ -47,7 +47,8 @@ if [ -n "$tidy" ]; then
 fi
 [ -f "$modfile" ] || { log "no module for Karpenter $release (releases: $(bash "$0" --list | tr '\n' ' '); add one with --module)"; exit 1; }
 
-digest="$( { cat "$src"/*.go "$modfile" "$src/releases/$release.sum"; go version; } | sha256sum | cut -c1-12)"
+# `go version` inside the module: the toolchain that builds it, not merely the one on PATH.
+digest="$( { cat "$src"/*.go "$modfile" "$src/releases/$release.sum"; (cd "$src" && go version); } | sha256sum | cut -c1-12)"
 binary="$cache_root/oracle-bin/$release-$digest/oracle"
 if [ -x "$binary" ]; then echo "$binary"; exit 0; fi
 

@@ -31,7 +31,9 @@ if [ -n "$want_crds" ]; then
   fi
   echo "$dir/pkg/apis/crds"; exit 0
 fi
-digest="$( { cat "$module/go.mod" "$module/go.sum"; go version; } | sha256sum | cut -c1-12)"
+# `go version` inside the module: the toolchain that builds it (a go line newer than the
+# machine's Go switches to that release), not merely the one on PATH.
+digest="$( { cat "$module/go.mod" "$module/go.sum"; (cd "$module" && go version); } | sha256sum | cut -c1-12)"
 binary="$cache_root/karpenter-bin/$release-$digest/controller"
 if [ -x "$binary" ]; then echo "$binary"; exit 0; fi
 

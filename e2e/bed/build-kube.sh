@@ -24,7 +24,9 @@ command -v go >/dev/null || { log "no Go toolchain on PATH (e2e/bed/install-deps
 # The pinned release and a digest of the module and the compiler: a new pin or Go gets new binaries.
 version="$(sed -n 's/^\(require \)\{0,1\}[[:space:]]*k8s.io\/kubernetes \(v[^ ]*\).*/\2/p' "$module/go.mod")"
 [ -n "$version" ] || { log "e2e/bed/kube/go.mod pins no k8s.io/kubernetes"; exit 1; }
-digest="$( { cat "$module/go.mod" "$module/go.sum"; go version; } | sha256sum | cut -c1-12)"
+# `go version` inside the module: the toolchain that builds it (a go line newer than the
+# machine's Go switches to that release), not merely the one on PATH.
+digest="$( { cat "$module/go.mod" "$module/go.sum"; (cd "$module" && go version); } | sha256sum | cut -c1-12)"
 bin_dir="$cache_root/kube-bin/$version-$digest"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 missing=()

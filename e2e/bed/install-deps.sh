@@ -64,20 +64,27 @@ if [ -z "$go_minor" ] || [ "$go_minor" -lt 21 ]; then
   echo "bed: $(go version) in $cache_root/go"
 fi
 
-# moto server (AWS API emulator) in a virtualenv of its own, outside the work tree.
+# moto server (AWS API emulator) in a virtualenv of its own, outside the work tree, with every
+# package pinned (moto-requirements.txt). A cached virtualenv made from another list, or broken,
+# is made again: the bed never runs a moto other than the pinned one.
 venv="$cache_root/moto-venv"
-moto_version="${MOTO_VERSION:-5.2.5}"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import moto.server, flask_cors" >/dev/null 2>&1; then
-  echo "bed: installing moto[server]==$moto_version into a virtualenv"
-  mkdir -p "$cache_root"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$moto_version"
+requirements="$(dirname "$0")/moto-requirements.txt"
+pinned_list="$(grep -v '^#' "$requirements" | sha256sum | cut -c1-16)"
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.kh-requirements" 2>/dev/null)" != "$pinned_list" ] \
+   || ! "$venv/bin/python" -c "import moto.server, flask_cors" >/dev/null 2>&1; then
+  if [ -x "$venv/bin/pip" ] && [ ! -f "$venv/.kh-requirements" ] \
+     && [ "$("$venv/bin/pip" freeze --disable-pip-version-check 2>/dev/null | sha256sum | cut -c1-16)" = "$pinned_list" ]; then
+    # Made before the list was recorded, with exactly the pinned packages: record it.
+    echo "$pinned_list" > "$venv/.kh-requirements"
+  else
+    echo "bed: installing moto[server] and its pinned dependencies into a virtualenv"
+    rm -rf "$venv"; mkdir -p "$cache_root"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -r "$requirements"
+    echo "$pinned_list" > "$venv/.kh-requirements"
+  fi
 fi
 
-# What the image and chart tests need (podman and its tools; helm, Prometheus, Alertmanager),
-# each in a script of its own.
-for extra in install-image-tools.sh install-chart-tools.sh; do
-  if [ -f "$(dirname "$0")/$extra" ]; then
-    bash "$(dirname "$0")/$extra"
-  fi
-done
+# The image and chart tools (podman and its tools; helm, Prometheus, Alertmanager) are installed
+# by the targets that need them (install-image-tools.sh, install-chart-tools.sh), not for every
+# bed: `make demo` and the lab need neither.
