@@ -187,20 +187,22 @@ async fn answer(
         return Ok(aws_wire::ec2_error(400, code, &message));
     }
     if call.service == "ec2"
-        && let Some((code, message)) =
+        && let Some(refused) =
             launch_parameters::fleet_refused(&upstream, &call, &String::from_utf8_lossy(&body))
                 .await
     {
-        lock(&state).launch_refusals.push(LaunchRefusal {
-            operation: call.operation.clone(),
-            code: code.to_owned(),
-            message: message.clone(),
-            dry_run: aws_wire::dry_run(&body),
-        });
+        lock(&state)
+            .launch_refusals
+            .extend(refused.iter().map(|(_, (code, message))| LaunchRefusal {
+                operation: call.operation.clone(),
+                code: (*code).to_owned(),
+                message: message.clone(),
+                dry_run: false,
+            }));
         let form = aws_wire::form(&String::from_utf8_lossy(&body));
         return Ok(aws_wire::query_xml(
             200,
-            aws_wire::create_fleet_errors(&form, code, &message),
+            aws_wire::create_fleet_errors(&form, &refused),
         ));
     }
 

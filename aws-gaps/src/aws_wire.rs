@@ -504,69 +504,51 @@ pub(super) fn unserved(status: u16, body: &[u8]) -> bool {
 }
 
 /// An instant CreateFleet's answer when EC2 launched nothing: a fleet id, no instance, and one
-/// `errorSet` item (the EC2 API reference's `CreateFleetError`) per launch template override the
-/// request (`form`) asked for, each with `code` and `message` and the request's lifecycle.
+/// `errorSet` item (the EC2 API reference's `CreateFleetError`) per override refused, each with
+/// its own launch template, override fields, code and message, and the request's (`form`)
+/// lifecycle.
 pub(super) fn create_fleet_errors(
     form: &BTreeMap<String, String>,
-    code: &str,
-    message: &str,
+    refused: &[(
+        super::launch_parameters::FleetOverride,
+        super::launch_parameters::Refusal,
+    )],
 ) -> String {
+    use super::launch_parameters::TemplateRef;
     let lifecycle = form
         .get("TargetCapacitySpecification.DefaultTargetCapacityType")
         .map_or("on-demand", String::as_str);
     let mut items = String::new();
-    for n in 1.. {
-        let config = format!("LaunchTemplateConfigs.{n}");
-        let spec = format!("{config}.LaunchTemplateSpecification");
-        let template = match (
-            form.get(&format!("{spec}.LaunchTemplateId")),
-            form.get(&format!("{spec}.LaunchTemplateName")),
-        ) {
-            (Some(id), _) => format!("<launchTemplateId>{}</launchTemplateId>", xml_escape(id)),
-            (None, Some(name)) => {
+    for (over, (code, message)) in refused {
+        let (template, version) = &over.template;
+        let template = match template {
+            TemplateRef::Id(id) => {
+                format!("<launchTemplateId>{}</launchTemplateId>", xml_escape(id))
+            }
+            TemplateRef::Name(name) => {
                 format!(
                     "<launchTemplateName>{}</launchTemplateName>",
                     xml_escape(name)
                 )
             }
-            (None, None) => break,
         };
-        let version = form
-            .get(&format!("{spec}.Version"))
-            .map(|v| format!("<version>{}</version>", xml_escape(v)))
-            .unwrap_or_default();
-        let mut overrides = Vec::new();
-        for o in 1.. {
-            let prefix = format!("{config}.Overrides.{o}.");
-            let fields: String = form
-                .iter()
-                .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|field| (field, v)))
-                .filter(|(field, _)| {
-                    ["InstanceType", "SubnetId", "AvailabilityZone"].contains(field)
-                })
-                .map(|(field, v)| {
-                    let tag = lower_first(field);
-                    format!("<{tag}>{}</{tag}>", xml_escape(v))
-                })
-                .collect();
-            if fields.is_empty() && !form.keys().any(|k| k.starts_with(&prefix)) {
-                break;
-            }
-            overrides.push(fields);
-        }
-        if overrides.is_empty() {
-            overrides.push(String::new());
-        }
-        for fields in overrides {
-            items.push_str(&format!(
-                "<item><launchTemplateAndOverrides><launchTemplateSpecification>{template}{version}\
-                 </launchTemplateSpecification><overrides>{fields}</overrides>\
-                 </launchTemplateAndOverrides><lifecycle>{lifecycle}</lifecycle>\
-                 <errorCode>{}</errorCode><errorMessage>{}</errorMessage></item>",
-                xml_escape(code),
-                xml_escape(message)
-            ));
-        }
+        let fields: String = over
+            .fields
+            .iter()
+            .map(|(field, v)| {
+                let tag = lower_first(field);
+                format!("<{tag}>{}</{tag}>", xml_escape(v))
+            })
+            .collect();
+        items.push_str(&format!(
+            "<item><launchTemplateAndOverrides><launchTemplateSpecification>{template}\
+             <version>{}</version></launchTemplateSpecification><overrides>{fields}</overrides>\
+             </launchTemplateAndOverrides><lifecycle>{lifecycle}</lifecycle>\
+             <errorCode>{}</errorCode><errorMessage>{}</errorMessage></item>",
+            xml_escape(version),
+            xml_escape(code),
+            xml_escape(message)
+        ));
     }
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CreateFleetResponse \
@@ -595,9 +577,10 @@ fn fleet_serial() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch_parameters::fleet_overrides;
 
     #[test]
-    fn a_refused_fleet_answers_one_error_per_override_and_no_instance() {
+    fn a_refused_fleet_answers_each_overrides_own_error_and_no_instance() {
         let asked = form(
             "Action=CreateFleet&Type=instant\
              &TargetCapacitySpecification.DefaultTargetCapacityType=spot\
@@ -606,20 +589,35 @@ mod tests {
              &LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large\
              &LaunchTemplateConfigs.1.Overrides.1.SubnetId=subnet-1\
              &LaunchTemplateConfigs.1.Overrides.2.InstanceType=m5.xlarge\
-             &LaunchTemplateConfigs.1.Overrides.2.SubnetId=subnet-1",
+             &LaunchTemplateConfigs.1.Overrides.2.SubnetId=subnet-2",
         );
-        let xml = create_fleet_errors(&asked, "InvalidParameterValue", "Invalid IAM <name>");
+        let refused: Vec<_> = fleet_overrides(&asked)
+            .into_iter()
+            .map(|o| {
+                let subnet = o.fields["SubnetId"].clone();
+                (
+                    o,
+                    (
+                        "InsufficientFreeAddressesInSubnet",
+                        format!("no room in '{subnet}' <x>"),
+                    ),
+                )
+            })
+            .collect();
+        let xml = create_fleet_errors(&asked, &refused);
         assert_eq!(xml.matches("<item>").count(), 2, "{xml}");
         assert!(
             xml.contains("<instanceType>m5.xlarge</instanceType>"),
             "{xml}"
         );
+        assert!(xml.contains("<subnetId>subnet-2</subnetId>"), "{xml}");
+        assert!(xml.contains("no room in 'subnet-1' &lt;x&gt;"), "{xml}");
+        assert!(xml.contains("no room in 'subnet-2'"), "{xml}");
         assert!(xml.contains("<lifecycle>spot</lifecycle>"), "{xml}");
         assert!(
             xml.contains("<launchTemplateName>karpenter-a</launchTemplateName>"),
             "{xml}"
         );
-        assert!(xml.contains("Invalid IAM &lt;name&gt;"), "{xml}");
         assert!(xml.contains("<fleetInstanceSet/>"), "{xml}");
     }
 }

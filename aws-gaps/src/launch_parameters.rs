@@ -1,26 +1,33 @@
-//! Launch parameters EC2 refuses and moto accepts, refused as EC2 refuses them:
+//! Launches EC2 refuses and moto accepts, refused as EC2 refuses them, for RunInstances (an
+//! error) and for an instant CreateFleet (the fleet's `Errors[]`, one per launch template override
+//! that fails; no error at all while one override can launch), the two ways Karpenter launches:
 //! - an instance profile named by something that is no IAM name (an ARN, say), or by a name IAM
-//!   has no profile of: RunInstances answers `InvalidParameterValue` "Invalid IAM Instance Profile
-//!   name", whether the profile is given in the request or in its launch template (IAM names match
+//!   has no profile of: `InvalidParameterValue` "Invalid IAM Instance Profile name", whether the
+//!   profile is given in the request or in its launch template (IAM names match
 //!   `[\w+=,.@-]{1,128}`, the IAM API reference; EC2 resolves the profile at launch, the EC2 API
-//!   reference for IamInstanceProfileSpecification; Karpenter reads this text as "profile not
-//!   found", aws/karpenter-provider-aws `pkg/errors/errors.go` IsInstanceProfileNotFound);
-//! - a launch whose security group is in another VPC than its subnet (`InvalidParameter`), or
-//!   none of whose subnets has a free address (`InsufficientFreeAddressesInSubnet`); checked when
-//!   it launches, not in a dry run, whose answer to them EC2 does not document;
-//! - `HttpProtocolIpv6` in the metadata options of a launch template or launch in the isolated
-//!   regions (`us-iso-*`, `us-isob-*`, `us-isof-*`), where EC2 has no IPv6 metadata endpoint and
-//!   refuses the option (aws/karpenter-provider-aws #7081).
+//!   reference for IamInstanceProfileSpecification; Karpenter reads the text as "profile not
+//!   found", aws/karpenter-provider-aws `pkg/errors/errors.go` IsInstanceProfileNotFound). Dry
+//!   runs too: field reports show Karpenter's validation refused so (#8312);
+//! - checked only when an instance launches, since what EC2's dry run says of them is not
+//!   documented:
+//!   - `HttpProtocolIpv6` in the metadata options in the isolated regions (`us-iso-*`,
+//!     `us-isob-*`, `us-isof-*`), which have no IPv6 metadata endpoint: the launch template is
+//!     made and the launch refused, `UnsupportedOperation` (aws/karpenter-provider-aws #5700,
+//!     #7081);
+//!   - a security group in another VPC than the launch's subnet (`InvalidParameter`);
+//!   - a subnet without a free address (`InsufficientFreeAddressesInSubnet`; moto counts the
+//!     addresses its network interfaces take but launches regardless).
 //!
-//! Each refusal is made by RunInstances (an error) and by an instant CreateFleet (the fleet's
-//! `Errors[]`, no instance), the two ways Karpenter launches.
-//!
-//! Pure except [`template_data`], [`refused`] and [`fleet_refused`], which read the launch
-//! templates a launch names from moto.
+//! The decisions are pure ([`launch_refusal`]); [`refused`] and [`fleet_refused`] first read what
+//! they need from moto (the launch templates, IAM's profiles, the groups' and subnets' VPCs and
+//! free addresses).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::aws_wire::form;
+
+/// A refusal: (error code, message).
+pub(super) type Refusal = (&'static str, String);
 
 /// Whether `name` is an IAM name.
 fn is_iam_name(name: &str) -> bool {
@@ -36,39 +43,96 @@ fn in_isolated_region(region: &str) -> bool {
         .any(|prefix| region.starts_with(prefix))
 }
 
-/// A refusal: (error code, message).
-pub(super) type Refusal = (&'static str, String);
-
-fn profile_refusal(name: &str) -> Option<Refusal> {
-    (!is_iam_name(name)).then(|| {
-        (
-            "InvalidParameterValue",
-            format!(
-                "Value ({name}) for parameter iamInstanceProfile.name is invalid. Invalid IAM \
-                 Instance Profile name"
-            ),
-        )
-    })
-}
-
-fn ipv6_metadata_refusal(region: &str, value: Option<&String>) -> Option<Refusal> {
-    (in_isolated_region(region) && value.is_some()).then(|| {
-        (
-            "InvalidParameterValue",
-            format!("The parameter HttpProtocolIpv6 is not supported in region {region}."),
-        )
-    })
-}
-
-/// What EC2 refuses of a CreateLaunchTemplate / CreateLaunchTemplateVersion form in `region`.
-pub(super) fn launch_template_refusal(
-    region: &str,
-    form: &BTreeMap<String, String>,
-) -> Option<Refusal> {
-    ipv6_metadata_refusal(
-        region,
-        form.get("LaunchTemplateData.MetadataOptions.HttpProtocolIpv6"),
+fn profile_refusal(name: &str) -> Refusal {
+    (
+        "InvalidParameterValue",
+        format!(
+            "Value ({name}) for parameter iamInstanceProfile.name is invalid. Invalid IAM \
+             Instance Profile name"
+        ),
     )
+}
+
+/// A launch template by id or name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum TemplateRef {
+    Id(String),
+    Name(String),
+}
+
+/// What a launch template holds that EC2 checks at launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct TemplateData {
+    pub(super) profile_name: Option<String>,
+    pub(super) http_protocol_ipv6: Option<String>,
+    /// The security groups its network interfaces (or the template itself) name.
+    pub(super) security_groups: Vec<String>,
+}
+
+/// One launch as EC2 checks it: the request's fields over its launch template's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Launch {
+    pub(super) profile: Option<String>,
+    pub(super) http_protocol_ipv6: Option<String>,
+    pub(super) security_groups: Vec<String>,
+    pub(super) subnet: Option<String>,
+    /// `DryRun=true`: nothing launches, and only the profile is checked.
+    pub(super) dry_run: bool,
+}
+
+/// What the bed holds that a launch is checked against, read from moto.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    /// The IAM-named profiles IAM answered NoSuchEntity for.
+    pub(super) missing_profiles: BTreeSet<String>,
+    /// The VPC of each security group and subnet moto knows.
+    pub(super) vpc_of: BTreeMap<String, String>,
+    /// The free addresses of each subnet moto knows.
+    pub(super) free: BTreeMap<String, i32>,
+}
+
+/// What EC2 refuses of `launch` in `region`, given what the bed holds; `None` to let moto launch.
+/// Something moto does not know (a group, a subnet) is moto's to refuse.
+pub(super) fn launch_refusal(region: &str, launch: &Launch, held: &Held) -> Option<Refusal> {
+    if let Some(profile) = &launch.profile
+        && (!is_iam_name(profile) || held.missing_profiles.contains(profile))
+    {
+        return Some(profile_refusal(profile));
+    }
+    if launch.dry_run {
+        return None;
+    }
+    if in_isolated_region(region) && launch.http_protocol_ipv6.is_some() {
+        // The text a user reported from EC2 (#7081), its typos corrected.
+        return Some((
+            "UnsupportedOperation",
+            "specifying HttpProtocol Metadata Options for an instance is not supported in this \
+             region"
+                .to_owned(),
+        ));
+    }
+    let subnet = launch.subnet.as_ref()?;
+    let subnet_vpc = held.vpc_of.get(subnet)?;
+    if let Some(group) = launch
+        .security_groups
+        .iter()
+        .find(|g| held.vpc_of.get(*g).is_some_and(|vpc| vpc != subnet_vpc))
+    {
+        return Some((
+            "InvalidParameter",
+            format!("Security group {group} and subnet {subnet} belong to different networks."),
+        ));
+    }
+    if held.free.get(subnet).is_some_and(|free| *free < 1) {
+        return Some((
+            "InsufficientFreeAddressesInSubnet",
+            format!(
+                "There are not enough free addresses in subnet '{subnet}' to satisfy the \
+                 requested number of instances."
+            ),
+        ));
+    }
+    None
 }
 
 /// The launch template a RunInstances form names: (id or name, version).
@@ -84,64 +148,110 @@ pub(super) fn named_template(form: &BTreeMap<String, String>) -> Option<(Templat
         .map(|name| (TemplateRef::Name(name.clone()), version))
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum TemplateRef {
-    Id(String),
-    Name(String),
-}
-
-/// What a launch template holds that EC2 checks at launch.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct TemplateData {
-    pub(super) profile_name: Option<String>,
-    pub(super) http_protocol_ipv6: Option<String>,
-    /// The security groups its network interfaces (or the template itself) name.
-    pub(super) security_groups: Vec<String>,
-}
-
-/// What EC2 refuses of a RunInstances form in `region`, its launch template's data included.
-pub(super) fn run_instances_refusal(
-    region: &str,
+/// The launch a RunInstances form asks for, over its launch template's `template` data.
+pub(super) fn run_instances_launch(
     form: &BTreeMap<String, String>,
     template: &TemplateData,
-) -> Option<Refusal> {
-    let profile = form
-        .get("IamInstanceProfile.Name")
-        .or(template.profile_name.as_ref());
-    if let Some(refusal) = profile.and_then(|p| profile_refusal(p)) {
-        return Some(refusal);
+) -> Launch {
+    let groups = form
+        .iter()
+        .filter(|(k, _)| k.starts_with("SecurityGroupId.") || k.contains(".SecurityGroupId."))
+        .map(|(_, v)| v.clone());
+    Launch {
+        profile: form
+            .get("IamInstanceProfile.Name")
+            .or(template.profile_name.as_ref())
+            .cloned(),
+        http_protocol_ipv6: form
+            .get("MetadataOptions.HttpProtocolIpv6")
+            .or(template.http_protocol_ipv6.as_ref())
+            .cloned(),
+        security_groups: groups
+            .chain(template.security_groups.iter().cloned())
+            .collect(),
+        subnet: form
+            .iter()
+            .find(|(k, _)| *k == "SubnetId" || k.ends_with(".SubnetId"))
+            .map(|(_, v)| v.clone()),
+        dry_run: form.get("DryRun").map(String::as_str) == Some("true"),
     }
-    let ipv6 = form
-        .get("MetadataOptions.HttpProtocolIpv6")
-        .or(template.http_protocol_ipv6.as_ref());
-    ipv6_metadata_refusal(region, ipv6)
 }
 
-/// Whether IAM (moto, `upstream`) holds an instance profile named `name`; an unanswered
-/// question counts as held, so that only IAM's own NoSuchEntity refuses a launch.
-async fn profile_held(upstream: &str, name: &str) -> bool {
-    let iam = aws_sdk_iam::Client::new(&super::upstream::moto_config(upstream, "us-east-1").await);
-    match iam.get_instance_profile().instance_profile_name(name).send().await {
-        Ok(_) => true,
-        Err(e) => !e
-            .as_service_error()
-            .is_some_and(aws_sdk_iam::operation::get_instance_profile::GetInstanceProfileError::is_no_such_entity_exception),
-    }
+/// One override of an instant CreateFleet: its launch template config (1-based), its index in
+/// that config's overrides (1-based; `None` for a config without overrides) and its fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FleetOverride {
+    pub(super) config: usize,
+    pub(super) index: Option<usize>,
+    pub(super) template: (TemplateRef, String),
+    /// `InstanceType`, `SubnetId`, `AvailabilityZone`, as asked.
+    pub(super) fields: BTreeMap<String, String>,
 }
 
-/// The refusal of a launch whose instance profile, an IAM name, names no profile IAM holds.
-async fn missing_profile_refusal(upstream: &str, profile: Option<&String>) -> Option<Refusal> {
-    let name = profile.filter(|p| is_iam_name(p))?;
-    if profile_held(upstream, name).await {
-        return None;
+/// The overrides of a CreateFleet form (`LaunchTemplateConfigs.N.LaunchTemplateSpecification`,
+/// `LaunchTemplateConfigs.N.Overrides.M.*`), in order.
+pub(super) fn fleet_overrides(form: &BTreeMap<String, String>) -> Vec<FleetOverride> {
+    let mut overrides = Vec::new();
+    for config in 1.. {
+        let spec = format!("LaunchTemplateConfigs.{config}.LaunchTemplateSpecification");
+        let template = if let Some(id) = form.get(&format!("{spec}.LaunchTemplateId")) {
+            TemplateRef::Id(id.clone())
+        } else if let Some(name) = form.get(&format!("{spec}.LaunchTemplateName")) {
+            TemplateRef::Name(name.clone())
+        } else {
+            break;
+        };
+        let version = form
+            .get(&format!("{spec}.Version"))
+            .cloned()
+            .unwrap_or_else(|| "$Default".to_owned());
+        let before = overrides.len();
+        for index in 1.. {
+            let prefix = format!("LaunchTemplateConfigs.{config}.Overrides.{index}.");
+            let asked: Vec<(&String, &String)> = form
+                .iter()
+                .filter(|(k, _)| k.starts_with(&prefix))
+                .collect();
+            if asked.is_empty() {
+                break;
+            }
+            let fields = asked
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    let field = k.strip_prefix(&prefix)?;
+                    ["InstanceType", "SubnetId", "AvailabilityZone"]
+                        .contains(&field)
+                        .then(|| (field.to_owned(), v.clone()))
+                })
+                .collect();
+            overrides.push(FleetOverride {
+                config,
+                index: Some(index),
+                template: (template.clone(), version.clone()),
+                fields,
+            });
+        }
+        if overrides.len() == before {
+            overrides.push(FleetOverride {
+                config,
+                index: None,
+                template: (template, version),
+                fields: BTreeMap::new(),
+            });
+        }
     }
-    Some((
-        "InvalidParameterValue",
-        format!(
-            "Value ({name}) for parameter iamInstanceProfile.name is invalid. Invalid IAM \
-             Instance Profile name"
-        ),
-    ))
+    overrides
+}
+
+/// The launch one fleet override asks for, from its launch template's `template` data.
+pub(super) fn fleet_launch(over: &FleetOverride, template: &TemplateData, dry_run: bool) -> Launch {
+    Launch {
+        profile: template.profile_name.clone(),
+        http_protocol_ipv6: template.http_protocol_ipv6.clone(),
+        security_groups: template.security_groups.clone(),
+        subnet: over.fields.get("SubnetId").cloned(),
+        dry_run,
+    }
 }
 
 /// Reads the launch template `template` names from moto (`upstream`) in `region`.
@@ -187,398 +297,302 @@ pub(super) async fn template_data(
     })
 }
 
-/// EC2's refusal of a launch whose security group is in another VPC than its subnet: "Security
-/// group sg-… and subnet subnet-… belong to different networks" (`InvalidParameter`), the error EC2
-/// returns for a launch (moto launches). `vpc_of` maps each security group and subnet id moto
-/// knows to its VPC.
-pub(super) fn network_refusal(
-    groups: &[String],
-    subnets: &[String],
-    vpc_of: &BTreeMap<String, String>,
-) -> Option<Refusal> {
-    for subnet in subnets {
-        let Some(subnet_vpc) = vpc_of.get(subnet) else {
-            continue;
-        };
-        if let Some(group) = groups
-            .iter()
-            .find(|g| vpc_of.get(*g).is_some_and(|vpc| vpc != subnet_vpc))
-        {
-            return Some((
-                "InvalidParameter",
-                format!("Security group {group} and subnet {subnet} belong to different networks."),
-            ));
+/// What the bed holds for `launches` in `region`, read from moto (`upstream`): IAM of the
+/// request's own region (moto keeps one IAM per partition, and the bed seeds the profiles there);
+/// an unanswered question leaves the fact out, so only moto's own answers refuse a launch.
+async fn held_for(upstream: &str, region: &str, launches: &[Launch]) -> Held {
+    let config = super::upstream::moto_config(upstream, region).await;
+    let (iam, ec2) = (
+        aws_sdk_iam::Client::new(&config),
+        aws_sdk_ec2::Client::new(&config),
+    );
+    let mut held = Held::default();
+    let profiles: BTreeSet<&String> = launches
+        .iter()
+        .filter_map(|l| l.profile.as_ref())
+        .filter(|p| is_iam_name(p))
+        .collect();
+    for profile in profiles {
+        let answer = iam
+            .get_instance_profile()
+            .instance_profile_name(profile)
+            .send()
+            .await;
+        if answer.is_err_and(|e| {
+            e.as_service_error().is_some_and(
+                aws_sdk_iam::operation::get_instance_profile::GetInstanceProfileError::is_no_such_entity_exception,
+            )
+        }) {
+            held.missing_profiles.insert(profile.clone());
         }
     }
-    None
-}
-
-/// EC2's refusal of a launch none of whose `subnets` has a free address:
-/// `InsufficientFreeAddressesInSubnet` (the EC2 API reference's error codes; Karpenter marks the
-/// subnet unavailable on it, aws/karpenter-provider-aws `pkg/providers/instance/instance.go`).
-/// moto counts the addresses its network interfaces take but launches regardless. A subnet moto
-/// does not know, or one with room, lets the launch through.
-pub(super) fn address_refusal(subnets: &[String], free: &BTreeMap<String, i32>) -> Option<Refusal> {
-    let full = |s: &String| free.get(s).is_some_and(|n| *n < 1);
-    let first = subnets.first()?;
-    subnets.iter().all(full).then(|| {
-        (
-            "InsufficientFreeAddressesInSubnet",
-            format!(
-                "There are not enough free addresses in subnet '{first}' to satisfy the requested \
-                 number of instances."
-            ),
-        )
-    })
-}
-
-/// What moto (`upstream`) knows in `region` of a launch's network: the VPC of each of `groups`
-/// and `subnets`, and each subnet's free addresses; an id moto cannot describe is left out
-/// (moto's to refuse).
-#[derive(Debug, Default)]
-struct Network {
-    vpc_of: BTreeMap<String, String>,
-    free: BTreeMap<String, i32>,
-}
-
-impl Network {
-    /// The refusal EC2 makes of a launch of `groups` into `subnets`, if any.
-    fn refusal(&self, groups: &[String], subnets: &[String]) -> Option<Refusal> {
-        network_refusal(groups, subnets, &self.vpc_of)
-            .or_else(|| address_refusal(subnets, &self.free))
-    }
-}
-
-async fn network_of(
-    upstream: &str,
-    region: &str,
-    groups: &[String],
-    subnets: &[String],
-) -> Network {
-    let ec2 = aws_sdk_ec2::Client::new(&super::upstream::moto_config(upstream, region).await);
-    let mut vpc_of = BTreeMap::new();
-    let mut free = BTreeMap::new();
+    let launching: Vec<&Launch> = launches.iter().filter(|l| !l.dry_run).collect();
+    let groups: BTreeSet<String> = launching
+        .iter()
+        .flat_map(|l| l.security_groups.iter().cloned())
+        .collect();
+    let subnets: BTreeSet<String> = launching.iter().filter_map(|l| l.subnet.clone()).collect();
     if !groups.is_empty()
         && let Ok(out) = ec2
             .describe_security_groups()
-            .set_group_ids(Some(groups.to_vec()))
+            .set_group_ids(Some(groups.into_iter().collect()))
             .send()
             .await
     {
         for group in out.security_groups() {
             if let (Some(id), Some(vpc)) = (group.group_id(), group.vpc_id()) {
-                vpc_of.insert(id.to_owned(), vpc.to_owned());
+                held.vpc_of.insert(id.to_owned(), vpc.to_owned());
             }
         }
     }
     if !subnets.is_empty()
         && let Ok(out) = ec2
             .describe_subnets()
-            .set_subnet_ids(Some(subnets.to_vec()))
+            .set_subnet_ids(Some(subnets.into_iter().collect()))
             .send()
             .await
     {
         for subnet in out.subnets() {
-            if let (Some(id), Some(vpc)) = (subnet.subnet_id(), subnet.vpc_id()) {
-                vpc_of.insert(id.to_owned(), vpc.to_owned());
+            let Some(id) = subnet.subnet_id() else {
+                continue;
+            };
+            if let Some(vpc) = subnet.vpc_id() {
+                held.vpc_of.insert(id.to_owned(), vpc.to_owned());
             }
-            if let (Some(id), Some(count)) =
-                (subnet.subnet_id(), subnet.available_ip_address_count())
-            {
-                free.insert(id.to_owned(), count);
+            if let Some(free) = subnet.available_ip_address_count() {
+                held.free.insert(id.to_owned(), free);
             }
         }
     }
-    Network { vpc_of, free }
+    held
 }
 
-/// The subnets of a CreateFleet form's overrides.
-fn fleet_subnets(form: &BTreeMap<String, String>) -> Vec<String> {
-    let mut subnets: Vec<String> = form
-        .iter()
-        .filter(|(k, _)| k.starts_with("LaunchTemplateConfigs.") && k.ends_with(".SubnetId"))
-        .map(|(_, v)| v.clone())
-        .collect();
-    subnets.sort();
-    subnets.dedup();
-    subnets
-}
-
-/// The launch templates of a CreateFleet form (`LaunchTemplateConfigs.N.
-/// LaunchTemplateSpecification.*`), in the order of their configs.
-pub(super) fn fleet_templates(form: &BTreeMap<String, String>) -> Vec<(TemplateRef, String)> {
-    let mut templates = Vec::new();
-    for n in 1.. {
-        let spec = format!("LaunchTemplateConfigs.{n}.LaunchTemplateSpecification");
-        let template = if let Some(id) = form.get(&format!("{spec}.LaunchTemplateId")) {
-            TemplateRef::Id(id.clone())
-        } else if let Some(name) = form.get(&format!("{spec}.LaunchTemplateName")) {
-            TemplateRef::Name(name.clone())
-        } else {
-            break;
-        };
-        let version = form
-            .get(&format!("{spec}.Version"))
-            .cloned()
-            .unwrap_or_else(|| "$Default".to_owned());
-        templates.push((template, version));
-    }
-    templates
-}
-
-/// What EC2 refuses of an instant CreateFleet in `region` whose launch templates hold
-/// `templates`: the first refusal of any, which EC2 reports in the fleet's `Errors[]` (an
-/// instant fleet answers 200 with the errors of each launch it could not make, the EC2 API
-/// reference for CreateFleet; aws/karpenter-provider-aws #3051 shows the profile error there).
-pub(super) fn fleet_refusal(region: &str, templates: &[TemplateData]) -> Option<Refusal> {
-    let empty = BTreeMap::new();
-    templates
-        .iter()
-        .find_map(|template| run_instances_refusal(region, &empty, template))
-}
-
-/// What EC2 refuses of an instant CreateFleet that moto would launch: the refusal, read from
-/// the launch templates in moto (`upstream`); `None` for every other request.
-pub(super) async fn fleet_refused(
-    upstream: &str,
-    call: &super::aws_wire::Call,
-    body: &str,
-) -> Option<Refusal> {
-    if call.operation != "CreateFleet" {
-        return None;
-    }
-    let form = form(body);
-    // A dry run (Karpenter's validation sends one before its RunInstances dry run) is left to
-    // moto as before: what EC2's dry-run CreateFleet says of the profile is not documented.
-    if form.get("Type").map(String::as_str) != Some("instant")
-        || form.get("DryRun").map(String::as_str) == Some("true")
-    {
-        return None;
-    }
-    let mut templates = Vec::new();
-    for (template, version) in fleet_templates(&form) {
-        // A template moto cannot describe is moto's to refuse.
-        if let Ok(data) = template_data(upstream, &call.region, &template, &version).await {
-            templates.push(data);
-        }
-    }
-    if let Some(refusal) = fleet_refusal(&call.region, &templates) {
-        return Some(refusal);
-    }
-    for template in &templates {
-        if let Some(refusal) =
-            missing_profile_refusal(upstream, template.profile_name.as_ref()).await
-        {
-            return Some(refusal);
-        }
-    }
-    let groups: Vec<String> = templates
-        .iter()
-        .flat_map(|t| t.security_groups.iter().cloned())
-        .collect();
-    let subnets = fleet_subnets(&form);
-    network_of(upstream, &call.region, &groups, &subnets)
-        .await
-        .refusal(&groups, &subnets)
-}
-
-/// What EC2 refuses at launch and moto lets through ; `None` for every
-/// other request.
+/// What EC2 refuses of a RunInstances that moto would launch; `None` for every other request.
 pub(super) async fn refused(
     upstream: &str,
     call: &super::aws_wire::Call,
     body: &str,
 ) -> Option<Refusal> {
-    match call.operation.as_str() {
-        "CreateLaunchTemplate" | "CreateLaunchTemplateVersion" => {
-            launch_template_refusal(&call.region, &form(body))
-        }
-        "RunInstances" => {
-            let form = form(body);
-            let template = match named_template(&form) {
-                // A template moto cannot describe is moto's to refuse.
-                Some((template, version)) => {
-                    template_data(upstream, &call.region, &template, &version)
-                        .await
-                        .unwrap_or_default()
-                }
-                None => TemplateData::default(),
-            };
-            if let Some(refusal) = run_instances_refusal(&call.region, &form, &template) {
-                return Some(refusal);
-            }
-            let profile = form
-                .get("IamInstanceProfile.Name")
-                .or(template.profile_name.as_ref());
-            if let Some(refusal) = missing_profile_refusal(upstream, profile).await {
-                return Some(refusal);
-            }
-            // A launch's network is checked when it launches: what EC2's dry run says of it is not
-            // documented, so a dry run (Karpenter's validation) is left to moto.
-            if super::aws_wire::dry_run(body.as_bytes()) {
-                return None;
-            }
-            let groups: Vec<String> = form
-                .iter()
-                .filter(|(k, _)| {
-                    k.starts_with("SecurityGroupId.") || k.contains(".SecurityGroupId.")
-                })
-                .map(|(_, v)| v.clone())
-                .chain(template.security_groups.iter().cloned())
-                .collect();
-            let subnets: Vec<String> = form
-                .iter()
-                .filter(|(k, _)| *k == "SubnetId" || k.ends_with(".SubnetId"))
-                .map(|(_, v)| v.clone())
-                .collect();
-            network_of(upstream, &call.region, &groups, &subnets)
-                .await
-                .refusal(&groups, &subnets)
-        }
-        _ => None,
+    if call.operation != "RunInstances" {
+        return None;
     }
+    let form = form(body);
+    let template = match named_template(&form) {
+        // A template moto cannot describe is moto's to refuse.
+        Some((template, version)) => template_data(upstream, &call.region, &template, &version)
+            .await
+            .unwrap_or_default(),
+        None => TemplateData::default(),
+    };
+    let launch = run_instances_launch(&form, &template);
+    let held = held_for(upstream, &call.region, std::slice::from_ref(&launch)).await;
+    launch_refusal(&call.region, &launch, &held)
+}
+
+/// What EC2 refuses of an instant CreateFleet that moto would launch: each override's refusal,
+/// when every override is refused (while one can launch, EC2 launches it); `None` for every other
+/// request, a dry run included (left to moto: what EC2's dry-run CreateFleet says of the launch
+/// template is not documented).
+pub(super) async fn fleet_refused(
+    upstream: &str,
+    call: &super::aws_wire::Call,
+    body: &str,
+) -> Option<Vec<(FleetOverride, Refusal)>> {
+    if call.operation != "CreateFleet" {
+        return None;
+    }
+    let form = form(body);
+    if form.get("Type").map(String::as_str) != Some("instant")
+        || form.get("DryRun").map(String::as_str) == Some("true")
+    {
+        return None;
+    }
+    let overrides = fleet_overrides(&form);
+    let mut templates: BTreeMap<(TemplateRef, String), TemplateData> = BTreeMap::new();
+    for over in &overrides {
+        if !templates.contains_key(&over.template) {
+            let (template, version) = &over.template;
+            // A template moto cannot describe is moto's to refuse.
+            let data = template_data(upstream, &call.region, template, version)
+                .await
+                .ok()?;
+            templates.insert(over.template.clone(), data);
+        }
+    }
+    let launches: Vec<Launch> = overrides
+        .iter()
+        .map(|over| fleet_launch(over, &templates[&over.template], false))
+        .collect();
+    let held = held_for(upstream, &call.region, &launches).await;
+    let refusals: Vec<(FleetOverride, Refusal)> = overrides
+        .into_iter()
+        .zip(&launches)
+        .map(|(over, launch)| Some((over, launch_refusal(&call.region, launch, &held)?)))
+        .collect::<Option<_>>()?;
+    (!refusals.is_empty()).then_some(refusals)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_launch_is_refused_only_when_every_subnet_it_may_use_is_full() {
-        let free: BTreeMap<String, i32> = [("subnet-full", 0), ("subnet-roomy", 40)]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-        let refused = address_refusal(&["subnet-full".to_owned()], &free).expect("refused");
-        assert_eq!(refused.0, "InsufficientFreeAddressesInSubnet");
-        assert!(refused.1.contains("subnet-full"), "{}", refused.1);
-        let both = ["subnet-full".to_owned(), "subnet-roomy".to_owned()];
-        assert_eq!(address_refusal(&both, &free), None);
-        assert_eq!(address_refusal(&["subnet-unknown".to_owned()], &free), None);
-        assert_eq!(address_refusal(&[], &free), None);
+    fn held() -> Held {
+        let pairs = |items: &[(&str, &str)]| {
+            items
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        Held {
+            missing_profiles: ["Gone".to_owned()].into(),
+            vpc_of: pairs(&[
+                ("sg-home", "vpc-1"),
+                ("sg-stray", "vpc-2"),
+                ("subnet-a", "vpc-1"),
+                ("subnet-full", "vpc-1"),
+            ]),
+            free: [("subnet-a".to_owned(), 40), ("subnet-full".to_owned(), 0)].into(),
+        }
+    }
+
+    fn launch(profile: &str, groups: &[&str], subnet: &str) -> Launch {
+        Launch {
+            profile: Some(profile.to_owned()),
+            http_protocol_ipv6: None,
+            security_groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            subnet: Some(subnet.to_owned()),
+            dry_run: false,
+        }
     }
 
     #[test]
-    fn a_security_group_of_another_vpc_than_the_subnet_is_refused() {
-        let vpc_of: BTreeMap<String, String> = [
-            ("sg-home", "vpc-1"),
-            ("sg-stray", "vpc-2"),
-            ("subnet-a", "vpc-1"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-        let groups = vec!["sg-home".to_owned(), "sg-stray".to_owned()];
-        let refused = network_refusal(&groups, &["subnet-a".to_owned()], &vpc_of).expect("refused");
+    fn a_profile_that_is_no_iam_name_or_that_iam_lacks_is_refused_dry_or_not() {
+        let arn = "arn:aws:iam::123456789012:instance-profile/Node";
+        for dry_run in [true, false] {
+            for profile in [arn, "Gone"] {
+                let asked = Launch {
+                    dry_run,
+                    ..launch(profile, &["sg-home"], "subnet-a")
+                };
+                let refused = launch_refusal("us-west-2", &asked, &held()).expect("refused");
+                assert_eq!(refused.0, "InvalidParameterValue");
+                assert!(
+                    refused.1.contains("Invalid IAM Instance Profile name"),
+                    "{}",
+                    refused.1
+                );
+            }
+        }
+        let named = launch(
+            "KarpenterNodeInstanceProfile-a_b.c@d+e=f,g",
+            &["sg-home"],
+            "subnet-a",
+        );
+        assert_eq!(launch_refusal("us-west-2", &named, &held()), None);
+    }
+
+    #[test]
+    fn the_network_and_the_metadata_option_are_refused_at_launch_not_in_a_dry_run() {
+        let stray = launch("Node", &["sg-home", "sg-stray"], "subnet-a");
+        let refused = launch_refusal("us-west-2", &stray, &held()).expect("refused");
         assert_eq!(refused.0, "InvalidParameter");
         assert!(
             refused.1.contains("sg-stray") && refused.1.contains("subnet-a"),
             "{}",
             refused.1
         );
+        let full = launch("Node", &["sg-home"], "subnet-full");
+        let refused = launch_refusal("us-west-2", &full, &held()).expect("refused");
+        assert_eq!(refused.0, "InsufficientFreeAddressesInSubnet");
+        assert!(refused.1.contains("subnet-full"), "{}", refused.1);
+        let ipv6 = Launch {
+            http_protocol_ipv6: Some("disabled".into()),
+            ..launch("Node", &["sg-home"], "subnet-a")
+        };
         assert_eq!(
-            network_refusal(&groups[..1], &["subnet-a".to_owned()], &vpc_of),
-            None
+            launch_refusal("us-iso-east-1", &ipv6, &held()).map(|r| r.0),
+            Some("UnsupportedOperation")
         );
+        assert_eq!(launch_refusal("us-west-2", &ipv6, &held()), None);
+        for asked in [stray, full, ipv6] {
+            let dry = Launch {
+                dry_run: true,
+                ..asked
+            };
+            assert_eq!(launch_refusal("us-iso-east-1", &dry, &held()), None);
+        }
         // What moto does not know is moto's to refuse.
-        assert_eq!(
-            network_refusal(&groups, &["subnet-unknown".to_owned()], &vpc_of),
-            None
-        );
+        let unknown = launch("Node", &["sg-stray"], "subnet-unknown");
+        assert_eq!(launch_refusal("us-west-2", &unknown, &held()), None);
     }
 
     #[test]
-    fn a_fleet_whose_template_names_an_arn_is_refused_and_one_naming_a_profile_is_not() {
-        let form = form(
+    fn a_fleet_lists_its_overrides_with_their_templates() {
+        let asked = form(
             "Action=CreateFleet&Type=instant\
              &LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=karpenter-a\
              &LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version=%24Latest\
-             &LaunchTemplateConfigs.2.LaunchTemplateSpecification.LaunchTemplateId=lt-0b\
-             &LaunchTemplateConfigs.2.Overrides.1.InstanceType=m5.large",
+             &LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large\
+             &LaunchTemplateConfigs.1.Overrides.1.SubnetId=subnet-a\
+             &LaunchTemplateConfigs.1.Overrides.2.InstanceType=m5.xlarge\
+             &LaunchTemplateConfigs.1.Overrides.2.SubnetId=subnet-full\
+             &LaunchTemplateConfigs.2.LaunchTemplateSpecification.LaunchTemplateId=lt-0b",
         );
+        let overrides = fleet_overrides(&asked);
+        assert_eq!(overrides.len(), 3, "{overrides:?}");
         assert_eq!(
-            fleet_templates(&form),
-            vec![
-                (TemplateRef::Name("karpenter-a".into()), "$Latest".into()),
-                (TemplateRef::Id("lt-0b".into()), "$Default".into()),
-            ]
+            overrides[0].template,
+            (TemplateRef::Name("karpenter-a".into()), "$Latest".into())
         );
-        let arn = TemplateData {
-            profile_name: Some("arn:aws:iam::123456789012:instance-profile/Node".into()),
-            http_protocol_ipv6: None,
-            security_groups: Vec::new(),
-        };
-        let named = TemplateData {
+        assert_eq!(overrides[1].fields["SubnetId"], "subnet-full");
+        assert_eq!(overrides[1].index, Some(2));
+        assert_eq!(
+            (
+                overrides[2].config,
+                overrides[2].index,
+                &overrides[2].template.0
+            ),
+            (2, None, &TemplateRef::Id("lt-0b".into()))
+        );
+        // The full subnet's override is refused and the roomy one's is not: EC2 launches there.
+        let template = TemplateData {
             profile_name: Some("Node".into()),
             http_protocol_ipv6: None,
-            security_groups: Vec::new(),
+            security_groups: vec!["sg-home".into()],
         };
-        let refused = fleet_refusal("eu-west-1", &[named.clone(), arn]).expect("refused");
-        assert!(refused.1.contains("Invalid IAM Instance Profile name"));
-        assert_eq!(fleet_refusal("eu-west-1", &[named]), None);
-    }
-
-    #[test]
-    fn an_arn_is_no_instance_profile_name_and_a_name_is() {
-        let arn = "arn:aws:iam::123456789012:instance-profile/KarpenterNodeInstanceProfile";
-        let template = TemplateData {
-            profile_name: Some(arn.into()),
-            http_protocol_ipv6: None,
-            security_groups: Vec::new(),
-        };
-        let form = form("Action=RunInstances&LaunchTemplate.LaunchTemplateName=lt&DryRun=true");
-        let refused = run_instances_refusal("us-west-2", &form, &template).expect("refused");
-        assert_eq!(refused.0, "InvalidParameterValue");
+        let refusals: Vec<Option<Refusal>> = overrides[..2]
+            .iter()
+            .map(|o| launch_refusal("us-west-2", &fleet_launch(o, &template, false), &held()))
+            .collect();
         assert!(
-            refused.1.contains("Invalid IAM Instance Profile name"),
-            "{}",
-            refused.1
+            refusals[0].is_none() && refusals[1].is_some(),
+            "{refusals:?}"
+        );
+    }
+
+    #[test]
+    fn a_run_instances_form_reads_its_own_fields_over_its_template() {
+        let asked = form(
+            "Action=RunInstances&LaunchTemplate.LaunchTemplateName=lt&DryRun=true\
+             &NetworkInterface.1.SubnetId=subnet-a&SecurityGroupId.1=sg-stray\
+             &IamInstanceProfile.Name=arn%3Aaws%3Aiam%3A%3A1%3Ainstance-profile%2Fx",
         );
         let template = TemplateData {
-            profile_name: Some("KarpenterNodeInstanceProfile-a_b.c@d+e=f,g".into()),
-            http_protocol_ipv6: None,
-            security_groups: Vec::new(),
+            profile_name: Some("Node".into()),
+            http_protocol_ipv6: Some("disabled".into()),
+            security_groups: vec!["sg-home".into()],
         };
-        assert_eq!(run_instances_refusal("us-west-2", &form, &template), None);
-        // The request's own profile counts too, percent-encoded as the SDK sends it.
-        let form = super::form(
-            "Action=RunInstances&IamInstanceProfile.Name=arn%3Aaws%3Aiam%3A%3A1%3Ainstance-profile%2Fx",
-        );
-        assert!(run_instances_refusal("us-west-2", &form, &TemplateData::default()).is_some());
-    }
-
-    #[test]
-    fn ipv6_metadata_is_refused_in_the_isolated_regions_only() {
-        let form = form(
-            "Action=CreateLaunchTemplate&LaunchTemplateData.MetadataOptions.HttpProtocolIpv6=disabled",
-        );
-        for region in ["us-iso-east-1", "us-isob-east-1", "us-isof-south-1"] {
-            assert!(launch_template_refusal(region, &form).is_some(), "{region}");
-        }
-        for region in ["us-east-1", "eu-isoe-west-1", "us-gov-west-1"] {
-            assert_eq!(launch_template_refusal(region, &form), None, "{region}");
-        }
-        let without = super::form("Action=CreateLaunchTemplate&LaunchTemplateData.ImageId=ami-1");
-        assert_eq!(launch_template_refusal("us-iso-east-1", &without), None);
-    }
-
-    #[test]
-    fn a_run_instances_names_its_template_by_id_or_name() {
-        let by_name = form(
-            "LaunchTemplate.LaunchTemplateName=karpenter.k8s.aws%2F123&LaunchTemplate.Version=%24Latest",
-        );
+        let launch = run_instances_launch(&asked, &template);
         assert_eq!(
-            named_template(&by_name),
-            Some((
-                TemplateRef::Name("karpenter.k8s.aws/123".into()),
-                "$Latest".into()
-            ))
+            launch.profile.as_deref(),
+            Some("arn:aws:iam::1:instance-profile/x")
         );
-        let by_id = form("LaunchTemplate.LaunchTemplateId=lt-1");
+        assert_eq!(launch.subnet.as_deref(), Some("subnet-a"));
+        assert_eq!(launch.security_groups, ["sg-stray", "sg-home"]);
+        assert!(launch.dry_run);
         assert_eq!(
-            named_template(&by_id),
-            Some((TemplateRef::Id("lt-1".into()), "$Default".into()))
+            named_template(&asked),
+            Some((TemplateRef::Name("lt".into()), "$Default".into()))
         );
-        assert_eq!(named_template(&form("ImageId=ami-1")), None);
     }
 }

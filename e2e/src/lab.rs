@@ -168,6 +168,27 @@ impl Lab {
         })
     }
 
+    /// Changes Karpenter's settings as a user changes the chart's values: the Deployment's env
+    /// (which karpenter-health reads) and the controller, restarted with them.
+    pub async fn reconfigure_karpenter(
+        &mut self,
+        configure: impl FnOnce(&mut Settings),
+    ) -> Result<()> {
+        configure(&mut self.settings);
+        let env = self.settings.chart_env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        crate::apply_json(
+            &self.fx.admin,
+            &[crate::karpenter::deployment(
+                &self.fx.name,
+                self.karpenter.release.trim_start_matches('v'),
+                &env,
+            )],
+        )
+        .await?;
+        self.restart_karpenter().await
+    }
+
     /// Stops Karpenter and starts it again with the same settings (its caches empty, as after a
     /// Pod restart or an upgrade); its new log is the old one's `.restart.log` sibling.
     pub async fn restart_karpenter(&mut self) -> Result<()> {

@@ -500,9 +500,11 @@ async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_ag
         let ec2 = aws_sdk_ec2::Client::new(
             &lab.fx.bed.aws_config_at(&lab.fx.proxy.url(), &lab.fx.region).await?,
         );
-        let refused = ec2
-            .create_launch_template()
-            .launch_template_name(format!("{}-probe", lab.fx.name))
+        // A launch template with the option is made (as EC2 makes it) and a launch from it is
+        // refused (as EC2 refuses it: #5700, #7081).
+        let probe = format!("{}-probe", lab.fx.name);
+        ec2.create_launch_template()
+            .launch_template_name(&probe)
             .launch_template_data(
                 aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
                     .metadata_options(
@@ -515,10 +517,21 @@ async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_ag
                     .build(),
             )
             .send()
+            .await?;
+        let refused = ec2
+            .run_instances()
+            .launch_template(
+                aws_sdk_ec2::types::LaunchTemplateSpecification::builder()
+                    .launch_template_name(&probe)
+                    .build(),
+            )
+            .min_count(1)
+            .max_count(1)
+            .send()
             .await;
         ensure!(
-            refused.as_ref().err().and_then(|e| e.as_service_error()).and_then(|e| aws_sdk_ec2::error::ProvideErrorMetadata::code(e)) == Some("InvalidParameterValue"),
-            "the bed must refuse httpProtocolIPv6 in {}: {refused:?}",
+            refused.as_ref().err().and_then(|e| e.as_service_error()).and_then(|e| aws_sdk_ec2::error::ProvideErrorMetadata::code(e)) == Some("UnsupportedOperation"),
+            "the bed must refuse a launch with httpProtocolIPv6 in {}: {refused:?}",
             lab.fx.region
         );
         let log = StatusLog::start(&lab.fx.admin, &lab.fx.name);
@@ -541,8 +554,9 @@ async fn in_an_isolated_region_karpenter_1_7_and_later_launches_and_the_check_ag
 }
 
 /// Classic 1, its failing half: Karpenter before 1.7 writes `httpProtocolIPv6` into every launch
-/// template (`disabled` on an IPv4 cluster; v1.6.3 `pkg/providers/amifamily/resolver.go`), which
-/// EC2 refuses in the isolated regions, so no launch template is made and nothing launches. Runs
+/// template (`disabled` on an IPv4 cluster; v1.6.3 `pkg/providers/amifamily/resolver.go`); in the
+/// isolated regions EC2 makes the template and refuses every launch from it (`UnsupportedOperation`
+/// in the fleet's errors, aws/karpenter-provider-aws #5700, #7081), so nothing launches. Runs
 /// on the lab's release before 1.7 (v1.6.3, which `make test` runs for this test only); there is
 /// no healthy twin on that release (every template carries the option): the twin is the 1.7
 /// test above.
@@ -565,20 +579,21 @@ async fn in_an_isolated_region_karpenter_before_1_7_launches_nothing() -> Result
                 Reason::HttpProtocolIPv6UnsupportedInRegion,
             )])
             .await?;
-        // What Karpenter does: its launch template is refused for the option, in its own log,
-        // and nothing launches.
+        // What Karpenter does: it makes the launch template with the option, validates (its dry
+        // runs are not refused for it), launches, and every fleet is refused (#5700, #7081), in
+        // its own log; nothing launches.
         let refused = lab
-            .wait_logged("", &["HttpProtocolIpv6 is not supported"], LAUNCH)
+            .wait_logged("", &["HttpProtocol Metadata Options"], LAUNCH)
             .await?;
-        eprintln!("lab: Karpenter's refusal: {refused}");
-        let templates = lab
+        eprintln!("lab: Karpenter's launch: {refused}");
+        let fleets = lab
             .fx
             .proxy
             .launch_refusals()
             .iter()
-            .filter(|r| r.operation.starts_with("CreateLaunchTemplate"))
+            .filter(|r| r.operation == "CreateFleet" && r.code == "UnsupportedOperation")
             .count();
-        ensure!(templates >= 1, "no launch template was refused");
+        ensure!(fleets >= 1, "no fleet was refused for the option");
         for claim in lab.node_claims().await? {
             ensure!(
                 !karpenter_health_e2e::lab::carries(&claim, "Launched", "True"),

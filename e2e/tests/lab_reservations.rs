@@ -2,8 +2,10 @@
 //! with the real Karpenter (the release `KH_KARPENTER_RELEASE` names) reading the gap proxy's
 //! DescribeCapacityReservations (moto has none) and writing its own `status.capacityReservations`.
 //! Each broken setup shows Karpenter refusing to schedule the waiting Pod and launching nothing;
-//! the twin allows on-demand capacity and Karpenter launches (a launch *into* a reservation is out
-//! of the bed's reach: moto keeps no reservation capacity). Does IO (the bed, moto, Karpenter).
+//! its twin, a reservation Karpenter can use, shows Karpenter making a NodeClaim of reserved
+//! capacity for the same Pod (the control that the refusal is the setup's: moto keeps no
+//! reservation capacity, so the launch itself proves nothing more). Does IO (the bed, moto,
+//! Karpenter).
 //!
 //! Karpenter offers reserved capacity only for the reservations its class resolved, in zones the
 //! class has subnets in, and only with its ReservedCapacity feature gate on
@@ -153,17 +155,43 @@ async fn a_reserved_only_node_pool_without_a_usable_reservation_launches_nothing
         lab.workload("web-again", "500m").await?;
         schedules_nothing(&lab, "web-again").await?;
 
-        // The twin: on-demand capacity allowed beside the reservation.
-        lab.patch_node_pool(capacity_types(&["reserved", "on-demand"]))
-            .await?;
-        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        // The twin, and the control that Karpenter on this bed does schedule reserved capacity:
+        // a reservation in the class's own zone. Karpenter makes a reserved NodeClaim for it.
+        let (zone, _) = zones(&lab).await?;
+        let usable = "cr-0b1c2d3e4f5a60719";
         lab.fx
-            .wait_healthy("with on-demand capacity allowed")
+            .proxy
+            .set_capacity_reservations(vec![reservation(usable, &zone)]);
+        lab.fx
+            .patch_node_class_spec(json!({"capacityReservationSelectorTerms": [{"id": usable}]}))
+            .await?;
+        reserved_claim(&lab).await?;
+        lab.fx
+            .wait_healthy("with a reservation in the class's zone")
             .await?;
         operator.stop().await
     }
     .await;
     lab.finish(outcome).await
+}
+
+/// Waits until Karpenter made a NodeClaim of reserved capacity for the test's NodePool.
+async fn reserved_claim(lab: &Lab) -> Result<()> {
+    karpenter_health_e2e::wait_for("a NodeClaim of reserved capacity", LAUNCH, || async {
+        Ok(lab
+            .node_claims()
+            .await?
+            .iter()
+            .any(|c| {
+                c.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("karpenter.sh/capacity-type"))
+                    .is_some_and(|t| t == "reserved")
+            })
+            .then_some(()))
+    })
+    .await
 }
 
 /// ReservedCapacityDisabled: Karpenter started with its ReservedCapacity feature gate off
@@ -174,7 +202,7 @@ async fn a_reserved_only_node_pool_without_a_usable_reservation_launches_nothing
 async fn reserved_capacity_gated_off_launches_nothing_for_a_reserved_only_node_pool() -> Result<()>
 {
     let id = "cr-0f1e2d3c4b5a69788";
-    let lab = Lab::start_seeded_with(
+    let mut lab = Lab::start_seeded_with(
         "lab-reserved-off",
         "us-east-1",
         |settings| settings.feature_gates = Some("ReservedCapacity=false".into()),
@@ -196,12 +224,15 @@ async fn reserved_capacity_gated_off_launches_nothing_for_a_reserved_only_node_p
             )
             .await?;
         schedules_nothing(&lab, "web").await?;
-        // The twin: on-demand capacity allowed.
-        lab.patch_node_pool(capacity_types(&["reserved", "on-demand"]))
-            .await?;
-        lab.wait_node_claim("Initialized", LAUNCH).await?;
+        // The twin, and the control that the reservation is usable: the gate on (the chart's
+        // value changed, Karpenter restarted with it). Karpenter makes a reserved NodeClaim.
+        lab.reconfigure_karpenter(|settings| {
+            settings.feature_gates = Some("ReservedCapacity=true".into());
+        })
+        .await?;
+        reserved_claim(&lab).await?;
         lab.fx
-            .wait_healthy("with on-demand capacity allowed")
+            .wait_healthy("with the ReservedCapacity gate on")
             .await?;
         operator.stop().await
     }
