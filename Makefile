@@ -126,15 +126,19 @@ e2e-list-check: ## fail when a test file in e2e/tests is in no list `make e2e` r
 	@for f in e2e/tests/*.rs; do t=$$(basename $$f .rs); \
 	  case " $(E2E_OPERATOR_TESTS) $(E2E_AWS_TESTS) $(E2E_LAB_TESTS) " in *" --test $$t "*) ;; \
 	  *) echo "e2e/tests/$$t.rs is not run by make e2e: add it to E2E_OPERATOR_TESTS, E2E_AWS_TESTS or E2E_LAB_TESTS"; exit 1;; esac; done
-e2e: ## end-to-end tests on a fresh bed, then the lab's (the real Karpenter) on a bed of its own; each bed is stopped afterwards whatever happens
+e2e: ## end-to-end tests on a fresh bed and, side by side with them, the lab's (the real Karpenter of each of LAB_RELEASES) on beds of their own; each bed is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
+	@$(CARGO) build --locked -p karpenter-health && $(CARGO) test --locked -p karpenter-health-e2e --no-run --quiet
+	@# The lab mostly waits on Karpenter's timers (about a fifth of 2 cores per release): it runs
+	@# beside the operator tests, its lines prefixed with its release, and its status counts too.
 	@status=0; \
-	  $(CARGO) build --locked -p karpenter-health && \
+	  CARGO=$(CARGO) bash e2e/lab.sh $(LAB_RELEASES) & lab=$$!; \
 	  $(CARGO) test --locked -p karpenter-health-e2e --lib --bins $(E2E_AWS_TESTS) -- --test-threads=4 && \
 	  $(CARGO) test --locked -p karpenter-health-e2e $(E2E_OPERATOR_TESTS) -- --test-threads=1 \
 	  || status=$$?; \
-	  bash $(BED) down $(BED_DIR); [ $$status -eq 0 ] || exit $$status
-	@$(MAKE) --no-print-directory e2e-lab
+	  bash $(BED) down $(BED_DIR); \
+	  wait $$lab || { echo "e2e: the lab failed (its lines above are prefixed with their release)"; status=1; }; \
+	  [ $$status -eq 0 ] || exit $$status
 
 .PHONY: e2e-lab
 e2e-lab: ## verdict against behaviour: the real Karpenter of each of LAB_RELEASES (v1.14.1 v1.8.6) on a bed of its own, side by side
@@ -199,7 +203,11 @@ image-test: image ## the image on a bed of its own: digest twice, in-cluster con
 	@bash image/test.sh
 
 .PHONY: test
-test: deps fmt-check lint test-unit oracle crds-check rbac-check e2e-list-check purity-check deny e2e demo-smoke chart-test terraform-test image-test release-test ## everything CI runs
+TEST_STEPS := deps fmt-check lint test-unit oracle crds-check rbac-check e2e-list-check purity-check deny e2e demo-smoke chart-test terraform-test image-test release-test
+test: ## everything CI runs, each step's time printed (make test: STEP took N s)
+	@for step in $(TEST_STEPS); do started=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$step || { echo "make test: $$step FAILED after $$(( $$(date +%s) - started )) s"; exit 1; }; \
+	  echo "make test: $$step took $$(( $$(date +%s) - started )) s"; done
 
 DEMO_BED_DIR ?= $(CURDIR)/e2e/.bed-demo
 .PHONY: demo
