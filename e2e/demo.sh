@@ -57,7 +57,7 @@ echo $! > "$bed_dir/pids/operator.pid"
 expected=(
   "default Ready True(AllChecksPassed)"
   "arn-profile InstanceProfileReady False(InstanceProfileIsArn)"
-  "batch NodeRoleMapped False(NodeRoleNotMapped)"
+  "batch NodeRoleMapped False(ControllerRoleMappedInstead)"
 )
 verdict() { # verdict CLASS CONDITION -> status(reason)
   kubectl get kh "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}({.status.conditions[?(@.type==\"$2\")].reason})" 2>/dev/null || true
