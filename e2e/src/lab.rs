@@ -482,13 +482,29 @@ impl Lab {
         fields: &[&str],
         deadline: Duration,
     ) -> Result<Value> {
+        self.wait_logged_since(&LogMark::default(), message, fields, deadline)
+            .await
+    }
+
+    /// [`Lab::wait_logged`], of what Karpenter logged after `mark` only.
+    pub async fn wait_logged_since(
+        &self,
+        mark: &LogMark,
+        message: &str,
+        fields: &[&str],
+        deadline: Duration,
+    ) -> Result<Value> {
         let started = Instant::now();
         let what = format!("Karpenter to log {message:?} {fields:?}");
         let line = crate::wait_for(&what, deadline, || async {
-            Ok(self.karpenter.logged(message).into_iter().find(|line| {
-                let text = line.to_string();
-                fields.iter().all(|f| text.contains(f))
-            }))
+            Ok(self
+                .karpenter
+                .logged_since(mark, message)
+                .into_iter()
+                .find(|line| {
+                    let text = line.to_string();
+                    fields.iter().all(|f| text.contains(f))
+                }))
         })
         .await?;
         eprintln!("lab: {what} after {:.1} s", started.elapsed().as_secs_f64());

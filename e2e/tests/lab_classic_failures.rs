@@ -72,6 +72,8 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
                 config.evaluation.validation_stuck_after = VALIDATION_STUCK;
             })
             .await?;
+        // Only what Karpenter logs once the Pod waits: a healthy class warming up logs the same.
+        let mark = lab.karpenter.mark();
         lab.workload("web", "500m").await?;
         lab.fx
             .wait_failed(&[
@@ -89,7 +91,8 @@ async fn an_instance_profile_arn_leaves_validation_unknown_and_karpenter_launche
         // requeues (each a dry run EC2 refused), no launch.
         lab.karpenter_condition("InstanceProfileReady", "True")
             .await?;
-        lab.wait_logged(
+        lab.wait_logged_since(
+            &mark,
             "ignoring nodepool, not ready",
             &[&lab.fx.name],
             PROVISIONER_PASS,
@@ -188,6 +191,8 @@ async fn an_instance_profile_iam_does_not_have_leaves_validation_unknown_and_lau
     .await?;
     let outcome: Result<()> = async {
         let operator = lab.fx.start_operator(None, false).await?;
+        // Only what Karpenter logs once the Pod waits: a healthy class warming up logs the same.
+        let mark = lab.karpenter.mark();
         lab.workload("web", "500m").await?;
         let status = lab
             .fx
@@ -205,7 +210,8 @@ async fn an_instance_profile_iam_does_not_have_leaves_validation_unknown_and_lau
         // never concluding, the NodePool ignored, nothing launched.
         lab.karpenter_condition("InstanceProfileReady", "True")
             .await?;
-        lab.wait_logged(
+        lab.wait_logged_since(
+            &mark,
             "ignoring nodepool, not ready",
             &[&lab.fx.name],
             PROVISIONER_PASS,

@@ -44,9 +44,11 @@ async fn launches_nothing(
     verdict: (ConditionType, Reason),
     evidence: &str,
 ) -> Result<karpenter_health_api::KarpenterHealthStatus> {
+    // Only what Karpenter logs once the Pod waits: a healthy class warming up logs the same.
+    let mark = lab.karpenter.mark();
     lab.workload("web", "500m").await?;
     let status = lab.fx.wait_failed(&[verdict]).await?;
-    lab.wait_logged(evidence, &[&lab.fx.name], PROVISIONER_PASS)
+    lab.wait_logged_since(&mark, evidence, &[&lab.fx.name], PROVISIONER_PASS)
         .await?;
     ensure!(
         lab.node_claims().await?.is_empty() && lab.launched_instances().await?.is_empty(),

@@ -93,6 +93,13 @@ impl Settings {
     }
 }
 
+/// A place in a Karpenter log ([`KarpenterProcess::mark`]); the default is its start.
+#[derive(Clone, Debug, Default)]
+pub struct LogMark {
+    log: Option<PathBuf>,
+    offset: u64,
+}
+
 /// How many times [`KarpenterProcess::start`] starts Karpenter before an exit at start fails
 /// the test (a Deployment's container would go on restarting, backing off).
 const STARTS: u32 = 3;
@@ -230,8 +237,30 @@ impl KarpenterProcess {
     /// differently: v1.8's `ignoring pod, label is restricted; specify a well known label ...`
     /// carries the key after the phrase).
     pub fn logged(&self, message: &str) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
+        self.logged_since(&LogMark::default(), message)
+    }
+
+    /// Where its log ends now: [`KarpenterProcess::logged_since`] then reads only what Karpenter
+    /// logs afterwards (a line a healthy start also logs is evidence only after the fault).
+    pub fn mark(&self) -> LogMark {
+        LogMark {
+            log: Some(self.log.clone()),
+            offset: std::fs::metadata(&self.log).map_or(0, |m| m.len()),
+        }
+    }
+
+    /// [`KarpenterProcess::logged`], of the lines logged after `mark` (all of a log started
+    /// since, after a restart).
+    pub fn logged_since(&self, mark: &LogMark, message: &str) -> Vec<Value> {
+        let text = std::fs::read(&self.log).unwrap_or_default();
+        let from = if mark.log.as_ref() == Some(&self.log) {
+            usize::try_from(mark.offset)
+                .unwrap_or(usize::MAX)
+                .min(text.len())
+        } else {
+            0
+        };
+        String::from_utf8_lossy(&text[from..])
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter(|l| l["message"].as_str().is_some_and(|m| m.contains(message)))
