@@ -112,7 +112,9 @@ e2e-down: ## stop the local bed
 # tests share cluster singletons (aws-auth, the Karpenter Deployment), so they run one at a time.
 # Every e2e/tests/operator_*.rs (one file per condition or operator concern) runs without being
 # listed here; the other operator tests are named.
-E2E_OPERATOR_TESTS := --test foundation --test check_command --test probes --test leader_election --test shutdown \
+# `check` runs alone before the lab starts (see e2e); the other operator tests beside it.
+E2E_CHECK_TESTS := --test check_command
+E2E_OPERATOR_TESTS := --test foundation --test probes --test leader_election --test shutdown \
   --test status_writer $(patsubst e2e/tests/%.rs,--test %,$(sort $(wildcard e2e/tests/operator_*.rs)))
 E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
 # Verdict against behaviour: the real Karpenter controller, each release of LAB_RELEASES on a bed
@@ -124,20 +126,23 @@ LAB_RELEASES ?= v1.14.1 v1.8.6 v1.6.3/lab_classic_failures/before_1_7
 .PHONY: e2e-list-check
 e2e-list-check: ## fail when a test file in e2e/tests is in no list `make e2e` runs
 	@for f in e2e/tests/*.rs; do t=$$(basename $$f .rs); \
-	  case " $(E2E_OPERATOR_TESTS) $(E2E_AWS_TESTS) $(E2E_LAB_TESTS) " in *" --test $$t "*) ;; \
+	  case " $(E2E_CHECK_TESTS) $(E2E_OPERATOR_TESTS) $(E2E_AWS_TESTS) $(E2E_LAB_TESTS) " in *" --test $$t "*) ;; \
 	  *) echo "e2e/tests/$$t.rs is not run by make e2e: add it to E2E_OPERATOR_TESTS, E2E_AWS_TESTS or E2E_LAB_TESTS"; exit 1;; esac; done
 e2e: ## end-to-end tests on a fresh bed and, side by side with them, the lab's (the real Karpenter of each of LAB_RELEASES) on beds of their own; each bed is stopped afterwards whatever happens
 	@bash $(BED) up $(BED_DIR)
 	@$(CARGO) build --locked -p karpenter-health && $(CARGO) test --locked -p karpenter-health-e2e --no-run --quiet
-	@# The AWS adapter tests first, alone: four at a time, they read moto's whole instance-type
-	@# listing and need the CPU. Then the lab, which mostly waits on Karpenter's timers (about a
-	@# fifth of 2 cores per release), runs beside the operator tests, its lines prefixed with its
-	@# release; its status counts too.
+	@# First, alone: the AWS adapter tests (four at a time, they read moto's whole instance-type
+	@# listing) and `check` (one run each, with the product's 3 s AWS attempt timeout). Then the
+	@# lab, which mostly waits on Karpenter's timers (about a fifth of 2 cores per release), runs
+	@# beside the other operator tests at a lower CPU priority (nice 5: the operator tests keep
+	@# the CPU they need, the lab's deadlines are generous), its lines prefixed with its release;
+	@# its status counts too.
 	@status=0; \
-	  $(CARGO) test --locked -p karpenter-health-e2e --lib --bins $(E2E_AWS_TESTS) -- --test-threads=4 || status=$$?; \
+	  $(CARGO) test --locked -p karpenter-health-e2e --lib --bins $(E2E_AWS_TESTS) -- --test-threads=4 && \
+	  $(CARGO) test --locked -p karpenter-health-e2e $(E2E_CHECK_TESTS) -- --test-threads=1 || status=$$?; \
 	  if [ $$status -eq 0 ]; then \
-	    CARGO=$(CARGO) bash e2e/lab.sh $(LAB_RELEASES) & lab=$$!; \
-	    $(CARGO) test --locked -p karpenter-health-e2e $(E2E_OPERATOR_TESTS) -- --test-threads=1 || status=$$?; \
+	    CARGO=$(CARGO) nice -n 5 bash e2e/lab.sh $(LAB_RELEASES) & lab=$$!; \
+	    $(CARGO) test --locked --no-fail-fast -p karpenter-health-e2e $(E2E_OPERATOR_TESTS) -- --test-threads=1 || status=$$?; \
 	    wait $$lab || { echo "e2e: the lab failed (its lines above are prefixed with their release)"; status=1; }; \
 	  fi; \
 	  bash $(BED) down $(BED_DIR); \
@@ -151,7 +156,7 @@ e2e-lab: ## verdict against behaviour: the real Karpenter of each of LAB_RELEASE
 # on a bed of their own, each failure reported with its round, tests and kept log (e2e/repeat.sh).
 # TESTS defaults to the whole suite; FILTER keeps only test functions whose names contain it.
 N ?= 5
-TESTS ?= $(filter-out --test,$(E2E_AWS_TESTS) $(E2E_OPERATOR_TESTS))
+TESTS ?= $(filter-out --test,$(E2E_AWS_TESTS) $(E2E_CHECK_TESTS) $(E2E_OPERATOR_TESTS))
 FILTER ?=
 .PHONY: e2e-repeat
 e2e-repeat: ## run chosen e2e tests N times and report each failure: make e2e-repeat N=20 TESTS="leader_election shutdown"
