@@ -202,7 +202,7 @@ async fn answer(
         let form = aws_wire::form(&String::from_utf8_lossy(&body));
         return Ok(aws_wire::query_xml(
             200,
-            aws_wire::create_fleet_errors(&form, &refused),
+            fleet_errors::create_fleet_errors(&form, &refused),
         ));
     }
 

@@ -14,6 +14,7 @@ mod aws_wire;
 pub mod capacity_reservations;
 mod catalogue;
 mod faults;
+mod fleet_errors;
 mod images;
 mod launch_parameters;
 mod offerings;
