@@ -120,7 +120,10 @@ E2E_AWS_TESTS := --test aws_facts --test aws_faults --test aws_sweep
 # of its own whose Karpenter CRDs are the release's own, the releases side by side (e2e/lab.sh).
 E2E_LAB_TESTS := $(patsubst e2e/tests/%.rs,--test %,$(sort $(wildcard e2e/tests/lab_*.rs)))
 export E2E_LAB_TESTS
-LAB_RELEASES ?= v1.14.1 v1.8.6 v1.6.3/lab_classic_failures/before_1_7
+# Each of the two releases over two beds (lab_reasons, the longest file, on one; the other lab
+# files on the other), so that the lab takes as long as its longest half.
+LAB_RELEASES ?= v1.14.1/lab_reasons v1.14.1/rest v1.8.6/lab_reasons v1.8.6/rest \
+  v1.6.3/lab_classic_failures/before_1_7
 
 .PHONY: e2e-list-check
 e2e-list-check: ## fail when a test file in e2e/tests is in no list `make e2e` runs

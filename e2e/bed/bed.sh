@@ -249,8 +249,10 @@ rules:
   - level: None
 POLICY
   # Kept in a file so `restart-apiserver` can bring the same server back (outage tests).
+  # Authorization Node,RBAC as on EKS: the Node authorizer is what admits a kubelet's identity
+  # (system:node:<name> in system:nodes) to create its Node, and the node stand-in asks it.
   cat > "$dir/apiserver.args" <<ARGS
---audit-policy-file $dir/audit-policy.yaml --audit-log-path $dir/logs/audit.log --audit-log-format json --audit-log-mode blocking --etcd-servers http://127.0.0.1:$etcd_port --bind-address 127.0.0.1 --secure-port $api_port --advertise-address 127.0.0.1 --tls-cert-file $dir/pki/server.crt --tls-private-key-file $dir/pki/server.key --client-ca-file $dir/pki/ca.crt --token-auth-file $dir/pki/tokens.csv --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc --service-account-key-file $dir/pki/sa.pub --service-account-signing-key-file $dir/pki/sa.key --service-cluster-ip-range 10.0.0.0/24 --cert-dir $dir/certs
+--audit-policy-file $dir/audit-policy.yaml --audit-log-path $dir/logs/audit.log --audit-log-format json --audit-log-mode blocking --etcd-servers http://127.0.0.1:$etcd_port --bind-address 127.0.0.1 --secure-port $api_port --advertise-address 127.0.0.1 --tls-cert-file $dir/pki/server.crt --tls-private-key-file $dir/pki/server.key --client-ca-file $dir/pki/ca.crt --token-auth-file $dir/pki/tokens.csv --authorization-mode Node,RBAC --service-account-issuer https://kubernetes.default.svc --service-account-key-file $dir/pki/sa.pub --service-account-signing-key-file $dir/pki/sa.key --service-cluster-ip-range 10.0.0.0/24 --cert-dir $dir/certs
 ARGS
   echo "$apiserver" > "$dir/apiserver.bin"
   echo "$admin_token" > "$dir/pki/admin.token"

@@ -33,6 +33,8 @@ pub struct Lab {
     pub karpenter: KarpenterProcess,
     settings: Settings,
     stand_in: tokio::task::JoinHandle<()>,
+    /// Why the stand-in let no kubelet in, by instance, in the `authenticate` mode.
+    pub refusals: crate::node_stand_in::Refusals,
 }
 
 impl std::fmt::Debug for Lab {
@@ -131,10 +133,16 @@ impl Lab {
         )
         .await?;
         eprintln!("lab: Karpenter {release} ready");
+        let authentication =
+            crate::node_authentication::NodeAuthentication::new(&fx.bed, &fx.region).await?;
+        let refusals = crate::node_stand_in::Refusals::default();
         let stand_in = tokio::spawn({
             let client = fx.admin.clone();
+            let refusals = refusals.clone();
             async move {
-                if let Err(e) = crate::node_stand_in::run(client).await {
+                if let Err(e) =
+                    crate::node_stand_in::run(client, Some(authentication), refusals).await
+                {
                     eprintln!("node stand-in stopped: {e:#}");
                 }
             }
@@ -148,6 +156,7 @@ impl Lab {
             karpenter,
             settings,
             stand_in,
+            refusals,
         })
     }
 

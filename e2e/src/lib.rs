@@ -24,6 +24,8 @@ pub mod karpenter;
 pub mod lab;
 /// Unique names for tests sharing a bed.
 pub mod names;
+/// Whether an instance's kubelet is let in: aws-auth through the authenticator's own code.
+pub mod node_authentication;
 /// The kubelet's stand-in: Nodes for the instances the real Karpenter launched.
 pub mod node_stand_in;
 /// The `karpenter-health` binary as a child process (signals, kills, its log).

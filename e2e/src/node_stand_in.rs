@@ -13,6 +13,11 @@
 //! A test steers it per NodePool with the annotation [`NODES_ANNOTATION`]:
 //! - `never-register`: no Node is made (an instance that never joins, as with a node role
 //!   aws-auth does not map);
+//! - `authenticate`: the Node is made only when the instance's kubelet would be let in: its
+//!   instance profile's role mapped through aws-auth by the AWS IAM Authenticator's own code and
+//!   admitted by the API server's Node authorizer ([`crate::node_authentication`]); it is then
+//!   named after the instance's private DNS name, as the kubelet names it. What kept an instance
+//!   out is kept in [`Refusals`];
 //! - `never-initialize`: the Node is made and registers but stays NotReady with its startup
 //!   taints (an agent that never starts);
 //! - `keep-startup-taints`: the Node is made, registers and is Ready, but its startup taints stay
@@ -58,9 +63,40 @@ fn resource(group: &str, version: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
 }
 
+/// Why the stand-in made no Node for an instance in the `authenticate` mode, by instance id (the
+/// latest answer; an instance let in later is removed).
+#[derive(Clone, Debug, Default)]
+pub struct Refusals(Arc<std::sync::Mutex<BTreeMap<String, String>>>);
+
+impl Refusals {
+    /// Every instance kept out so far, and why.
+    pub fn get(&self) -> BTreeMap<String, String> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Records `why` for `instance`; true when it differs from what was recorded.
+    fn record(&self, instance: &str, why: String) -> bool {
+        let Ok(mut map) = self.0.lock() else {
+            return false;
+        };
+        map.insert(instance.to_owned(), why.clone()).as_ref() != Some(&why)
+    }
+
+    fn clear(&self, instance: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(instance);
+        }
+    }
+}
+
 /// Runs until the client's API server goes away for good: reacts to every change of NodeClaims,
-/// NodePools, Nodes and Pods, and looks again every few seconds.
-pub async fn run(client: kube::Client) -> Result<()> {
+/// NodePools, Nodes and Pods, and looks again every few seconds. `authentication` judges the
+/// instances of NodePools in the `authenticate` mode (without it, they get no Node).
+pub async fn run(
+    client: kube::Client,
+    authentication: Option<crate::node_authentication::NodeAuthentication>,
+    refusals: Refusals,
+) -> Result<()> {
     let changed = Arc::new(Notify::new());
     let node_claims = resource("karpenter.sh", "v1", "NodeClaim");
     let node_pools = resource("karpenter.sh", "v1", "NodePool");
@@ -79,7 +115,11 @@ pub async fn run(client: kube::Client) -> Result<()> {
     // The watches end with this task (dropping a JoinHandle would detach them instead).
     let _watches = AbortOnDrop(watches.into());
     loop {
-        if let Err(e) = sweep(&client, &node_claims, &node_pools).await {
+        let kubelets = Kubelets {
+            authentication: authentication.as_ref(),
+            refusals: &refusals,
+        };
+        if let Err(e) = sweep(&client, &node_claims, &node_pools, &kubelets).await {
             eprintln!("node-stand-in: {e:#}");
         }
         let _ = tokio::time::timeout(Duration::from_secs(3), changed.notified()).await;
@@ -117,16 +157,47 @@ impl Drop for AbortOnDrop {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Join,
+    Authenticate,
     NeverRegister,
     NeverInitialize,
     KeepStartupTaints,
     AgentNotRunning,
 }
 
+/// How the `authenticate` mode decides, and what it found.
+struct Kubelets<'a> {
+    authentication: Option<&'a crate::node_authentication::NodeAuthentication>,
+    refusals: &'a Refusals,
+}
+
+impl Kubelets<'_> {
+    /// The name the kubelet of `provider_id`'s instance registers under, if it is let in.
+    async fn admitted(&self, client: &kube::Client, provider_id: &str) -> Option<String> {
+        use crate::node_authentication::Admission;
+        let instance = provider_id.rsplit('/').next().unwrap_or(provider_id);
+        let why = match self.authentication {
+            None => "the stand-in was given no authenticator".to_owned(),
+            Some(authentication) => match authentication.admission(client, instance).await {
+                Ok(Admission::Admitted { node_name }) => {
+                    self.refusals.clear(instance);
+                    return Some(node_name);
+                }
+                Ok(Admission::Refused(why)) => why,
+                Err(e) => format!("could not judge: {e:#}"),
+            },
+        };
+        if self.refusals.record(instance, why.clone()) {
+            eprintln!("node-stand-in: no Node for {instance}: {why}");
+        }
+        None
+    }
+}
+
 async fn sweep(
     client: &kube::Client,
     node_claims: &ApiResource,
     node_pools: &ApiResource,
+    kubelets: &Kubelets<'_>,
 ) -> Result<()> {
     let claims = Api::<DynamicObject>::all_with(client.clone(), node_claims)
         .list(&ListParams::default())
@@ -146,6 +217,7 @@ async fn sweep(
                 .as_str()
             {
                 "never-register" => Mode::NeverRegister,
+                "authenticate" => Mode::Authenticate,
                 "never-initialize" => Mode::NeverInitialize,
                 "keep-startup-taints" => Mode::KeepStartupTaints,
                 "agent-not-running" => Mode::AgentNotRunning,
@@ -182,7 +254,12 @@ async fn sweep(
             .unwrap_or(Mode::Join);
         match (by_provider.get(provider_id), mode) {
             (_, Mode::NeverRegister) => {}
-            (None, mode) => create_node(&nodes_api, claim, provider_id, mode).await?,
+            (None, Mode::Authenticate) => {
+                if let Some(name) = kubelets.admitted(client, provider_id).await {
+                    create_node(&nodes_api, claim, provider_id, Some(name), Mode::Join).await?;
+                }
+            }
+            (None, mode) => create_node(&nodes_api, claim, provider_id, None, mode).await?,
             (Some(_), Mode::NeverInitialize) => {}
             (Some(node), mode) => lift_taints(&nodes_api, claim, node, mode).await?,
         }
@@ -225,20 +302,23 @@ fn pod_addresses(instance_type: &str) -> Option<usize> {
     Some(enis * (per_eni - 1))
 }
 
-/// The Node an instance's kubelet registers: named after the instance (EKS's resource-name
-/// hostnames), with the NodeClaim's labels, the unregistered taint Karpenter expects of a new
-/// Node, and the NodeClaim's capacity.
+/// The Node an instance's kubelet registers: named `name`, else after the instance (EKS's
+/// resource-name hostnames), with the NodeClaim's labels, the unregistered taint Karpenter
+/// expects of a new Node, and the NodeClaim's capacity.
 async fn create_node(
     nodes: &Api<Node>,
     claim: &DynamicObject,
     provider_id: &str,
+    name: Option<String>,
     mode: Mode,
 ) -> Result<()> {
-    let name = provider_id
-        .rsplit('/')
-        .next()
-        .unwrap_or(provider_id)
-        .to_owned();
+    let name = name.unwrap_or_else(|| {
+        provider_id
+            .rsplit('/')
+            .next()
+            .unwrap_or(provider_id)
+            .to_owned()
+    });
     let mut labels = claim.metadata.labels.clone().unwrap_or_default();
     labels.remove(REGISTERED_LABEL);
     labels.insert("kubernetes.io/hostname".into(), name.clone());
@@ -294,7 +374,7 @@ async fn lift_taints(
         .labels
         .as_ref()
         .is_some_and(|l| l.get(REGISTERED_LABEL).is_some_and(|v| v == "true"));
-    let lifted = mode == Mode::Join;
+    let lifted = matches!(mode, Mode::Join | Mode::Authenticate);
     let startup: Vec<(String, String)> = claim.data["spec"]["startupTaints"]
         .as_array()
         .into_iter()

@@ -295,19 +295,20 @@ async fn an_instance_profile_arn_without_dry_run_fails_every_launch() -> Result<
 }
 
 /// Classic 3. aws-auth maps the controller role, not the node role: the kubelet, which
-/// authenticates as the node role, is refused. Nothing on the bed authenticates a node as EKS
-/// does, so the test tells the stand-in to make no Node: the refusal is the premise, and this
-/// test proves only what Karpenter does after it (docs/checks.md marks ControllerRoleMappedInstead
-/// not proven). Karpenter launches the instance
-/// and waits for a Node that never comes (`pkg/controllers/nodeclaim/lifecycle/registration.go`;
-/// it deletes the NodeClaim after 15 minutes, `liveness.go`).
+/// authenticates as the node role, is refused. The stand-in's `authenticate` mode decides as EKS
+/// does: the instance's role (its launch template's profile, read from moto) as its STS session,
+/// mapped through aws-auth by the AWS IAM Authenticator's own code, then the API server's Node
+/// authorizer; the test only edits aws-auth, the same mode judges both halves. Karpenter launches
+/// the instance and waits for a Node that never comes
+/// (`pkg/controllers/nodeclaim/lifecycle/registration.go`; it deletes the NodeClaim after 15
+/// minutes, `liveness.go`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered() -> Result<()> {
     let lab = Lab::start("lab-auth", "eu-west-2").await?;
     let outcome: Result<()> = async {
         let controller_role = lab.fx.controller_role_arn.clone();
         lab.fx.map_roles(&[&controller_role]).await?;
-        lab.steer_nodes(Some("never-register")).await?;
+        lab.steer_nodes(Some("authenticate")).await?;
         let operator = lab
             .fx
             .start_operator_with(None, |config| {
@@ -352,12 +353,25 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
             registered.is_some_and(|c| c["status"] != "True"),
             "registered without a Node: {registered:?}"
         );
+        // Kept out by the authenticator, for the node role it does not map.
+        let instance = launched_instance_of(&claim)?;
+        let refused = lab.refusals.get();
+        let why = refused
+            .get(&instance)
+            .with_context(|| format!("the stand-in judged no kubelet of {instance}: {refused:?}"))?;
+        ensure!(
+            why.contains("the authenticator refuses") && why.contains("is not mapped"),
+            "kept out for another reason than aws-auth: {why}"
+        );
 
-        // The healthy twin: the node role mapped; the kubelet joins.
+        // The healthy twin: the node role mapped; the same authenticator lets the kubelet in.
         let node_role = lab.fx.node_role_arn.clone();
         lab.fx.map_roles(&[&node_role]).await?;
-        lab.steer_nodes(None).await?;
         lab.wait_node_claim("Initialized", LAUNCH).await?;
+        ensure!(
+            !lab.refusals.get().contains_key(&instance),
+            "the instance joined while the stand-in refused it"
+        );
         lab.fx
             .wait_healthy("once aws-auth maps the node role")
             .await?;
@@ -614,4 +628,13 @@ async fn in_an_isolated_region_karpenter_before_1_7_launches_nothing() -> Result
     }
     .await;
     lab.finish(outcome).await
+}
+
+/// The instance id of a launched NodeClaim (its `status.providerID`, `aws:///<zone>/<id>`).
+fn launched_instance_of(claim: &karpenter_health_e2e::lab::KarpenterObject) -> Result<String> {
+    claim.data["status"]["providerID"]
+        .as_str()
+        .and_then(|p| p.rsplit('/').next())
+        .map(str::to_owned)
+        .context("the NodeClaim has no providerID")
 }

@@ -5,5 +5,6 @@
 async fn main() -> anyhow::Result<()> {
     let client = kube::Client::try_default().await?;
     eprintln!("node-stand-in: making Nodes for the NodeClaims Karpenter launches");
-    karpenter_health_e2e::node_stand_in::run(client).await
+    // The demo's NodePools do not ask for the `authenticate` mode: no authenticator is given.
+    karpenter_health_e2e::node_stand_in::run(client, None, Default::default()).await
 }

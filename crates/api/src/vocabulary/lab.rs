@@ -33,9 +33,18 @@ pub(super) const NO_IAM: &str = "moto enforces no IAM policy and keeps no permis
     every EC2 write to resource * without request tags, so only an action missing outright could \
     be shown faithfully, which is not scripted yet). The verdict is proven against IAM's \
     documented evaluation by the gap proxy's simulator (operator_controller_wiring) instead.";
-pub(super) const KUBELET: &str = "what the instance and its kubelet do with this setup (join, authenticate, \
-    pull images) is the node stand-in's to say, not the real kubelet's; the lab can only be told \
-    that a node never joins, which the aws-auth scenario shows.";
+pub(super) const KUBELET: &str = "what the instance and its kubelet do with this setup (pull images, \
+    run, use their role's permissions) is the node stand-in's to say, not the real kubelet's; the stand-in \
+    judges only whether a kubelet is let in through aws-auth (its `authenticate` mode), not through \
+    access entries.";
+pub(super) const AWS_AUTH_NOT_SCRIPTED: &str = "the node stand-in's `authenticate` mode judges whether a \
+    kubelet is let in as EKS does in aws-auth mode (the instance's role mapped through aws-auth by \
+    the AWS IAM Authenticator's own code, then the API server's Node authorizer), which proves \
+    ControllerRoleMappedInstead; a scenario for this reason is not scripted yet.";
+pub(super) const BOOTSTRAPPERS: &str = "the bed's Node authorizer lets a kubelet in system:nodes \
+    create its Node without system:bootstrappers, so the lab would show such a node joining; what \
+    EKS's own bindings of system:bootstrappers add (certificate requests) is not emulated, so neither \
+    half is shown.";
 pub(super) const NETWORK: &str = "moto launches instances whatever their subnet's routes, endpoints, DNS or \
     free addresses, and the stand-in makes their Nodes regardless: the failure happens on the \
     node, which the lab does not run.";
