@@ -23,6 +23,18 @@ pub use controller::*;
 pub use objects::{KarpenterObject, carries, condition};
 use objects::{TeardownOnDrop, karpenter_objects, release_node_pools};
 
+/// How long Karpenter may take from a Pod marked Unschedulable to a NodeClaim that is Initialized
+/// on the bed: its batching window (1 s idle, 10 s at most), the launch through the gap proxy,
+/// registration and initialization by the stand-in. Measured 6-14 s on one bed alone; `make
+/// test` runs the lab on five beds side by side on 2 cores, where a first launch was seen to take
+/// over 60 s. Only ever waited for, never slept: a generous bound costs nothing when it passes.
+pub const LAUNCH: Duration = Duration::from_secs(120);
+
+/// Three of Karpenter's provisioner passes: it runs at least every 10 s while Pods wait
+/// (kubernetes-sigs/karpenter `pkg/controllers/provisioning/provisioner.go`), and logs what it
+/// skips ("ignoring nodepool, not ready") on each. Also slept for, to show that nothing happens.
+pub const PROVISIONER_PASS: Duration = Duration::from_secs(30);
+
 /// One lab scenario: the test's seeded AWS and cluster (a [`Fixture`] whose EC2NodeClass status
 /// is Karpenter's own), the real Karpenter, and the node stand-in.
 pub struct Lab {

@@ -119,7 +119,10 @@ impl NodeAuthentication {
             .await
         {
             Ok(answer) => answer.instance_profile,
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_no_such_entity_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_no_such_entity_exception()) =>
+            {
                 return Ok(Admission::Refused(format!(
                     "instance profile {profile_arn} does not exist: the instance has no credentials"
                 )));

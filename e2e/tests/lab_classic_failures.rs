@@ -10,21 +10,10 @@
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::health_status::condition_is;
-use karpenter_health_e2e::lab::{Lab, condition, release};
+use karpenter_health_e2e::lab::{LAUNCH, Lab, PROVISIONER_PASS, condition, release};
 use karpenter_health_e2e::status_log::StatusLog;
 use serde_json::json;
 use std::time::Duration;
-
-/// How long Karpenter may take from a Pod marked Unschedulable to a NodeClaim that is
-/// Initialized on the bed: its batching window (1 s idle, 10 s at most), the launch through the
-/// gap proxy, registration and initialization by the stand-in. Measured 6-14 s on these 2 cores
-/// (lab runs of the scenarios below); four times the worst.
-const LAUNCH: Duration = Duration::from_secs(60);
-
-/// Karpenter logs "ignoring nodepool, not ready" each time the provisioner runs while the
-/// NodePool's class is not ready (kubernetes-sigs/karpenter `pkg/controllers/provisioning/
-/// provisioner.go`); the provisioner runs at least every 10 s while Pods wait.
-const PROVISIONER_PASS: Duration = Duration::from_secs(30);
 
 /// The ValidationStuck threshold the ARN scenario runs with: long enough that Karpenter requeues
 /// its refused validation many times before it (a requeue backs off from 5 ms, doubling:
@@ -356,9 +345,9 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
         // Kept out by the authenticator, for the node role it does not map.
         let instance = launched_instance_of(&claim)?;
         let refused = lab.refusals.get();
-        let why = refused
-            .get(&instance)
-            .with_context(|| format!("the stand-in judged no kubelet of {instance}: {refused:?}"))?;
+        let why = refused.get(&instance).with_context(|| {
+            format!("the stand-in judged no kubelet of {instance}: {refused:?}")
+        })?;
         ensure!(
             why.contains("the authenticator refuses") && why.contains("is not mapped"),
             "kept out for another reason than aws-auth: {why}"

@@ -11,16 +11,11 @@
 use anyhow::{Result, ensure};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use karpenter_health_api::{ConditionType, Reason};
-use karpenter_health_e2e::lab::Lab;
+use karpenter_health_e2e::lab::{LAUNCH, Lab, PROVISIONER_PASS};
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
-use std::time::Duration;
 
 const DAEMONSET: &str = "node-agent";
-/// Launch, registration and initialization on the bed (see `lab_classic_failures::LAUNCH`).
-const LAUNCH: Duration = Duration::from_secs(60);
-/// Karpenter's provisioner runs at least every 10 s while Pods wait; three passes.
-const PROVISIONER_PASSES: Duration = Duration::from_secs(30);
 
 /// The DaemonSet, on the test's NodePool only, its one container requesting `cpu`.
 fn daemonset(lab: &Lab, cpu: &str) -> Value {
@@ -72,7 +67,7 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
         lab.workload("app", "100m").await?;
         lab.wait_events_of_pod("app", "FailedScheduling", "enough resources")
             .await?;
-        tokio::time::sleep(PROVISIONER_PASSES).await;
+        tokio::time::sleep(PROVISIONER_PASS).await;
         let claims = lab.node_claims().await?.len();
         ensure!(
             claims == 0,

@@ -11,15 +11,13 @@
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_health_api::{ConditionType, Reason};
-use karpenter_health_e2e::lab::Lab;
+use karpenter_health_e2e::lab::{LAUNCH, Lab};
 use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
 
 /// The startup taint the NodePool declares and the stand-in's agent never removes.
 const AGENT_TAINT: &str = "example.com/agent-not-ready";
-/// Launch, registration and initialization on the bed (see `lab_classic_failures::LAUNCH`).
-const LAUNCH: Duration = Duration::from_secs(60);
 
 /// Karpenter's `Initialized` condition of NodeClaim `name`: its status, reason and message.
 async fn initialized_of(lab: &Lab, name: &str) -> Result<(String, String, String)> {

@@ -93,6 +93,10 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
     .await?;
     let outcome: Result<()> = async {
         lab.fx.install_aws_node(&[("WARM_ENI_TARGET", "1")]).await?;
+        // EKS runs kube-proxy on every node beside aws-node: the 2 host-network Pods the CNI's
+        // max-Pods formula leaves room for. Without it Karpenter packs a 28th addressed Pod into
+        // that room on the twin's first node, which EKS never would.
+        lab.fx.install_kube_proxy().await?;
         lab.only_instance_types(&["m5.large"]).await?;
         let operator = lab.fx.start_operator(None, false).await?;
         let status = lab
@@ -172,6 +176,10 @@ async fn max_pods_above_the_addresses_leaves_pods_without_one_and_karpenters_own
         operator.stop().await
     }
     .await;
-    let cleanup = lab.fx.remove_aws_node().await;
+    let cleanup = lab
+        .fx
+        .remove_aws_node()
+        .await
+        .and(lab.fx.remove_kube_proxy().await);
     lab.finish(outcome.and(cleanup)).await
 }

@@ -8,18 +8,10 @@ use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::fault_proxy::public_parameters::al2023_recommended;
 use karpenter_health_e2e::health_status::condition_is;
-use karpenter_health_e2e::lab::Lab;
+use karpenter_health_e2e::lab::{LAUNCH, Lab, PROVISIONER_PASS};
 use karpenter_health_e2e::status_log::StatusLog;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// From a Pod marked Unschedulable to an Initialized NodeClaim on the bed: Karpenter's batching
-/// (1 s idle, 10 s at most), the launch through the gap proxy, the stand-in's Node. Measured
-/// 6-14 s on these 2 cores; four times the worst.
-const LAUNCH: Duration = Duration::from_secs(60);
-/// The provisioner runs at least every 10 s while Pods wait (kubernetes-sigs/karpenter
-/// `pkg/controllers/provisioning`); three passes.
-const PROVISIONER_PASS: Duration = Duration::from_secs(30);
 
 /// How long a Pod waits on NodePool limits before it counts (the operator's
 /// `waiting_on_limits_after`, 2 minutes by default): shortened for the bed, still past several

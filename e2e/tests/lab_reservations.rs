@@ -17,14 +17,8 @@
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::fault_proxy::capacity_reservations::CapacityReservation;
-use karpenter_health_e2e::lab::Lab;
+use karpenter_health_e2e::lab::{LAUNCH, Lab, PROVISIONER_PASS};
 use serde_json::{Value, json};
-use std::time::Duration;
-
-/// From a Pod marked Unschedulable to an Initialized NodeClaim (see `lab_reasons::LAUNCH`).
-const LAUNCH: Duration = Duration::from_secs(60);
-/// Three of the provisioner's passes (it runs at least every 10 s while Pods wait).
-const PROVISIONER_PASS: Duration = Duration::from_secs(30);
 
 /// The test's NodePool allows `capacity_types` of m5.large.
 fn capacity_types(values: &[&str]) -> Value {

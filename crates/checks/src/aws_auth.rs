@@ -8,7 +8,11 @@
 //! - Each is YAML turned into JSON and decoded by Go's `encoding/json`, which matches keys
 //!   case-insensitively (`roleARN`, `RoleArn`), ignores unknown keys, and on a value of the wrong
 //!   type skips that one field and keeps everything else ("Only saving data that was good").
-//! - An empty value, or one of just ``` `` ``` or `""`, is no list at all (`isSkippable`).
+//! - An empty value, or one of just ``` `` ```, `""` or `''`, is no list at all (`isSkippable`).
+//! - YAML merge keys (`<<: *anchor`) are applied as the YAML library does (go-yaml v2, which
+//!   `sigs.k8s.io/yaml` uses): the merged mapping's keys, unless the entry sets them itself.
+//! - An entry is kept only if it passes `Validate` (`pkg/config/mapper.go`): a `rolearn`, or an
+//!   `sso` mapping, but not both; ARNs are compared as written, spaces included.
 //! - Mappings are stored by lower-cased ARN, so of several entries for one ARN the last is the one
 //!   in force.
 //! - A value that is not YAML, or not a list, yields no mappings at all.
@@ -67,11 +71,30 @@ impl AwsAuth {
             .find(|m| m.rolearn.to_lowercase() == arn.to_lowercase())
     }
 
+    /// The `mapUsers` entry the authenticator uses for `arn` when no `mapRoles` entry maps it
+    /// (its `Map` looks roles up first, then users, by the same canonical ARN): the last whose
+    /// `userarn` equals it, compared lower-cased.
+    pub fn user_in_force(&self, arn: &str) -> Option<&UserMapping> {
+        self.map_users
+            .iter()
+            .rev()
+            .find(|m| m.userarn.to_lowercase() == arn.to_lowercase())
+    }
+
     /// The problems of one `mapRoles` entry.
     pub fn problems_of_role_entry(&self, entry: usize) -> impl Iterator<Item = &AwsAuthError> {
+        self.problems_of_entry(MAP_ROLES, entry)
+    }
+
+    /// The problems of entry `entry` of `key` (`mapRoles` or `mapUsers`).
+    pub fn problems_of_entry(
+        &self,
+        key: &'static str,
+        entry: usize,
+    ) -> impl Iterator<Item = &AwsAuthError> {
         self.problems
             .iter()
-            .filter(move |p| p.key == MAP_ROLES && p.entry == Some(entry))
+            .filter(move |p| p.key == key && p.entry == Some(entry))
     }
 }
 
@@ -132,12 +155,24 @@ pub fn parse_map_roles(input: &str) -> (Vec<RoleMapping>, Vec<AwsAuthError>) {
     let mut roles = Vec::with_capacity(decoded.len());
     for (entry, fields) in decoded {
         match fields.arn {
-            Some(rolearn) if !rolearn.trim().is_empty() => roles.push(RoleMapping {
+            // `Validate`: "only one of rolearn or SSO can be supplied"; the entry is dropped.
+            Some(rolearn) if !rolearn.is_empty() && fields.sso => problems.push(entry_problem(
+                MAP_ROLES,
                 entry,
-                rolearn: rolearn.trim().to_owned(),
-                username: fields.username,
-                groups: fields.groups,
-            }),
+                format!(
+                    "has both rolearn {} and sso, which the authenticator refuses, so it maps nothing",
+                    crate::clip(&rolearn, 256)
+                ),
+            )),
+            Some(rolearn) if !rolearn.trim().is_empty() => {
+                spaced_arn_problem(MAP_ROLES, entry, "rolearn", &rolearn, &mut problems);
+                roles.push(RoleMapping {
+                    entry,
+                    rolearn,
+                    username: fields.username,
+                    groups: fields.groups,
+                });
+            }
             // IAM Identity Center entries carry `sso` instead of `rolearn`; they map no node.
             _ if fields.sso => {}
             _ => problems.push(entry_problem(
@@ -156,12 +191,15 @@ pub fn parse_map_users(input: &str) -> (Vec<UserMapping>, Vec<AwsAuthError>) {
     let mut users = Vec::with_capacity(decoded.len());
     for (entry, fields) in decoded {
         match fields.arn {
-            Some(userarn) if !userarn.trim().is_empty() => users.push(UserMapping {
-                entry,
-                userarn: userarn.trim().to_owned(),
-                username: fields.username,
-                groups: fields.groups,
-            }),
+            Some(userarn) if !userarn.trim().is_empty() => {
+                spaced_arn_problem(MAP_USERS, entry, "userarn", &userarn, &mut problems);
+                users.push(UserMapping {
+                    entry,
+                    userarn,
+                    username: fields.username,
+                    groups: fields.groups,
+                });
+            }
             _ => problems.push(entry_problem(
                 MAP_USERS,
                 entry,
@@ -170,6 +208,27 @@ pub fn parse_map_users(input: &str) -> (Vec<UserMapping>, Vec<AwsAuthError>) {
         }
     }
     (users, problems)
+}
+
+/// An ARN written with spaces around it (a quoted YAML string keeps them): the authenticator
+/// compares it as written (`strings.EqualFold`), so it matches no identity.
+fn spaced_arn_problem(
+    key: &'static str,
+    entry: usize,
+    field: &str,
+    arn: &str,
+    problems: &mut Vec<AwsAuthError>,
+) {
+    if arn.trim() != arn {
+        problems.push(entry_problem(
+            key,
+            entry,
+            format!(
+                "{field} {:?} has spaces around it, which the authenticator keeps, so it matches no identity",
+                crate::clip(arn, 256)
+            ),
+        ));
+    }
 }
 
 fn entry_problem(key: &'static str, entry: usize, message: impl Into<String>) -> AwsAuthError {
@@ -194,7 +253,7 @@ fn whole_problem(key: &'static str, message: impl Into<String>) -> AwsAuthError 
 
 /// `isSkippable`: nothing, or only empty quotes.
 fn is_skippable(input: &str) -> bool {
-    matches!(input.trim(), "" | "``" | "\"\"")
+    matches!(input.trim(), "" | "``" | "\"\"" | "''")
 }
 
 /// Go's `encoding/json` key matching: an exact match or one equal but for case.
@@ -260,6 +319,8 @@ fn parse_entries(
                             .into_iter()
                             .map(|g| match g {
                                 Loose::Str(s) => s,
+                                // Go decodes a null item into "" without complaint.
+                                Loose::Null => String::new(),
                                 other => {
                                     problem(format!("{name} holds {}, not a string", other.kind()));
                                     String::new()
@@ -274,7 +335,13 @@ fn parse_entries(
                     )),
                 }
             } else if key_is(&name, "sso") {
-                decoded.sso = !matches!(value, Loose::Null);
+                // Only a mapping decodes into the authenticator's SSO matcher; anything else
+                // leaves it nil (and is an error it logs).
+                match value {
+                    Loose::Map(_) => decoded.sso = true,
+                    Loose::Null => {}
+                    other => problem(format!("{name} is {}, not a mapping", other.kind())),
+                }
             }
         }
         out.push((entry, decoded));
@@ -411,6 +478,28 @@ impl<'de> Visitor<'de> for LooseVisitor {
         let mut fields: Vec<(String, Loose)> = Vec::new();
         while let Some((key, value)) = map.next_entry::<Loose, Loose>()? {
             let key = key.into_key();
+            if key == "<<" {
+                // YAML's merge key: a mapping, or a list of them (the earlier wins), whose keys
+                // the entry takes where it sets none of its own.
+                let sources = match value {
+                    Loose::Map(m) => vec![m],
+                    Loose::Seq(items) => items
+                        .into_iter()
+                        .filter_map(|i| match i {
+                            Loose::Map(m) => Some(m),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                for (k, v) in sources.into_iter().flatten() {
+                    if !fields.iter().any(|(f, _)| *f == k) {
+                        fields.push((k, v));
+                    }
+                }
+                continue;
+            }
+            // A key of the entry's own replaces an earlier one, merged or not.
             fields.retain(|(k, _)| *k != key);
             fields.push((key, value));
         }

@@ -352,7 +352,9 @@ fn node_entry_findings<'p>(
             continue;
         }
         let shown = clip(&entry.rolearn);
-        if let Some((reason, message)) = node_mapping::node_entry_problem(parsed, entry, &shown) {
+        if let Some((reason, message)) =
+            node_mapping::node_entry_problem(parsed, MAP_ROLES, entry, &shown)
+        {
             if reason == Reason::AwsAuthMalformed {
                 reported.insert(entry.entry);
             }

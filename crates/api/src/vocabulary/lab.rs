@@ -41,10 +41,6 @@ pub(super) const AWS_AUTH_NOT_SCRIPTED: &str = "the node stand-in's `authenticat
     kubelet is let in as EKS does in aws-auth mode (the instance's role mapped through aws-auth by \
     the AWS IAM Authenticator's own code, then the API server's Node authorizer), which proves \
     ControllerRoleMappedInstead; a scenario for this reason is not scripted yet.";
-pub(super) const BOOTSTRAPPERS: &str = "the bed's Node authorizer lets a kubelet in system:nodes \
-    create its Node without system:bootstrappers, so the lab would show such a node joining; what \
-    EKS's own bindings of system:bootstrappers add (certificate requests) is not emulated, so neither \
-    half is shown.";
 pub(super) const NETWORK: &str = "moto launches instances whatever their subnet's routes, endpoints, DNS or \
     free addresses, and the stand-in makes their Nodes regardless: the failure happens on the \
     node, which the lab does not run.";

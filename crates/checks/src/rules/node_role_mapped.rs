@@ -10,8 +10,8 @@ use crate::arn::{self, IamArn};
 use crate::aws_auth::{self, RoleMapping};
 use crate::facts::{AuthMode, Observed};
 use crate::node_mapping::{
-    NODE_GROUPS, NODE_USERNAME, controller_mapped_instead, is_node_mapping, mapped_with_path,
-    node_entry_problem,
+    NODE_USERNAME, controller_mapped_instead, is_node_mapping, mapped_with_path,
+    node_entry_problem, without_bootstrappers,
 };
 use crate::plan::{Context, RoleName};
 use crate::verdict::{Check, Outcome, Rule, Why};
@@ -87,6 +87,17 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         Verdict::Unknown(why) => c.unknown(why.clone()),
     }
     warn_aws_auth_skipped(&mut c, &node, parsed, &verdict, &mode);
+    if ok_reason == Reason::NodeRoleMappedInAwsAuth
+        && matches!(verdict, Verdict::Mapped(..))
+        && let Some((key, entry)) = parsed.and_then(|p| node_entry_in_force(&node, p))
+        && let Some(message) = without_bootstrappers(key, &entry, &node_shown)
+    {
+        c.warn(
+            Warning::NodeRoleMappingWithoutBootstrappers,
+            message,
+            vec![SubjectRef::namespaced("ConfigMap", "kube-system", "aws-auth")],
+        );
+    }
     c.finish(ok_reason, ok_message)
 }
 
@@ -132,14 +143,14 @@ fn warn_aws_auth_skipped(
         // What the condition itself reports is not repeated: all of mapRoles unreadable, or the
         // node role's own entry read only in part.
         let reported = matches!(verdict, Verdict::Problem(Reason::AwsAuthMalformed, _));
-        let node_entry = node_entry_in_force(node, parsed);
+        let node_entry = node_entry_in_force(node, parsed).map(|(key, e)| (key, e.entry));
         let others: Vec<String> = parsed
             .problems
             .iter()
             .filter(|p| {
-                let own =
-                    p.key == aws_auth::MAP_ROLES && (p.entry.is_none() || p.entry == node_entry);
-                !(reported && own)
+                let whole = p.key == aws_auth::MAP_ROLES && p.entry.is_none();
+                let own = p.entry.is_some_and(|e| node_entry == Some((p.key, e)));
+                !(reported && (whole || own))
             })
             .map(|p| clip(&p.to_string(), 256).into_owned())
             .collect();
@@ -277,9 +288,28 @@ fn controller_role(ctx: &Context) -> Option<IamArn> {
 }
 
 /// The `mapRoles` entry EKS uses for the node role, when the node role is known.
-fn node_entry_in_force(node: &Result<IamArn, Why>, parsed: &aws_auth::AwsAuth) -> Option<usize> {
-    let node = node.as_ref().ok()?;
-    parsed.role_in_force(&node.to_string()).map(|e| e.entry)
+/// The entry the authenticator uses for the node role and the key it is under: the last
+/// `mapRoles` entry for its ARN, else the last `mapUsers` one (its `Map` looks roles up first,
+/// then users, by the same canonical ARN; `pkg/mapper/configmap/mapper.go`).
+fn node_entry_in_force(
+    node: &Result<IamArn, Why>,
+    parsed: &aws_auth::AwsAuth,
+) -> Option<(&'static str, RoleMapping)> {
+    let arn = node.as_ref().ok()?.to_string();
+    if let Some(role) = parsed.role_in_force(&arn) {
+        return Some((aws_auth::MAP_ROLES, role.clone()));
+    }
+    parsed.user_in_force(&arn).map(|user| {
+        (
+            aws_auth::MAP_USERS,
+            RoleMapping {
+                entry: user.entry,
+                rolearn: user.userarn.clone(),
+                username: user.username.clone(),
+                groups: user.groups.clone(),
+            },
+        )
+    })
 }
 
 fn aws_auth_verdict(
@@ -315,9 +345,10 @@ fn aws_auth_verdict(
         Ok(node) => node,
         Err(why) => return Verdict::Unknown(why.clone()),
     };
-    // The authenticator looks the node's path-less ARN up, lower-cased; the last entry wins.
-    if let Some(entry) = parsed.role_in_force(&node.to_string()) {
-        return in_force_verdict(parsed, entry, node_shown);
+    // The authenticator looks the node's path-less ARN up, lower-cased, in mapRoles and then in
+    // mapUsers; the last entry wins.
+    if let Some((key, entry)) = node_entry_in_force(&Ok(node.clone()), parsed) {
+        return in_force_verdict(parsed, key, &entry, node_shown);
     }
     let controller = controller_role(ctx);
     let (mut with_path, mut controller_instead) = (Vec::new(), Vec::new());
@@ -352,17 +383,35 @@ fn aws_auth_verdict(
     )
 }
 
-/// The verdict on the one entry the authenticator uses for the node role.
-fn in_force_verdict(parsed: &aws_auth::AwsAuth, entry: &RoleMapping, node_shown: &str) -> Verdict {
-    match node_entry_problem(parsed, entry, node_shown) {
+/// The verdict on the one entry the authenticator uses for the node role (under `key`).
+fn in_force_verdict(
+    parsed: &aws_auth::AwsAuth,
+    key: &'static str,
+    entry: &RoleMapping,
+    node_shown: &str,
+) -> Verdict {
+    match node_entry_problem(parsed, key, entry, node_shown) {
         Some((reason, message)) => Verdict::Problem(reason, message),
-        None => Verdict::Mapped(
-            Reason::NodeRoleMappedInAwsAuth,
-            format!(
-                "aws-auth maps {node_shown} with username {NODE_USERNAME} and groups {}.",
-                NODE_GROUPS.join(", ")
-            ),
-        ),
+        None => {
+            let groups: Vec<String> = entry
+                .groups
+                .iter()
+                .filter(|g| !g.is_empty())
+                .map(|g| clip(g, 64).into_owned())
+                .collect();
+            let under = if key == aws_auth::MAP_USERS {
+                format!(" (under mapUsers, entry {})", entry.entry)
+            } else {
+                String::new()
+            };
+            Verdict::Mapped(
+                Reason::NodeRoleMappedInAwsAuth,
+                format!(
+                    "aws-auth maps {node_shown}{under} with username {NODE_USERNAME} and groups {}.",
+                    list_bounded(&groups, 5)
+                ),
+            )
+        }
     }
 }
 

@@ -229,8 +229,8 @@ pub(crate) mod by_reason {
         the_node_role_mapped_with_its_iam_path_is_node_role_mapped_with_path:
             Facts::healthy().with_map_roles(&node_mapping(&format!("arn:aws:iam::{ACCOUNT}:role/karpenter/{NODE_ROLE}")))
             => NodeRoleMapped is False because NodeRoleMappedWithPath;
-        a_node_mapping_without_system_bootstrappers_is_node_role_mapping_missing_groups:
-            Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n", role_arn(NODE_ROLE)))
+        a_node_mapping_without_system_nodes_is_node_role_mapping_missing_groups:
+            Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: {NODE_USERNAME}\n  groups: [system:bootstrappers]\n", role_arn(NODE_ROLE)))
             => NodeRoleMapped is False because NodeRoleMappingMissingGroups;
         a_node_mapping_with_a_fixed_username_is_node_role_mapping_wrong_username:
             Facts::healthy().with_map_roles(&format!("- rolearn: {}\n  username: karpenter-node\n  groups: [system:bootstrappers, system:nodes]\n", role_arn(NODE_ROLE)))
@@ -238,5 +238,125 @@ pub(crate) mod by_reason {
         a_standard_access_entry_for_the_node_role_is_access_entry_wrong_type:
             Facts::healthy().with_access_entry("STANDARD")
             => NodeRoleMapped is False because AccessEntryWrongType;
+    }
+}
+
+/// The authenticator's `Map` (aws-iam-authenticator v0.7.8 `pkg/mapper/configmap/mapper.go`) and
+/// the Node authorizer, against the places a stricter reading would raise a false alarm.
+mod as_the_authenticator_maps {
+    use super::*;
+    use karpenter_health_api::KarpenterHealthStatus;
+
+    fn node_role_mapped(map_roles: &str, map_users: Option<&str>) -> KarpenterHealthStatus {
+        let facts = Facts::healthy()
+            .with_authentication_mode(None)
+            .with_map_roles(map_roles)
+            .with(|f| {
+                if let Observed::Found(data) = &mut f.cluster.aws_auth {
+                    *data = AwsAuthData::new(data.map_roles.clone(), map_users.map(str::to_owned));
+                }
+            });
+        status(&facts)
+    }
+
+    fn warnings(status: &KarpenterHealthStatus) -> Vec<&str> {
+        status.findings.iter().map(|f| f.reason.as_str()).collect()
+    }
+
+    #[test]
+    fn without_system_bootstrappers_nodes_join_and_it_is_a_warning() {
+        let status = node_role_mapped(
+            &format!("- rolearn: {}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n", role_arn(NODE_ROLE)),
+            None,
+        );
+        assert!(failures(&status).is_empty(), "{:?}", failures(&status));
+        assert_eq!(warnings(&status), ["NodeRoleMappingWithoutBootstrappers"]);
+        let m = message(&status, ConditionType::NodeRoleMapped);
+        assert!(m.contains("groups system:nodes") && !m.contains("bootstrappers"), "{m}");
+    }
+
+    #[test]
+    fn the_node_role_under_map_users_is_mapped() {
+        let entry = format!(
+            "- userarn: {}\n  username: {NODE_USERNAME}\n  groups: [system:bootstrappers, system:nodes]\n",
+            role_arn(NODE_ROLE)
+        );
+        let status = node_role_mapped("", Some(&entry));
+        assert!(failures(&status).is_empty(), "{:?}", failures(&status));
+        let m = message(&status, ConditionType::NodeRoleMapped);
+        assert!(m.contains("under mapUsers, entry 1"), "{m}");
+    }
+
+    #[test]
+    fn a_map_roles_entry_wins_over_map_users() {
+        let users = format!("- userarn: {}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n", role_arn(NODE_ROLE));
+        let roles = format!("- rolearn: {}\n  username: admin\n  groups: [system:nodes]\n", role_arn(NODE_ROLE));
+        let status = node_role_mapped(&roles, Some(&users));
+        assert_eq!(
+            failures(&status),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleMappingWrongUsername)]
+        );
+    }
+
+    #[test]
+    fn an_entry_merged_from_an_anchor_is_read_with_its_merged_keys() {
+        let map_roles = format!(
+            "- &node\n  rolearn: arn:aws:iam::{ACCOUNT}:role/other\n  username: {NODE_USERNAME}\n  groups: [system:bootstrappers, system:nodes]\n- <<: *node\n  rolearn: {}\n",
+            role_arn(NODE_ROLE)
+        );
+        let status = node_role_mapped(&map_roles, None);
+        assert!(failures(&status).is_empty(), "{:?}", failures(&status));
+        assert!(warnings(&status).is_empty(), "{:?}", warnings(&status));
+    }
+
+    #[test]
+    fn damage_that_leaves_the_username_and_system_nodes_is_a_warning() {
+        // A stray item and a number among the groups: Go keeps the entry with "" in their place.
+        let map_roles = format!(
+            "- rolearn: {}\n  username: {NODE_USERNAME}\n  groups:\n  - system:bootstrappers\n  - system:nodes\n  -\n  - 7\n",
+            role_arn(NODE_ROLE)
+        );
+        let status = node_role_mapped(&map_roles, None);
+        assert!(failures(&status).is_empty(), "{:?}", failures(&status));
+        assert_eq!(warnings(&status), ["AwsAuthUnparsable"]);
+        assert!(status.findings[0].message.contains("a number"), "{}", status.findings[0].message);
+    }
+
+    #[test]
+    fn an_entry_with_rolearn_and_sso_is_dropped_as_the_authenticator_drops_it() {
+        let map_roles = format!(
+            "{}- rolearn: {}\n  sso: {{permissionSetName: Admin, accountID: \"{ACCOUNT}\"}}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n",
+            node_mapping(&role_arn(NODE_ROLE)).replace("system:node:{{EC2PrivateDNSName}}", "admin"),
+            role_arn(NODE_ROLE)
+        );
+        let status = node_role_mapped(&map_roles, None);
+        // The earlier entry, with its wrong username, is the one in force.
+        assert_eq!(
+            failures(&status),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleMappingWrongUsername)]
+        );
+    }
+
+    #[test]
+    fn a_role_arn_with_spaces_around_it_matches_nothing() {
+        let map_roles = format!(
+            "- rolearn: \" {} \"\n  username: {NODE_USERNAME}\n  groups: [system:bootstrappers, system:nodes]\n",
+            role_arn(NODE_ROLE)
+        );
+        let status = node_role_mapped(&map_roles, None);
+        assert_eq!(
+            failures(&status),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleNotMapped)]
+        );
+        assert!(status.findings.iter().any(|f| f.message.contains("has spaces around it")));
+    }
+
+    #[test]
+    fn single_empty_quotes_are_no_list() {
+        let status = node_role_mapped("''", None);
+        assert_eq!(
+            failures(&status),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleNotMapped)]
+        );
     }
 }
