@@ -9,6 +9,8 @@
 
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
+use karpenter_health_e2e::aws_seed::NODE_POLICIES_PULL_ONLY;
+use karpenter_health_e2e::fixture::{CONTROLLER_POLICY, controller_policy};
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::{LAUNCH, Lab, PROVISIONER_PASS, condition, release};
 use karpenter_health_e2e::status_log::StatusLog;
@@ -297,77 +299,119 @@ async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered
     let outcome: Result<()> = async {
         let controller_role = lab.fx.controller_role_arn.clone();
         lab.fx.map_roles(&[&controller_role]).await?;
-        lab.steer_nodes(Some("authenticate")).await?;
-        let operator = lab
-            .fx
-            .start_operator_with(None, |config| {
-                // Karpenter's 15-minute registration timeout cannot be waited out on the bed.
-                config.evaluation.registration_timeout = Duration::from_secs(20);
-            })
-            .await?;
-        lab.workload("web", "500m").await?;
-        let launched = lab.wait_node_claim("Launched", LAUNCH).await?;
-        let name = launched.metadata.name.clone().unwrap_or_default();
-        let status = lab
-            .fx
-            .wait_failed(&[
-                (
-                    ConditionType::NodeRoleMapped,
-                    Reason::ControllerRoleMappedInstead,
-                ),
-                (
-                    ConditionType::NodeClaimsRegistered,
-                    Reason::NodeClaimsNotRegistering,
-                ),
-            ])
-            .await?;
-        let message = karpenter_health_e2e::health_status::message(
-            &status,
-            ConditionType::NodeClaimsRegistered,
-        )
-        .to_owned();
-        ensure!(
-            message.contains(&name),
-            "names the NodeClaim {name}: {message}"
-        );
-        // What Karpenter does: the instance runs, the NodeClaim waits unregistered.
-        let claim = lab
-            .node_claims()
-            .await?
-            .into_iter()
-            .find(|c| c.metadata.name.as_deref() == Some(&name))
-            .context("Karpenter deleted the NodeClaim before its registration timeout")?;
-        let registered = condition(&claim, "Registered");
-        ensure!(
-            registered.is_some_and(|c| c["status"] != "True"),
-            "registered without a Node: {registered:?}"
-        );
-        // Kept out by the authenticator, for the node role it does not map.
-        let instance = launched_instance_of(&claim)?;
-        let refused = lab.refusals.get();
-        let why = refused.get(&instance).with_context(|| {
-            format!("the stand-in judged no kubelet of {instance}: {refused:?}")
-        })?;
-        ensure!(
-            why.contains("the authenticator refuses") && why.contains("is not mapped"),
-            "kept out for another reason than aws-auth: {why}"
-        );
-
-        // The healthy twin: the node role mapped; the same authenticator lets the kubelet in.
         let node_role = lab.fx.node_role_arn.clone();
-        lab.fx.map_roles(&[&node_role]).await?;
-        lab.wait_node_claim("Initialized", LAUNCH).await?;
-        ensure!(
-            !lab.refusals.get().contains_key(&instance),
-            "the instance joined while the stand-in refused it"
-        );
-        lab.fx
-            .wait_healthy("once aws-auth maps the node role")
-            .await?;
-        operator.stop().await
+        kept_out_by_aws_auth_until_mended(&lab, Reason::ControllerRoleMappedInstead, &node_role)
+            .await
     }
     .await;
     lab.finish(outcome).await
+}
+
+/// NodeRoleMappedWithPath: the node role has an IAM path and aws-auth maps it by its full ARN.
+/// The kubelet's session ARN names the role without its path, and the authenticator compares ARNs
+/// as written, so it maps nothing (EKS's troubleshooting guide says to drop the path). The same
+/// role mapped without its path lets the same kubelet in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_auth_mapping_the_node_role_with_its_path_leaves_launched_nodes_unregistered()
+-> Result<()> {
+    let lab = Lab::start("lab-auth-path", "eu-south-1").await?;
+    let outcome: Result<()> = async {
+        // The class's profile holds a role with an IAM path, which the controller may pass.
+        let role = format!("NodeRole-{}", lab.fx.name);
+        let with_path = lab
+            .fx
+            .aws
+            .node_role(&role, "/team/", &NODE_POLICIES_PULL_ONLY)
+            .await?;
+        let without_path = with_path.replacen("role/team/", "role/", 1);
+        lab.fx
+            .aws
+            .put_role_policy(
+                &lab.fx.controller_role,
+                CONTROLLER_POLICY,
+                &controller_policy(&lab.fx.cluster, &with_path),
+            )
+            .await?;
+        let profile = format!("Profile-{}", lab.fx.name);
+        lab.fx.aws.instance_profile(&profile, Some(&role)).await?;
+        lab.fx
+            .patch_node_class_spec(json!({"instanceProfile": profile}))
+            .await?;
+        lab.fx.map_roles(&[&with_path]).await?;
+        kept_out_by_aws_auth_until_mended(&lab, Reason::NodeRoleMappedWithPath, &without_path).await
+    }
+    .await;
+    lab.finish(outcome).await
+}
+
+/// The two halves of an aws-auth scenario once aws-auth keeps the node role out: the verdict
+/// (`reason`, and NodeClaimsNotRegistering past a registration timeout shortened to 20 s),
+/// Karpenter keeping the launched NodeClaim unregistered, and the stand-in's refusal in the
+/// authenticator's own words; then aws-auth mapping `mended` (by the fixture's usual entry), the
+/// same kubelet let in, and every condition True.
+async fn kept_out_by_aws_auth_until_mended(lab: &Lab, reason: Reason, mended: &str) -> Result<()> {
+    lab.steer_nodes(Some("authenticate")).await?;
+    let operator = lab
+        .fx
+        .start_operator_with(None, |config| {
+            // Karpenter's 15-minute registration timeout cannot be waited out on the bed.
+            config.evaluation.registration_timeout = Duration::from_secs(20);
+        })
+        .await?;
+    lab.workload("web", "500m").await?;
+    let launched = lab.wait_node_claim("Launched", LAUNCH).await?;
+    let name = launched.metadata.name.clone().unwrap_or_default();
+    let status = lab
+        .fx
+        .wait_failed(&[
+            (ConditionType::NodeRoleMapped, reason),
+            (
+                ConditionType::NodeClaimsRegistered,
+                Reason::NodeClaimsNotRegistering,
+            ),
+        ])
+        .await?;
+    let message =
+        karpenter_health_e2e::health_status::message(&status, ConditionType::NodeClaimsRegistered)
+            .to_owned();
+    ensure!(
+        message.contains(&name),
+        "names the NodeClaim {name}: {message}"
+    );
+    // What Karpenter does: the instance runs, the NodeClaim waits unregistered.
+    let claim = lab
+        .node_claims()
+        .await?
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(&name))
+        .context("Karpenter deleted the NodeClaim before its registration timeout")?;
+    let registered = condition(&claim, "Registered");
+    ensure!(
+        registered.is_some_and(|c| c["status"] != "True"),
+        "registered without a Node: {registered:?}"
+    );
+    // Kept out by the authenticator, for the node role it does not map.
+    let instance = launched_instance_of(&claim)?;
+    let refused = lab.refusals.get();
+    let why = refused
+        .get(&instance)
+        .with_context(|| format!("the stand-in judged no kubelet of {instance}: {refused:?}"))?;
+    ensure!(
+        why.contains("the authenticator refuses") && why.contains("is not mapped"),
+        "kept out for another reason than aws-auth: {why}"
+    );
+
+    // The healthy twin: aws-auth mended; the same authenticator lets the kubelet in.
+    lab.fx.map_roles(&[mended]).await?;
+    lab.wait_node_claim("Initialized", LAUNCH).await?;
+    ensure!(
+        !lab.refusals.get().contains_key(&instance),
+        "the instance joined while the stand-in refused it"
+    );
+    lab.fx
+        .wait_healthy("once aws-auth maps the node role as the authenticator matches it")
+        .await?;
+    operator.stop().await
 }
 
 /// Classic 4. Which label keys Karpenter refuses depends on its release: up to 1.8 the

@@ -10,7 +10,11 @@
 //!   type skips that one field and keeps everything else ("Only saving data that was good").
 //! - An empty value, or one of just ``` `` ```, `""` or `''`, is no list at all (`isSkippable`).
 //! - YAML merge keys (`<<: *anchor`) are applied as the YAML library does (go-yaml v2, which
-//!   `sigs.k8s.io/yaml` uses): the merged mapping's keys, unless the entry sets them itself.
+//!   `sigs.k8s.io/yaml` uses): in document order, so a key set after the merge wins over it and
+//!   one set before loses; a merge of anything but mappings fails the whole value.
+//! - The YAML becomes a JSON object whose keys Go's `json.Marshal` writes in byte order, and Go's
+//!   decoder matches them case-insensitively, the later winning: of `UserName` and `username`,
+//!   `username` is the one kept.
 //! - An entry is kept only if it passes `Validate` (`pkg/config/mapper.go`): a `rolearn`, or an
 //!   `sso` mapping, but not both; ARNs are compared as written, spaces included.
 //! - Mappings are stored by lower-cased ARN, so of several entries for one ARN the last is the one
@@ -71,14 +75,23 @@ impl AwsAuth {
             .find(|m| m.rolearn.to_lowercase() == arn.to_lowercase())
     }
 
-    /// The `mapUsers` entry the authenticator uses for `arn` when no `mapRoles` entry maps it
-    /// (its `Map` looks roles up first, then users, by the same canonical ARN): the last whose
-    /// `userarn` equals it, compared lower-cased.
-    pub fn user_in_force(&self, arn: &str) -> Option<&UserMapping> {
-        self.map_users
+    /// The `mapUsers` entries the authenticator may use for `arn` when no `mapRoles` entry maps
+    /// it (its `Map` looks roles up first, then users, by the same canonical ARN). Users are
+    /// stored by their `userarn` as written (`UserMapping.Key` is not lower-cased): the last entry
+    /// of each spelling, and every spelling equal to `arn` but for case matches, the one used
+    /// being whichever Go's map iteration meets first. In entry order.
+    pub fn users_in_force(&self, arn: &str) -> Vec<&UserMapping> {
+        let mut last: Vec<&UserMapping> = Vec::new();
+        for user in self
+            .map_users
             .iter()
-            .rev()
-            .find(|m| m.userarn.to_lowercase() == arn.to_lowercase())
+            .filter(|m| m.userarn.eq_ignore_ascii_case(arn))
+        {
+            last.retain(|u| u.userarn != user.userarn);
+            last.push(user);
+        }
+        last.sort_by_key(|u| u.entry);
+        last
     }
 
     /// The problems of one `mapRoles` entry.
@@ -224,7 +237,7 @@ fn spaced_arn_problem(
             key,
             entry,
             format!(
-                "{field} {:?} has spaces around it, which the authenticator keeps, so it matches no identity",
+                "{field} {:?} has white space around it, which the authenticator keeps, so it matches no identity",
                 crate::clip(arn, 256)
             ),
         ));
@@ -306,7 +319,10 @@ fn parse_entries(
             groups: Vec::new(),
             sso: false,
         };
-        // In key order: a later key for the same field overwrites an earlier one, as in Go.
+        // In the byte order Go's `json.Marshal` writes the object's keys: of two keys for the same
+        // field (they differ only in case), the later overwrites the earlier, as in Go.
+        let mut fields = fields;
+        fields.sort_by(|(a, _), (b, _)| a.cmp(b));
         for (name, value) in fields {
             if key_is(&name, arn_key) {
                 string_field(&name, value, &mut decoded.arn, &mut problem);
@@ -335,12 +351,15 @@ fn parse_entries(
                     )),
                 }
             } else if key_is(&name, "sso") {
-                // Only a mapping decodes into the authenticator's SSO matcher; anything else
-                // leaves it nil (and is an error it logs).
+                // Go's decoder allocates the SSO matcher before it finds a value of the wrong
+                // type (an error it logs), so anything but null counts as an `sso`.
                 match value {
                     Loose::Map(_) => decoded.sso = true,
                     Loose::Null => {}
-                    other => problem(format!("{name} is {}, not a mapping", other.kind())),
+                    other => {
+                        decoded.sso = true;
+                        problem(format!("{name} is {}, not a mapping", other.kind()));
+                    }
                 }
             }
         }
@@ -479,23 +498,31 @@ impl<'de> Visitor<'de> for LooseVisitor {
         while let Some((key, value)) = map.next_entry::<Loose, Loose>()? {
             let key = key.into_key();
             if key == "<<" {
-                // YAML's merge key: a mapping, or a list of them (the earlier wins), whose keys
-                // the entry takes where it sets none of its own.
-                let sources = match value {
+                // YAML's merge key, as go-yaml v2 applies it (`decode.go` `merge`): in document
+                // order, so the merged keys replace what the entry set before it and what it sets
+                // after replaces them; of a list of mappings the earlier wins; anything else is
+                // an error that fails the whole value.
+                let mut sources = match value {
                     Loose::Map(m) => vec![m],
                     Loose::Seq(items) => items
                         .into_iter()
-                        .filter_map(|i| match i {
-                            Loose::Map(m) => Some(m),
-                            _ => None,
+                        .map(|i| match i {
+                            Loose::Map(m) => Ok(m),
+                            _ => Err(de::Error::custom(
+                                "map merge requires map or sequence of maps as the value",
+                            )),
                         })
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                for (k, v) in sources.into_iter().flatten() {
-                    if !fields.iter().any(|(f, _)| *f == k) {
-                        fields.push((k, v));
+                        .collect::<Result<Vec<_>, A::Error>>()?,
+                    _ => {
+                        return Err(de::Error::custom(
+                            "map merge requires map or sequence of maps as the value",
+                        ));
                     }
+                };
+                sources.reverse();
+                for (k, v) in sources.into_iter().flatten() {
+                    fields.retain(|(f, _)| *f != k);
+                    fields.push((k, v));
                 }
                 continue;
             }

@@ -296,6 +296,7 @@ fn aws_auth_findings(doc: &Document, parsed: &AwsAuth, roles: &Roles) -> Vec<Fou
         ));
     }
     let entries = node_entry_findings(parsed, roles, &lines, &mut out);
+    node_user_entry_findings(parsed, roles, &lines, &mut out);
     if let Some(found) = controller_instead_finding(parsed, roles, &lines, &entries.controller) {
         out.push(found);
     }
@@ -351,19 +352,67 @@ fn node_entry_findings<'p>(
         if parsed.role_in_force(&entry.rolearn).map(|e| e.entry) != Some(entry.entry) {
             continue;
         }
-        let shown = clip(&entry.rolearn);
-        if let Some((reason, message)) =
-            node_mapping::node_entry_problem(parsed, MAP_ROLES, entry, &shown)
-        {
-            if reason == Reason::AwsAuthMalformed {
+        if let Some(found) = in_force_entry_finding(parsed, MAP_ROLES, entry, line) {
+            if found.0 == Rule::Reason(Reason::AwsAuthMalformed) {
                 reported.insert(entry.entry);
             }
-            out.push((Rule::Reason(reason), message, line));
+            out.push(found);
         }
     }
     NodeEntries {
         controller: controller_entries,
         reported,
+    }
+}
+
+/// What the rule says of the entry in force for a node role (under `key`): its problem, else the
+/// warning that it lacks system:bootstrappers, else nothing.
+fn in_force_entry_finding(
+    parsed: &AwsAuth,
+    key: &'static str,
+    entry: &RoleMapping,
+    line: usize,
+) -> Option<Found> {
+    let shown = clip(&entry.rolearn);
+    if let Some((reason, message)) = node_mapping::node_entry_problem(parsed, key, entry, &shown) {
+        return Some((Rule::Reason(reason), message, line));
+    }
+    node_mapping::without_bootstrappers(key, entry, &shown).map(|message| {
+        (
+            Rule::Warning(Warning::NodeRoleMappingWithoutBootstrappers),
+            message,
+            line,
+        )
+    })
+}
+
+/// The findings on a known node role the authenticator finds only under `mapUsers` (it reads
+/// users after roles, by the same ARN).
+fn node_user_entry_findings(
+    parsed: &AwsAuth,
+    roles: &Roles,
+    lines: &EntryLines<'_>,
+    out: &mut Vec<Found>,
+) {
+    for user in &parsed.map_users {
+        let Ok(mapped) = arn::parse_iam(&user.userarn) else {
+            continue;
+        };
+        if mapped.has_path()
+            || !roles.node.iter().any(|r| r.matches(&mapped))
+            || parsed.role_in_force(&user.userarn).is_some()
+            || parsed.users_in_force(&user.userarn).last().map(|u| u.entry) != Some(user.entry)
+        {
+            continue;
+        }
+        let entry = RoleMapping {
+            entry: user.entry,
+            rolearn: user.userarn.clone(),
+            username: user.username.clone(),
+            groups: user.groups.clone(),
+        };
+        let line = lines.line(MAP_USERS, Some(user.entry), None);
+        out.extend(in_force_entry_finding(parsed, MAP_USERS, &entry, line));
     }
 }
 
@@ -376,11 +425,15 @@ fn controller_instead_finding(
     controller_entries: &[&RoleMapping],
 ) -> Option<Found> {
     let last = controller_entries.last()?;
+    // Mapped by a mapRoles entry in force, or else by a mapUsers one, as the authenticator looks.
     let in_force = |r: &RoleRef| {
         parsed.map_roles.iter().any(|e| {
             arn::parse_iam(&e.rolearn).is_ok_and(|m| r.matches(&m) && !m.has_path())
                 && parsed.role_in_force(&e.rolearn).map(|f| f.entry) == Some(e.entry)
-        })
+        }) || parsed
+            .map_users
+            .iter()
+            .any(|u| arn::parse_iam(&u.userarn).is_ok_and(|m| r.matches(&m) && !m.has_path()))
     };
     let unmapped: Vec<&RoleRef> = roles.node.iter().filter(|r| !in_force(r)).collect();
     if !roles.node.is_empty() && unmapped.is_empty() {

@@ -66,7 +66,9 @@ impl Rule {
                 | R::NodeRoleMappingWrongUsername
                 | R::ControllerRoleMappedInstead,
             )
-            | Rule::Warning(Warning::AwsAuthUnparsable) => Anchor::AwsAuthEntry,
+            | Rule::Warning(
+                Warning::AwsAuthUnparsable | Warning::NodeRoleMappingWithoutBootstrappers,
+            ) => Anchor::AwsAuthEntry,
             Rule::InvalidDocument => Anchor::ReaderPosition,
             _ => return None,
         })

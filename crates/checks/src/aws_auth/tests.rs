@@ -118,12 +118,13 @@ fn wrongly_typed_values_are_named_and_skipped() {
     ));
     assert_eq!(parsed[0].username, None);
     assert_eq!(parsed[0].groups, ["system:nodes", ""]);
+    // In the order Go decodes the keys: the bytes' order its json.Marshal writes them in.
     let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
     assert_eq!(
         messages,
         [
-            "username is a number, not a string",
-            "groups holds a number, not a string"
+            "groups holds a number, not a string",
+            "username is a number, not a string"
         ]
     );
 }

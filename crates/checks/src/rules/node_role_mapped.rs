@@ -10,7 +10,7 @@ use crate::arn::{self, IamArn};
 use crate::aws_auth::{self, RoleMapping};
 use crate::facts::{AuthMode, Observed};
 use crate::node_mapping::{
-    NODE_USERNAME, controller_mapped_instead, is_node_mapping, mapped_with_path,
+    NODE_USERNAME, NODES_GROUP, controller_mapped_instead, is_node_mapping, mapped_with_path,
     node_entry_problem, without_bootstrappers,
 };
 use crate::plan::{Context, RoleName};
@@ -287,10 +287,9 @@ fn controller_role(ctx: &Context) -> Option<IamArn> {
     arn::parse_iam(&arn).ok()
 }
 
-/// The `mapRoles` entry EKS uses for the node role, when the node role is known.
 /// The entry the authenticator uses for the node role and the key it is under: the last
-/// `mapRoles` entry for its ARN, else the last `mapUsers` one (its `Map` looks roles up first,
-/// then users, by the same canonical ARN; `pkg/mapper/configmap/mapper.go`).
+/// `mapRoles` entry for its ARN, else a `mapUsers` one (its `Map` looks roles up first, then
+/// users, by the same canonical ARN; `pkg/mapper/configmap/mapper.go`).
 fn node_entry_in_force(
     node: &Result<IamArn, Why>,
     parsed: &aws_auth::AwsAuth,
@@ -299,17 +298,23 @@ fn node_entry_in_force(
     if let Some(role) = parsed.role_in_force(&arn) {
         return Some((aws_auth::MAP_ROLES, role.clone()));
     }
-    parsed.user_in_force(&arn).map(|user| {
-        (
-            aws_auth::MAP_USERS,
-            RoleMapping {
-                entry: user.entry,
-                rolearn: user.userarn.clone(),
-                username: user.username.clone(),
-                groups: user.groups.clone(),
-            },
-        )
-    })
+    // Of several spellings the authenticator may use any: one that keeps nodes out decides.
+    let users: Vec<RoleMapping> = parsed
+        .users_in_force(&arn)
+        .into_iter()
+        .map(|user| RoleMapping {
+            entry: user.entry,
+            rolearn: user.userarn.clone(),
+            username: user.username.clone(),
+            groups: user.groups.clone(),
+        })
+        .collect();
+    let keeps_out = users
+        .iter()
+        .find(|u| node_entry_problem(parsed, aws_auth::MAP_USERS, u, "").is_some());
+    keeps_out
+        .or(users.last())
+        .map(|u| (aws_auth::MAP_USERS, u.clone()))
 }
 
 fn aws_auth_verdict(
@@ -332,7 +337,14 @@ fn aws_auth_verdict(
         }
         (Observed::Found(_), Some(parsed)) => parsed,
     };
-    if let Some(e) = parsed.map_roles_unreadable() {
+    // Users are read even when mapRoles is not (`ParseMap` keeps each key's good part).
+    let users_map = node
+        .as_ref()
+        .ok()
+        .is_some_and(|n| !parsed.users_in_force(&n.to_string()).is_empty());
+    if let Some(e) = parsed.map_roles_unreadable()
+        && !users_map
+    {
         return Verdict::Problem(
             Reason::AwsAuthMalformed,
             format!(
@@ -350,6 +362,17 @@ fn aws_auth_verdict(
     if let Some((key, entry)) = node_entry_in_force(&Ok(node.clone()), parsed) {
         return in_force_verdict(parsed, key, &entry, node_shown);
     }
+    unmapped_verdict(ctx, parsed, node, node_shown)
+}
+
+/// The verdict when no entry maps the node role: an entry naming it with its IAM path, the
+/// controller's role mapped as a node in its place, or nothing at all.
+fn unmapped_verdict(
+    ctx: &Context,
+    parsed: &aws_auth::AwsAuth,
+    node: &IamArn,
+    node_shown: &str,
+) -> Verdict {
     let controller = controller_role(ctx);
     let (mut with_path, mut controller_instead) = (Vec::new(), Vec::new());
     for entry in &parsed.map_roles {
@@ -359,7 +382,7 @@ fn aws_auth_verdict(
         };
         if mapped.same_principal(node) {
             if mapped.has_path() {
-                with_path.push((entry, mapped));
+                with_path.push((entry.clone(), mapped));
             }
         } else if controller
             .as_ref()
@@ -369,7 +392,23 @@ fn aws_auth_verdict(
             controller_instead.push(entry);
         }
     }
-    if let Some((entry, mapped)) = with_path.last() {
+    // A mapUsers entry for the role with its path matches no more than a mapRoles one.
+    let mut users_with_path = Vec::new();
+    for user in &parsed.map_users {
+        if let Ok(mapped) = arn::parse_iam(&user.userarn)
+            && mapped.same_principal(node)
+            && mapped.has_path()
+        {
+            let entry = RoleMapping {
+                entry: user.entry,
+                rolearn: user.userarn.clone(),
+                username: user.username.clone(),
+                groups: user.groups.clone(),
+            };
+            users_with_path.push((entry, mapped));
+        }
+    }
+    if let Some((entry, mapped)) = with_path.last().or(users_with_path.last()) {
         let (reason, message) = mapped_with_path(entry, mapped);
         return Verdict::Problem(reason, message);
     }
@@ -379,7 +418,10 @@ fn aws_auth_verdict(
     }
     Verdict::Problem(
         Reason::NodeRoleNotMapped,
-        format!("aws-auth has no mapRoles entry for {node_shown}, so nodes launch but never join."),
+        format!(
+            "aws-auth has no mapRoles or mapUsers entry for {node_shown}, so nodes launch but \
+             never join."
+        ),
     )
 }
 
@@ -393,12 +435,15 @@ fn in_force_verdict(
     match node_entry_problem(parsed, key, entry, node_shown) {
         Some((reason, message)) => Verdict::Problem(reason, message),
         None => {
-            let groups: Vec<String> = entry
+            // system:nodes, which the verdict rests on, first; the others after it.
+            let mut groups: Vec<String> = entry
                 .groups
                 .iter()
                 .filter(|g| !g.is_empty())
                 .map(|g| clip(g, 64).into_owned())
                 .collect();
+            groups.sort_by_key(|g| g != NODES_GROUP);
+            groups.dedup();
             let under = if key == aws_auth::MAP_USERS {
                 format!(" (under mapUsers, entry {})", entry.entry)
             } else {

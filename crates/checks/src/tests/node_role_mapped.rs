@@ -348,7 +348,89 @@ mod as_the_authenticator_maps {
             failures(&status),
             vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleNotMapped)]
         );
-        assert!(status.findings.iter().any(|f| f.message.contains("has spaces around it")));
+        assert!(status.findings.iter().any(|f| f.message.contains("has white space around it")));
+    }
+
+    fn failure_of(map_roles: &str, map_users: Option<&str>) -> Vec<(String, String)> {
+        failures(&node_role_mapped(map_roles, map_users))
+    }
+
+    #[test]
+    fn a_merge_key_applies_in_document_order_as_go_yaml_does() {
+        let node = role_arn(NODE_ROLE);
+        // After the entry's own keys, the merged username replaces them: the node is refused.
+        let merged_last = format!(
+            "- &admin\n  rolearn: arn:aws:iam::{ACCOUNT}:role/admins\n  username: admin\n  groups: [system:masters]\n- rolearn: {node}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n  <<: *admin\n"
+        );
+        assert_eq!(
+            failure_of(&merged_last, None),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleNotMapped)],
+            "the merged rolearn replaced the node's too"
+        );
+        // Of a list of sources the earlier wins; the entry's own keys after them win over both.
+        let listed = format!(
+            "- &a\n  rolearn: arn:aws:iam::{ACCOUNT}:role/a\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n- &b\n  rolearn: arn:aws:iam::{ACCOUNT}:role/b\n  username: admin\n- <<: [*a, *b]\n  rolearn: {node}\n"
+        );
+        assert!(failure_of(&listed, None).is_empty());
+        // A merge of a scalar fails the whole value in Go.
+        let scalar = format!("{NODE_ENTRY}- <<: oops\n  rolearn: x\n");
+        assert_eq!(
+            failure_of(&scalar, None),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::AwsAuthMalformed)]
+        );
+    }
+
+    #[test]
+    fn an_sso_of_the_wrong_type_still_drops_the_entry() {
+        let map_roles = format!(
+            "- rolearn: {}\n  sso: admins\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n",
+            role_arn(NODE_ROLE)
+        );
+        assert_eq!(
+            failure_of(&map_roles, None),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleNotMapped)]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_map_roles_leaves_the_node_role_under_map_users_mapped() {
+        let users = format!("- userarn: {}\n  username: {NODE_USERNAME}\n  groups: [system:bootstrappers, system:nodes]\n", role_arn(NODE_ROLE));
+        assert!(failure_of("- rolearn: [\n", Some(&users)).is_empty());
+    }
+
+    #[test]
+    fn map_users_spellings_of_one_arn_are_all_in_force_and_a_bad_one_decides() {
+        let node = role_arn(NODE_ROLE);
+        let users = format!(
+            "- userarn: {}\n  username: admin\n  groups: [system:nodes]\n- userarn: {node}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n",
+            node.to_uppercase().replace("ARN:AWS:IAM", "arn:aws:iam")
+        );
+        assert_eq!(
+            failure_of("", Some(&users)),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleMappingWrongUsername)]
+        );
+    }
+
+    #[test]
+    fn a_map_users_entry_with_the_roles_path_is_named() {
+        let users = format!("- userarn: arn:aws:iam::{ACCOUNT}:role/team/{NODE_ROLE}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n");
+        assert_eq!(
+            failure_of("", Some(&users)),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleMappedWithPath)]
+        );
+    }
+
+    #[test]
+    fn of_keys_differing_in_case_the_one_go_writes_last_wins() {
+        // Go's json.Marshal writes `UserName` before `username`; the decoder keeps the later.
+        let map_roles = format!(
+            "- rolearn: {}\n  username: admin\n  UserName: {NODE_USERNAME}\n  groups: [system:nodes]\n",
+            role_arn(NODE_ROLE)
+        );
+        assert_eq!(
+            failure_of(&map_roles, None),
+            vec![pair(ConditionType::NodeRoleMapped, Reason::NodeRoleMappingWrongUsername)]
+        );
     }
 
     #[test]
