@@ -286,11 +286,24 @@ ARGS
     > "$dir/logs/kube-scheduler.log" 2>&1 &
   echo $! > "$dir/pids/kube-scheduler.pid"
 
-  # moto's own server, with the corrections moto_server.py lists.
-  MOTO_IAM_LOAD_MANAGED_POLICIES=true "$cache_root/moto-venv/bin/python" "$here/moto_server.py" \
-    -H 127.0.0.1 -p "$moto_port" > "$dir/logs/moto.log" 2>&1 &
-  echo $! > "$dir/pids/moto.pid"
-  wait_http "http://127.0.0.1:$moto_port/moto-api/" moto 60
+  # moto's own server, with the corrections moto_server.py lists. Its port is chosen free just
+  # before it binds; beds starting side by side (the lab) can still take it in between, and then
+  # moto exits at once: another port is tried.
+  local attempt
+  for attempt in 1 2 3; do
+    moto_port="$(free_port)"
+    MOTO_IAM_LOAD_MANAGED_POLICIES=true "$cache_root/moto-venv/bin/python" "$here/moto_server.py" \
+      -H 127.0.0.1 -p "$moto_port" > "$dir/logs/moto.log" 2>&1 &
+    echo $! > "$dir/pids/moto.pid"
+    for _ in $(seq 1 300); do
+      curl -fsS -o /dev/null "http://127.0.0.1:$moto_port/moto-api/" 2>/dev/null && break 2
+      kill -0 "$(cat "$dir/pids/moto.pid")" 2>/dev/null || break
+      sleep 0.2
+    done
+    grep -q "in use" "$dir/logs/moto.log" || break
+    log "moto's port $moto_port was taken before it bound (attempt $attempt); trying another"
+  done
+  wait_http "http://127.0.0.1:$moto_port/moto-api/" moto 5
 
   install_karpenter_crds
   # Every namespace needs its default ServiceAccount before Pods can be created.

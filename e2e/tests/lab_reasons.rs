@@ -815,11 +815,16 @@ async fn a_security_group_of_another_vpc_fails_every_launch() -> Result<()> {
 async fn a_subnet_without_a_free_address_fails_every_launch() -> Result<()> {
     let lab = Lab::start("lab-full-subnet", "ap-northeast-2").await?;
     let outcome: Result<()> = async {
-        // A /28 (11 free addresses, as in EC2) with a route out, filled by other ENIs.
+        // A /28 (11 free addresses, as in EC2) with a route out, filled by other ENIs, in another
+        // zone than the fixture's roomy subnet: Karpenter takes InsufficientFreeAddressesInSubnet
+        // for a zone's capacity and keeps its offerings there unavailable for 3 minutes
+        // (`pkg/cache/unavailableofferings.go`), which would hold the twin back in the same zone.
+        let zones = lab.fx.aws.zones().await?;
+        let other_zone = zones.get(1).context("a second zone")?;
         let full = lab
             .fx
             .aws
-            .subnet(&lab.fx.vpc, "10.40.3.0/28", None, &[])
+            .subnet(&lab.fx.vpc, "10.40.3.0/28", Some(other_zone), &[])
             .await?;
         lab.fx
             .aws

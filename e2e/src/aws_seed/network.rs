@@ -46,6 +46,19 @@ impl AwsSeeder {
             .to_owned())
     }
 
+    /// The region's available zones, by name. moto puts a subnet created without a zone in a
+    /// random one, and zones differ in what they offer (us-east-1e has no m5): a test names it.
+    pub async fn zones(&self) -> Result<Vec<String>> {
+        let answer = self.ec2.describe_availability_zones().send().await?;
+        let mut zones: Vec<String> = answer
+            .availability_zones()
+            .iter()
+            .filter_map(|z| z.zone_name().map(str::to_owned))
+            .collect();
+        zones.sort();
+        Ok(zones)
+    }
+
     /// A VPC and one subnet spanning all of it.
     pub async fn network(&self, cidr: &str) -> Result<Network> {
         let vpc = self.vpc(cidr, &[]).await?;
