@@ -48,6 +48,19 @@ pub struct UserMapping {
     pub groups: Vec<String>,
 }
 
+/// A `mapUsers` entry read as a role entry: the authenticator matches both by the same ARN and
+/// maps them alike; `rolearn` holds the `userarn`.
+impl From<&UserMapping> for RoleMapping {
+    fn from(user: &UserMapping) -> Self {
+        RoleMapping {
+            entry: user.entry,
+            rolearn: user.userarn.clone(),
+            username: user.username.clone(),
+            groups: user.groups.clone(),
+        }
+    }
+}
+
 /// What the authenticator would make of aws-auth: the entries it keeps and what it would log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AwsAuth {

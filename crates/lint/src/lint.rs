@@ -405,12 +405,7 @@ fn node_user_entry_findings(
         {
             continue;
         }
-        let entry = RoleMapping {
-            entry: user.entry,
-            rolearn: user.userarn.clone(),
-            username: user.username.clone(),
-            groups: user.groups.clone(),
-        };
+        let entry = RoleMapping::from(user);
         let line = lines.line(MAP_USERS, Some(user.entry), None);
         out.extend(in_force_entry_finding(parsed, MAP_USERS, &entry, line));
     }

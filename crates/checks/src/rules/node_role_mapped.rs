@@ -302,12 +302,7 @@ fn node_entry_in_force(
     let users: Vec<RoleMapping> = parsed
         .users_in_force(&arn)
         .into_iter()
-        .map(|user| RoleMapping {
-            entry: user.entry,
-            rolearn: user.userarn.clone(),
-            username: user.username.clone(),
-            groups: user.groups.clone(),
-        })
+        .map(RoleMapping::from)
         .collect();
     let keeps_out = users
         .iter()
@@ -399,12 +394,7 @@ fn unmapped_verdict(
             && mapped.same_principal(node)
             && mapped.has_path()
         {
-            let entry = RoleMapping {
-                entry: user.entry,
-                rolearn: user.userarn.clone(),
-                username: user.username.clone(),
-                groups: user.groups.clone(),
-            };
+            let entry = RoleMapping::from(user);
             users_with_path.push((entry, mapped));
         }
     }
