@@ -10,7 +10,7 @@
 use anyhow::{Context as _, Result, ensure};
 use karpenter_health_api::{ConditionType, Reason};
 use karpenter_health_e2e::aws_seed::NODE_POLICIES_PULL_ONLY;
-use karpenter_health_e2e::fixture::{CONTROLLER_POLICY, controller_policy};
+use karpenter_health_e2e::fixture::{CONTROLLER_POLICY, NODE_USERNAME, controller_policy};
 use karpenter_health_e2e::health_status::condition_is;
 use karpenter_health_e2e::lab::{LAUNCH, Lab, PROVISIONER_PASS, condition, release};
 use karpenter_health_e2e::status_log::StatusLog;
@@ -21,6 +21,10 @@ use std::time::Duration;
 /// its refused validation many times before it (a requeue backs off from 5 ms, doubling:
 /// controller-runtime's default rate limiter), short enough for the bed (the default is 10 min).
 const VALIDATION_STUCK: Duration = Duration::from_secs(45);
+
+/// How long the node stand-in may take to judge a waiting kubelet again after aws-auth changed
+/// (it looks again at least every 3 s, `e2e/src/node_stand_in.rs`).
+const JUDGED_AGAIN: Duration = Duration::from_secs(30);
 
 /// The instance-profile refusals the gap proxy made of Karpenter's launches as EC2 makes them:
 /// (dry-run RunInstances, CreateFleet).
@@ -292,19 +296,88 @@ async fn an_instance_profile_arn_without_dry_run_fails_every_launch() -> Result<
 /// authorizer; the test only edits aws-auth, the same mode judges both halves. Karpenter launches
 /// the instance and waits for a Node that never comes
 /// (`pkg/controllers/nodeclaim/lifecycle/registration.go`; it deletes the NodeClaim after 15
-/// minutes, `liveness.go`).
+/// minutes, `liveness.go`). The same kubelet is then kept out by each other way aws-auth goes
+/// wrong (`aws_auth_faults`), each verdict beside the authenticator's or the authorizer's refusal,
+/// before aws-auth is mended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn aws_auth_mapping_the_controller_role_leaves_launched_nodes_unregistered() -> Result<()> {
+async fn each_way_aws_auth_keeps_the_node_role_out_leaves_launched_nodes_unregistered() -> Result<()> {
     let lab = Lab::start("lab-auth", "eu-west-2").await?;
     let outcome: Result<()> = async {
         let controller_role = lab.fx.controller_role_arn.clone();
         lab.fx.map_roles(&[&controller_role]).await?;
         let node_role = lab.fx.node_role_arn.clone();
-        kept_out_by_aws_auth_until_mended(&lab, Reason::ControllerRoleMappedInstead, &node_role)
-            .await
+        let walk = aws_auth_faults(&lab)?;
+        kept_out_by_aws_auth_until_mended(
+            &lab,
+            Reason::ControllerRoleMappedInstead,
+            &walk,
+            &node_role,
+        )
+        .await
     }
     .await;
     lab.finish(outcome).await
+}
+
+/// A way aws-auth keeps the node role out: what `mapRoles` says (`None`: no aws-auth at all), the
+/// verdict, and words of the stand-in's refusal (the authenticator's or the API server's).
+struct AwsAuthFault {
+    map_roles: Option<String>,
+    reason: Reason,
+    refused: &'static str,
+}
+
+/// Every NodeRoleMapped reason of aws-auth mode beyond the controller's role and the IAM path
+/// (which have scenarios of their own), as users write them.
+fn aws_auth_faults(lab: &Lab) -> Result<Vec<AwsAuthFault>> {
+    let node_role = lab.fx.node_role_arn.as_str();
+    let entry = |arn: &str, username: &str, groups: &[&str]| {
+        serde_yaml::to_string(&[json!({"rolearn": arn, "username": username, "groups": groups})])
+    };
+    let node_groups = ["system:bootstrappers", "system:nodes"];
+    Ok(vec![
+        // Another role mapped as a node, the node role nowhere.
+        AwsAuthFault {
+            map_roles: Some(entry(
+                &lab.fx.retired_role_arn,
+                NODE_USERNAME,
+                &node_groups,
+            )?),
+            reason: Reason::NodeRoleNotMapped,
+            refused: "is not mapped",
+        },
+        // The authenticator renders {{SessionName}} as the instance id, but the kubelet registers
+        // under the private DNS name, and NodeRestriction lets a node make only its own Node.
+        AwsAuthFault {
+            map_roles: Some(entry(
+                node_role,
+                "system:node:{{SessionName}}",
+                &node_groups,
+            )?),
+            reason: Reason::NodeRoleMappingWrongUsername,
+            refused: "which is not the node",
+        },
+        // Without system:nodes the Node authorizer has no opinion and RBAC grants nothing.
+        AwsAuthFault {
+            map_roles: Some(entry(node_role, NODE_USERNAME, &["system:bootstrappers"])?),
+            reason: Reason::NodeRoleMappingMissingGroups,
+            refused: "the API server refuses",
+        },
+        // A quote left open: not YAML, so ParseMap keeps no role at all.
+        AwsAuthFault {
+            map_roles: Some(format!(
+                "- rolearn: \"{node_role}\n  username: {NODE_USERNAME}\n  groups: [system:nodes]\n"
+            )),
+            reason: Reason::AwsAuthMalformed,
+            refused: "is not mapped",
+        },
+        // No ConfigMap: the authenticator's watch resets every mapping on delete.
+        AwsAuthFault {
+            map_roles: None,
+            reason: Reason::AwsAuthMissing,
+            refused: "is not mapped",
+        },
+    ])
 }
 
 /// NodeRoleMappedWithPath: the node role has an IAM path and aws-auth maps it by its full ARN.
@@ -338,7 +411,8 @@ async fn aws_auth_mapping_the_node_role_with_its_path_leaves_launched_nodes_unre
             .patch_node_class_spec(json!({"instanceProfile": profile}))
             .await?;
         lab.fx.map_roles(&[&with_path]).await?;
-        kept_out_by_aws_auth_until_mended(&lab, Reason::NodeRoleMappedWithPath, &without_path).await
+        kept_out_by_aws_auth_until_mended(&lab, Reason::NodeRoleMappedWithPath, &[], &without_path)
+            .await
     }
     .await;
     lab.finish(outcome).await
@@ -347,9 +421,15 @@ async fn aws_auth_mapping_the_node_role_with_its_path_leaves_launched_nodes_unre
 /// The two halves of an aws-auth scenario once aws-auth keeps the node role out: the verdict
 /// (`reason`, and NodeClaimsNotRegistering past a registration timeout shortened to 20 s),
 /// Karpenter keeping the launched NodeClaim unregistered, and the stand-in's refusal in the
-/// authenticator's own words; then aws-auth mapping `mended` (by the fixture's usual entry), the
-/// same kubelet let in, and every condition True.
-async fn kept_out_by_aws_auth_until_mended(lab: &Lab, reason: Reason, mended: &str) -> Result<()> {
+/// authenticator's own words; then each fault of `walk` in turn, on the same kubelet; then
+/// aws-auth mapping `mended` (by the fixture's usual entry), the same kubelet let in, and every
+/// condition True.
+async fn kept_out_by_aws_auth_until_mended(
+    lab: &Lab,
+    reason: Reason,
+    walk: &[AwsAuthFault],
+    mended: &str,
+) -> Result<()> {
     lab.steer_nodes(Some("authenticate")).await?;
     let operator = lab
         .fx
@@ -400,6 +480,35 @@ async fn kept_out_by_aws_auth_until_mended(lab: &Lab, reason: Reason, mended: &s
         why.contains("the authenticator refuses") && why.contains("is not mapped"),
         "kept out for another reason than aws-auth: {why}"
     );
+    for fault in walk {
+        lab.fx.replace_aws_auth(fault.map_roles.as_deref()).await?;
+        lab.fx
+            .wait_failed(&[
+                (ConditionType::NodeRoleMapped, fault.reason),
+                (
+                    ConditionType::NodeClaimsRegistered,
+                    Reason::NodeClaimsNotRegistering,
+                ),
+            ])
+            .await?;
+        // The stand-in judges every waiting kubelet again every few seconds.
+        let what = format!("{instance} kept out by {}", fault.reason);
+        karpenter_health_e2e::wait_for(&what, JUDGED_AGAIN, || async {
+            Ok(lab
+                .refusals
+                .get()
+                .get(&instance)
+                .is_some_and(|why| why.contains(fault.refused))
+                .then_some(()))
+        })
+        .await
+        .with_context(|| {
+            format!(
+                "the stand-in's last word: {:?}",
+                lab.refusals.get().get(&instance)
+            )
+        })?;
+    }
 
     // The healthy twin: aws-auth mended; the same authenticator lets the kubelet in.
     lab.fx.map_roles(&[mended]).await?;

@@ -37,11 +37,6 @@ pub(super) const KUBELET: &str = "what the instance and its kubelet do with this
     run, use their role's permissions) is the node stand-in's to say, not the real kubelet's; the stand-in \
     judges only whether a kubelet is let in through aws-auth (its `authenticate` mode), not through \
     access entries.";
-pub(super) const AWS_AUTH_NOT_SCRIPTED: &str = "the node stand-in's `authenticate` mode judges whether a \
-    kubelet is let in as EKS does in aws-auth mode (the instance's role mapped through aws-auth by \
-    the AWS IAM Authenticator's own code, then the API server's Node authorizer), which proves \
-    ControllerRoleMappedInstead and NodeRoleMappedWithPath; a scenario for this reason is not \
-    scripted yet.";
 pub(super) const NETWORK: &str = "moto launches instances whatever their subnet's routes, endpoints, DNS or \
     free addresses, and the stand-in makes their Nodes regardless: the failure happens on the \
     node, which the lab does not run.";
