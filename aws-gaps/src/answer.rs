@@ -174,9 +174,12 @@ async fn answer(
         return Ok(aws_wire::query_xml(status, xml));
     }
 
+    // The EC2 quotas a test set, which launches are held to (vcpu_quotas.rs).
+    let quotas = lock(&state).ec2_quotas.clone();
     if call.service == "ec2"
         && let Some((code, message)) =
-            launch_parameters::refused(&upstream, &call, &String::from_utf8_lossy(&body)).await
+            launch_parameters::refused(&upstream, &call, &String::from_utf8_lossy(&body), &quotas)
+                .await
     {
         lock(&state).launch_refusals.push(LaunchRefusal {
             operation: call.operation.clone(),
@@ -187,9 +190,13 @@ async fn answer(
         return Ok(aws_wire::ec2_error(400, code, &message));
     }
     if call.service == "ec2"
-        && let Some(refused) =
-            launch_parameters::fleet_refused(&upstream, &call, &String::from_utf8_lossy(&body))
-                .await
+        && let Some(refused) = launch_parameters::fleet_refused(
+            &upstream,
+            &call,
+            &String::from_utf8_lossy(&body),
+            &quotas,
+        )
+        .await
     {
         lock(&state)
             .launch_refusals

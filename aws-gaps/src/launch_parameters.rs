@@ -16,7 +16,8 @@
 //!     #7081);
 //!   - a security group in another VPC than the launch's subnet (`InvalidParameter`);
 //!   - a subnet without a free address (`InsufficientFreeAddressesInSubnet`; moto counts the
-//!     addresses its network interfaces take but launches regardless).
+//!     addresses its network interfaces take but launches regardless);
+//!   - a standard instance past the account's vCPU quota a test set (`vcpu_quotas.rs`).
 //!
 //! The decisions are pure ([`launch_refusal`]); [`refused`] and [`fleet_refused`] first read what
 //! they need from moto (the launch templates, IAM's profiles, the groups' and subnets' VPCs and
@@ -76,6 +77,9 @@ pub(super) struct Launch {
     pub(super) http_protocol_ipv6: Option<String>,
     pub(super) security_groups: Vec<String>,
     pub(super) subnet: Option<String>,
+    pub(super) instance_type: Option<String>,
+    /// Bought as spot (held to the spot quota), else on demand.
+    pub(super) spot: bool,
     /// `DryRun=true`: nothing launches, and only the profile is checked.
     pub(super) dry_run: bool,
 }
@@ -89,6 +93,8 @@ pub(super) struct Held {
     pub(super) vpc_of: BTreeMap<String, String>,
     /// The free addresses of each subnet moto knows.
     pub(super) free: BTreeMap<String, i32>,
+    /// The vCPU quotas a test set and the room they leave; `None`: none set.
+    pub(super) vcpu_room: Option<crate::vcpu_quotas::Room>,
 }
 
 /// What EC2 refuses of `launch` in `region`, given what the bed holds; `None` to let moto launch.
@@ -111,28 +117,31 @@ pub(super) fn launch_refusal(region: &str, launch: &Launch, held: &Held) -> Opti
                 .to_owned(),
         ));
     }
-    let subnet = launch.subnet.as_ref()?;
-    let subnet_vpc = held.vpc_of.get(subnet)?;
-    if let Some(group) = launch
-        .security_groups
-        .iter()
-        .find(|g| held.vpc_of.get(*g).is_some_and(|vpc| vpc != subnet_vpc))
+    if let Some(subnet) = &launch.subnet
+        && let Some(subnet_vpc) = held.vpc_of.get(subnet)
     {
-        return Some((
-            "InvalidParameter",
-            format!("Security group {group} and subnet {subnet} belong to different networks."),
-        ));
+        if let Some(group) = launch
+            .security_groups
+            .iter()
+            .find(|g| held.vpc_of.get(*g).is_some_and(|vpc| vpc != subnet_vpc))
+        {
+            return Some((
+                "InvalidParameter",
+                format!("Security group {group} and subnet {subnet} belong to different networks."),
+            ));
+        }
+        if held.free.get(subnet).is_some_and(|free| *free < 1) {
+            return Some((
+                "InsufficientFreeAddressesInSubnet",
+                format!(
+                    "There are not enough free addresses in subnet '{subnet}' to satisfy the \
+                     requested number of instances."
+                ),
+            ));
+        }
     }
-    if held.free.get(subnet).is_some_and(|free| *free < 1) {
-        return Some((
-            "InsufficientFreeAddressesInSubnet",
-            format!(
-                "There are not enough free addresses in subnet '{subnet}' to satisfy the \
-                 requested number of instances."
-            ),
-        ));
-    }
-    None
+    let (instance_type, room) = (launch.instance_type.as_ref()?, held.vcpu_room.as_ref()?);
+    crate::vcpu_quotas::quota_refusal(instance_type, launch.spot, room)
 }
 
 /// The launch template a RunInstances form names: (id or name, version).
@@ -173,6 +182,10 @@ pub(super) fn run_instances_launch(
             .iter()
             .find(|(k, _)| *k == "SubnetId" || k.ends_with(".SubnetId"))
             .map(|(_, v)| v.clone()),
+        instance_type: form.get("InstanceType").cloned(),
+        spot: form
+            .get("InstanceMarketOptions.MarketType")
+            .is_some_and(|m| m == "spot"),
         dry_run: form.get("DryRun").map(String::as_str) == Some("true"),
     }
 }
@@ -243,13 +256,21 @@ pub(super) fn fleet_overrides(form: &BTreeMap<String, String>) -> Vec<FleetOverr
     overrides
 }
 
-/// The launch one fleet override asks for, from its launch template's `template` data.
-pub(super) fn fleet_launch(over: &FleetOverride, template: &TemplateData, dry_run: bool) -> Launch {
+/// The launch one fleet override asks for, from its launch template's `template` data, bought
+/// as spot or not (the fleet's default target capacity type).
+pub(super) fn fleet_launch(
+    over: &FleetOverride,
+    template: &TemplateData,
+    spot: bool,
+    dry_run: bool,
+) -> Launch {
     Launch {
         profile: template.profile_name.clone(),
         http_protocol_ipv6: template.http_protocol_ipv6.clone(),
         security_groups: template.security_groups.clone(),
         subnet: over.fields.get("SubnetId").cloned(),
+        instance_type: over.fields.get("InstanceType").cloned(),
+        spot,
         dry_run,
     }
 }
@@ -300,7 +321,13 @@ pub(super) async fn template_data(
 /// What the bed holds for `launches` in `region`, read from moto (`upstream`): IAM of the
 /// request's own region (moto keeps one IAM per partition, and the bed seeds the profiles there);
 /// an unanswered question leaves the fact out, so only moto's own answers refuse a launch.
-async fn held_for(upstream: &str, region: &str, launches: &[Launch]) -> Held {
+/// `quotas`: the EC2 quotas a test set, by code.
+async fn held_for(
+    upstream: &str,
+    region: &str,
+    launches: &[Launch],
+    quotas: &BTreeMap<String, f64>,
+) -> Held {
     let config = super::upstream::moto_config(upstream, region).await;
     let (iam, ec2) = (
         aws_sdk_iam::Client::new(&config),
@@ -364,14 +391,23 @@ async fn held_for(upstream: &str, region: &str, launches: &[Launch]) -> Held {
             }
         }
     }
+    let types: BTreeSet<String> = launching
+        .iter()
+        .filter_map(|l| l.instance_type.clone())
+        .collect();
+    if !types.is_empty() {
+        held.vcpu_room = crate::vcpu_quotas::room_for(upstream, region, quotas, &types).await;
+    }
     held
 }
 
 /// What EC2 refuses of a RunInstances that moto would launch; `None` for every other request.
+/// `quotas`: the EC2 quotas a test set, by code.
 pub(super) async fn refused(
     upstream: &str,
     call: &super::aws_wire::Call,
     body: &str,
+    quotas: &BTreeMap<String, f64>,
 ) -> Option<Refusal> {
     if call.operation != "RunInstances" {
         return None;
@@ -385,7 +421,13 @@ pub(super) async fn refused(
         None => TemplateData::default(),
     };
     let launch = run_instances_launch(&form, &template);
-    let held = held_for(upstream, &call.region, std::slice::from_ref(&launch)).await;
+    let held = held_for(
+        upstream,
+        &call.region,
+        std::slice::from_ref(&launch),
+        quotas,
+    )
+    .await;
     launch_refusal(&call.region, &launch, &held)
 }
 
@@ -397,6 +439,7 @@ pub(super) async fn fleet_refused(
     upstream: &str,
     call: &super::aws_wire::Call,
     body: &str,
+    quotas: &BTreeMap<String, f64>,
 ) -> Option<Vec<(FleetOverride, Refusal)>> {
     if call.operation != "CreateFleet" {
         return None;
@@ -419,11 +462,14 @@ pub(super) async fn fleet_refused(
             templates.insert(over.template.clone(), data);
         }
     }
+    let spot = form
+        .get("TargetCapacitySpecification.DefaultTargetCapacityType")
+        .is_some_and(|t| t == "spot");
     let launches: Vec<Launch> = overrides
         .iter()
-        .map(|over| fleet_launch(over, &templates[&over.template], false))
+        .map(|over| fleet_launch(over, &templates[&over.template], spot, false))
         .collect();
-    let held = held_for(upstream, &call.region, &launches).await;
+    let held = held_for(upstream, &call.region, &launches, quotas).await;
     let refusals: Vec<(FleetOverride, Refusal)> = overrides
         .into_iter()
         .zip(&launches)
@@ -452,6 +498,14 @@ mod tests {
                 ("subnet-full", "vpc-1"),
             ]),
             free: [("subnet-a".to_owned(), 40), ("subnet-full".to_owned(), 0)].into(),
+            vcpu_room: Some(crate::vcpu_quotas::Room {
+                on_demand: Some(crate::vcpu_quotas::Quota {
+                    value: 4.0,
+                    used: 2.0,
+                }),
+                spot: None,
+                vcpus: [("m5.large".to_owned(), 2), ("m5.xlarge".to_owned(), 4)].into(),
+            }),
         }
     }
 
@@ -461,6 +515,8 @@ mod tests {
             http_protocol_ipv6: None,
             security_groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             subnet: Some(subnet.to_owned()),
+            instance_type: Some("m5.large".to_owned()),
+            spot: false,
             dry_run: false,
         }
     }
@@ -521,6 +577,27 @@ mod tests {
             };
             assert_eq!(launch_refusal("us-iso-east-1", &dry, &held()), None);
         }
+        // Past the on-demand vCPU quota (2 of 4 in use), not in a dry run, not as spot.
+        let larger = Launch {
+            instance_type: Some("m5.xlarge".into()),
+            ..launch("Node", &["sg-home"], "subnet-a")
+        };
+        assert_eq!(
+            launch_refusal("us-west-2", &larger, &held()).map(|r| r.0),
+            Some("VcpuLimitExceeded")
+        );
+        for asked in [
+            Launch {
+                dry_run: true,
+                ..larger.clone()
+            },
+            Launch {
+                spot: true,
+                ..larger.clone()
+            },
+        ] {
+            assert_eq!(launch_refusal("us-west-2", &asked, &held()), None);
+        }
         // What moto does not know is moto's to refuse.
         let unknown = launch("Node", &["sg-stray"], "subnet-unknown");
         assert_eq!(launch_refusal("us-west-2", &unknown, &held()), None);
@@ -562,7 +639,10 @@ mod tests {
         };
         let refusals: Vec<Option<Refusal>> = overrides[..2]
             .iter()
-            .map(|o| launch_refusal("us-west-2", &fleet_launch(o, &template, false), &held()))
+            .map(|o| {
+                let launch = fleet_launch(o, &template, false, false);
+                launch_refusal("us-west-2", &launch, &held())
+            })
             .collect();
         assert!(
             refusals[0].is_none() && refusals[1].is_some(),

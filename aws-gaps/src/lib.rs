@@ -22,6 +22,7 @@ mod paging;
 pub mod public_parameters;
 mod simulator;
 mod upstream;
+pub mod vcpu_quotas;
 
 use answer::handle;
 use anyhow::Result;
