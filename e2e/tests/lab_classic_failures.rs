@@ -300,7 +300,8 @@ async fn an_instance_profile_arn_without_dry_run_fails_every_launch() -> Result<
 /// wrong (`aws_auth_faults`), each verdict beside the authenticator's or the authorizer's refusal,
 /// before aws-auth is mended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_way_aws_auth_keeps_the_node_role_out_leaves_launched_nodes_unregistered() -> Result<()> {
+async fn each_way_aws_auth_keeps_the_node_role_out_leaves_launched_nodes_unregistered() -> Result<()>
+{
     let lab = Lab::start("lab-auth", "eu-west-2").await?;
     let outcome: Result<()> = async {
         let controller_role = lab.fx.controller_role_arn.clone();

@@ -334,9 +334,35 @@ async fn the_interruption_queue_its_name_policy_and_rules_and_the_spot_service_l
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
         ]))
         .await?;
-        fx
+        let status = fx
             .wait_only_failed(ConditionType::SpotReady, Reason::SpotServiceLinkedRoleMissing)
             .await?;
+        let text = message(&status, ConditionType::SpotReady);
+        assert!(text.contains("iam:CreateServiceLinkedRole"), "{text}");
+        // The controller's role may have EC2 create the role, as EC2 does at the first spot
+        // launch: True, the role still missing.
+        let (partition, account) =
+            karpenter_health_e2e::aws_seed::partition_and_account(&fx.node_role_arn);
+        let arn = format!(
+            "arn:{partition}:iam::{account}:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot"
+        );
+        fx.aws
+            .put_role_policy(
+                &fx.controller_role,
+                "AllowSpotServiceLinkedRole",
+                &json!({"Version": "2012-10-17", "Statement": [{
+                    "Effect": "Allow", "Action": "iam:CreateServiceLinkedRole", "Resource": arn,
+                    "Condition": {"StringEquals": {"iam:AWSServiceName": "spot.amazonaws.com"}},
+                }]})
+                .to_string(),
+            )
+            .await?;
+        fx.wait_status("SpotReady True while the role may be created", |s| {
+            s.condition(ConditionType::SpotReady).is_some_and(|c| {
+                c.status == "True" && c.reason == "SpotServiceLinkedRoleCreatable"
+            })
+        })
+        .await?;
         fx.aws.ensure_spot_service_linked_role().await?;
         fx.wait_healthy("once the spot service-linked role exists").await?;
         operator.stop().await

@@ -80,6 +80,12 @@ pub enum Group {
     AmiParameters,
     /// Describing the images Karpenter resolves: every EC2NodeClass.
     Images,
+    /// Having EC2 create the spot service-linked role, which EC2 does with the caller's
+    /// permission at the first spot launch of an account without it (its refusal is
+    /// `AuthFailure.ServiceLinkedRoleCreationNotPermitted`): a class with a spot NodePool. Read
+    /// by `SpotReady`, never by `ControllerCanLaunch`, since the role's absence is what makes it
+    /// matter.
+    SpotServiceLinkedRole,
 }
 
 /// One permission question.
@@ -115,6 +121,8 @@ pub struct Inputs {
     /// The SSM parameter Karpenter reads first to resolve the class's AMI `alias` for the
     /// cluster's Kubernetes minor; `None` without an alias or while the minor is unknown.
     pub ami_parameter: Option<String>,
+    /// A NodePool of the class allows spot capacity.
+    pub allows_spot: bool,
 }
 
 /// The EC2NodeClass's metadata options as the `ec2:Metadata*` condition keys of a launch, with
@@ -167,6 +175,8 @@ pub struct ClassInputs {
     pub metadata: MetadataKeys,
     /// The class's AMI `alias`, as written.
     pub ami_alias: Option<String>,
+    /// A NodePool of the class allows spot capacity.
+    pub allows_spot: bool,
 }
 
 impl ClassInputs {
@@ -203,6 +213,10 @@ impl ClassInputs {
                 .and_then(|s| s.instance_profile.clone()),
             metadata: MetadataKeys::of(class.spec.metadata_options.as_ref()),
             ami_alias: crate::plan::ami_alias::Alias::of(class).map(|a| a.written),
+            allows_spot: cluster
+                .node_pools
+                .found()
+                .is_some_and(|pools| pools.iter().any(crate::plan::capacity::allows_spot)),
         })
     }
 
@@ -236,6 +250,7 @@ impl ClassInputs {
             instance_profile: self.instance_profile.clone(),
             metadata: self.metadata.clone(),
             ami_parameter,
+            allows_spot: self.allows_spot,
         }
     }
 }
@@ -262,6 +277,10 @@ pub const READ_PARAMETER: &str = "ssm:GetParameter";
 /// the cluster's region; `pkg/providers/amifamily/ami.go` lists images with DescribeImages,
 /// an alias's image id included). EC2 has no resource-level permission for it.
 pub const DESCRIBE_IMAGES: &str = "ec2:DescribeImages";
+/// What EC2 asks of the caller to create a missing service-linked role on its behalf.
+pub const CREATE_SERVICE_LINKED_ROLE: &str = "iam:CreateServiceLinkedRole";
+/// The service the spot service-linked role is linked to.
+const SPOT_SERVICE: &str = "spot.amazonaws.com";
 
 impl Inputs {
     fn ec2_arn(&self, resource: &str) -> String {
@@ -335,7 +354,25 @@ impl Inputs {
             action: DESCRIBE_IMAGES,
             resource: "*".into(),
         });
+        if self.allows_spot {
+            out.push(Question {
+                group: Group::SpotServiceLinkedRole,
+                action: CREATE_SERVICE_LINKED_ROLE,
+                resource: self.spot_service_linked_role_arn(),
+            });
+        }
         out
+    }
+
+    /// The spot service-linked role's ARN (IAM User Guide, "Using service-linked roles": the
+    /// path `/aws-service-role/<service>/`).
+    pub fn spot_service_linked_role_arn(&self) -> String {
+        format!(
+            "arn:{}:iam::{}:role/aws-service-role/{SPOT_SERVICE}/{}",
+            self.partition,
+            self.account,
+            crate::plan::request::SPOT_SERVICE_LINKED_ROLE
+        )
     }
 
     /// A public parameter belongs to no account in its ARN, as Karpenter's policy writes it.
@@ -454,6 +491,14 @@ impl Inputs {
                     .all_given_under("aws:ResourceTag/")
                     .all_given_under("aws:RequestTag/");
             }
+            // The role EC2 creates is named by the service it is linked to (IAM's
+            // `iam:AWSServiceName` condition key of CreateServiceLinkedRole), and carries no tags.
+            Group::SpotServiceLinkedRole => {
+                return ctx
+                    .with_value("iam:AWSServiceName", SPOT_SERVICE)
+                    .all_given_under("aws:ResourceTag/")
+                    .all_given_under("aws:RequestTag/");
+            }
         };
         for (k, v) in &tags {
             ctx = ctx.with_value(&format!("aws:RequestTag/{k}"), v);
@@ -483,7 +528,40 @@ mod tests {
             instance_profile: None,
             metadata: MetadataKeys::default(),
             ami_parameter: None,
+            allows_spot: false,
         }
+    }
+
+    #[test]
+    fn a_class_with_spot_asks_whether_ec2_may_create_the_spot_service_linked_role() {
+        assert!(
+            !inputs(false)
+                .questions()
+                .iter()
+                .any(|q| q.group == Group::SpotServiceLinkedRole)
+        );
+        let spot = Inputs {
+            allows_spot: true,
+            ..inputs(false)
+        };
+        let asked: Vec<Question> = spot
+            .questions()
+            .into_iter()
+            .filter(|q| q.group == Group::SpotServiceLinkedRole)
+            .collect();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].action, "iam:CreateServiceLinkedRole");
+        assert_eq!(
+            asked[0].resource,
+            "arn:aws:iam::111122223333:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot"
+        );
+        let context = spot.context(Group::SpotServiceLinkedRole);
+        assert!(
+            context
+                .entries()
+                .any(|(k, v)| k == "iam:AWSServiceName" && v == ["spot.amazonaws.com"]),
+            "{context:?}"
+        );
     }
 
     #[test]

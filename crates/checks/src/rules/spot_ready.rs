@@ -1,12 +1,18 @@
 //! `SpotReady`: when a NodePool of this EC2NodeClass allows spot, the account has the
-//! `AWSServiceRoleForEC2Spot` service-linked role. Without it every spot request fails and,
-//! since Karpenter 1.5, Karpenter silently falls back to on-demand (aws/karpenter-provider-aws
-//! #504, #5436; `website/.../troubleshooting.md` "Missing Service Linked Role"; launch reason
-//! `SpotSLRCreationFailed`, #7625). Pure: no IO.
+//! `AWSServiceRoleForEC2Spot` service-linked role, or Karpenter's role may have EC2 create it.
+//! EC2 creates a missing one at the first spot launch with the caller's permission
+//! (`iam:CreateServiceLinkedRole`); without that, every spot request fails
+//! (`AuthFailure.ServiceLinkedRoleCreationNotPermitted`) and, since Karpenter 1.5, Karpenter
+//! silently falls back to on-demand (aws/karpenter-provider-aws #504, #5436;
+//! `website/.../troubleshooting.md` "Missing Service Linked Role"; launch reason
+//! `SpotSLRCreationFailed`, #7625). Whether the role may is read as `ControllerCanLaunch` reads
+//! its permissions (IAM's simulator, else the role's own policies); unknown, the condition is
+//! Unknown. Pure: no IO.
 
 use crate::facts::Observed;
 use crate::plan::Context;
 use crate::plan::capacity::allows_spot;
+use crate::karpenter_permissions::CREATE_SERVICE_LINKED_ROLE as CREATE;
 use crate::plan::request::SPOT_SERVICE_LINKED_ROLE;
 use crate::verdict::{Check, Outcome, Rule, Why};
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
@@ -50,19 +56,9 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
             u,
         )),
         Some(Observed::Absent) => {
-            let mut subjects = vec![ctx.node_class_subject()];
-            subjects.extend(spot.iter().take(5).map(|p| SubjectRef::new("NodePool", p)));
-            subjects.push(SubjectRef::new("IAMRole", SPOT_SERVICE_LINKED_ROLE));
-            c.fail(
-                Reason::SpotServiceLinkedRoleMissing,
-                format!(
-                    "NodePool {pools_text} allows spot, but the account has no \
-                     {SPOT_SERVICE_LINKED_ROLE} service-linked role: spot launches fail and \
-                     Karpenter falls back to on-demand. Create it with `aws iam \
-                     create-service-linked-role --aws-service-name spot.amazonaws.com`."
-                ),
-                subjects,
-            );
+            if let Some(creatable) = without_the_role(ctx, &mut c, &spot, &pools_text) {
+                return c.finish(Reason::SpotServiceLinkedRoleCreatable, creatable);
+            }
         }
         Some(Observed::Found(arn)) => {
             ok = format!(
@@ -72,4 +68,54 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         }
     }
     c.finish(Reason::SpotServiceLinkedRoleExists, ok)
+}
+
+/// The account has no spot service-linked role. EC2 creates it at the first spot launch when the
+/// caller may create it (its refusal, `AuthFailure.ServiceLinkedRoleCreationNotPermitted`, is for
+/// a caller that may not; aws/karpenter-provider-aws `pkg/errors/errors.go`): the True message
+/// when Karpenter's role may, else the finding (False when it may not, Unknown when that is not
+/// known).
+fn without_the_role(
+    ctx: &Context,
+    c: &mut Check,
+    spot: &[String],
+    pools_text: &str,
+) -> Option<String> {
+    let missing = format!(
+        "NodePool {pools_text} allows spot, but the account has no {SPOT_SERVICE_LINKED_ROLE} \
+         service-linked role"
+    );
+    match super::controller_can_launch::spot_service_linked_role_creation(ctx) {
+        Ok(Ok(decided_by)) => Some(format!(
+            "{missing} yet; Karpenter's role may have EC2 create it ({CREATE} on it, \
+             {decided_by}), as EC2 does at the first spot launch."
+        )),
+        Ok(Err(denied_by)) => {
+            let mut subjects = vec![ctx.node_class_subject()];
+            subjects.extend(spot.iter().take(5).map(|p| SubjectRef::new("NodePool", p)));
+            subjects.push(SubjectRef::new("IAMRole", SPOT_SERVICE_LINKED_ROLE));
+            c.fail(
+                Reason::SpotServiceLinkedRoleMissing,
+                format!(
+                    "{missing}, and Karpenter's role may not have EC2 create it ({CREATE}: {}): \
+                     spot launches fail and Karpenter falls back to on-demand. Create it with \
+                     `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com`.",
+                    crate::clip(&denied_by, 256)
+                ),
+                subjects,
+            );
+            None
+        }
+        Err(why) => {
+            c.unknown(Why::new(
+                why.reason,
+                format!(
+                    "{missing}; EC2 creates it at the first spot launch if Karpenter's role may \
+                     ({CREATE}), which is not known: {}",
+                    why.message
+                ),
+            ));
+            None
+        }
+    }
 }

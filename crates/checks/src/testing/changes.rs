@@ -188,6 +188,8 @@ impl Facts {
                 }
             }
             f.aws.spot_service_linked_role = role;
+            // A spot NodePool adds the question of the spot service-linked role.
+            reask_simulator(f);
         })
     }
 

@@ -110,7 +110,12 @@ fn check_answers(
     subjects: &[SubjectRef],
     inputs: &Inputs,
 ) -> &'static str {
-    let questions = inputs.questions();
+    // The spot service-linked role's question is SpotReady's.
+    let questions: Vec<Question> = inputs
+        .questions()
+        .into_iter()
+        .filter(|q| q.group != Group::SpotServiceLinkedRole)
+        .collect();
     let Some((answers, decided_by)) = answers_of(ctx, c, role, subjects, inputs, &questions) else {
         return "";
     };
@@ -142,7 +147,7 @@ fn answers_of(
             ..
         }) => Some((
             questions.iter().map(|q| simulated(q, decisions)).collect(),
-            "decided by IAM's policy simulator",
+            DECIDED_BY_SIMULATOR,
         )),
         Some(PermissionFacts {
             simulated,
@@ -156,11 +161,9 @@ fn answers_of(
                 _ => "IAM's policy simulator gave no answer".into(),
             };
             match policies {
-                Some(Observed::Found(policies)) => Some((
-                    local(inputs, questions, policies),
-                    "evaluated from the role's own policies, as IAM's simulator could not be \
-                     asked; service control policies are not visible this way",
-                )),
+                Some(Observed::Found(policies)) => {
+                    Some((local(inputs, questions, policies), DECIDED_LOCALLY))
+                }
                 Some(Observed::Unknown(u)) => {
                     let why = Why::unobserved(
                         &format!("The policies of role {}", clip(&role.arn, 256)),
@@ -199,12 +202,92 @@ fn answers_of(
     }
 }
 
+/// How `SpotReady` words who decided a permission.
+pub(crate) const DECIDED_BY_SIMULATOR: &str = "decided by IAM's policy simulator";
+pub(crate) const DECIDED_LOCALLY: &str = "evaluated from the role's own policies, as IAM's \
+    simulator could not be asked; service control policies are not visible this way";
+
+/// Whether the controller's role may have EC2 create the spot service-linked role
+/// ([`Group::SpotServiceLinkedRole`]), for `SpotReady`: `Ok(Ok(decided_by))` when allowed,
+/// `Ok(Err(by))` when denied (by what), `Err` with the cause when it is not known.
+pub(crate) fn spot_service_linked_role_creation(
+    ctx: &Context,
+) -> Result<Result<&'static str, String>, Why> {
+    let inputs = inputs(ctx)?;
+    let Some(question) = inputs
+        .questions()
+        .into_iter()
+        .find(|q| q.group == Group::SpotServiceLinkedRole)
+    else {
+        return Err(Why::new(
+            Reason::NotObserved,
+            "No NodePool of this EC2NodeClass was seen allowing spot, so creating the spot \
+             service-linked role was not asked about.",
+        ));
+    };
+    let questions = std::slice::from_ref(&question);
+    let (answer, decided_by) = match &ctx.facts.aws.controller_permissions {
+        None => {
+            return Err(Why::new(
+                Reason::NotObserved,
+                "The controller role's permissions have not been asked about yet.",
+            ));
+        }
+        Some(PermissionFacts {
+            simulated: Observed::Found(decisions),
+            ..
+        }) => (simulated(&question, decisions), DECIDED_BY_SIMULATOR),
+        Some(PermissionFacts {
+            policies: Some(Observed::Found(policies)),
+            ..
+        }) => (
+            local(&inputs, questions, policies)
+                .into_iter()
+                .next()
+                .unwrap_or(Answer::Unasked(Why::new(Reason::NotObserved, "No answer."))),
+            DECIDED_LOCALLY,
+        ),
+        Some(PermissionFacts {
+            simulated,
+            policies,
+        }) => {
+            return Err(match (policies, simulated) {
+                (Some(Observed::Unknown(u)), _) => {
+                    Why::unobserved("The controller role's policies", u)
+                }
+                (_, Observed::Unknown(u)) => Why::unobserved("IAM's policy simulation", u),
+                _ => Why::new(
+                    Reason::NotObserved,
+                    "Neither IAM's policy simulator nor the controller role's policies answered.",
+                ),
+            });
+        }
+    };
+    match answer {
+        Answer::Allowed => Ok(Ok(decided_by)),
+        Answer::Denied(by) => Ok(Err(by)),
+        Answer::Undecided(why) => Err(Why::new(
+            Reason::PolicyUndecided,
+            format!(
+                "Whether the controller's role may {} on {} cannot be decided: {}.",
+                question.action,
+                clip(&question.resource, 256),
+                clip(&why, 512)
+            ),
+        )),
+        Answer::Unasked(why) => Err(why),
+    }
+}
+
 /// The reason a denied answer to `q` is reported under.
 fn group_reason(q: &Question) -> Reason {
     match (q.group, q.action) {
         (_, PASS_ROLE) => Reason::ControllerCannotPassNodeRole,
         (Group::InstanceProfile, _) => Reason::ControllerCannotManageInstanceProfiles,
-        (Group::Launch, _) => Reason::ControllerCannotLaunchInstances,
+        // The spot service-linked role's question is never asked here (`check_answers`).
+        (Group::Launch | Group::SpotServiceLinkedRole, _) => {
+            Reason::ControllerCannotLaunchInstances
+        }
         (Group::AmiParameters, _) => Reason::ControllerCannotReadAmiParameters,
         (Group::Images, _) => Reason::ControllerCannotDescribeImages,
     }
