@@ -145,11 +145,12 @@ enum Stop {
     /// `left` cpu is below the smallest allowed type's `smallest` vCPUs.
     BelowSmallest { left: f64, smallest: u32 },
     /// Every type it allows would take the account past a vCPU quota (`used` of `quota`, with
-    /// the smallest type's `smallest` vCPUs).
+    /// the smallest type's `smallest` vCPUs): the spot one, or the on-demand one.
     Quota {
         used: f64,
         quota: f64,
         smallest: u32,
+        spot: bool,
     },
 }
 
@@ -223,6 +224,7 @@ fn stop_of(ctx: &Context, pool: &NodePool, quotas: Option<&Quotas>) -> Option<St
         used,
         quota,
         smallest: smallest?,
+        spot: !on_demand,
     })
 }
 
@@ -253,11 +255,20 @@ fn describe(name: &str, stop: &Stop) -> String {
             used,
             quota,
             smallest,
-        } => format!(
-            "NodePool {name} allows only standard instance types, the smallest of {smallest} \
-             vCPUs, and this cluster's own instances already run {used} of the account's {quota} \
-             vCPU quota for them in this region"
-        ),
+            spot,
+        } => {
+            let (which, code) = if *spot {
+                ("standard spot", "L-34B43A08")
+            } else {
+                ("on-demand standard", "L-1216C47A")
+            };
+            format!(
+                "NodePool {name} allows only standard instance types, the smallest of {smallest} \
+                 vCPUs, and this cluster's own instances already run {used} of the account's \
+                 {quota} vCPU quota for {which} instances in this region (Service Quotas {code}; \
+                 {used} + {smallest} > {quota}), so EC2 refuses each launch"
+            )
+        }
     }
 }
 
@@ -288,7 +299,7 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         return c.finish(Reason::NodePoolsHaveRoom, ok);
     }
     let all_stopped = stopped.len() == pools.len();
-    let registering = registering_claim(ctx);
+    let registering = registering_claim(ctx, &stopped);
     let templates: Vec<NodeClaimTemplate> =
         pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
     let Waiting {
@@ -344,8 +355,17 @@ fn pool_subjects(ctx: &Context, names: &[&str]) -> Vec<SubjectRef> {
 }
 
 /// A NodeClaim still registering, which may be the one a waiting Pod is for (its capacity
-/// already counts against the limits); unknown NodeClaims leave that open too.
-fn registering_claim(ctx: &Context) -> Option<String> {
+/// already counts against the limits); unknown NodeClaims leave that open too. A NodeClaim not
+/// launched yet of a NodePool a vCPU quota stops is none: EC2 refuses its launch, and Karpenter
+/// deletes it on the insufficient-capacity error and tries again minutes later
+/// (kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/launch.go`), which would
+/// otherwise flip the verdict each time.
+fn registering_claim(ctx: &Context, stopped: &[(&str, Stop)]) -> Option<String> {
+    let quota_stopped = |pool: Option<&str>| {
+        stopped
+            .iter()
+            .any(|(name, stop)| Some(*name) == pool && matches!(stop, Stop::Quota { .. }))
+    };
     match &ctx.facts.cluster.node_claims {
         Observed::Found(claims) => claims
             .iter()
@@ -353,6 +373,13 @@ fn registering_claim(ctx: &Context) -> Option<String> {
             .filter(|c| {
                 c.registered
                     .is_none_or(|r| r.status != ConditionStatus::True)
+            })
+            .filter(|c| {
+                let launched = c
+                    .launched
+                    .as_ref()
+                    .is_some_and(|l| l.status == ConditionStatus::True);
+                launched || !quota_stopped(c.node_pool.as_deref())
             })
             .map(|c| c.name.clone())
             .min(),

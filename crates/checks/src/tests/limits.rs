@@ -172,6 +172,35 @@ fn pending_pods_not_listed_are_unknown_when_every_node_pool_is_stopped() {
 }
 
 #[test]
+fn a_claim_a_quota_keeps_from_launching_is_no_capacity_on_its_way() {
+    let full = || Facts::healthy().with_vcpu_quotas(Observed::Found(2.0), Observed::Found(64.0));
+    // Karpenter's retry: a NodeClaim made for the waiting Pod, not launched (EC2 refuses it, and
+    // Karpenter deletes it moments later).
+    let retrying = full().with(|f| {
+        let mut claim = crate::testing::node_claim("retry", "", 0, false);
+        claim.instance_id = None;
+        claim.launched = None;
+        if let Observed::Found(claims) = &mut f.cluster.node_claims {
+            claims.push(claim);
+        }
+    });
+    let (status, reason, message, _) = limits(&retrying);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "VcpuQuotaExhausted"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Service Quotas L-1216C47A") && message.contains("2 + 2 > 2"),
+        "{message}"
+    );
+    // A launched NodeClaim still registering may be the Pod's: not counted yet.
+    let registering = full().with_node_claim(crate::testing::node_claim("new", "i-0new", 0, false));
+    let (status, _, message, _) = limits(&registering);
+    assert_eq!(status, "True", "{message}");
+}
+
+#[test]
 fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
     let full = || Facts::healthy().with_vcpu_quotas(Observed::Found(2.0), Observed::Found(64.0));
     let (status, reason, message, warnings) = limits(&full());
