@@ -2,7 +2,9 @@
 //! register and initialize: for each NodeClaim Karpenter launched (its `status.providerID` set) it
 //! creates the Node that instance's kubelet would (the providerID, the NodeClaim's labels, the
 //! `karpenter.sh/unregistered` taint, its capacity, Ready), removes the NodeClaim's
-//! `startupTaints` once Karpenter registered the Node (as a CNI or device agent would), runs the
+//! `startupTaints` once Karpenter registered the Node (as a CNI or device agent would) and its
+//! `not-ready` taint once the Node's network is ready (the VPC CNI's Pod runs there, where the
+//! cluster has `aws-node`: [`PodNetwork`]), runs the
 //! Pods bound to its Nodes and completes their deletion. Does IO (watches and writes the bed).
 //!
 //! What Karpenter needs of a Node is kubernetes-sigs/karpenter's
@@ -226,6 +228,7 @@ async fn sweep(
             Some((pool.metadata.name?, mode))
         })
         .collect();
+    let network = PodNetwork::read(client).await?;
     let nodes_api = Api::<Node>::all(client.clone());
     let nodes = nodes_api
         .list(&ListParams::default())
@@ -261,7 +264,10 @@ async fn sweep(
             }
             (None, mode) => create_node(&nodes_api, claim, provider_id, None, mode).await?,
             (Some(_), Mode::NeverInitialize) => {}
-            (Some(node), mode) => lift_taints(&nodes_api, claim, node, mode).await?,
+            (Some(node), mode) => {
+                let network_ready = network.ready_on(node.metadata.name.as_deref());
+                lift_taints(&nodes_api, claim, node, mode, network_ready).await?;
+            }
         }
     }
 
@@ -359,8 +365,49 @@ async fn create_node(
     }
 }
 
+/// Where the VPC CNI runs, when the cluster has it (`kube-system/aws-node`): a node's network is
+/// ready only once its aws-node Pod runs. Until then the kubelet reports the container runtime's
+/// network not ready and the Node keeps its `not-ready` taint, so only Pods that tolerate it (the
+/// DaemonSets EKS installs tolerate every taint) land there first, as on EKS.
+struct PodNetwork {
+    aws_node: bool,
+    running_on: std::collections::BTreeSet<String>,
+}
+
+impl PodNetwork {
+    async fn read(client: &kube::Client) -> Result<Self> {
+        let aws_node = Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(
+            client.clone(),
+            "kube-system",
+        )
+        .get_opt("aws-node")
+        .await
+        .context("reading kube-system/aws-node")?
+        .is_some();
+        let mut running_on = std::collections::BTreeSet::new();
+        if aws_node {
+            let pods = Api::<Pod>::namespaced(client.clone(), "kube-system")
+                .list(&ListParams::default().labels("k8s-app=aws-node"))
+                .await
+                .context("listing the aws-node Pods")?;
+            running_on.extend(pods.items.into_iter().filter_map(|p| {
+                let running = p.status.as_ref()?.phase.as_deref() == Some("Running");
+                running.then_some(p.spec?.node_name?)
+            }));
+        }
+        Ok(Self {
+            aws_node,
+            running_on,
+        })
+    }
+
+    fn ready_on(&self, node: Option<&str>) -> bool {
+        !self.aws_node || node.is_some_and(|n| self.running_on.contains(n))
+    }
+}
+
 /// Once Karpenter registered the Node (its `karpenter.sh/registered` label), the Node, Ready,
-/// loses its `not-ready` taint; in `Join` mode the agents that own the NodeClaim's startup taints
+/// loses its `not-ready` taint when its network is ready ([`PodNetwork`]); in `Join` mode the agents that own the NodeClaim's startup taints
 /// remove them and a running agent's operator lifts [`AGENT_TAINT`]; in `AgentNotRunning` mode
 /// the operator puts it on instead, unless a taint of its key is there.
 async fn lift_taints(
@@ -368,6 +415,7 @@ async fn lift_taints(
     claim: &DynamicObject,
     node: &Node,
     mode: Mode,
+    network_ready: bool,
 ) -> Result<()> {
     let registered = node
         .metadata
@@ -397,7 +445,7 @@ async fn lift_taints(
         .iter()
         .filter(|t| !lifted || !startup.iter().any(|(k, e)| *k == t.key && *e == t.effect))
         .filter(|t| !lifted || t.key != AGENT_TAINT.0)
-        .filter(|t| t.key != NOT_READY_TAINT)
+        .filter(|t| !network_ready || t.key != NOT_READY_TAINT)
         .cloned()
         .collect();
     let (agent_key, agent_effect) = AGENT_TAINT;

@@ -454,6 +454,15 @@ impl Inputs {
     /// The request context of a group: what Karpenter's calls carry. Every request tag is
     /// given, so a condition on any other request tag is decided (the tag is absent).
     pub fn context(&self, group: Group) -> RequestContext {
+        // EC2 creates the service-linked role through IAM, a global service, on the caller's
+        // behalf: what region (or `aws:CalledVia`) that request carries is not documented, so
+        // none is given and a policy conditioned on it is reported as needing the key.
+        if group == Group::SpotServiceLinkedRole {
+            return RequestContext::new()
+                .with_value("iam:AWSServiceName", SPOT_SERVICE)
+                .all_given_under("aws:ResourceTag/")
+                .all_given_under("aws:RequestTag/");
+        }
         let mut ctx = RequestContext::new().with_value("aws:RequestedRegion", &self.region);
         let tags = match group {
             Group::Launch => {
@@ -492,13 +501,9 @@ impl Inputs {
                     .all_given_under("aws:RequestTag/");
             }
             // The role EC2 creates is named by the service it is linked to (IAM's
-            // `iam:AWSServiceName` condition key of CreateServiceLinkedRole), and carries no tags.
-            Group::SpotServiceLinkedRole => {
-                return ctx
-                    .with_value("iam:AWSServiceName", SPOT_SERVICE)
-                    .all_given_under("aws:ResourceTag/")
-                    .all_given_under("aws:RequestTag/");
-            }
+            // `iam:AWSServiceName` condition key of CreateServiceLinkedRole), and carries no
+            // tags: answered above.
+            Group::SpotServiceLinkedRole => return ctx,
         };
         for (k, v) in &tags {
             ctx = ctx.with_value(&format!("aws:RequestTag/{k}"), v);

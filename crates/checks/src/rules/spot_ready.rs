@@ -15,6 +15,7 @@ use crate::plan::capacity::allows_spot;
 use crate::karpenter_permissions::CREATE_SERVICE_LINKED_ROLE as CREATE;
 use crate::plan::request::SPOT_SERVICE_LINKED_ROLE;
 use crate::verdict::{Check, Outcome, Rule, Why};
+use crate::warnings::Warning;
 use karpenter_health_api::{ConditionType, Reason, SubjectRef};
 
 /// This rule, listed in the registry by the crate's build script.
@@ -73,8 +74,11 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
 /// The account has no spot service-linked role. EC2 creates it at the first spot launch when the
 /// caller may create it (its refusal, `AuthFailure.ServiceLinkedRoleCreationNotPermitted`, is for
 /// a caller that may not; aws/karpenter-provider-aws `pkg/errors/errors.go`): the True message
-/// when Karpenter's role may, else the finding (False when it may not, Unknown when that is not
-/// known).
+/// (and a warning) when Karpenter's role may, else the finding (False when it may not, Unknown
+/// when that is not known). On the refusal Karpenter marks spot unavailable for 3 minutes and
+/// launches on-demand where the NodePool allows it (`pkg/providers/instance/instance.go`
+/// `MarkCapacityTypeUnavailable`, `pkg/cache/cache.go` UnavailableOfferingsTTL; v1.8.6 and
+/// v1.14.1 alike), so a spot-only NodePool's Pods wait.
 fn without_the_role(
     ctx: &Context,
     c: &mut Check,
@@ -86,10 +90,22 @@ fn without_the_role(
          service-linked role"
     );
     match super::controller_can_launch::spot_service_linked_role_creation(ctx) {
-        Ok(Ok(decided_by)) => Some(format!(
-            "{missing} yet; Karpenter's role may have EC2 create it ({CREATE} on it, \
-             {decided_by}), as EC2 does at the first spot launch."
-        )),
+        Ok(Ok(())) => {
+            c.warn(
+                Warning::SpotServiceLinkedRoleCreatedAtFirstLaunch,
+                format!(
+                    "The account has no {SPOT_SERVICE_LINKED_ROLE}: EC2 creates it for the whole \
+                     account at the first spot launch, with Karpenter's {CREATE}. Create it once \
+                     (`aws iam create-service-linked-role --aws-service-name \
+                     spot.amazonaws.com`) to rely on neither."
+                ),
+                vec![SubjectRef::new("IAMRole", SPOT_SERVICE_LINKED_ROLE)],
+            );
+            Some(format!(
+                "{missing} yet; Karpenter's role may have EC2 create it ({CREATE} on it, decided \
+                 by IAM's policy simulator), as EC2 does at the first spot launch."
+            ))
+        }
         Ok(Err(denied_by)) => {
             let mut subjects = vec![ctx.node_class_subject()];
             subjects.extend(spot.iter().take(5).map(|p| SubjectRef::new("NodePool", p)));
@@ -98,9 +114,11 @@ fn without_the_role(
                 Reason::SpotServiceLinkedRoleMissing,
                 format!(
                     "{missing}, and Karpenter's role may not have EC2 create it ({CREATE}: {}): \
-                     spot launches fail and Karpenter falls back to on-demand. Create it with \
-                     `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com`.",
-                    crate::clip(&denied_by, 256)
+                     every spot launch fails, and Karpenter marks spot unavailable for 3 minutes \
+                     and tries again, {}. Create it with `aws iam create-service-linked-role \
+                     --aws-service-name spot.amazonaws.com`.",
+                    crate::clip(&denied_by, 512),
+                    meanwhile(ctx, spot)
                 ),
                 subjects,
             );
@@ -117,5 +135,32 @@ fn without_the_role(
             ));
             None
         }
+    }
+}
+
+/// What Karpenter does meanwhile with the NodePools in `spot`: on-demand where a NodePool
+/// allows it; the Pods of the others wait.
+fn meanwhile(ctx: &Context, spot: &[String]) -> String {
+    let pools = ctx.facts.cluster.node_pools.found().map(Vec::as_slice).unwrap_or_default();
+    let spot_only: Vec<String> = pools
+        .iter()
+        .filter(|p| {
+            p.metadata.name.as_ref().is_some_and(|n| spot.contains(n))
+                && !crate::plan::capacity::allows_capacity_type(p, "on-demand")
+        })
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    if spot_only.is_empty() {
+        "launching on-demand instead".to_owned()
+    } else if spot_only.len() == spot.len() {
+        format!(
+            "while the Pods of NodePool {} (spot only) wait",
+            crate::wording::list_bounded(&spot_only, 3)
+        )
+    } else {
+        format!(
+            "launching on-demand instead, except for NodePool {} (spot only), whose Pods wait",
+            crate::wording::list_bounded(&spot_only, 3)
+        )
     }
 }

@@ -45,9 +45,41 @@ mod creating_the_role {
         let (status, _, message) = spot_ready(&denied);
         assert_eq!(status, "False");
         assert!(message.contains("NoServiceRoles"), "{message}");
+        // The fixture's NodePool allows on-demand too.
+        assert!(message.contains("launching on-demand instead"), "{message}");
+        let spot_only = denied.with_pool_requirement("karpenter.sh/capacity-type", "In", &["spot"]);
+        let (_, _, message) = spot_ready(&spot_only);
+        assert!(message.contains("(spot only) wait") && !message.contains("on-demand instead"), "{message}");
         let (status, reason, message) = spot_ready(&Facts::healthy().with_spot(Some(Observed::Absent)));
         assert_eq!((status.as_str(), reason.as_str()), ("True", "SpotServiceLinkedRoleCreatable"));
         assert!(message.contains("first spot launch") && message.contains("simulator"), "{message}");
+    }
+
+    #[test]
+    fn the_roles_own_policies_prove_a_denial_but_not_an_allowance() {
+        let local = |decision: &str| {
+            let document = format!(
+                r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"{decision}","Action":"iam:CreateServiceLinkedRole","Resource":"*"}},{{"Effect":"Allow","Action":"*","Resource":"*"}}]}}"#
+            );
+            Facts::healthy().with_spot(Some(Observed::Absent)).with(|f| {
+                f.aws.controller_permissions = Some(PermissionFacts {
+                    simulated: Observed::unknown(UnknownCause::AccessDenied, "SimulatePrincipalPolicy"),
+                    policies: Some(Observed::Found(crate::facts::RolePolicies {
+                        identity: vec![crate::facts::PolicyDocument {
+                            name: "inline policy karpenter".into(),
+                            document,
+                        }],
+                        boundary: None,
+                    })),
+                });
+            })
+        };
+        // An SCP the operator cannot see may deny what the role's policies allow.
+        let (status, reason, _) = spot_ready(&local("Allow"));
+        assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "PolicyUndecided"));
+        let (status, _, message) = spot_ready(&local("Deny"));
+        assert_eq!(status, "False");
+        assert!(message.contains("role's own policies"), "{message}");
     }
 
     #[test]

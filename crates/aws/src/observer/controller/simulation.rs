@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// The simulations of the questions: one per group, every action and resource of the group in
 /// the group's context.
-pub fn simulations(role_arn: &str, inputs: &Inputs) -> Vec<Simulation> {
+pub fn simulations(role_arn: &str, inputs: &Inputs) -> Vec<(Group, Simulation)> {
     let mut groups: BTreeMap<Group, (Vec<String>, Vec<String>)> = BTreeMap::new();
     for q in inputs.questions() {
         let (actions, resources) = groups.entry(q.group).or_default();
@@ -27,15 +27,18 @@ pub fn simulations(role_arn: &str, inputs: &Inputs) -> Vec<Simulation> {
     }
     groups
         .into_iter()
-        .map(|(group, (actions, resources))| Simulation {
-            policy_source_arn: role_arn.to_owned(),
-            actions,
-            resources,
-            context: inputs
-                .context(group)
-                .entries()
-                .map(|(k, v)| (k.to_owned(), v.to_vec()))
-                .collect(),
+        .map(|(group, (actions, resources))| {
+            let simulation = Simulation {
+                policy_source_arn: role_arn.to_owned(),
+                actions,
+                resources,
+                context: inputs
+                    .context(group)
+                    .entries()
+                    .map(|(k, v)| (k.to_owned(), v.to_vec()))
+                    .collect(),
+            };
+            (group, simulation)
         })
         .collect()
 }
@@ -91,17 +94,22 @@ impl AwsObserver {
             .into_iter()
             .map(|q| (q.action, q.resource))
             .collect();
-        let reads = simulations(&role.arn, inputs)
+        let (groups, asked): (Vec<Group>, Vec<Simulation>) =
+            simulations(&role.arn, inputs).into_iter().unzip();
+        let reads = asked
             .into_iter()
             .map(|simulation| self.simulate_shared(simulation, literals.as_ref(), &read));
         let mut decisions = Vec::new();
-        for answer in join_all(reads).await {
+        for (group, answer) in groups.into_iter().zip(join_all(reads).await) {
             match answer {
                 Observed::Found(d) => decisions.extend(d),
                 // The role vanished in between: the caller sees it on the next GetRole.
                 Observed::Absent => {
                     return not_observed("the controller role vanished during the simulation");
                 }
+                // SpotReady's question alone: its failure leaves that question unanswered
+                // (SpotReady is Unknown), not ControllerCanLaunch's questions.
+                Observed::Unknown(_) if group == Group::SpotServiceLinkedRole => {}
                 Observed::Unknown(u) => return Observed::Unknown(u),
             }
         }

@@ -202,17 +202,17 @@ fn answers_of(
     }
 }
 
-/// How `SpotReady` words who decided a permission.
-pub(crate) const DECIDED_BY_SIMULATOR: &str = "decided by IAM's policy simulator";
-pub(crate) const DECIDED_LOCALLY: &str = "evaluated from the role's own policies, as IAM's \
-    simulator could not be asked; service control policies are not visible this way";
+/// Who decided the permissions, as the messages say it.
+const DECIDED_BY_SIMULATOR: &str = "decided by IAM's policy simulator";
+const DECIDED_LOCALLY: &str = "evaluated from the role's own policies, as IAM's simulator could \
+    not be asked; service control policies are not visible this way";
 
 /// Whether the controller's role may have EC2 create the spot service-linked role
-/// ([`Group::SpotServiceLinkedRole`]), for `SpotReady`: `Ok(Ok(decided_by))` when allowed,
-/// `Ok(Err(by))` when denied (by what), `Err` with the cause when it is not known.
-pub(crate) fn spot_service_linked_role_creation(
-    ctx: &Context,
-) -> Result<Result<&'static str, String>, Why> {
+/// ([`Group::SpotServiceLinkedRole`]), for `SpotReady`: `Ok(Ok(()))` when IAM's simulator allows
+/// it, `Ok(Err(by))` when denied (by what), `Err` with the cause when it is not known. The role's
+/// own policies can prove a denial but not an allowance: service control policies, which
+/// organizations often use to deny creating roles, are visible only to the simulator.
+pub(crate) fn spot_service_linked_role_creation(ctx: &Context) -> Result<Result<(), String>, Why> {
     let inputs = inputs(ctx)?;
     let Some(question) = inputs
         .questions()
@@ -226,17 +226,17 @@ pub(crate) fn spot_service_linked_role_creation(
         ));
     };
     let questions = std::slice::from_ref(&question);
-    let (answer, decided_by) = match &ctx.facts.aws.controller_permissions {
+    let (answer, locally) = match &ctx.facts.aws.controller_permissions {
         None => {
             return Err(Why::new(
                 Reason::NotObserved,
-                "The controller role's permissions have not been asked about yet.",
+                "The permissions of Karpenter's role were not read (ControllerCanLaunch says why).",
             ));
         }
         Some(PermissionFacts {
             simulated: Observed::Found(decisions),
             ..
-        }) => (simulated(&question, decisions), DECIDED_BY_SIMULATOR),
+        }) => (simulated(&question, decisions), false),
         Some(PermissionFacts {
             policies: Some(Observed::Found(policies)),
             ..
@@ -245,7 +245,7 @@ pub(crate) fn spot_service_linked_role_creation(
                 .into_iter()
                 .next()
                 .unwrap_or(Answer::Unasked(Why::new(Reason::NotObserved, "No answer."))),
-            DECIDED_LOCALLY,
+            true,
         ),
         Some(PermissionFacts {
             simulated,
@@ -264,7 +264,17 @@ pub(crate) fn spot_service_linked_role_creation(
         }
     };
     match answer {
-        Answer::Allowed => Ok(Ok(decided_by)),
+        Answer::Allowed if locally => Err(Why::new(
+            Reason::PolicyUndecided,
+            format!(
+                "The role's own policies allow {} on {}, but IAM's policy simulator could not be \
+                 asked, and a service control policy denying it would be visible only to it.",
+                question.action,
+                clip(&question.resource, 256)
+            ),
+        )),
+        Answer::Allowed => Ok(Ok(())),
+        Answer::Denied(by) if locally => Ok(Err(format!("{by}; {DECIDED_LOCALLY}"))),
         Answer::Denied(by) => Ok(Err(by)),
         Answer::Undecided(why) => Err(Why::new(
             Reason::PolicyUndecided,
