@@ -376,14 +376,12 @@ struct PodNetwork {
 
 impl PodNetwork {
     async fn read(client: &kube::Client) -> Result<Self> {
-        let aws_node = Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(
-            client.clone(),
-            "kube-system",
-        )
-        .get_opt("aws-node")
-        .await
-        .context("reading kube-system/aws-node")?
-        .is_some();
+        let aws_node =
+            Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(client.clone(), "kube-system")
+                .get_opt("aws-node")
+                .await
+                .context("reading kube-system/aws-node")?
+                .is_some();
         let mut running_on = std::collections::BTreeSet::new();
         if aws_node {
             let pods = Api::<Pod>::namespaced(client.clone(), "kube-system")
