@@ -12,6 +12,7 @@ pub mod capacity;
 mod context;
 pub mod images;
 pub mod instance_types;
+pub(crate) mod permissions;
 pub mod request;
 pub mod subnets;
 pub mod volume_keys;

@@ -24,7 +24,6 @@ use permissions::check_permissions;
 use trust::{DEFAULT_AUDIENCE, check_chained_trust, check_irsa_trust, check_pod_identity_trust};
 
 mod permissions;
-pub(crate) use permissions::spot_service_linked_role_creation;
 mod trust;
 
 /// How the controller gets its role.

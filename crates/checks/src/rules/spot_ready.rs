@@ -89,7 +89,7 @@ fn without_the_role(
         "NodePool {pools_text} allows spot, but the account has no {SPOT_SERVICE_LINKED_ROLE} \
          service-linked role"
     );
-    match super::controller_can_launch::spot_service_linked_role_creation(ctx) {
+    match crate::plan::permissions::spot_service_linked_role_creation(ctx) {
         Ok(Ok(())) => {
             c.warn(
                 Warning::SpotServiceLinkedRoleCreatedAtFirstLaunch,
