@@ -510,7 +510,8 @@ impl Lab {
                     fields.iter().all(|f| text.contains(f))
                 }))
         })
-        .await?;
+        .await
+        .with_context(|| format!("Karpenter's log ends:\n{}", self.karpenter.log_tail(15)))?;
         eprintln!("lab: {what} after {:.1} s", started.elapsed().as_secs_f64());
         Ok(line)
     }
