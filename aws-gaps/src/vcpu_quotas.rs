@@ -12,8 +12,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::launch_parameters::Refusal;
-
 /// Service Quotas' code for running on-demand standard instances' vCPUs.
 pub const ON_DEMAND_STANDARD: &str = "L-1216C47A";
 /// Service Quotas' code for standard spot instance requests' vCPUs.
@@ -52,7 +50,12 @@ pub(crate) struct Room {
 }
 
 /// EC2's refusal of a standard `instance_type` (spot or not) the quota has no room for.
-pub(crate) fn quota_refusal(instance_type: &str, spot: bool, room: &Room) -> Option<Refusal> {
+/// (The error code and message: `launch_parameters::Refusal`.)
+pub(crate) fn quota_refusal(
+    instance_type: &str,
+    spot: bool,
+    room: &Room,
+) -> Option<(&'static str, String)> {
     if !is_standard(instance_type) {
         return None;
     }

@@ -279,6 +279,8 @@ pub const READ_PARAMETER: &str = "ssm:GetParameter";
 pub const DESCRIBE_IMAGES: &str = "ec2:DescribeImages";
 /// What EC2 asks of the caller to create a missing service-linked role on its behalf.
 pub const CREATE_SERVICE_LINKED_ROLE: &str = "iam:CreateServiceLinkedRole";
+/// The role EC2 needs to request spot capacity.
+pub const SPOT_SERVICE_LINKED_ROLE: &str = "AWSServiceRoleForEC2Spot";
 /// The service the spot service-linked role is linked to.
 const SPOT_SERVICE: &str = "spot.amazonaws.com";
 
@@ -369,9 +371,7 @@ impl Inputs {
     pub fn spot_service_linked_role_arn(&self) -> String {
         format!(
             "arn:{}:iam::{}:role/aws-service-role/{SPOT_SERVICE}/{}",
-            self.partition,
-            self.account,
-            crate::plan::request::SPOT_SERVICE_LINKED_ROLE
+            self.partition, self.account, SPOT_SERVICE_LINKED_ROLE
         )
     }
 

@@ -7,8 +7,7 @@ use crate::plan::capacity::allows_spot;
 use crate::plan::{ami_alias, images, subnets, volume_keys};
 use karpenter_health_api::karpenter::{EC2NodeClass, SelectorTerm};
 
-/// The role EC2 needs to request spot capacity.
-pub const SPOT_SERVICE_LINKED_ROLE: &str = "AWSServiceRoleForEC2Spot";
+pub use crate::karpenter_permissions::SPOT_SERVICE_LINKED_ROLE;
 /// The VPC CNI's ServiceAccount, as a Pod Identity key.
 pub const AWS_NODE_SERVICE_ACCOUNT: &str = "kube-system/aws-node";
 /// Service Quotas' code of "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances".
