@@ -344,6 +344,15 @@ impl FaultProxy {
         lock(&self.state).launch_refusals.clone()
     }
 
+    /// How many CreateFleet overrides were refused with the error `code` so far.
+    pub fn fleets_refused(&self, code: &str) -> usize {
+        lock(&self.state)
+            .launch_refusals
+            .iter()
+            .filter(|r| r.operation == "CreateFleet" && r.code == code)
+            .count()
+    }
+
     /// What the enforced policy refused so far: (action, resource), in order.
     pub fn refused(&self) -> Vec<(String, String)> {
         lock(&self.state).refused.clone()

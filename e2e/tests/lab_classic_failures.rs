@@ -750,13 +750,7 @@ async fn in_an_isolated_region_karpenter_before_1_7_launches_nothing() -> Result
             .wait_logged("", &["HttpProtocol Metadata Options"], LAUNCH * 2)
             .await?;
         eprintln!("lab: Karpenter's launch: {refused}");
-        let fleets = lab
-            .fx
-            .proxy
-            .launch_refusals()
-            .iter()
-            .filter(|r| r.operation == "CreateFleet" && r.code == "UnsupportedOperation")
-            .count();
+        let fleets = lab.fx.proxy.fleets_refused("UnsupportedOperation");
         ensure!(fleets >= 1, "no fleet was refused for the option");
         for claim in lab.node_claims().await? {
             ensure!(

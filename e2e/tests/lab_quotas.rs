@@ -62,13 +62,7 @@ async fn a_vcpu_quota_the_clusters_own_node_takes_refuses_the_next_launch() -> R
             )
             .await?;
         eprintln!("lab: Karpenter's launch: {failed}");
-        let refused = lab
-            .fx
-            .proxy
-            .launch_refusals()
-            .iter()
-            .filter(|r| r.operation == "CreateFleet" && r.code == "VcpuLimitExceeded")
-            .count();
+        let refused = lab.fx.proxy.fleets_refused("VcpuLimitExceeded");
         ensure!(refused >= 1, "no fleet was refused for the quota");
         let running = lab.launched_instances().await?;
         ensure!(

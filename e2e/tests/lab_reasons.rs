@@ -853,12 +853,7 @@ async fn a_subnet_without_a_free_address_fails_every_launch() -> Result<()> {
         let fleets = lab
             .fx
             .proxy
-            .launch_refusals()
-            .iter()
-            .filter(|r| {
-                r.operation == "CreateFleet" && r.code == "InsufficientFreeAddressesInSubnet"
-            })
-            .count();
+            .fleets_refused("InsufficientFreeAddressesInSubnet");
         ensure!(fleets >= 1, "no fleet into {full} was refused");
         for claim in lab.node_claims().await? {
             ensure!(
