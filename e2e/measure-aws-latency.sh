@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Measures what the e2e tests' AWS timeouts are derived from: runs chosen e2e test files N times
+# Measures what the e2e tests' AWS timeouts are derived from: runs chosen e2e tests N times
 # (e2e/repeat.sh) with every gap proxy logging each operation's slowest answer, then prints per
 # operation the number of proxies that saw it, the median and the worst of their slowest answers.
 #
-#   e2e/measure-aws-latency.sh N TEST...      e.g. e2e/measure-aws-latency.sh 5 aws_facts
+#   e2e/measure-aws-latency.sh N TEST...      e.g. e2e/measure-aws-latency.sh 5 aws
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 log="$(mktemp "${TMPDIR:-/tmp}/kh-aws-latency.XXXXXX")"

@@ -42,7 +42,7 @@ pub fn observer_options(
 }
 
 /// The slowest AWS answers measured through the gap proxy on these 2 cores with nothing else
-/// running (`bash e2e/measure-aws-latency.sh 5 aws_facts aws_faults aws_sweep` with
+/// running (`bash e2e/measure-aws-latency.sh 5 aws` (then three test files) with
 /// `KH_REPEAT_FRESH_BED=1`, 2026-11-26): moto's first DescribeInstanceTypes listing (the proxy
 /// reads all ~1,400 types once, then pages them) 1.65 s, median 1.49 s. Every e2e budget for an
 /// AWS call is a stated multiple of one of these three.

@@ -48,10 +48,10 @@ mod tests {
     }
 
     /// A renamed or deleted lab test must not leave "proven" standing: each `file::function` is a
-    /// test function of `e2e/tests/<file>.rs`.
+    /// test function of `e2e/tests/lab/<file>.rs`, a module of the `lab` test binary.
     #[test]
     fn every_proving_lab_test_exists() {
-        let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/tests");
+        let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/tests/lab");
         for &reason in Reason::ALL {
             let Some(path) = reason.lab().and_then(Lab::test) else {
                 continue;
@@ -60,7 +60,7 @@ mod tests {
                 .split_once("::")
                 .unwrap_or_else(|| panic!("{reason}: {path:?} is not file::function"));
             let source = std::fs::read_to_string(tests.join(format!("{file}.rs")))
-                .unwrap_or_else(|e| panic!("{reason}: e2e/tests/{file}.rs: {e}"));
+                .unwrap_or_else(|e| panic!("{reason}: e2e/tests/lab/{file}.rs: {e}"));
             let declared = source.lines().collect::<Vec<_>>().windows(2).any(|pair| {
                 pair[0].trim_start().starts_with("#[tokio::test")
                     && pair[1]
@@ -69,7 +69,7 @@ mod tests {
             });
             assert!(
                 declared,
-                "{reason}: e2e/tests/{file}.rs has no test function {function}"
+                "{reason}: e2e/tests/lab/{file}.rs has no test function {function}"
             );
         }
     }

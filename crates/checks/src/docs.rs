@@ -358,13 +358,13 @@ fn reason_list(w: &mut String, keep: impl Fn(Reason) -> bool) {
             Some(Lab::Proven(test)) => {
                 let _ = writeln!(
                     w,
-                    "- Against the real Karpenter: proven in the lab, `e2e/tests/{test}`"
+                    "- Against the real Karpenter: proven in the lab, `e2e/tests/lab/{test}`"
                 );
             }
             Some(Lab::ProvenWithin(test, releases)) => {
                 let _ = writeln!(
                     w,
-                    "- Against the real Karpenter: proven in the lab, `e2e/tests/{test}` ({})",
+                    "- Against the real Karpenter: proven in the lab, `e2e/tests/lab/{test}` ({})",
                     text(releases)
                 );
             }

@@ -1,4 +1,4 @@
-//! What the lab (the real Karpenter controller on its bed, `e2e/tests/lab_*.rs`) says of each
+//! What the lab (the real Karpenter controller on its bed, `e2e/tests/lab/`) says of each
 //! reason that can be False: proven in a scenario where the controller is seen doing what the
 //! reason's message says, beside its healthy twin, or not proven and why. The vocabulary table
 //! gives each condition's entries; docs/checks.md shows them. Pure data, no IO.
@@ -32,7 +32,7 @@ pub(super) const NO_IAM: &str = "moto enforces no IAM policy and keeps no permis
     policy: the real controller is never refused (the proxy can hold a caller to a policy, but maps \
     every EC2 write to resource * without request tags, so only an action missing outright could \
     be shown faithfully, which is not scripted yet). The verdict is proven against IAM's \
-    documented evaluation by the gap proxy's simulator (operator_controller_wiring) instead.";
+    documented evaluation by the gap proxy's simulator (the operator tests' `controller_wiring`) instead.";
 pub(super) const KUBELET: &str = "what the instance and its kubelet do with this setup (pull images, \
     run, use their role's permissions) is the node stand-in's to say, not the real kubelet's; the stand-in \
     judges only whether a kubelet is let in through aws-auth (its `authenticate` mode), not through \

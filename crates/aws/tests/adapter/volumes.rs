@@ -2,11 +2,7 @@
 //! only on KMS's NotFoundException, that a denied read is unknown with its cause, and that keys
 //! and the account's defaults are read once for many classes. No IO (the fake).
 
-// This test uses only part of the shared fixture.
-#[allow(dead_code)]
-mod common;
-
-use common::{CONTROLLER_ROLE, observer, options, request, role_arn, wiring_request, world};
+use crate::common::{CONTROLLER_ROLE, observer, options, request, role_arn, wiring_request, world};
 use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_aws::ports::{CallError, ErrorKind, KmsGrantData, KmsKeyData};

@@ -3,9 +3,7 @@
 //! questions for classes whose tags or node role differ, whose names a policy singles out, or
 //! whose shared answer was anything but allowed.
 
-mod common;
-
-use common::{CONTROLLER_ROLE, observer, options, wiring_request, world};
+use crate::common::{CONTROLLER_ROLE, observer, options, wiring_request, world};
 use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_checks::facts::AwsFacts;

@@ -2,9 +2,9 @@
 //! instances shared by 20 node classes), and how failures, caching, recovery and the client-side
 //! rate limit behave. No IO.
 
-mod common;
-
-use common::{CLUSTER, cause, id_term, instance, observer, options, request, tag_term, world};
+use crate::common::{
+    CLUSTER, cause, id_term, instance, observer, options, request, tag_term, world,
+};
 use karpenter_health_aws::fake::{FakeAws, throttled};
 use karpenter_health_aws::ports::{CallError, ErrorKind};
 use karpenter_health_aws::{AwsRequest, ObserverOptions, Outcome, Rate, RateLimits, StaleFact};
@@ -213,7 +213,7 @@ async fn call_stats_count_by_operation_and_outcome() {
 
 #[tokio::test(start_paused = true)]
 async fn permission_answers_outlive_the_other_reads_so_classes_do_not_spend_the_iam_budget() {
-    use common::wiring_request;
+    use crate::common::wiring_request;
     let fake = FakeAws::new(world());
     let obs = observer(&fake, options());
     obs.observe(&wiring_request()).await;

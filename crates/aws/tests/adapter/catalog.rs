@@ -3,11 +3,7 @@
 //! (never half a catalog), and it is read only when asked; the vCPU quotas; an AMI alias's SSM
 //! parameters for the cluster's Kubernetes minor and the next; the class's images. No IO (the fake).
 
-// This test uses only part of the shared fixture.
-#[allow(dead_code)]
-mod common;
-
-use common::{observer, options, request, world};
+use crate::common::{observer, options, request, world};
 use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_aws::ports::{CallError, ErrorKind};

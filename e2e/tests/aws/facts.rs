@@ -1,7 +1,7 @@
 //! The AWS facts adapter against the bed's real moto server, through the project's fault proxy:
 //! the facts that come out of seeded IAM/EC2/EKS state (the access entries of an API-mode cluster
 //! from the proxy, which moto lacks), and endpoint overrides from the environment. Faults are in
-//! `aws_faults`, the instance sweep's paging and call budget in `aws_sweep`. Does IO (moto, proxy,
+//! `faults`, the instance sweep's paging and call budget in `sweep`. Does IO (moto, proxy,
 //! a child process).
 //!
 //! Isolation on a shared moto: each test has its own EC2/EKS region and unique IAM names.
@@ -327,7 +327,8 @@ async fn endpoint_overrides_from_the_environment_are_honoured() -> Result<()> {
     let exe = std::env::current_exe()?;
     let out = tokio::process::Command::new(exe)
         .args([
-            "endpoint_override_child",
+            // The test's full name in the `aws` binary: its module, then its function.
+            "facts::endpoint_override_child",
             "--exact",
             "--ignored",
             "--nocapture",

@@ -14,7 +14,7 @@
 //!
 //! Karpenter's state is written by hand here, not produced by the lab's real controller: the
 //! catalogue and limit arithmetic over many NodePool shapes at once; the lab proves the launches
-//! (lab_reasons).
+//! (lab `reasons`).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::karpenter::{NodeClaim, NodePool};
@@ -257,7 +257,7 @@ async fn pods_waiting_behind_node_pool_limits_are_limits_leave_no_room() -> Resu
     let fx = Fixture::seed("limits", "us-east-2", "1.8.6").await?;
     let outcome: Result<()> = async {
         // A Pod counts as waiting on the limits once unschedulable this long (2 minutes by
-        // default: lab_reasons shows the real scale-up that needs it); scaled down here.
+        // default: the lab's `reasons` shows the real scale-up that needs it); scaled down here.
         let operator = fx
             .start_operator_with(None, |config| {
                 config.leader_elect = true;

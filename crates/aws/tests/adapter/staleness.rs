@@ -3,9 +3,7 @@
 //! while one refresh runs behind the reader, and the refresh's new answer names its readers on
 //! the changes feed; no reader is ever handed an answer older than the family's bound.
 
-mod common;
-
-use common::{observer, options, request, wiring_request, world};
+use crate::common::{observer, options, request, wiring_request, world};
 use futures::StreamExt;
 use karpenter_health_aws::cache::Changed;
 use karpenter_health_aws::fake::FakeAws;

@@ -3,9 +3,9 @@
 //! account (never read by name here), a Pod Identity association with a target role, and IAM's
 //! answer for the controller on a customer-managed key. No IO.
 
-mod common;
-
-use common::{ACCOUNT, CONTROLLER_ROLE, QUEUE, observer, options, role_arn, wiring_request, world};
+use crate::common::{
+    ACCOUNT, CONTROLLER_ROLE, QUEUE, observer, options, role_arn, wiring_request, world,
+};
 use karpenter_health_aws::fake::{FakeAws, event_bus_arn};
 use karpenter_health_aws::ports::{KmsKeyData, PodIdentityRoles, QueueAttributes};
 use karpenter_health_aws::{AwsRequest, ControllerRequest, ServiceAccountRef};
@@ -137,7 +137,7 @@ async fn a_pod_identity_target_role_is_the_controllers_and_the_association_role_
     };
     let via = role_arn("/", "PodIdentityHop");
     state.pod_identity.insert(
-        common::CLUSTER.into(),
+        crate::common::CLUSTER.into(),
         vec![(
             sa.clone(),
             "a-1".into(),

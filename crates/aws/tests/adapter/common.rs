@@ -260,7 +260,6 @@ pub const LAUNCH_POLICY: &str = "arn:aws:iam::123456789012:policy/KarpenterLaunc
 pub const BOUNDARY: &str = "arn:aws:iam::123456789012:policy/Boundary";
 
 /// The request with every controller read asked for: IRSA role, queue and spot role.
-#[allow(dead_code)]
 pub fn wiring_request() -> AwsRequest {
     AwsRequest {
         controller: Some(ControllerRequest {
@@ -322,7 +321,6 @@ pub fn tag_term(k: &str, v: &str) -> SelectorTerm {
     }
 }
 
-#[allow(dead_code)]
 pub fn id_term(id: &str) -> SelectorTerm {
     SelectorTerm {
         id: Some(id.into()),
@@ -344,7 +342,6 @@ pub fn request() -> AwsRequest {
     }
 }
 
-#[allow(dead_code)]
 pub fn cause<T: std::fmt::Debug>(o: &Observed<T>) -> UnknownCause {
     match o {
         Observed::Unknown(u) => u.cause,

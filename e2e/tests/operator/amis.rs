@@ -13,7 +13,7 @@
 //!
 //! Karpenter's state is written by hand here, not produced by the lab's real controller: the image
 //! states here (releases AWS never built, another family's images, deprecations) are not in the gap
-//! proxy's catalogue; the lab proves AmiUnavailable (lab_reasons).
+//! proxy's catalogue; the lab proves AmiUnavailable (lab `reasons`).
 
 use anyhow::{Context, Result};
 use karpenter_health_api::{ConditionType, KarpenterHealthStatus, Reason, Severity};

@@ -3,11 +3,7 @@
 //! makes: a full observation against the fake, with every optional read asked for, makes each
 //! granted action at least once and no other. Reads the template files (IO in a test only).
 
-// This test uses only part of the shared fixture.
-#[allow(dead_code)]
-mod common;
-
-use common::{CLUSTER, observer, options, role_arn, wiring_request, world};
+use crate::common::{CLUSTER, observer, options, role_arn, wiring_request, world};
 use karpenter_health_aws::fake::FakeAws;
 use karpenter_health_aws::ports::{CallError, ErrorKind, KmsKeyData, PodIdentityRoles};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};

@@ -1,7 +1,7 @@
 //! The shipped RBAC (deploy/rbac.yaml) is minimal: the bed's operator user, bound to it, and the
 //! operator's in-cluster ServiceAccount may do what the operator uses and nothing more, asked of
 //! the API server's authorizer; the real calls are refused where they must be. The operator tests
-//! in `operator_failures` prove the same rules sufficient. Does IO (API server).
+//! in `failures` prove the same rules sufficient. Does IO (API server).
 //!
 //! Karpenter's state is written by hand here, not produced by the lab's real controller: what is
 //! checked is the operator's own requests; Karpenter's status only has to exist.

@@ -1,5 +1,5 @@
 //! Verdict against behaviour, the account's vCPU quota: the real Karpenter controller on the bed
-//! (see `lab_classic_failures.rs`) launching against the gap proxy, which holds launches to the
+//! (see `classic_failures.rs`) launching against the gap proxy, which holds launches to the
 //! Service Quotas value a test sets as EC2 does (`aws-gaps/src/vcpu_quotas.rs`). Does IO (the
 //! bed, moto, Karpenter's process).
 

@@ -2,11 +2,7 @@
 //! cluster's VPC when EKS leaves it out, each VPC's network read once however many classes share
 //! it, and a denied call leaving only its own part unknown. No IO.
 
-// This test uses only part of the shared fixture.
-#[allow(dead_code)]
-mod common;
-
-use common::{CLUSTER, cause, observer, options, request, world};
+use crate::common::{CLUSTER, cause, observer, options, request, world};
 use karpenter_health_api::karpenter::SelectorTerm;
 use karpenter_health_aws::AwsRequest;
 use karpenter_health_aws::fake::FakeAws;

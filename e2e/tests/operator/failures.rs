@@ -3,7 +3,7 @@
 //! `karpenter_health_e2e::fixture`), breaks one thing the way users break it, waits for exactly
 //! the expected condition and reason, repairs it and waits for True again. The operator runs
 //! in-process as the bed's non-admin user, bound to the roles shipped in deploy/rbac.yaml, so
-//! those roles are proven sufficient (`operator_rbac` proves them minimal; `operator_resilience`
+//! those roles are proven sufficient (`rbac` proves them minimal; `resilience`
 //! covers AWS outages and API server restarts). Does IO (API server, moto).
 //!
 //! Isolation on the shared bed: every test has its own EC2/EKS region, unique IAM and cluster
@@ -12,7 +12,7 @@
 //! singleton kube-system/aws-auth is shared: a test adds its own entries and removes them again.
 //!
 //! Karpenter's state is written by hand here, not produced by the lab's real controller: the
-//! classic failures against the real controller are in lab_classic_failures; here each verdict is
+//! classic failures against the real controller are in the lab's `classic_failures`; here each verdict is
 //! driven through Karpenter releases (0.37 to 1.9) the lab cannot build and states it cannot age
 //! (15-minute registrations).
 

@@ -1,9 +1,9 @@
 //! The observer over the in-memory fake: what facts come out of AWS's answers, what is proven
 //! absent and what is unknown, and that listings are read across pages. No IO.
 
-mod common;
-
-use common::{ACCOUNT, CLUSTER, cause, id_term, observer, options, request, role_arn, world};
+use crate::common::{
+    ACCOUNT, CLUSTER, cause, id_term, observer, options, request, role_arn, world,
+};
 use karpenter_health_aws::fake::{FakeAws, FakeState};
 use karpenter_health_aws::ports::{CallError, ErrorKind, PodIdentityRoles};
 use karpenter_health_aws::{AwsRequest, ServiceAccountRef};
@@ -287,7 +287,7 @@ async fn pod_identity_roles_are_read_only_for_the_service_accounts_asked_about()
 #[tokio::test]
 async fn the_controllers_role_queue_and_spot_role_are_read_and_the_simulator_answers_each_question()
 {
-    use common::{QUEUE, wiring_request};
+    use crate::common::{QUEUE, wiring_request};
     let fake = FakeAws::new(world());
     fake.with(|s| {
         s.simulated
@@ -303,7 +303,7 @@ async fn the_controllers_role_queue_and_spot_role_are_read_and_the_simulator_ans
         .expect("found");
     assert_eq!(
         role.permissions_boundary_arn.as_deref(),
-        Some(common::BOUNDARY)
+        Some(crate::common::BOUNDARY)
     );
     let permissions = facts.controller_permissions.expect("asked");
     let decisions = permissions.simulated.found().cloned().expect("simulated");
@@ -356,7 +356,7 @@ async fn the_controllers_role_queue_and_spot_role_are_read_and_the_simulator_ans
 #[tokio::test]
 async fn a_denied_simulator_falls_back_to_the_roles_own_policies_and_a_denied_fallback_is_unknown()
 {
-    use common::wiring_request;
+    use crate::common::wiring_request;
     use karpenter_health_aws::ports::{CallError, ErrorKind};
     let denied = || CallError::new(ErrorKind::AccessDenied, "no").with_code("AccessDenied");
     let fake = FakeAws::new(world());
@@ -373,7 +373,7 @@ async fn a_denied_simulator_falls_back_to_the_roles_own_policies_and_a_denied_fa
         .cloned()
         .expect("found");
     let names: Vec<&str> = policies.identity.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["inline policy pass", common::LAUNCH_POLICY]);
+    assert_eq!(names, ["inline policy pass", crate::common::LAUNCH_POLICY]);
     assert!(policies.boundary.is_some());
 
     fake.fail("GetRolePolicy", denied());
