@@ -266,10 +266,13 @@ ARGS
   # ServiceAccount (no Pod is admitted without it), garbage collection of owned objects, the
   # disruption controller's PodDisruptionBudget status, workloads (Deployments to Pods) and the
   # removal of Pods whose Node is gone, and the aggregation of labelled ClusterRoles into view,
-  # edit and admin (the chart's read-only role). Node lifecycle stays off: the bed's Nodes have no
-  # kubelet, and their readiness is the node stand-in's to say.
+  # edit and admin (the chart's read-only role), and taint-based eviction: a Pod on a Node with a
+  # NoExecute taint it does not tolerate is deleted, as on EKS (Karpenter's unregistered taint, an
+  # agent's NoExecute taint; a controller of its own since Kubernetes 1.29,
+  # kubernetes/kubernetes `pkg/controller/tainteviction`). Node lifecycle stays off: the bed's
+  # Nodes have no kubelet, and their readiness is the node stand-in's to say.
   "$kcm" --kubeconfig "$dir/kubeconfig" \
-    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption,deployment,replicaset,statefulset,daemonset,job,podgc,clusterrole-aggregation \
+    --controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,disruption,deployment,replicaset,statefulset,daemonset,job,podgc,clusterrole-aggregation,taint-eviction-controller \
     --leader-elect=false --service-account-private-key-file "$dir/pki/sa.key" \
     --root-ca-file "$dir/pki/ca.crt" --bind-address 127.0.0.1 --secure-port 0 \
     > "$dir/logs/kube-controller-manager.log" 2>&1 &
@@ -278,8 +281,10 @@ ARGS
   # (kubernetes-sigs/karpenter pkg/utils/pod/scheduling.go, IsProvisionable). The node stand-in
   # brings a Node up in fewer updates than a kubelet does, and a lab Pod rejected while its Node
   # was still tainted was seen left unbound on the Ready, untainted Node until the scheduler's
-  # periodic flush of unschedulable Pods (5 minutes by default): the flush runs every 15 s here,
-  # so a launch never waits on which Node update the scheduler's queueing hints caught.
+  # periodic flush of unschedulable Pods (5 minutes after a Pod's last attempt by default, checked
+  # every 30 s): here a Pod is flushed 15 s after its last attempt, so a launch never waits long on
+  # which Node update the scheduler's queueing hints caught. The operators the tests start are told
+  # (`e2e/src/fixture/mod.rs`, BED_SCHEDULER_RETRIES_WITHIN).
   "$scheduler" --kubeconfig "$dir/kubeconfig" --authentication-kubeconfig "$dir/kubeconfig" \
     --authorization-kubeconfig "$dir/kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --secure-port 0 --pod-max-in-unschedulable-pods-duration=15s \

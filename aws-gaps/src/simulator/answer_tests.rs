@@ -258,8 +258,8 @@ fn the_simulator_shares_nothing_with_the_product() {
     let mut files = Vec::new();
     let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+        let entries =
+            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
         for entry in entries {
             let path = entry.expect("entry").path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

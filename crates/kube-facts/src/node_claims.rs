@@ -9,7 +9,6 @@
 
 use crate::index::{SharedIndex, WatchIndex};
 use crate::lean_node_claim::LeanNodeClaim;
-use karpenter_health_api::ConditionStatus;
 use karpenter_health_api::karpenter::NodeClaim;
 use karpenter_health_checks::facts::{ClaimCondition, DriftFacts, NodeClaimFacts};
 use std::collections::{BTreeSet, HashMap};
@@ -37,9 +36,8 @@ struct StoredClaim {
     launched: Option<ClaimCondition>,
     registered: Option<ClaimCondition>,
     drifted: Option<ClaimCondition>,
-    /// Its `Initialized` condition's status alone (1 byte, not 32: the checks read no time of
-    /// it).
-    initialized: Option<ConditionStatus>,
+    /// Its `Initialized` condition: `LimitsLeaveRoom` reads when it became ready to run Pods.
+    initialized: Option<ClaimCondition>,
     /// Its NodePool, shared by every NodeClaim of that NodePool (see
     /// [`NodeClaimIndex::pool_name`]).
     node_pool: Option<Arc<str>>,
@@ -71,7 +69,7 @@ impl StoredClaim {
             launched: facts.launched,
             registered: facts.registered,
             drifted: facts.drifted,
-            initialized: facts.initialized.map(|c| c.status),
+            initialized: facts.initialized,
             node_pool,
             initialization_wait: facts.initialization_wait.map(String::into_boxed_str),
             deleting: facts.deleting.then(|| {
@@ -94,10 +92,7 @@ impl StoredClaim {
             launched: self.launched,
             registered: self.registered,
             drifted: self.drifted,
-            initialized: self.initialized.map(|status| ClaimCondition {
-                status,
-                last_transition: None,
-            }),
+            initialized: self.initialized,
             node_pool: self.node_pool.clone(),
             initialization_wait: self.initialization_wait.as_deref().map(str::to_owned),
             deleting_since: self.deleting.as_ref().and_then(|d| d.since),

@@ -82,6 +82,12 @@ pub struct EvaluationConfig {
     #[arg(long, env = "KH_WAITING_ON_LIMITS_AFTER", default_value = "2m", value_parser = parse_duration)]
     pub waiting_on_limits_after: Duration,
 
+    /// How soon the cluster's scheduler tries an unschedulable Pod again whatever changed
+    /// (`Settings::scheduler_retries_within`): not a flag, since EKS runs kube-scheduler with its
+    /// defaults; the lab's bed, whose scheduler flushes every 15 s, sets it.
+    #[arg(skip = Duration::from_secs(6 * 60))]
+    pub scheduler_retries_within: Duration,
+
     /// Rows of the Kubernetes-Karpenter compatibility matrix over the built-in one, written
     /// `1.37=1.15.0,1.38=1.17.0` (a Kubernetes minor and the first Karpenter release supporting
     /// it, from karpenter.sh's compatibility page): a minor newer than this release knows is then
@@ -217,6 +223,7 @@ impl EvaluationConfig {
             orphan_instance_after: Duration::from_secs(600),
             terminating_long_after: Duration::from_secs(3600),
             waiting_on_limits_after: Duration::from_secs(120),
+            scheduler_retries_within: Duration::from_secs(6 * 60),
             kubernetes_compatibility: CompatibilityOverride::new(),
             accept_annotations: true,
             acceptances: FleetRules::default(),
@@ -237,6 +244,7 @@ impl EvaluationConfig {
             orphan_instance_after: signed(self.orphan_instance_after),
             terminating_long_after: signed(self.terminating_long_after),
             waiting_on_limits_after: signed(self.waiting_on_limits_after),
+            scheduler_retries_within: signed(self.scheduler_retries_within),
             kubernetes_compatibility: self.kubernetes_compatibility.clone(),
             acceptances: AcceptancePolicy {
                 annotations_allowed: self.accept_annotations,

@@ -5,6 +5,7 @@
 
 mod acceptance;
 mod amis;
+mod bed;
 mod check_command;
 mod controller_wiring;
 mod copied_labels;

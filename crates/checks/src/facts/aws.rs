@@ -484,6 +484,14 @@ pub struct Settings {
     /// counts a launching NodeClaim against its NodePool's limits while the Pod it is for still
     /// waits (`rules/limits.rs`).
     pub waiting_on_limits_after: jiff::SignedDuration,
+    /// How soon the scheduler tries an unschedulable Pod again whatever changed: a Pod beside
+    /// room on a node ready more recently than this may not have been tried there yet. The
+    /// scheduler moves a Pod back to its active queue once it has sat 5 minutes since its last
+    /// attempt, checked every 30 s (`podMaxInUnschedulablePodsDuration`, kubernetes/kubernetes
+    /// `pkg/scheduler/backend/queue/scheduling_queue.go`): 6 minutes leaves half a minute for the
+    /// queue itself. EKS runs the scheduler with its defaults; a bed whose scheduler flushes
+    /// sooner shortens it.
+    pub scheduler_retries_within: jiff::SignedDuration,
     /// Compatibility rows given at run time, over the built-in matrix
     /// (`karpenter_versions::first_supporting`).
     pub kubernetes_compatibility: crate::karpenter_versions::CompatibilityOverride,
@@ -501,6 +509,7 @@ impl Default for Settings {
             orphan_instance_after: jiff::SignedDuration::from_mins(10),
             terminating_long_after: jiff::SignedDuration::from_hours(1),
             waiting_on_limits_after: jiff::SignedDuration::from_mins(2),
+            scheduler_retries_within: jiff::SignedDuration::from_mins(6),
             kubernetes_compatibility: crate::karpenter_versions::CompatibilityOverride::new(),
             acceptances: crate::acceptance::AcceptancePolicy::default(),
         }

@@ -265,8 +265,7 @@ pub struct NodeClaimFacts {
     pub registered: Option<ClaimCondition>,
     /// Karpenter's `Drifted` condition.
     pub drifted: Option<ClaimCondition>,
-    /// Karpenter's `Initialized` condition (the operator's index keeps its status, not its
-    /// transition time).
+    /// Karpenter's `Initialized` condition.
     pub initialized: Option<ClaimCondition>,
     /// The NodePool that made it (label `karpenter.sh/nodepool`), shared: a cluster has a few
     /// NodePools and thousands of NodeClaims, and every reconcile copies its class's claims.

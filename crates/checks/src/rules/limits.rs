@@ -25,10 +25,10 @@
 //! state's nodes, NodeClaims not yet registered included), while the Pod it launched for stays
 //! Unschedulable until the node registers, so every scale-up that reaches a limit would
 //! otherwise look blocked. So a Pod counts only when it has been unschedulable for
-//! `Settings::waiting_on_limits_after` (2 minutes: well past the time
-//! from a registered node to the Pod bound on it, and Karpenter's batching of at most 10 s,
-//! `pkg/controllers/provisioning/batcher.go`), no NodeClaim of the class is still registering (it
-//! may be the Pod's), and it is not nominated to a node (preemption). A Pod that asks for an EKS
+//! `Settings::waiting_on_limits_after` (2 minutes: past Karpenter's batching of at most 10 s,
+//! `pkg/controllers/provisioning/batcher.go`), no NodeClaim of a NodePool that may take it is
+//! still coming up (registering, initializing, or ready so recently that the scheduler may not
+//! have tried the Pod on it: `limits/waiting.rs`), and it is not nominated to a node (preemption). A Pod that asks for an EKS
 //! managed node group (`eks.amazonaws.com/nodegroup`, a label no NodePool defines) may go to no
 //! NodePool, so it is never counted. Otherwise the stopped NodePool is a warning.
 
@@ -37,10 +37,13 @@ use crate::facts::{InstanceTypeFacts, Observed};
 use crate::plan::Context;
 use crate::plan::instance_types::{allowed, category_and_generation};
 use crate::pod_fit::NodeClaimTemplate;
-use crate::verdict::{Check, Outcome, Rule, Why};
+use crate::verdict::{Check, Outcome, Rule};
 use crate::warnings::Warning;
 use karpenter_health_api::karpenter::NodePool;
-use karpenter_health_api::{ConditionStatus, ConditionType, Reason, SubjectRef};
+use karpenter_health_api::{ConditionType, Reason, SubjectRef};
+
+mod waiting;
+use waiting::{Waiting, claims_coming_up, waiting_pods};
 
 /// The first Karpenter release that stops a NodePool when its node count reaches `limits.nodes`.
 const NODE_LIMITS_ENFORCED: (u64, u64, u64) = (1, 11, 0);
@@ -299,20 +302,21 @@ pub(crate) fn check(ctx: &Context) -> Outcome {
         return c.finish(Reason::NodePoolsHaveRoom, ok);
     }
     let all_stopped = stopped.len() == pools.len();
-    let registering = registering_claim(ctx, &stopped);
+    let coming = claims_coming_up(ctx, &stopped);
     let templates: Vec<NodeClaimTemplate> =
         pools.iter().map(|p| NodeClaimTemplate::of(p)).collect();
     let Waiting {
         waiting,
         blocking,
         not_yet,
-    } = waiting_pods(ctx, &templates, &stopped, registering.as_deref());
+        coming_up,
+    } = waiting_pods(ctx, &templates, &stopped, &coming);
     match waiting {
         Ok(waiting) if !waiting.is_empty() => {
             fail_blocked(ctx, &mut c, &stopped, &waiting, &blocking);
         }
         Err(why_unknown) => c.unknown(why_unknown),
-        _ => warn_stopped(ctx, &mut c, &stopped, &not_yet, registering.as_deref()),
+        _ => warn_stopped(ctx, &mut c, &stopped, &not_yet, coming_up.as_deref()),
     }
     let ok = true_message(ctx, pools.len(), stopped.len(), all_stopped);
     c.finish(Reason::NodePoolsHaveRoom, ok)
@@ -352,106 +356,6 @@ fn pool_subjects(ctx: &Context, names: &[&str]) -> Vec<SubjectRef> {
             .map(|n| SubjectRef::new("NodePool", *n)),
     );
     subjects
-}
-
-/// A NodeClaim still registering, which may be the one a waiting Pod is for (its capacity
-/// already counts against the limits); unknown NodeClaims leave that open too. A NodeClaim not
-/// launched yet of a NodePool a vCPU quota stops is none: EC2 refuses its launch, and Karpenter
-/// deletes it on the insufficient-capacity error and tries again minutes later
-/// (kubernetes-sigs/karpenter `pkg/controllers/nodeclaim/lifecycle/launch.go`), which would
-/// otherwise flip the verdict each time.
-fn registering_claim(ctx: &Context, stopped: &[(&str, Stop)]) -> Option<String> {
-    let quota_stopped = |pool: Option<&str>| {
-        stopped
-            .iter()
-            .any(|(name, stop)| Some(*name) == pool && matches!(stop, Stop::Quota { .. }))
-    };
-    match &ctx.facts.cluster.node_claims {
-        Observed::Found(claims) => claims
-            .iter()
-            .filter(|c| !c.deleting)
-            .filter(|c| {
-                c.registered
-                    .is_none_or(|r| r.status != ConditionStatus::True)
-            })
-            .filter(|c| {
-                let launched = c
-                    .launched
-                    .as_ref()
-                    .is_some_and(|l| l.status == ConditionStatus::True);
-                launched || !quota_stopped(c.node_pool.as_deref())
-            })
-            .map(|c| c.name.clone())
-            .min(),
-        Observed::Absent => None,
-        Observed::Unknown(_) => Some("(NodeClaims not read)".to_owned()),
-    }
-}
-
-/// The pending Pods only stopped NodePools of the class may take, split into those waiting on
-/// the limits and those not (yet) counted, with the stopped NodePools that block them.
-struct Waiting<'a> {
-    /// The Pods waiting on the limits, or why pending Pods are not known.
-    waiting: Result<Vec<String>, Why>,
-    /// The stopped NodePools that block a waiting Pod.
-    blocking: Vec<&'a str>,
-    /// The Pods held by stopped NodePools that are not counted as waiting yet.
-    not_yet: Vec<String>,
-}
-
-/// Which pending Pods wait on the stopped NodePools: every NodePool of the class that may take
-/// one (its taints tolerated, its requirements met, `crate::pod_fit`) is stopped, it has waited
-/// long enough, is not nominated and no NodeClaim is still registering.
-fn waiting_pods<'a>(
-    ctx: &Context,
-    templates: &[NodeClaimTemplate<'a>],
-    stopped: &[(&str, Stop)],
-    registering: Option<&str>,
-) -> Waiting<'a> {
-    let is_stopped = |pool: &str| stopped.iter().any(|(n, _)| *n == pool);
-    // The stopped NodePools that block a waiting Pod: every NodePool of the class that may take
-    // it (its taints tolerated, its requirements met, `crate::pod_fit`) is stopped.
-    let mut blocking: Vec<&str> = Vec::new();
-    let mut not_yet: Vec<String> = Vec::new();
-    let waiting: Result<Vec<String>, Why> = match &ctx.facts.cluster.pending_pods {
-        Observed::Found(pods) => {
-            let mut names: Vec<String> = Vec::new();
-            let rules = ctx.controller_label_rules();
-            for p in pods
-                .iter()
-                .filter(|p| p.only_this_class)
-                .filter(|p| !crate::pod_fit::refused_before_scheduling(p, &rules))
-            {
-                let name = format!("{}/{}", p.namespace, p.name);
-                let Some(its) = crate::pod_fit::held_by(templates, p, is_stopped) else {
-                    continue;
-                };
-                let long = p
-                    .unschedulable_since
-                    .is_some_and(|t| ctx.age(t) >= ctx.settings.waiting_on_limits_after);
-                if long && !p.nominated && registering.is_none() {
-                    names.push(name);
-                    blocking.extend(its);
-                } else {
-                    not_yet.push(name);
-                }
-            }
-            names.sort();
-            names.dedup();
-            not_yet.sort();
-            not_yet.dedup();
-            blocking.sort();
-            blocking.dedup();
-            Ok(names)
-        }
-        Observed::Absent => Ok(Vec::new()),
-        Observed::Unknown(u) => Err(Why::unobserved("Pending Pods", u)),
-    };
-    Waiting {
-        waiting,
-        blocking,
-        not_yet,
-    }
 }
 
 /// False for the Pods waiting on the stopped NodePools, with the reason of the first kind of
@@ -502,15 +406,15 @@ fn warn_stopped(
     c: &mut Check,
     stopped: &[(&str, Stop)],
     not_yet: &[String],
-    registering: Option<&str>,
+    coming_up: Option<&str>,
 ) {
     let names: Vec<&str> = stopped.iter().map(|(n, _)| *n).collect();
     let why: Vec<String> = stopped.iter().map(|(n, s)| describe(n, s)).collect();
     let pending = if not_yet.is_empty() {
         String::new()
     } else {
-        let because = match registering {
-            Some(claim) => format!("NodeClaim {claim} is still registering"),
+        let because = match coming_up {
+            Some(why) => why.to_owned(),
             None => format!(
                 "they have waited less than {} or are nominated to a node",
                 crate::wording::human(ctx.settings.waiting_on_limits_after)
@@ -537,8 +441,8 @@ fn true_message(ctx: &Context, pools: usize, stopped: usize, all_stopped: bool) 
     if all_stopped {
         format!(
             "Every NodePool of this EC2NodeClass is at its limits (see the warning), but no Pod \
-             that only they can take has waited on them for {} with no NodeClaim still \
-             registering.",
+             that only they can take has waited on them for {} with no NodeClaim of the class \
+             still coming up.",
             crate::wording::human(ctx.settings.waiting_on_limits_after)
         )
     } else {

@@ -286,7 +286,8 @@ fn a_quota_stops_only_what_it_covers_and_what_it_was_read_for() {
 /// Pod it is for stays Unschedulable until the node registers
 /// (kubernetes-sigs/karpenter `pkg/controllers/nodepool/counter/controller.go`): every scale-up
 /// that reaches a limit looks like this for a while. Only a Pod that has waited
-/// `Settings::waiting_on_limits_after`, with no NodeClaim of the class still registering, not nominated to a
+/// `Settings::waiting_on_limits_after`, with no NodeClaim of the class still coming up (registering,
+/// not initialized, or registered within the scheduler's retry interval), not nominated to a
 /// node and not asking for a managed node group (a label no NodePool defines, so Karpenter may
 /// take the Pod nowhere), makes the condition False.
 #[test]
@@ -307,6 +308,60 @@ fn a_scale_up_reaching_the_limit_is_never_false() {
             claims.push(node_claim("default-fghij", "i-0fffffffffffffff1", 0, false));
         }
     });
+    let long = crate::Settings::default().waiting_on_limits_after.as_secs() / 60 + 1;
+    // A node that came up at the limit may have room the scheduler has not tried the Pod on yet:
+    // it retries on a Node change that may fit the Pod, and whatever changed within 6 minutes.
+    let with_claim = |claim: crate::facts::NodeClaimFacts| {
+        waited(long).with(move |f| {
+            if let Observed::Found(claims) = &mut f.cluster.node_claims {
+                claims.push(claim.clone());
+            }
+        })
+    };
+    let ready_ago = |name: &str, mins: i64| node_claim(name, "i-0fffffffffffffff2", mins + 2, true);
+    let mut late_init = ready_ago("default-late", 20);
+    if let Some(init) = late_init.initialized.as_mut() {
+        init.last_transition = Some(mins_ago(1));
+    }
+    let mut no_time = ready_ago("default-untimed", 20);
+    if let Some(reg) = no_time.registered.as_mut() {
+        reg.last_transition = None;
+    }
+    no_time.initialized = None;
+    let uninitialized = node_claim_uninitialized(
+        "default-starting",
+        "i-0fffffffffffffff3",
+        7,
+        "StartupTaintsExist",
+        "StartupTaint \"example.com/agent=:NoSchedule\" still exists",
+    );
+    for (what, claim, why) in [
+        ("ready 5 minutes ago", ready_ago("default-recent", 5), "NodeClaim default-recent became ready 5m ago"),
+        ("registered long ago, initialized a minute ago", late_init, "NodeClaim default-late became ready 1m ago"),
+        ("registered 7 minutes ago, not initialized", uninitialized, "NodeClaim default-starting is registered and not initialized"),
+        ("ready since a time not read", no_time, "NodeClaim default-untimed is ready since a time that could not be read"),
+    ] {
+        let f = with_claim(claim);
+        let (status, _, message, warnings) = limits(&f);
+        assert_eq!(status, "True", "{what}: {message}");
+        assert_eq!(warnings, ["NodePoolAtLimits"], "{what}");
+        let warning = super::reasons::status(&f)
+            .findings
+            .into_iter()
+            .find(|w| w.reason == "NodePoolAtLimits")
+            .expect("the warning");
+        assert!(warning.message.contains(why), "{what}: {}", warning.message);
+    }
+    // Ready longer ago than the scheduler's retry, or of a NodePool that cannot take the Pod:
+    // False.
+    let mut elsewhere = ready_ago("other-recent", 1);
+    elsewhere.node_pool = Some("other".into());
+    for (what, claim) in [
+        ("ready 7 minutes ago", ready_ago("default-settled", 7)),
+        ("another NodePool's", elsewhere),
+    ] {
+        assert_eq!(limits(&with_claim(claim)).1, "NodePoolLimitsReached", "{what}");
+    }
     for (what, f) in [
         ("waited under a minute", waited(1)),
         ("a NodeClaim of the class still registering", registering),
@@ -348,9 +403,8 @@ fn a_scale_up_reaching_the_limit_is_never_false() {
         "{}",
         warning.message
     );
-    // Past the threshold, nothing registering: False.
-    let minutes = crate::Settings::default().waiting_on_limits_after.as_secs() / 60 + 1;
-    assert_eq!(limits(&waited(minutes)).1, "NodePoolLimitsReached");
+    // Past the threshold, nothing coming up: False.
+    assert_eq!(limits(&waited(long)).1, "NodePoolLimitsReached");
 }
 
 /// `limits.nodes` stops a NodePool at its count from Karpenter 1.11 (kubernetes-sigs/karpenter
