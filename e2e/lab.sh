@@ -16,6 +16,7 @@
 #                                one release over two beds)
 #   RELEASE/MODULES/FILTER       those modules' tests whose names contain FILTER only
 #                                (v1.6.3/classic_failures/before_1_7)
+#   LAB_TEST_ARGS="--nocapture"  more arguments for the test binary (what the tests print)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
@@ -103,7 +104,7 @@ run_spec() {
     bash e2e/bed/bed.sh up "$bed" || return 1
   echo "lab: the real Karpenter $release ($(bash e2e/bed/build-karpenter.sh "$release")), ${#chosen[@]} tests"
   KH_KARPENTER_RELEASE="$release" KH_BED_DIR="$bed" \
-    "$cargo" test --locked -p karpenter-health-e2e --test lab -- --test-threads=1 --exact "${chosen[@]}" \
+    "$cargo" test --locked -p karpenter-health-e2e --test lab -- --test-threads=1 ${LAB_TEST_ARGS:-} --exact "${chosen[@]}" \
     || status=$?
   bash e2e/bed/bed.sh down "$bed"
   # Each bed's own time, so that the split of LAB_RELEASES can be balanced.

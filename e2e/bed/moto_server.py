@@ -8,11 +8,12 @@ expect:
 - RegisterImage keeps `Architecture`, `RootDeviceName` and `VirtualizationType` (moto keeps only
   the name and description, so every registered image has no architecture and Karpenter, which
   resolves only x86_64 and arm64 images, resolves none).
-- An instant EC2 Fleet's instances carry the security groups of their launch template, its own
-  or its primary network interface's (moto launches them with none, so every NodeClaim Karpenter
-  launches would look drifted: SecurityGroupDrift), and its instance profile (moto associates
-  none, so DescribeInstances shows no IamInstanceProfile and nothing can tell whose role an
-  instance runs as: the node stand-in authenticates a kubelet as that role).
+- An instant EC2 Fleet's instances, on-demand and spot, carry the security groups of their launch
+  template, its own or its primary network interface's (moto launches them with none, so every
+  NodeClaim Karpenter launches would look drifted: SecurityGroupDrift), its metadata options (moto
+  gives every instance its defaults), and its instance profile (moto associates none, so
+  DescribeInstances shows no IamInstanceProfile and nothing can tell whose role an instance runs
+  as: the node stand-in authenticates a kubelet as that role).
 
 One change is for cost, not fidelity: the answers drawn from moto's fixed catalogues
 (DescribeInstanceTypes, DescribeInstanceTypeOfferings, DescribeSpotPriceHistory) are rendered
@@ -49,23 +50,27 @@ original_register_image = ami_responses.AmisResponse.register_image
 ami_responses.AmisResponse.register_image = register_image
 
 
-def launch_template_security_groups(launch_spec):
-    """The security group ids a fleet's launch specification names: its override's, else its
-    launch template's (`SecurityGroupIds`, AWS: RequestLaunchTemplateData)."""
+def launch_template_data(launch_spec):
+    """The launch template data a fleet's launch specification names (its id and version), or
+    None when moto cannot resolve it."""
     spec = launch_spec.launch_template_spec or {}
-    template = None
     backend = current_backend[0]
+    template = None
     if backend is not None and spec.get("LaunchTemplateId"):
         template = backend.launch_templates.get(spec["LaunchTemplateId"])
     if template is None:
-        return []
+        return None
     version = spec.get("Version") or template.default_version_number
     try:
-        data = template.get_version(version).data
+        return template.get_version(version).data
     except Exception:  # noqa: BLE001 - a template moto cannot resolve keeps moto's behaviour
-        return []
-    # The template's own SecurityGroupIds, else those of its primary network interface (device
-    # index 0), which become the instance's (AWS: LaunchTemplateInstanceNetworkInterfaceSpecification).
+        return None
+
+
+def launch_template_security_groups(data):
+    """The security group ids a launch template names (AWS: RequestLaunchTemplateData): its own
+    SecurityGroupIds, else those of its primary network interface (device index 0), which become
+    the instance's (AWS: LaunchTemplateInstanceNetworkInterfaceSpecification)."""
     groups = data.get("SecurityGroupIds") or []
     if not groups:
         primary = [
@@ -77,27 +82,33 @@ def launch_template_security_groups(launch_spec):
 
 
 current_backend = [None]
-original_run_instances = None
 
 
-def create_on_demand_requests(self, weight_to_add):
-    """moto launches a fleet's on-demand instances with the launch specification's GroupSet
-    (names) only and no instance profile; AWS launches them with the launch template's security
-    groups and instance profile."""
-    backend = self.ec2_backend
+def launching_as_the_template(fleet, launch):
+    """Runs `launch` (moto's creation of a fleet's on-demand or spot instances) with moto's
+    run_instances corrected as AWS launches from a launch template: the instances get the
+    template's security groups (moto gives on-demand ones the specification's GroupSet names and
+    spot ones the default group), its metadata options (moto gives every instance its defaults:
+    IMDSv1 allowed, hop limit 1) and its instance profile (moto associates none)."""
+    backend = fleet.ec2_backend
     original = backend.run_instances
     current_backend[0] = backend
 
     def run_instances(*args, **kwargs):
         spec = next(
-            (s for s in self.launch_specs if s.image_id == kwargs.get("image_id")
+            (s for s in fleet.launch_specs if s.image_id == kwargs.get("image_id")
              and s.instance_type == kwargs.get("instance_type")
              and s.subnet_id == kwargs.get("subnet_id")),
             None,
         )
-        groups = launch_template_security_groups(spec) if spec is not None else []
-        if groups and not kwargs.get("security_group_ids"):
-            kwargs["security_group_ids"] = groups
+        data = launch_template_data(spec) if spec is not None else None
+        if data:
+            groups = launch_template_security_groups(data)
+            if groups:
+                kwargs["security_group_ids"] = groups
+                kwargs["security_group_names"] = []
+            if data.get("MetadataOptions") and not kwargs.get("metadata_options"):
+                kwargs["metadata_options"] = dict(data["MetadataOptions"])
         reservation = original(*args, **kwargs)
         # The fleet's launch specification keeps the template's IamInstanceProfile as given
         # ({"Name": ...} or {"Arn": ...}) in a private field of moto's SpotFleetLaunchSpec.
@@ -116,13 +127,25 @@ def create_on_demand_requests(self, weight_to_add):
 
     backend.run_instances = run_instances
     try:
-        return original_create_on_demand_requests(self, weight_to_add)
+        return launch()
     finally:
         del backend.run_instances
 
 
+def create_on_demand_requests(self, weight_to_add):
+    return launching_as_the_template(
+        self, lambda: original_create_on_demand_requests(self, weight_to_add))
+
+
+def create_spot_requests(self, weight_to_add):
+    return launching_as_the_template(
+        self, lambda: original_create_spot_requests(self, weight_to_add))
+
+
 original_create_on_demand_requests = fleet_models.Fleet.create_on_demand_requests
 fleet_models.Fleet.create_on_demand_requests = create_on_demand_requests
+original_create_spot_requests = fleet_models.Fleet.create_spot_requests
+fleet_models.Fleet.create_spot_requests = create_spot_requests
 
 # What a catalogue answer depends on besides the request's other parameters: moto's instance
 # types are one list for every account and region (InstanceTypeBackend.instance_types), its

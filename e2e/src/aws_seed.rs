@@ -395,6 +395,35 @@ impl AwsSeeder {
         Ok(options)
     }
 
+    /// What EC2 says instance `id` runs with: its metadata options (HttpTokens, hop limit) and
+    /// its lifecycle (`spot`, or `on-demand` when EC2 names none).
+    pub async fn instance_metadata(&self, id: &str) -> Result<(String, i32, String)> {
+        let out = self
+            .ec2
+            .describe_instances()
+            .instance_ids(id)
+            .send()
+            .await?;
+        let instance = out
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .next()
+            .with_context(|| format!("EC2 describes no instance {id}"))?;
+        let metadata = instance.metadata_options();
+        Ok((
+            metadata
+                .and_then(|m| m.http_tokens())
+                .map_or_else(String::new, |t| t.as_str().to_owned()),
+            metadata
+                .and_then(|m| m.http_put_response_hop_limit())
+                .unwrap_or(0),
+            instance
+                .instance_lifecycle()
+                .map_or_else(|| "on-demand".to_owned(), |l| l.as_str().to_owned()),
+        ))
+    }
+
     /// The state of instance `id` (`running`, `shutting-down`, `terminated`, ...).
     pub async fn instance_state(&self, id: &str) -> Result<String> {
         let out = self

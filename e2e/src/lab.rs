@@ -447,6 +447,15 @@ impl Lab {
         Ok(())
     }
 
+    /// Lets the test's NodePool launch spot nodes only (of the architecture it allows).
+    pub async fn spot_only(&self) -> Result<()> {
+        self.patch_node_pool(json!({"spec": {"template": {"spec": {"requirements": [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+        ]}}}}))
+        .await
+    }
+
     /// The NodeClaims Karpenter made for this test's NodePool.
     pub async fn node_claims(&self) -> Result<Vec<KarpenterObject>> {
         Ok(karpenter_objects(&self.fx.admin, "NodeClaim")
@@ -560,4 +569,13 @@ impl Lab {
         let outcome = outcome.and(drained);
         self.fx.finish(outcome).await
     }
+}
+
+/// The instance id of a launched NodeClaim (its `status.providerID`, `aws:///<zone>/<id>`).
+pub fn launched_instance_of(claim: &KarpenterObject) -> Result<String> {
+    claim.data["status"]["providerID"]
+        .as_str()
+        .and_then(|p| p.rsplit('/').next())
+        .map(str::to_owned)
+        .context("the NodeClaim has no providerID")
 }

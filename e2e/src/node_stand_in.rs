@@ -28,7 +28,9 @@
 //!   [`AGENT_TAINT`] on it unless a taint of that key is there already, as it does where the agent
 //!   Pod is scheduled but not running (cilium/cilium `operator/watchers/node_taint.go`
 //!   `checkAndMarkNode`); neither that taint nor the startup taints are lifted while the agent
-//!   does not run. In the default mode the agent runs, so its operator lifts that taint.
+//!   does not run. In the default mode the agent runs, so its operator lifts that taint;
+//! - `agent-starts-after-<N>s`: as `agent-not-running` until the Node is N seconds old, then as
+//!   the default: an agent whose Pod takes that long to run (its image pulled, its start).
 //!
 //! It also stands in for the VPC CNI in its default mode: a node of a type it knows gets that
 //! type's Pod addresses and no more, so a Pod beyond them stays `ContainerCreating` with the
@@ -167,6 +169,8 @@ enum Mode {
     NeverInitialize,
     KeepStartupTaints,
     AgentNotRunning,
+    /// The agent runs once the Node is this many seconds old.
+    AgentStartsAfter(i64),
 }
 
 /// How the `authenticate` mode decides, and what it found.
@@ -226,7 +230,10 @@ async fn sweep(
                 "never-initialize" => Mode::NeverInitialize,
                 "keep-startup-taints" => Mode::KeepStartupTaints,
                 "agent-not-running" => Mode::AgentNotRunning,
-                _ => Mode::Join,
+                other => other
+                    .strip_prefix("agent-starts-after-")
+                    .and_then(|s| s.strip_suffix('s')?.parse().ok())
+                    .map_or(Mode::Join, Mode::AgentStartsAfter),
             };
             Some((pool.metadata.name?, mode))
         })
@@ -265,9 +272,13 @@ async fn sweep(
                     create_node(&nodes_api, claim, provider_id, Some(name), Mode::Join).await?;
                 }
             }
+            (None, Mode::AgentStartsAfter(_)) => {
+                create_node(&nodes_api, claim, provider_id, None, Mode::AgentNotRunning).await?;
+            }
             (None, mode) => create_node(&nodes_api, claim, provider_id, None, mode).await?,
             (Some(_), Mode::NeverInitialize) => {}
             (Some(node), mode) => {
+                let mode = agent_now(mode, node);
                 let network_ready = network.ready_on(node.metadata.name.as_deref());
                 lift_taints(&nodes_api, claim, node, mode, network_ready).await?;
             }
@@ -351,6 +362,24 @@ async fn create_node(
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(e).with_context(|| format!("creating Node {name}")),
+    }
+}
+
+/// What an `agent-starts-after-<N>s` agent is doing on `node` now: not running until the Node is
+/// N seconds old, then running.
+fn agent_now(mode: Mode, node: &Node) -> Mode {
+    let Mode::AgentStartsAfter(after) = mode else {
+        return mode;
+    };
+    let age = node
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| jiff::Timestamp::now().duration_since(t.0).as_secs());
+    if age.is_some_and(|age| age >= after) {
+        Mode::Join
+    } else {
+        Mode::AgentNotRunning
     }
 }
 

@@ -472,7 +472,7 @@ async fn kept_out_by_aws_auth_until_mended(
         "registered without a Node: {registered:?}"
     );
     // Kept out by the authenticator, for the node role it does not map.
-    let instance = launched_instance_of(&claim)?;
+    let instance = karpenter_health_e2e::lab::launched_instance_of(&claim)?;
     let refused = lab.refusals.get();
     let why = refused
         .get(&instance)
@@ -766,13 +766,4 @@ async fn in_an_isolated_region_karpenter_before_1_7_launches_nothing() -> Result
     }
     .await;
     lab.finish(outcome).await
-}
-
-/// The instance id of a launched NodeClaim (its `status.providerID`, `aws:///<zone>/<id>`).
-fn launched_instance_of(claim: &karpenter_health_e2e::lab::KarpenterObject) -> Result<String> {
-    claim.data["status"]["providerID"]
-        .as_str()
-        .and_then(|p| p.rsplit('/').next())
-        .map(str::to_owned)
-        .context("the NodeClaim has no providerID")
 }

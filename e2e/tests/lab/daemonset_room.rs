@@ -1,11 +1,12 @@
 //! Verdict against behaviour for DaemonSets that leave a NodePool's nodes no room
-//! (NodesFitWorkloads, DaemonSetsFillNodes): a DaemonSet selecting the test's NodePool requests
-//! 2 CPU, and the NodePool allows only m5.large, whose nodes Karpenter models with 1930m for Pods
-//! (2 vCPUs less 70m kube-reserved; aws/karpenter-provider-aws
-//! `pkg/providers/instancetype/types.go`). The real Karpenter adds the DaemonSet's requests to
-//! the Pod's (kubernetes-sigs/karpenter `scheduling/scheduler.go` `getDaemonOverhead`), finds no
-//! type with room, launches nothing, and says so on the Pod. The healthy twin: the DaemonSet asks
-//! 500m, Karpenter launches one node, the Pod is bound and every condition is True. Does IO (the
+//! (NodesFitWorkloads, DaemonSetsFillNodes), probed at the edge: the NodePool allows only
+//! m5.large, whose nodes Karpenter models with 1930m for Pods (2 vCPUs less 70m kube-reserved;
+//! aws/karpenter-provider-aws `pkg/providers/instancetype/types.go`), and a DaemonSet selecting
+//! the test's NodePool requests 1931m, one millicore more. The real Karpenter adds the
+//! DaemonSet's requests to the Pod's (kubernetes-sigs/karpenter `scheduling/scheduler.go`
+//! `getDaemonOverhead`), finds no type with room even for a Pod that requests nothing, launches
+//! nothing, and says so on the Pod. The healthy twin: the DaemonSet asks exactly 1930m, Karpenter
+//! launches one node for the same Pod, the Pod is bound and every condition is True. Does IO (the
 //! bed, moto, Karpenter's process).
 
 use anyhow::{Result, ensure};
@@ -45,7 +46,7 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
         let operator = lab.fx.start_operator(None, false).await?;
         lab.fx.wait_healthy("before the DaemonSet").await?;
 
-        karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "2")]).await?;
+        karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "1931m")]).await?;
         let status = lab
             .fx
             .wait_only_failed(
@@ -57,14 +58,15 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
             karpenter_health_e2e::health_status::message(&status, ConditionType::NodesFitWorkloads)
                 .to_owned();
         ensure!(
-            message.contains(&format!("{}/{DAEMONSET} (2000m", lab.fx.name))
+            message.contains(&format!("{}/{DAEMONSET} (1931m", lab.fx.name))
                 && message.contains("on m5.large, the one instance type it allows")
-                && message.contains("2000m CPU, more than the 1930m it can give Pods"),
+                && message.contains("1931m CPU, more than the 1930m it can give Pods"),
             "names the DaemonSet and the room: {message}"
         );
 
-        // What the real Karpenter does: no type has room for the DaemonSet and the Pod.
-        lab.workload("app", "100m").await?;
+        // What the real Karpenter does: no type has room for the DaemonSet, even beside a Pod
+        // that requests nothing.
+        lab.workload("app", "0").await?;
         lab.wait_events_of_pod("app", "FailedScheduling", "enough resources")
             .await?;
         tokio::time::sleep(PROVISIONER_PASS).await;
@@ -74,8 +76,8 @@ async fn daemonsets_larger_than_every_allowed_type_leave_the_node_pool_launching
             "Karpenter launched {claims} NodeClaims with no room for the Pod"
         );
 
-        // The healthy twin: the DaemonSet leaves room.
-        karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "500m")]).await?;
+        // The healthy twin: the DaemonSet takes exactly the room, and the Pod needs none.
+        karpenter_health_e2e::apply_json(&lab.fx.admin, &[daemonset(&lab, "1930m")]).await?;
         lab.fx
             .wait_healthy("once the DaemonSet leaves room")
             .await?;

@@ -8,7 +8,9 @@
 //! `pkg/providers/launchtemplate/types.go`), which lets the token's answer reach only the host
 //! network, not the controller's Pod. karpenter-health warns and turns nothing False. The twin
 //! sets the hop limit to 2: the warning goes, and Karpenter's next node comes from a launch
-//! template with that limit. Does IO (the bed, moto, Karpenter's process).
+//! template with that limit, on spot. Each node's instance is read from EC2: it runs with the
+//! template's metadata options, on-demand and spot alike. Does IO (the bed, moto, Karpenter's
+//! process).
 //!
 //! What the lab does not show: the controller exiting. The module proxy serves none of its
 //! releases and the stand-in runs no container; the exit is read in its source (above).
@@ -16,7 +18,7 @@
 use anyhow::{Result, ensure};
 use karpenter_health_api::KarpenterHealthStatus;
 use karpenter_health_e2e::health_status::{finding_message, has_finding, nothing_false};
-use karpenter_health_e2e::lab::Lab;
+use karpenter_health_e2e::lab::{Lab, launched_instance_of};
 use karpenter_health_e2e::wait_for;
 use serde_json::json;
 use std::time::Duration;
@@ -74,7 +76,17 @@ async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_met
             options.iter().all(|o| o == &("required".to_owned(), 1)),
             "Karpenter's launch templates: {options:?}"
         );
-        lab.wait_node_claim("Registered", SETTLE).await?;
+        let claim = lab.wait_node_claim("Registered", SETTLE).await?;
+        // And the instance runs with them, as EC2 launches a fleet's instances from the template.
+        let instance = lab
+            .fx
+            .aws
+            .instance_metadata(&launched_instance_of(&claim)?)
+            .await?;
+        ensure!(
+            instance == ("required".to_owned(), 1, "on-demand".to_owned()),
+            "the instance runs with {instance:?}"
+        );
         let node = wait_for("the controller's Pod bound", SETTLE, || async {
             lab.controller_pod_node().await
         })
@@ -106,6 +118,11 @@ async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_met
         lab.fx
             .patch_node_class_spec(json!({"metadataOptions": {"httpPutResponseHopLimit": 2}}))
             .await?;
+        // On spot this time: EC2 launches a fleet's spot instances from the template as well.
+        // The account has EC2's spot service-linked role, as one that ran spot before has (the
+        // lab's Karpenter role may not create it: SpotReady would rightly be False).
+        lab.fx.aws.ensure_spot_service_linked_role().await?;
+        lab.spot_only().await?;
         lab.fx
             .install_load_balancer_controller(&lab.fx.name, &[])
             .await?;
@@ -115,7 +132,16 @@ async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_met
             options.contains(&("required".to_owned(), 2)),
             "Karpenter's launch templates: {options:?}"
         );
-        lab.wait_node_claim("Registered", SETTLE).await?;
+        let claim = lab.wait_node_claim("Registered", SETTLE).await?;
+        let instance = lab
+            .fx
+            .aws
+            .instance_metadata(&launched_instance_of(&claim)?)
+            .await?;
+        ensure!(
+            instance == ("required".to_owned(), 2, "spot".to_owned()),
+            "the twin's instance runs with {instance:?}"
+        );
         let twin_node = wait_for("the controller's Pod bound again", SETTLE, || async {
             lab.controller_pod_node().await
         })
@@ -127,5 +153,6 @@ async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_met
     }
     .await;
     let cleanup = lab.fx.remove_load_balancer_controller().await;
-    lab.finish(outcome.and(cleanup)).await
+    let role = lab.fx.aws.delete_spot_service_linked_role().await;
+    lab.finish(outcome.and(cleanup).and(role)).await
 }
