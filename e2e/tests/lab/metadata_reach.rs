@@ -47,6 +47,22 @@ async fn launch_template_with(lab: &Lab, hop_limit: i32) -> Result<Vec<(String, 
     .await
 }
 
+/// Waits for a registered NodeClaim of the test's NodePool and asserts what its instance runs
+/// with, as EC2 describes it: IMDSv2 required, `hop_limit`, on `lifecycle` capacity.
+async fn registered_instance_runs_with(lab: &Lab, hop_limit: i32, lifecycle: &str) -> Result<()> {
+    let claim = lab.wait_node_claim("Registered", SETTLE).await?;
+    let instance = lab
+        .fx
+        .aws
+        .instance_metadata(&launched_instance_of(&claim)?)
+        .await?;
+    ensure!(
+        instance == ("required".to_owned(), hop_limit, lifecycle.to_owned()),
+        "the instance runs with {instance:?}"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_metadata_from_it()
 -> Result<()> {
@@ -76,17 +92,8 @@ async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_met
             options.iter().all(|o| o == &("required".to_owned(), 1)),
             "Karpenter's launch templates: {options:?}"
         );
-        let claim = lab.wait_node_claim("Registered", SETTLE).await?;
         // And the instance runs with them, as EC2 launches a fleet's instances from the template.
-        let instance = lab
-            .fx
-            .aws
-            .instance_metadata(&launched_instance_of(&claim)?)
-            .await?;
-        ensure!(
-            instance == ("required".to_owned(), 1, "on-demand".to_owned()),
-            "the instance runs with {instance:?}"
-        );
+        registered_instance_runs_with(&lab, 1, "on-demand").await?;
         let node = wait_for("the controller's Pod bound", SETTLE, || async {
             lab.controller_pod_node().await
         })
@@ -132,16 +139,7 @@ async fn the_load_balancer_controller_lands_where_karpenters_hop_limit_keeps_met
             options.contains(&("required".to_owned(), 2)),
             "Karpenter's launch templates: {options:?}"
         );
-        let claim = lab.wait_node_claim("Registered", SETTLE).await?;
-        let instance = lab
-            .fx
-            .aws
-            .instance_metadata(&launched_instance_of(&claim)?)
-            .await?;
-        ensure!(
-            instance == ("required".to_owned(), 2, "spot".to_owned()),
-            "the twin's instance runs with {instance:?}"
-        );
+        registered_instance_runs_with(&lab, 2, "spot").await?;
         let twin_node = wait_for("the controller's Pod bound again", SETTLE, || async {
             lab.controller_pod_node().await
         })
